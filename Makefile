@@ -1,0 +1,54 @@
+# Two entry points: `make book` (build the HTML book) and `make test` (unit tests + nbval).
+# Both create or reuse .venv, install everything, prepare the data; both are idempotent.
+
+VENV      ?= .venv
+PY        := $(VENV)/bin/python
+STAMP     := $(VENV)/.installed
+CHAPTERS  := $(sort $(wildcard chapters/*.ipynb))
+EXECUTED  := $(patsubst chapters/%.ipynb,_build/.executed/%.stamp,$(CHAPTERS))
+LIBRARY   := $(shell find playerfl_core data_prep -name '*.py' 2>/dev/null)
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+export TQDM_DISABLE := 1
+
+.PHONY: book test html setup data execute lint clean
+
+book: setup data execute html
+
+test: setup data
+	$(PY) -m pytest tests
+	$(PY) -m pytest --nbval-lax --nbval-current-env chapters
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@
+
+# Fashion-MNIST comes from Debian where apt is available; data_prep falls back to
+# torchvision's download for users with internet.
+data: setup
+	@if [ ! -d /usr/share/datasets/fashion-mnist ] && command -v apt-get >/dev/null \
+	   && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist; fi
+	$(PY) -m data_prep.prepare
+
+execute: $(EXECUTED)
+
+# A chapter is re-executed (in place, quick profile) only when it or the library changed.
+_build/.executed/%.stamp: chapters/%.ipynb $(LIBRARY) | setup
+	$(VENV)/bin/papermill $< $< --cwd chapters -k python3 --log-level WARNING
+	@mkdir -p $(@D) && touch $@
+
+html: setup
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+
+lint: setup
+	$(VENV)/bin/ruff check playerfl_core data_prep tests bench
+	$(VENV)/bin/ruff format --check playerfl_core data_prep tests bench
+
+clean:
+	rm -rf _build

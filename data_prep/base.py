@@ -1,0 +1,193 @@
+"""Containers and file helpers shared by every dataset module.
+
+Every loader returns a :class:`FederatedData`: a list of clients, each holding ready-made
+train/val/test tensors on the CPU. Keeping the contract this plain lets the engine stay
+dataset-agnostic and lets a reader add a dataset by writing one function.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import urllib.error
+import urllib.request
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+SPLITS = ("train", "val", "test")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class DataError(RuntimeError):
+    """Bad or missing data; the message says what is wrong and how to fix it."""
+
+
+def data_root() -> Path:
+    """Directory holding the raw data files.
+
+    `PLAYERFL_DATA` wins; otherwise `<repo root>/data`, so notebooks executed from
+    `chapters/` find the same files as scripts run from the repository root.
+    """
+    env = os.environ.get("PLAYERFL_DATA")
+    return Path(env).expanduser().resolve() if env else REPO_ROOT / "data"
+
+
+@dataclass
+class ClientData:
+    """One silo's data, already split, so every algorithm sees identical splits."""
+
+    name: str
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_val: torch.Tensor
+    y_val: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+
+    def split(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """`(x, y)` of split `name` ("train", "val" or "test")."""
+        if name not in SPLITS:
+            raise ValueError(f"unknown split {name!r}; expected one of {SPLITS}")
+        return getattr(self, f"x_{name}"), getattr(self, f"y_{name}")
+
+    @property
+    def n_train(self) -> int:
+        """Number of training samples (the FedAvg aggregation weight)."""
+        return int(self.y_train.shape[0])
+
+    def sizes(self) -> dict[str, int]:
+        """Samples per split, e.g. `{"train": 256, "val": 64, "test": 80}`."""
+        return {s: int(self.split(s)[1].shape[0]) for s in SPLITS}
+
+
+@dataclass
+class FederatedData:
+    """A federation: clients plus what a model and a reader need to know about them.
+
+    Construction validates the tensors (dtypes, shapes, label range, non-empty splits), so
+    downstream code can trust any instance it receives.
+    """
+
+    name: str
+    clients: list[ClientData]
+    num_classes: int
+    input_shape: tuple[int, ...]
+    model: str
+    class_names: list[str]
+    source: str = ""
+    notes: str = ""
+    params: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.input_shape = tuple(int(d) for d in self.input_shape)
+        check_clients(self.clients, self.num_classes, self.input_shape)
+        if len(self.class_names) != self.num_classes:
+            raise DataError(
+                f"{self.name}: {len(self.class_names)} class names for {self.num_classes} classes"
+            )
+
+    @property
+    def n_clients(self) -> int:
+        return len(self.clients)
+
+    def summary(self):
+        """Per-client table (sizes and training label counts) for the book."""
+        import pandas as pd
+
+        rows = []
+        for c in self.clients:
+            counts = torch.bincount(c.y_train, minlength=self.num_classes).tolist()
+            rows.append(
+                {"client": c.name, **c.sizes(), **dict(zip(self.class_names, counts, strict=True))}
+            )
+        return pd.DataFrame(rows).set_index("client")
+
+
+def check_clients(
+    clients: list[ClientData], num_classes: int, input_shape: tuple[int, ...]
+) -> None:
+    """Raise DataError for unusable clients; warn for merely awkward ones.
+
+    An empty split breaks training or evaluation outright, so it is an error. A training
+    split with a single class is legal (the engine must cope; it happens under strong label
+    skew) but usually worth knowing about, so it only warns.
+    """
+    if not clients:
+        raise DataError("a federation needs at least one client")
+    names = [c.name for c in clients]
+    if len(set(names)) != len(names):
+        raise DataError(f"client names must be unique, got {names}")
+    for c in clients:
+        for s in SPLITS:
+            x, y = c.split(s)
+            where = f"client {c.name!r}, split {s!r}"
+            if y.numel() == 0:
+                raise DataError(
+                    f"{where} is empty; use fewer clients, more samples per client, or a larger "
+                    "Dirichlet alpha"
+                )
+            if x.dtype != torch.float32 or y.dtype != torch.int64:
+                raise DataError(f"{where}: need float32 x and int64 y, got {x.dtype}, {y.dtype}")
+            if tuple(x.shape[1:]) != input_shape or x.shape[0] != y.shape[0] or y.ndim != 1:
+                raise DataError(
+                    f"{where}: x {tuple(x.shape)} / y {tuple(y.shape)} do not match the "
+                    f"per-sample shape {input_shape}"
+                )
+            if int(y.min()) < 0 or int(y.max()) >= num_classes:
+                raise DataError(f"{where}: labels outside 0..{num_classes - 1}")
+        if torch.unique(c.y_train).numel() == 1:
+            warnings.warn(
+                f"client {c.name!r} has a single class in its training split",
+                stacklevel=3,
+            )
+
+
+def sha256sum(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def verify_sha256(path: Path | str, expected: str) -> None:
+    """Raise DataError unless `path` has SHA-256 `expected` (guards against silent corruption)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path} does not exist")
+    actual = sha256sum(path)
+    if actual != expected.lower():
+        raise DataError(
+            f"checksum mismatch for {path.name} ({path}): expected sha256 {expected}, got "
+            f"{actual}. Delete the file and fetch it again (python -m data_prep.prepare)."
+        )
+
+
+def download(url: str, dest: Path | str, sha256: str, timeout: float = 30.0) -> Path:
+    """Fetch `url` to `dest`, verified; a partial or corrupt file never lands at `dest`.
+
+    Writes to a temporary name in the same directory, checks the hash, then renames
+    atomically.
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r, open(tmp, "wb") as f:
+            while chunk := r.read(1 << 20):
+                f.write(chunk)
+    except (urllib.error.URLError, OSError, TimeoutError) as e:
+        tmp.unlink(missing_ok=True)
+        raise DataError(
+            f"could not download {url} ({e}). Without network access, place the file at {dest}."
+        ) from e
+    try:
+        verify_sha256(tmp, sha256)
+    except DataError as e:
+        tmp.unlink(missing_ok=True)
+        raise DataError(f"downloaded {url}: {e}") from None
+    os.replace(tmp, dest)
+    return dest

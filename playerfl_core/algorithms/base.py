@@ -1,0 +1,95 @@
+"""The algorithm interface: four questions, each with FedAvg's answer as the default.
+
+1. How does a client train locally?          ``local_update``
+2. Which units does a client share?          ``shared_units``
+3. How does the server combine and return?   ``aggregate`` / ``distribute``
+4. Which model does a client deploy?         ``deployed_model`` (and the class text ``deploys``)
+
+Most algorithms are FedAvg plus a different answer to one question.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from playerfl_core.units import get_params, param_names, set_params, unit_names
+
+
+class Algorithm:
+    """FedAvg: every client trains one local epoch, all units are averaged and sent back."""
+
+    name = "fedavg"
+    deploys = "the aggregated global model (all units averaged) received at the end of the round"
+
+    def __init__(self, **hyperparameters):
+        unknown = set(hyperparameters) - set(self.defaults())
+        if unknown:
+            raise ValueError(
+                f"{self.name}: unknown hyper-parameters {sorted(unknown)}; "
+                f"valid ones are {sorted(self.defaults()) or 'none'}."
+            )
+        for key, value in {**self.defaults(), **hyperparameters}.items():
+            setattr(self, key, value)
+
+    @classmethod
+    def defaults(cls) -> dict:
+        """Hyper-parameters with their defaults (reference §1.2)."""
+        return {}
+
+    def hyperparameters(self) -> dict:
+        return {k: getattr(self, k) for k in self.defaults()}
+
+    # -- the hooks ---------------------------------------------------------------------------
+    def setup(self, run) -> None:
+        """Called once, after the clients exist and before round 0."""
+
+    def local_update(self, run, client, rnd: int) -> float:
+        """Train the client locally; return its mean training loss."""
+        return client.train_epoch()
+
+    def shared_units(self, run, client, rnd: int) -> tuple[str, ...]:
+        """Units this client uploads this round."""
+        return unit_names(client.model)
+
+    def upload(self, run, client, rnd: int) -> dict[str, torch.Tensor]:
+        """What leaves the client: copies of the parameters of its shared units, nothing else."""
+        return get_params(
+            client.model, param_names(client.model, self.shared_units(run, client, rnd))
+        )
+
+    def aggregate(self, run, rnd: int, uploads: dict[int, dict[str, torch.Tensor]]) -> set[str]:
+        """Weighted average (training-set sizes) of each parameter over the clients that sent it.
+
+        Parameters nobody sent keep their previous server value. Returns the names updated.
+        """
+        weights = run.weights
+        names = {n for up in uploads.values() for n in up}
+        for name in names:
+            senders = [cid for cid, up in uploads.items() if name in up]
+            total = sum(weights[cid] for cid in senders)
+            run.global_params[name] = sum(
+                uploads[cid][name] * (weights[cid] / total) for cid in senders
+            )
+        return names
+
+    def distribute(self, run, rnd: int, updated: set[str]) -> None:
+        """Send the updated server parameters back to every client."""
+        values = {n: run.global_params[n] for n in updated}
+        for client in run.clients:
+            set_params(client.model, values)
+
+    def server_step(self, run, rnd: int) -> None:
+        """Collect uploads, aggregate, distribute. The server sees only the uploads."""
+        uploads = {c.id: self.upload(run, c, rnd) for c in run.clients}
+        uploads = {cid: up for cid, up in uploads.items() if up}
+        if uploads:
+            self.distribute(run, rnd, self.aggregate(run, rnd, uploads))
+
+    def deployed_model(self, run, client):
+        """The model the client would deploy, evaluated every round."""
+        return client.model
+
+    def finish(self, run) -> bool:
+        """Optional last step after the final round; return True to evaluate it as one more
+        round (index ``rounds``)."""
+        return False

@@ -1,0 +1,65 @@
+"""Ditto (Li et al., 2021): a global model trained by FedAvg plus a regularised personal model.
+
+Each round every client (1) trains the received global model w for one local epoch on its plain
+loss, which the server averages (FedAvg), and (2) trains its persistent personal model v on
+task loss + (λ/2)‖v − w‖², w being the global model it received this round. Clients deploy v.
+The authors' code averaged the personal models instead (reference §6.5, §10.2 item 9).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+
+from playerfl_core.algorithms.base import Algorithm
+from playerfl_core.engine import client_seed
+
+from .fedprox import all_params, proximal_penalty
+
+
+@contextmanager
+def batch_stream(client, generator: torch.Generator):
+    """Let ``client.batches()`` draw from ``generator`` for the duration of the block."""
+    own = client.generator
+    client.generator = generator
+    try:
+        yield
+    finally:
+        client.generator = own
+
+
+class Ditto(Algorithm):
+    """Ditto with λ = 0.1 (reference §1.2).
+
+    The personal model draws its mini-batches from its own copy of the client's shuffle stream,
+    so within a round it sees the same batches as the global model, and with λ = 0 it is exactly
+    Local training while the averaged model is exactly FedAvg's.
+    """
+
+    name = "ditto"
+    deploys = "the client's personal model v (trained with a pull λ towards the global model)"
+
+    @classmethod
+    def defaults(cls):
+        return {"lam": 0.1}
+
+    def setup(self, run):
+        for c in run.clients:
+            personal = run.new_model()
+            c.state["personal"] = personal
+            c.state["personal_optimizer"] = c.make_optimizer(personal.parameters())
+            c.state["personal_generator"] = torch.Generator().manual_seed(
+                client_seed(run.config.seed, c.id))
+
+    def local_update(self, run, client, rnd):
+        received = all_params(client.model)
+        global_loss = client.train_epoch()
+        run.log(client.id, rnd, "train", "loss_global", global_loss, client.n_train)
+        with batch_stream(client, client.state["personal_generator"]):
+            return client.train_epoch(model=client.state["personal"],
+                                      optimizer=client.state["personal_optimizer"],
+                                      penalty=proximal_penalty(received, self.lam))
+
+    def deployed_model(self, run, client):
+        return client.state["personal"]

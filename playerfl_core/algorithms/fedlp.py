@@ -1,0 +1,49 @@
+"""FedLP (Zhu et al., 2023): layer-wise pruning of what clients upload.
+
+After local training each client keeps each layer unit with probability p and uploads only the
+kept units. The server averages every unit over the clients that sent it (weights renormalised
+over those clients); a unit nobody sent keeps its previous server value. The full global model
+is then sent to every client, as FedAvg. Fewer uploads cut communication; p = 1 is FedAvg.
+"""
+
+import numpy as np
+
+from playerfl_core.algorithms.base import Algorithm
+from playerfl_core.engine import client_seed
+from playerfl_core.units import unit_names
+
+
+class FedLP(Algorithm):
+    """Layer-preserving rate p = 0.7 (reference §1.2).
+
+    The coins come from a generator seeded by (run seed, client, round), so a run is
+    reproducible and independent of any global random state.
+    """
+
+    name = "fedlp"
+    deploys = "the full global model (each unit averaged over the clients that uploaded it)"
+
+    @classmethod
+    def defaults(cls):
+        return {"p": 0.7}
+
+    def setup(self, run):
+        if not 0 <= self.p <= 1:
+            raise ValueError(f"fedlp: p must be in [0, 1], got {self.p}.")
+
+    def shared_units(self, run, client, rnd):
+        units = unit_names(client.model)
+        rng = np.random.default_rng(client_seed(run.config.seed, client.id, f"fedlp/{rnd}"))
+        keep = rng.random(len(units)) < self.p
+        return tuple(u for u, k in zip(units, keep, strict=True) if k)
+
+    def server_step(self, run, rnd):
+        uploads = {}
+        for c in run.clients:
+            run.log(c.id, rnd, "train", "kept_units", len(self.shared_units(run, c, rnd)),
+                    c.n_train)
+            uploads[c.id] = self.upload(run, c, rnd)
+        uploads = {cid: up for cid, up in uploads.items() if up}
+        if uploads:
+            self.aggregate(run, rnd, uploads)
+        self.distribute(run, rnd, set(run.global_params))

@@ -1,0 +1,29 @@
+"""Local adaptation ("FineTune"): FedAvg, then every client fine-tunes the final global model.
+
+The simplest personalisation: federate for all rounds, then adapt the result locally. The
+fine-tuned models are evaluated as one extra round (index R = ``config.rounds``), so
+best-validation selection later chooses per client between the federated rounds and the
+adapted model (the authors keep the extra epoch only if it lowers validation loss, §6.6).
+"""
+
+from playerfl_core.algorithms.base import Algorithm
+
+
+class FineTune(Algorithm):
+    """FedAvg for all rounds; in ``finish`` each client trains the final global model locally."""
+
+    name = "finetune"
+    deploys = (
+        "rounds 0..R-1: the aggregated global model; round R: the final global model fine-tuned "
+        "on the client's own training data"
+    )
+
+    @classmethod
+    def defaults(cls):
+        return {"finetune_epochs": 1}
+
+    def finish(self, run):
+        for c in run.clients:
+            loss = c.train_epoch(epochs=self.finetune_epochs)
+            run.log(c.id, run.config.rounds, "train", "loss", loss, c.n_train)
+        return True

@@ -1,0 +1,64 @@
+"""PLayer-FL: federate the units before the first sharp rise of federation sensitivity.
+
+All clients start identical. After the first local epoch each client computes its per-unit
+sensitivities s_k on its training data and reports them (only L numbers leave the client);
+the server averages them (training-size weights) and picks the split p with
+:func:`~playerfl_core.sensitivity.choose_split`. From then on, round 0 included, units 1..p are
+averaged every round and units p+1..L stay local. The authors' code hard-codes p per dataset
+(reference §6.11); here it is computed online, as the paper describes.
+"""
+
+from playerfl_core.algorithms.base import Algorithm
+from playerfl_core.results import SERVER
+from playerfl_core.sensitivity import (
+    DEFAULT_THRESHOLD,
+    average_sensitivities,
+    choose_split,
+    federation_sensitivity,
+)
+from playerfl_core.units import prefix, unit_names
+
+
+class PrefixFederation(Algorithm):
+    """Shared machinery: average the first ``p`` units, keep the rest local."""
+
+    deploys = "the client's own model: the federated prefix (units 1..p) plus its local units"
+
+    def setup(self, run):
+        self.p = None
+
+    def shared_units(self, run, client, rnd):
+        return prefix(client.model, self.p)
+
+    def record_split(self, run, p: int) -> None:
+        self.p = p
+        run.info["split_p"] = p
+        run.info["federated_units"] = list(prefix(run.clients[0].model, p))
+        run.log(SERVER, 0, "server", "split_p", p)
+
+
+class PLayerFL(PrefixFederation):
+    name = "playerfl"
+
+    @classmethod
+    def defaults(cls):
+        return {"threshold": DEFAULT_THRESHOLD}
+
+    def server_step(self, run, rnd):
+        if self.p is None:
+            self.record_split(run, self.choose(run))
+        super().server_step(run, rnd)
+
+    def choose(self, run) -> int:
+        per_client = {}
+        for c in run.clients:
+            s = federation_sensitivity(c.model, c.x["train"], c.y["train"])
+            per_client[c.id] = s
+            for unit, value in s.items():
+                run.log(c.id, 0, "train", f"sensitivity/{unit}", value, c.n_train)
+        avg = average_sensitivities(per_client, run.weights)
+        for unit, value in avg.items():
+            run.log(SERVER, 0, "server", f"sensitivity/{unit}", value)
+        run.info["sensitivity"] = avg
+        units = unit_names(run.clients[0].model)
+        return choose_split([avg[u] for u in units], self.threshold)

@@ -1,0 +1,53 @@
+"""PLayer-FL-Random: the PLayer-FL engine with a random split, to test the split rule itself.
+
+If federating a random prefix works as well as PLayer-FL's chosen prefix, the sensitivity rule
+adds nothing. After the first local epoch the split PLayer-FL would choose, p*, is computed
+exactly as PLayer-FL does; then p is drawn uniformly from {1, …, L−1} \\ {p*} with a generator
+seeded by the run seed. So p is never PLayer-FL's split and never the whole model (the head
+stays local, as in PLayer-FL). The authors' code redraws a prefix of its configured layer list
+(reference §6.12), which is the same idea with a hard-coded p*.
+"""
+
+import numpy as np
+
+from playerfl_core.algorithms.playerfl import PLayerFL, PrefixFederation
+from playerfl_core.engine import client_seed
+from playerfl_core.results import SERVER
+from playerfl_core.sensitivity import DEFAULT_THRESHOLD
+from playerfl_core.units import unit_names
+
+
+class PLayerFLRandom(PrefixFederation):
+    """Random prefix length p ≠ PLayer-FL's p*; needs at least three layer units."""
+
+    name = "playerfl_random"
+
+    @classmethod
+    def defaults(cls):
+        return {"threshold": DEFAULT_THRESHOLD}
+
+    def setup(self, run):
+        super().setup(run)
+        units = unit_names(run.clients[0].model)
+        if len(units) < 3:
+            raise ValueError(
+                f"playerfl_random needs a model with at least 3 layer units (it has {units}): "
+                "with L = 2, PLayer-FL's split p* = 1 is the only prefix that keeps the head "
+                "local, so no different random split exists."
+            )
+
+    def server_step(self, run, rnd):
+        if self.p is None:
+            p_star = PLayerFL(threshold=self.threshold).choose(run)
+            run.info["playerfl_split_p"] = p_star
+            run.log(SERVER, 0, "server", "playerfl_split_p", p_star)
+            self.record_split(run, self.draw(run, p_star))
+        super().server_step(run, rnd)
+
+    @staticmethod
+    def draw(run, p_star: int) -> int:
+        """Uniform over {1..L−1} minus p*, from a generator seeded by the run seed."""
+        n_units = len(unit_names(run.clients[0].model))
+        candidates = [p for p in range(1, n_units) if p != p_star]
+        rng = np.random.default_rng(client_seed(run.config.seed, SERVER, "playerfl_random"))
+        return int(rng.choice(candidates))

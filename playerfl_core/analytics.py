@@ -1,0 +1,723 @@
+"""Layer analytics: per-unit measures of how clients' models agree, and of their loss curvature.
+
+The paper's evidence (claims C1 and C2) rests on these quantities. The authors measure them on a
+single mini-batch, call the nuclear norm of one Hessian-vector product a "Hessian eigenvalue sum"
+and an angular Procrustes distance "CKA" (reference §8, §10.4). Here each quantity is what its
+name says. For a client with training data (x, y), L = mean cross-entropy over all of it, and a
+layer unit k with n_k parameters θ (weights and biases):
+
+``sensitivity``       s_k = (1/n_k) Σ_p (θ_p ∂L/∂θ_p)², federation sensitivity (shared with the
+                      PLayer-FL split rule, :mod:`playerfl_core.sensitivity`);
+``cum_sensitivity``   F_k = Σ_{j≤k} s_j / s_1, its cumulative form (what the paper plots);
+``grad_variance``     the variance, over the unit's parameter entries, of the full-data gradient
+                      ∂L/∂θ (the paper's "gradient variance", on all the data, not one batch);
+``grad_noise``        (1/n_k) Σ_p Var_B(ĝ_p): the variance of the unit's mini-batch gradient
+                      across random batches of the training size B, averaged over parameters;
+``hessian_trace``     tr(H_kk), the trace of the unit's diagonal Hessian block (Hutchinson);
+``hessian_top_eig``   the largest-magnitude eigenvalue of H_kk (power iteration);
+``cka``               linear CKA between two clients' unit outputs on a shared probe set
+                      (pairwise rows, the other client in column ``other``);
+``cka_dissimilarity`` 1 − mean CKA of a client to the other clients (per client).
+
+Every function leaves the model's parameters, ``.grad`` fields, ``requires_grad`` flags and
+train/eval modes as it found them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from scipy import stats
+from torch import nn
+
+from playerfl_core.sensitivity import (
+    average_sensitivities,
+    choose_split,
+    cumulative_sensitivity,
+    full_gradient,
+    sensitivity_from_gradient,
+)
+from playerfl_core.units import unit_names, unit_of, unit_params
+
+METRICS = (
+    "sensitivity",
+    "cum_sensitivity",
+    "grad_variance",
+    "grad_noise",
+    "hessian_trace",
+    "hessian_top_eig",
+    "cka",
+    "cka_dissimilarity",
+)
+COLUMNS = [
+    "dataset",
+    "algorithm",
+    "seed",
+    "client",
+    "stage",
+    "round",
+    "unit",
+    "depth",
+    "metric",
+    "value",
+    "other",
+]
+NO_OTHER = -1
+"""Value of the ``other`` column for rows that are not pairwise."""
+
+REFERENCE_SPLITS = {
+    "fmnist": {"paper_transition": 3, "authors_config": 3},
+    "heart": {"paper_transition": 2, "authors_config": 1},
+}
+"""Number of federated units p per source. ``authors_config``: the hard-coded lists of the
+authors' code (reference §6.11: FMNIST layer1–3, Heart fc1). ``paper_transition``: the
+transition layer of the paper's table, federated up to and including it (FMNIST Conv3, Heart
+FC2; reference §8.6 and anchors §C item 2). No published value exists for digits."""
+
+
+# -- state hygiene -------------------------------------------------------------------------------
+@contextmanager
+def preserved_state(model: nn.Module):
+    """Restore every module's train/eval mode and every parameter's ``requires_grad`` and
+    ``.grad`` on exit (pyhessian changes all three)."""
+    modes = [(m, m.training) for m in model.modules()]
+    params = list(model.parameters())
+    flags = [p.requires_grad for p in params]
+    grads = [p.grad for p in params]
+    try:
+        yield
+    finally:
+        for m, mode in modes:
+            m.training = mode
+        for p, flag, g in zip(params, flags, grads, strict=True):
+            p.requires_grad_(flag)
+            p.grad = g
+
+
+# -- first-order statistics ----------------------------------------------------------------------
+def gradient_statistics(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int = 512
+) -> dict[str, dict[str, float]]:
+    """``{"sensitivity": {unit: s_k}, "grad_variance": {unit: v_k}}`` from one full-data
+    gradient.
+
+    ``grad_variance`` is the unbiased variance of the entries of ∂L/∂θ over the unit's
+    parameters: the authors' "gradient variance" (reference §8.3), but with the gradient of the
+    loss over all of the client's training data rather than of one mini-batch, so it measures
+    how spread the unit's gradient is, not sampling noise (that is :func:`gradient_noise`).
+    ``batch_size`` only sets memory use.
+    """
+    grads = full_gradient(model, x, y, batch_size=batch_size)
+    return {
+        "sensitivity": sensitivity_from_gradient(model, grads),
+        "grad_variance": _unit_variance(model, grads),
+    }
+
+
+def _unit_variance(model: nn.Module, grads: Mapping[str, torch.Tensor]) -> dict[str, float]:
+    flat: dict[str, list[torch.Tensor]] = {u: [] for u in unit_names(model)}
+    for name, g in grads.items():
+        flat[unit_of(name)].append(g.reshape(-1))
+    return {u: float(torch.cat(gs).double().var()) for u, gs in flat.items() if gs}
+
+
+def _unit_mean(model: nn.Module, values: Mapping[str, torch.Tensor]) -> dict[str, float]:
+    sums = dict.fromkeys(unit_names(model), 0.0)
+    counts = dict.fromkeys(unit_names(model), 0)
+    for name, v in values.items():
+        sums[unit_of(name)] += float(v.sum())
+        counts[unit_of(name)] += v.numel()
+    return {u: sums[u] / counts[u] for u in sums if counts[u]}
+
+
+def _noise_factor(n: int, b: int, batch_size: int | None) -> float:
+    """Var(ĝ_B) / Var(ĝ_b) for batches drawn without replacement from n samples:
+    Var(ĝ_b) = σ²/b · (n − b)/(n − 1), so the ratio is b(n − B) / (B(n − b)); with
+    ``batch_size=None`` it is σ² / Var(ĝ_b) = b(n − 1)/(n − b)."""
+    if batch_size is None:
+        return b * (n - 1) / (n - b)
+    return b * max(n - batch_size, 0) / (batch_size * (n - b))
+
+
+def gradient_noise(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    batch_size: int | None,
+    micro_batch: int = 8,
+    generator: torch.Generator | None = None,
+) -> dict[str, float]:
+    """Gradient noise: mean over the unit's parameters of the variance of the mini-batch
+    gradient across random batches of size B = ``batch_size`` (the training batch size).
+
+    Estimated in one pass over the data: the data are shuffled (``generator``) and cut into
+    m = ⌊n/b⌋ micro-batches of size b = ``micro_batch``; with ḡ the full-data gradient,
+    V̂_b = (1/m) Σ_j (ĝ_j − ḡ)² is unbiased for Var(ĝ_b) (each group is a uniform sample
+    without replacement, and ḡ is the exact mean, so no degree of freedom is lost). Because
+    Var(ĝ_b) = σ²/b · (n − b)/(n − 1) for per-sample variance σ², the estimate is rescaled
+    exactly to batches of size B. ``batch_size=None`` gives σ² itself; B ≥ n gives 0 (the
+    batch is the whole data set). Many small groups make a far better estimate than the
+    n/B training batches would, at the cost of about one epoch of backward passes.
+    """
+    n = len(y)
+    b = min(micro_batch, n // 2)
+    if b < 1:
+        raise ValueError(f"Gradient noise needs at least two samples, got {n}.")
+    mean = full_gradient(model, x, y, batch_size=512)
+    m = n // b
+    order = torch.randperm(n, generator=generator)[: m * b].to(y.device)
+    names, params = zip(
+        *[(k, p) for k, p in model.named_parameters() if p.requires_grad], strict=True
+    )
+    dev = {k: torch.zeros_like(p, dtype=torch.float64) for k, p in zip(names, params, strict=True)}
+    with preserved_state(model):
+        model.eval()
+        for j in range(m):
+            idx = order[j * b : (j + 1) * b]
+            loss = F.cross_entropy(model(x[idx]), y[idx])
+            for k, g in zip(names, torch.autograd.grad(loss, params), strict=True):
+                dev[k] += (g.double() - mean[k].double()) ** 2
+    factor = _noise_factor(n, b, batch_size) / m
+    return _unit_mean(model, {k: v * factor for k, v in dev.items()})
+
+
+def gradient_noise_exact(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch_size: int | None, chunk: int = 256
+) -> dict[str, float]:
+    """The exact value :func:`gradient_noise` estimates, from per-sample gradients
+    (``torch.func.vmap``): σ_p² = population variance of the n per-sample gradients, then
+    Var(ĝ_B,p) = σ_p²/B · (n − B)/(n − 1). Exact but slow for conv nets; a reference for tests.
+    """
+    n = len(y)
+    if n < 2:
+        raise ValueError(f"Gradient noise needs at least two samples, got {n}.")
+    names = [k for k, p in model.named_parameters() if p.requires_grad]
+    params = {k: p.detach() for k, p in model.named_parameters()}
+
+    def loss_one(p, xi, yi):
+        out = torch.func.functional_call(model, p, (xi.unsqueeze(0),))
+        return F.cross_entropy(out, yi.unsqueeze(0))
+
+    per_sample = torch.func.vmap(torch.func.grad(loss_one), in_dims=(None, 0, 0))
+    total = {k: torch.zeros_like(params[k], dtype=torch.float64) for k in names}
+    squares = {k: torch.zeros_like(params[k], dtype=torch.float64) for k in names}
+    with preserved_state(model):
+        model.eval()
+        for start in range(0, n, chunk):
+            g = per_sample(params, x[start : start + chunk], y[start : start + chunk])
+            for k in names:
+                gk = g[k].double()
+                total[k] += gk.sum(0)
+                squares[k] += (gk**2).sum(0)
+    factor = 1.0 if batch_size is None else max(n - batch_size, 0) / (batch_size * (n - 1))
+    sigma2 = {k: (squares[k] / n - (total[k] / n) ** 2).clamp_min(0) * factor for k in names}
+    return _unit_mean(model, sigma2)
+
+
+# -- curvature -----------------------------------------------------------------------------------
+def hessian_unit(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    unit: str,
+    n_probes: int = 100,
+    eig_iters: int = 100,
+    eig_tol: float = 1e-3,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Trace and top eigenvalue of the unit's diagonal Hessian block H_kk of L on (x, y).
+
+    Uses pyhessian restricted to the unit (the other parameters are frozen while the
+    ``hessian`` object lives). Trace: Hutchinson's estimator, the mean of vᵀHv over exactly
+    ``n_probes`` Rademacher vectors v (pyhessian's early stop is defeated, see below). Top
+    eigenvalue: power iteration, i.e. the eigenvalue largest in *magnitude*. Probes are drawn
+    from torch's RNG inside ``fork_rng`` seeded with ``seed``, so results are reproducible and
+    the global RNG is untouched. pyhessian quirks handled: ``.grad`` is cleared before the
+    object is built (leftovers from an earlier build double the Hessian, stack_notes §3), the
+    model's modes are restored (it calls ``eval()``), its create_graph warning is silenced, and
+    its ``trace`` stops early when the running mean is negative, so it is called until
+    ``n_probes`` samples exist (one uninterrupted probe stream).
+    """
+    from pyhessian import hessian
+
+    if n_probes < 1 or eig_iters < 1:
+        raise ValueError(f"n_probes and eig_iters must be ≥ 1, got {n_probes}, {eig_iters}.")
+    own = set(unit_params(model, unit))
+    devices = [x.device] if x.device.type == "cuda" else []
+    with preserved_state(model), torch.random.fork_rng(devices=devices), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Using backward\(\) with create_graph=True")
+        for name, p in model.named_parameters():
+            p.requires_grad_(name in own)
+        model.zero_grad(set_to_none=True)
+        torch.manual_seed(seed)
+        h = hessian(model, nn.CrossEntropyLoss(), data=(x, y), cuda=x.device.type == "cuda")
+        samples: list[float] = []
+        while len(samples) < n_probes:
+            samples += h.trace(maxIter=n_probes - len(samples), tol=0.0)
+        top = h.eigenvalues(maxIter=eig_iters, tol=eig_tol, top_n=1)[0][0]
+        del h
+        model.zero_grad(set_to_none=True)  # drop the graph-holding gradients before restoring
+    return {"hessian_trace": float(np.mean(samples)), "hessian_top_eig": float(top)}
+
+
+def hessian_metrics(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, units: Iterable[str] | None = None, **kwargs
+) -> dict[str, dict[str, float]]:
+    """:func:`hessian_unit` for every unit: ``{metric: {unit: value}}``."""
+    out: dict[str, dict[str, float]] = {"hessian_trace": {}, "hessian_top_eig": {}}
+    for unit in units or unit_names(model):
+        for metric, value in hessian_unit(model, x, y, unit, **kwargs).items():
+            out[metric][unit] = value
+    return out
+
+
+# -- representations -----------------------------------------------------------------------------
+def linear_cka(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Linear CKA (Kornblith et al., 2019) between two representations of the same n inputs.
+
+    CKA = ‖Bᵀ A‖²_F / (‖Aᵀ A‖_F ‖Bᵀ B‖_F) with column-centred A (n×d₁), B (n×d₂); computed in
+    float64 through the n×n Gram matrices when n < d. 1 for identical representations,
+    invariant to orthogonal transforms and isotropic scaling; NaN if either is constant.
+    """
+    a = a.reshape(len(a), -1).double()
+    b = b.reshape(len(b), -1).double()
+    if len(a) != len(b):
+        raise ValueError(f"CKA needs the same inputs: got {len(a)} and {len(b)} rows.")
+    a = a - a.mean(0)
+    b = b - b.mean(0)
+    if len(a) < max(a.shape[1], b.shape[1]):
+        ka, kb = a @ a.T, b @ b.T
+        num, den = (ka * kb).sum(), ka.norm() * kb.norm()
+    else:
+        num, den = (b.T @ a).pow(2).sum(), (a.T @ a).norm() * (b.T @ b).norm()
+    return float(num / den) if den > 0 else float("nan")
+
+
+@torch.no_grad()
+def unit_outputs(
+    model: nn.Module, x: torch.Tensor, units: Iterable[str] | None = None, batch_size: int = 1024
+) -> dict[str, torch.Tensor]:
+    """Each unit's output on ``x`` (eval mode), flattened per sample, via forward hooks."""
+    units = list(units or unit_names(model))
+    store: dict[str, list[torch.Tensor]] = {u: [] for u in units}
+    hooks = [
+        getattr(model, u).register_forward_hook(
+            lambda _m, _i, out, u=u: store[u].append(out.detach().flatten(1))
+        )
+        for u in units
+    ]
+    try:
+        with preserved_state(model):
+            model.eval()
+            for start in range(0, len(x), batch_size):
+                model(x[start : start + batch_size])
+    finally:
+        for h in hooks:
+            h.remove()
+    return {u: torch.cat(v) for u, v in store.items()}
+
+
+def cka_matrices(
+    models: Sequence[nn.Module], probe: torch.Tensor, units: Iterable[str] | None = None
+) -> dict[str, np.ndarray]:
+    """``{unit: K×K matrix}`` of linear CKA between the K models' unit outputs on ``probe``."""
+    outs = [unit_outputs(m, probe, units) for m in models]
+    k = len(models)
+    result = {}
+    for unit in outs[0]:
+        mat = np.eye(k)
+        for i in range(k):
+            for j in range(i + 1, k):
+                mat[i, j] = mat[j, i] = linear_cka(outs[i][unit], outs[j][unit])
+        result[unit] = mat
+    return result
+
+
+def probe_set(clients: Sequence, n_per_client: int, seed: int) -> torch.Tensor:
+    """A probe set shared by all clients: ``n_per_client`` training inputs drawn without
+    replacement from each client (all of a smaller client's), with a generator seeded by
+    ``seed``. Accepts engine clients (``.x["train"]``) or data clients (``.x_train``)."""
+    gen = torch.Generator().manual_seed(seed)
+    parts = []
+    for c in clients:
+        x = c.x["train"] if hasattr(c, "x") else c.x_train
+        idx = torch.randperm(len(x), generator=gen)[:n_per_client].to(x.device)
+        parts.append(x[idx])
+    return torch.cat(parts)
+
+
+# -- one measurement -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AnalyticsSettings:
+    """Sizes of the measurements (the ``paper`` profile's are the defaults)."""
+
+    metrics: tuple[str, ...] = METRICS
+    hutchinson_probes: int = 100
+    eig_iters: int = 100
+    eig_tol: float = 1e-3
+    hessian_samples: int | None = None
+    """Samples of the client's training data the Hessian is taken on (None: all of it)."""
+    probe_per_client: int = 100
+    sensitivity_batch_size: int = 512
+
+    def __post_init__(self):
+        unknown = set(self.metrics) - set(METRICS)
+        if unknown:
+            raise ValueError(f"Unknown metrics {sorted(unknown)}; known: {METRICS}.")
+
+
+ANALYTICS_PROFILES = {
+    "quick": AnalyticsSettings(
+        hutchinson_probes=12, eig_iters=12, hessian_samples=128, probe_per_client=40
+    ),
+    "paper": AnalyticsSettings(),
+}
+
+
+def measure_model(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    batch_size: int,
+    settings: AnalyticsSettings = ANALYTICS_PROFILES["paper"],
+    seed: int = 0,
+) -> list[tuple[str, str, float]]:
+    """Every per-client metric of ``settings.metrics`` (all but the CKA ones) for one model on
+    one client's training data, as ``(unit, metric, value)`` triples; ``batch_size`` is the
+    training batch size B that sets the gradient noise."""
+    wanted = set(settings.metrics)
+    rows: list[tuple[str, str, float]] = []
+
+    def add(metric: str, values: Mapping[str, float]):
+        rows.extend((u, metric, float(v)) for u, v in values.items())
+
+    units = unit_names(model)
+    if wanted & {"sensitivity", "cum_sensitivity", "grad_variance"}:
+        stats_ = gradient_statistics(model, x, y, settings.sensitivity_batch_size)
+        s = stats_["sensitivity"]
+        if "sensitivity" in wanted:
+            add("sensitivity", s)
+        if "cum_sensitivity" in wanted:
+            add(
+                "cum_sensitivity",
+                dict(zip(units, cumulative_sensitivity([s[u] for u in units]), strict=True)),
+            )
+        if "grad_variance" in wanted:
+            add("grad_variance", stats_["grad_variance"])
+    if "grad_noise" in wanted:
+        add(
+            "grad_noise",
+            gradient_noise(model, x, y, batch_size, generator=torch.Generator().manual_seed(seed)),
+        )
+    if wanted & {"hessian_trace", "hessian_top_eig"}:
+        xh, yh = x, y
+        if settings.hessian_samples is not None and settings.hessian_samples < len(y):
+            gen = torch.Generator().manual_seed(seed)
+            idx = torch.randperm(len(y), generator=gen)[: settings.hessian_samples].to(y.device)
+            xh, yh = x[idx], y[idx]
+        h = hessian_metrics(
+            model,
+            xh,
+            yh,
+            n_probes=settings.hutchinson_probes,
+            eig_iters=settings.eig_iters,
+            eig_tol=settings.eig_tol,
+            seed=seed,
+        )
+        for metric in ("hessian_trace", "hessian_top_eig"):
+            if metric in wanted:
+                add(metric, h[metric])
+    return rows
+
+
+def cka_rows(
+    models: Sequence[nn.Module], probe: torch.Tensor, wanted: Iterable[str]
+) -> list[tuple[int, int, str, str, float]]:
+    """``(client, other, unit, metric, value)`` rows: pairwise ``cka`` and per-client
+    ``cka_dissimilarity`` = 1 − mean CKA to the other clients."""
+    wanted = set(wanted)
+    rows = []
+    for unit, mat in cka_matrices(models, probe).items():
+        k = len(mat)
+        for i in range(k):
+            if "cka" in wanted:
+                rows.extend((i, j, unit, "cka", float(mat[i, j])) for j in range(k) if j != i)
+            if "cka_dissimilarity" in wanted and k > 1:
+                rows.append(
+                    (
+                        i,
+                        NO_OTHER,
+                        unit,
+                        "cka_dissimilarity",
+                        1.0 - float(np.mean(np.delete(mat[i], i))),
+                    )
+                )
+    return rows
+
+
+# -- the driver ----------------------------------------------------------------------------------
+class _MeasureBeforeServer:
+    """Mixin for an algorithm: on the listed rounds, hand the run to ``on_measure`` after every
+    client's local epoch and before the server step (the authors' measurement point, §8.2)."""
+
+    measure_rounds: Mapping[int, str] = {}
+    on_measure: Callable | None = None
+
+    def server_step(self, run, rnd):
+        if rnd in self.measure_rounds and self.on_measure is not None:
+            self.on_measure(run, rnd, self.measure_rounds[rnd])
+        super().server_step(run, rnd)
+
+
+def measured_algorithm(
+    name: str, measure_rounds: Mapping[int, str], on_measure: Callable, **hyperparameters
+):
+    """An instance of algorithm ``name`` that calls ``on_measure(run, round, stage)`` on the
+    rounds of ``measure_rounds`` (round → stage label), before aggregation."""
+    from playerfl_core.algorithms import ALGORITHMS
+
+    if name not in ALGORITHMS:
+        raise ValueError(f"Unknown algorithm {name!r}; available: {', '.join(ALGORITHMS)}.")
+    base = ALGORITHMS[name]
+    cls = type(f"Measured{base.__name__}", (_MeasureBeforeServer, base), {})
+    algorithm = cls(**hyperparameters)
+    algorithm.measure_rounds = dict(measure_rounds)
+    algorithm.on_measure = on_measure
+    return algorithm
+
+
+def layer_analytics(
+    dataset,
+    seeds: Iterable[int] = (0,),
+    profile: str = "quick",
+    algorithms: Sequence[str] = ("local", "fedavg"),
+    stages: Mapping[int, str] | None = None,
+    settings: AnalyticsSettings | None = None,
+    device: str | None = None,
+    data_loader: Callable | None = None,
+    progress: bool = False,
+    **config_overrides,
+) -> pd.DataFrame:
+    """Train each algorithm on ``dataset`` for every seed and measure every client's model
+    after its local epoch, before aggregation, at the rounds of ``stages``.
+
+    ``stages`` maps a round index to a label; default ``{0: "first", R−1: "final"}``: after the
+    first epoch from the common initialisation and at the end of training. The data of seed s is
+    ``data_loader(s)`` (default ``data_prep.load(dataset, profile, seed=s)``) and the training
+    configuration ``make_config(dataset, profile, seed=s, **config_overrides)``. Round-0 models
+    are identical for algorithms that train every unit locally from the same initialisation
+    (local and FedAvg: same weights, same batch order); when they are bit-identical the
+    measurement is reused instead of repeated. Returns the long table of :data:`COLUMNS`.
+    """
+    from playerfl_core.engine import run_federated
+    from playerfl_core.profiles import make_config
+
+    if data_loader is None:
+        from data_prep import load
+
+        def data_loader(s):
+            return load(dataset, profile=profile, seed=s)
+
+    settings = settings or ANALYTICS_PROFILES[profile]
+    rows: list[tuple] = []
+    for seed in seeds:
+        data = data_loader(seed)
+        config = make_config(
+            dataset, profile, seed=seed, device=device, progress=progress, **config_overrides
+        )
+        stage_of = dict(stages) if stages is not None else {0: "first", config.rounds - 1: "final"}
+        bad = [r for r in stage_of if not 0 <= r < config.rounds]
+        if bad:
+            raise ValueError(f"Stage rounds {bad} are outside 0..{config.rounds - 1}.")
+        probe = None
+        cache: dict[int, tuple[list[torch.Tensor], list[tuple]]] = {}
+
+        def on_measure(run, rnd, stage, algorithm_name):
+            nonlocal probe
+            if probe is None:
+                probe = probe_set(run.clients, settings.probe_per_client, seed)
+            snapshot = [
+                torch.cat([p.detach().reshape(-1) for p in c.model.parameters()])
+                for c in run.clients
+            ]
+            cached = cache.get(rnd)
+            if cached is not None and all(
+                torch.equal(a, b) for a, b in zip(cached[0], snapshot, strict=True)
+            ):
+                measured = cached[1]
+            else:
+                measured = _measure_run(run, probe, settings, seed)
+                cache[rnd] = (snapshot, measured)
+            unit_depth = {u: i + 1 for i, u in enumerate(unit_names(run.clients[0].model))}
+            for client, other, unit, metric, value in measured:
+                rows.append(
+                    (
+                        data.name,
+                        algorithm_name,
+                        seed,
+                        client,
+                        stage,
+                        rnd,
+                        unit,
+                        unit_depth[unit],
+                        metric,
+                        value,
+                        other,
+                    )
+                )
+
+        for name in algorithms:
+            algorithm = measured_algorithm(
+                name, stage_of, lambda run, rnd, stage, name=name: on_measure(run, rnd, stage, name)
+            )
+            run_federated(data, algorithm, config)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _measure_run(run, probe, settings: AnalyticsSettings, seed: int) -> list[tuple]:
+    out = []
+    for c in run.clients:
+        for unit, metric, value in measure_model(
+            c.model, c.x["train"], c.y["train"], run.config.batch_size, settings, seed
+        ):
+            out.append((c.id, NO_OTHER, unit, metric, value))
+    if set(settings.metrics) & {"cka", "cka_dissimilarity"}:
+        out.extend(cka_rows([c.model for c in run.clients], probe, settings.metrics))
+    return out
+
+
+def first_epoch_models(data, config) -> list[nn.Module]:
+    """Every client's model after one local epoch from the common initialisation: the models
+    the PLayer-FL split is computed on (identical for local and FedAvg)."""
+    from playerfl_core.engine import run_federated
+
+    run = run_federated(data, "local", replace(config, rounds=1))
+    return [c.model for c in run.clients]
+
+
+# -- summaries over seeds ------------------------------------------------------------------------
+def t_interval(values: Iterable[float], level: float = 0.95) -> tuple[float, float, float]:
+    """(mean, lower, upper): Student-t interval of the mean (NaN bounds with < 2 values)."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if len(v) == 0:
+        return (float("nan"),) * 3
+    m = float(v.mean())
+    if len(v) < 2:
+        return m, float("nan"), float("nan")
+    half = float(stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)))
+    return m, m - half, m + half
+
+
+def bootstrap_interval(
+    values: Iterable[float], level: float = 0.95, n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """(mean, lower, upper): seeded percentile bootstrap of the mean."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if len(v) == 0:
+        return (float("nan"),) * 3
+    rng = np.random.default_rng(seed)
+    means = v[rng.integers(0, len(v), size=(n_boot, len(v)))].mean(1)
+    lo, hi = np.quantile(means, [0.5 - level / 2, 0.5 + level / 2])
+    return float(v.mean()), float(lo), float(hi)
+
+
+def seed_summary(
+    table: pd.DataFrame,
+    by: Sequence[str],
+    value: str = "value",
+    level: float = 0.95,
+    method: str = "t",
+) -> pd.DataFrame:
+    """Mean and confidence interval over seeds of ``value``, after averaging over clients
+    within each seed (clients of one run are not independent replicates; seeds are).
+
+    Columns: ``by`` + mean, lo, hi, n_seeds. ``method``: "t" or "bootstrap".
+    """
+    if method not in ("t", "bootstrap"):
+        raise ValueError(f"method must be 't' or 'bootstrap', got {method!r}.")
+    interval = t_interval if method == "t" else bootstrap_interval
+    by = list(by)
+    per_seed = table.groupby([*by, "seed"], sort=False)[value].mean().reset_index()
+    out = []
+    for key, grp in per_seed.groupby(by, sort=False):
+        m, lo, hi = interval(grp[value], level)
+        key = key if isinstance(key, tuple) else (key,)
+        out.append((*key, m, lo, hi, int(grp[value].notna().sum())))
+    return pd.DataFrame(out, columns=[*by, "mean", "lo", "hi", "n_seeds"])
+
+
+def _spearman(a, b) -> float:
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
+    return float(stats.spearmanr(a, b).statistic)
+
+
+def depth_trend(
+    table: pd.DataFrame, metric: str, by: Sequence[str] = ("dataset", "algorithm", "stage")
+) -> pd.DataFrame:
+    """Per seed: Spearman ρ between unit depth and the client-averaged ``metric``.
+
+    ρ > 0 means the metric grows with depth (for ``cka_dissimilarity``: late units diverge
+    more). Columns: ``by`` + seed, rho. Summarise with :func:`seed_summary` (value="rho").
+    """
+    by = list(by)
+    sub = table[(table["metric"] == metric) & (table["other"] == NO_OTHER)]
+    prof = sub.groupby([*by, "seed", "depth"], sort=False)["value"].mean().reset_index()
+    out = [
+        (*k, _spearman(g["depth"], g["value"])) for k, g in prof.groupby([*by, "seed"], sort=False)
+    ]
+    return pd.DataFrame(out, columns=[*by, "seed", "rho"])
+
+
+def metric_correlation(
+    table: pd.DataFrame, x: str, y: str, by: Sequence[str] = ("dataset", "algorithm", "stage")
+) -> pd.DataFrame:
+    """Per seed: Spearman ρ across units between metrics ``x`` and ``y``, computed per client
+    and averaged over clients. Columns: ``by`` + seed, rho."""
+    by = list(by)
+    sub = table[table["metric"].isin([x, y]) & (table["other"] == NO_OTHER)]
+    wide = sub.pivot_table(
+        index=[*by, "seed", "client", "depth"], columns="metric", values="value"
+    ).reset_index()
+    per_client = [
+        (*k, _spearman(g[x], g[y])) for k, g in wide.groupby([*by, "seed", "client"], sort=False)
+    ]
+    df = pd.DataFrame(per_client, columns=[*by, "seed", "client", "rho"])
+    return df.groupby([*by, "seed"], sort=False)["rho"].mean().reset_index()
+
+
+def server_splits(
+    table: pd.DataFrame,
+    thresholds: Iterable[float],
+    weights: Mapping | None = None,
+    by: Sequence[str] = ("dataset", "algorithm", "stage", "seed"),
+) -> pd.DataFrame:
+    """The split p the PLayer-FL rule picks from the clients' sensitivities of each group, for
+    every threshold t. The server averages the clients' s_k with ``weights`` (client → weight;
+    ``{dataset: {client: w}}`` also accepted; default equal). Columns: ``by`` + threshold, p."""
+    by = list(by)
+    sub = table[table["metric"] == "sensitivity"]
+    out = []
+    for key, grp in sub.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        per_client = {
+            c: dict(zip(g["unit"], g["value"], strict=True))
+            for c, g in grp.sort_values("depth").groupby("client")
+        }
+        w = weights or {}
+        if "dataset" in by and isinstance(next(iter(w.values()), None), Mapping):
+            w = w[key[by.index("dataset")]]
+        w = {c: w.get(c, 1.0) for c in per_client}
+        avg = average_sensitivities(per_client, w)
+        units = list(grp.sort_values("depth")["unit"].drop_duplicates())
+        s = [avg[u] for u in units]
+        out.extend((*key, float(t), choose_split(s, t)) for t in thresholds)
+    return pd.DataFrame(out, columns=[*by, "threshold", "p"])

@@ -1,0 +1,306 @@
+"""Tests for data_prep on the real data (digits ship with scikit-learn; heart and
+Fashion-MNIST come from `python -m data_prep.prepare`)."""
+
+from __future__ import annotations
+
+import urllib.error
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import data_prep
+from data_prep import ClientData, DataError, FederatedData, base, fmnist, heart
+from data_prep.partition import dirichlet_label_skew, label_skew, train_val_test_split
+
+
+@pytest.fixture(scope="module")
+def digit_labels() -> np.ndarray:
+    from sklearn.datasets import load_digits
+
+    return load_digits().target
+
+
+@pytest.fixture(scope="module")
+def heart_fd() -> FederatedData:
+    return data_prep.load("heart", seed=0)
+
+
+def _fmnist_root() -> Path:
+    root = data_prep.data_root()
+    if not (fmnist._have_raw(root) or (fmnist.DEBIAN_DIR / f"{fmnist.FILES[0]}.gz").is_file()):
+        pytest.skip(
+            f"Fashion-MNIST absent: neither {fmnist.raw_dir(root)} nor {fmnist.DEBIAN_DIR} has "
+            "it (apt-get install dataset-fashion-mnist, then python -m data_prep.prepare)"
+        )
+    return root
+
+
+def _pooled(fd: FederatedData, split: str) -> torch.Tensor:
+    return torch.cat([c.split(split)[0] for c in fd.clients])
+
+
+# --- partitioning -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.5, 100.0])
+def test_dirichlet_partition_is_disjoint_and_complete(digit_labels, alpha):
+    parts = dirichlet_label_skew(digit_labels, 5, alpha, np.random.default_rng(1), min_per_client=1)
+    assert len(parts) == 5
+    allidx = np.concatenate(parts)
+    assert len(allidx) == len(digit_labels)
+    assert np.array_equal(np.sort(allidx), np.arange(len(digit_labels)))
+
+
+def test_label_skew_grows_as_alpha_falls(digit_labels):
+    def mean_skew(alpha):
+        return np.mean(
+            [
+                label_skew(
+                    dirichlet_label_skew(
+                        digit_labels, 5, alpha, np.random.default_rng(s), min_per_client=1
+                    ),
+                    digit_labels,
+                )
+                for s in range(5)
+            ]
+        )
+
+    iid, mid, strong = mean_skew(100.0), mean_skew(0.5), mean_skew(0.1)
+    assert iid < 0.1 < mid < strong
+    # an IID-by-construction partition has no skew; one class per client has a lot
+    assert label_skew([np.arange(len(digit_labels))], digit_labels) == 0.0
+    by_class = [np.flatnonzero(digit_labels == c) for c in range(10)]
+    assert label_skew(by_class, digit_labels) > 0.85
+
+
+def test_dirichlet_min_size_is_enforced_or_explained(digit_labels):
+    parts = dirichlet_label_skew(digit_labels, 5, 0.3, np.random.default_rng(0), min_per_client=150)
+    assert min(len(p) for p in parts) >= 150
+    with pytest.raises(DataError, match="raise alpha"):
+        dirichlet_label_skew(
+            digit_labels, 10, 0.05, np.random.default_rng(0), min_per_client=170, max_redraws=20
+        )
+    with pytest.raises(DataError, match="cannot give"):
+        dirichlet_label_skew(digit_labels, 10, 1.0, np.random.default_rng(0), min_per_client=500)
+
+
+@pytest.mark.parametrize(
+    ("n", "sizes"), [(100, (64, 16, 20)), (46, (28, 8, 10)), (303, (193, 49, 61))]
+)
+def test_train_val_test_split_sizes_and_disjoint(n, sizes):
+    tr, va, te = train_val_test_split(n, np.random.default_rng(0))
+    assert (len(tr), len(va), len(te)) == sizes
+    assert np.array_equal(np.sort(np.concatenate([tr, va, te])), np.arange(n))
+
+
+def test_split_is_seeded():
+    a = train_val_test_split(50, np.random.default_rng(3))
+    b = train_val_test_split(50, np.random.default_rng(3))
+    c = train_val_test_split(50, np.random.default_rng(4))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not np.array_equal(a[2], c[2])
+
+
+# --- container checks -------------------------------------------------------------------
+
+
+def _client(x, y, name="c"):
+    return ClientData(name, x, y, x, y, x, y)
+
+
+def test_empty_split_is_an_error_single_class_a_warning():
+    fd = data_prep.load("digits", seed=0)
+    x, y = fd.clients[0].x_train, fd.clients[0].y_train
+    args = {
+        "num_classes": 10,
+        "input_shape": (1, 8, 8),
+        "model": "m",
+        "class_names": list("0123456789"),
+    }
+    empty = ClientData("e", x, y, x[:0], y[:0], x, y)
+    with pytest.raises(DataError, match="'val' is empty"):
+        FederatedData("t", [empty], **args)
+    one = y == y[0]
+    with pytest.warns(UserWarning, match="single class"):
+        FederatedData("t", [_client(x[one], y[one])], **args)
+    with pytest.raises(DataError, match="float32"):
+        FederatedData("t", [_client(x.double(), y)], **args)
+
+
+# --- digits -----------------------------------------------------------------------------
+
+
+def test_digits_shapes_range_and_determinism():
+    fd = data_prep.load("digits", seed=0)
+    assert fd.n_clients == 5 and fd.num_classes == 10 and fd.input_shape == (1, 8, 8)
+    assert fd.model == "digits_cnn"
+    assert sum(sum(c.sizes().values()) for c in fd.clients) == 1797
+    x = torch.cat([_pooled(fd, s) for s in ("train", "val", "test")])
+    assert x.dtype == torch.float32 and float(x.min()) == 0.0 and float(x.max()) == 1.0
+    again, other = data_prep.load("digits", seed=0), data_prep.load("digits", seed=1)
+    for a, b in zip(fd.clients, again.clients, strict=True):
+        assert torch.equal(a.x_train, b.x_train) and torch.equal(a.y_test, b.y_test)
+    assert not torch.equal(fd.clients[0].y_train, other.clients[0].y_train)
+    assert data_prep.load("digits", "paper", seed=0, n_clients=3).n_clients == 3
+
+
+# --- heart ------------------------------------------------------------------------------
+
+
+def test_heart_sites_and_labels(heart_fd):
+    rows = {s: len(df) for s, df in heart.read_sites(data_prep.data_root()).items()}
+    assert rows == {"cleveland": 303, "hungarian": 261, "switzerland": 46, "va": 130}
+    assert [c.name for c in heart_fd.clients] == list(heart.SITES)
+    for c in heart_fd.clients:
+        assert sum(c.sizes().values()) == rows[c.name]
+        for s in ("train", "val", "test"):
+            x, y = c.split(s)
+            assert not torch.isnan(x).any()
+            assert int(y.min()) >= 0 and int(y.max()) <= 4
+    assert heart_fd.num_classes == 5 and heart_fd.model == "heart_mlp"
+    assert heart_fd.input_shape == (len(heart.FEATURES),)
+
+
+def test_heart_preprocessing_fitted_on_train_only(heart_fd):
+    feats = heart.FEATURES
+    cont = [feats.index(c) for c in heart.CONTINUOUS]
+    train = _pooled(heart_fd, "train")[:, cont]
+    held_out = torch.cat([_pooled(heart_fd, "val"), _pooled(heart_fd, "test")])[:, cont]
+    assert torch.allclose(train.mean(0), torch.zeros(len(cont)), atol=1e-5)
+    assert torch.allclose(train.std(0, unbiased=False), torch.ones(len(cont)), atol=1e-5)
+    # held-out rows are transformed with the training statistics, not re-standardised
+    assert held_out.mean(0).abs().max() > 0.02
+
+
+def test_heart_missing_codes_become_indicators(heart_fd):
+    feats = heart.FEATURES
+    i_ind, i_chol = feats.index("chol_missing"), feats.index("chol")
+    swiss = next(c for c in heart_fd.clients if c.name == "switzerland")
+    x = torch.cat([swiss.x_train, swiss.x_val, swiss.x_test])
+    assert bool((x[:, i_ind] == 1).all())  # every kept Swiss row has chol == 0
+    assert torch.unique(x[:, i_chol]).numel() == 1  # all imputed with one median
+    total = sum(
+        int(_pooled(heart_fd, s)[:, feats.index("trestbps_missing")].sum())
+        for s in ("train", "val", "test")
+    )
+    assert total == 1  # one VA row has trestbps == 0
+    onehot = _pooled(heart_fd, "train")[:, [feats.index(f"cp_{v}") for v in (1, 2, 3, 4)]]
+    assert torch.equal(onehot.sum(1), torch.ones(len(onehot)))
+
+
+def test_heart_determinism_and_split_seed():
+    a, b = data_prep.load("heart", seed=3), data_prep.load("heart", seed=3)
+    assert all(torch.equal(p.x_test, q.x_test) for p, q in zip(a.clients, b.clients, strict=True))
+    c = data_prep.load("heart", seed=4)
+    assert not torch.equal(a.clients[0].y_train, c.clients[0].y_train)
+    d = data_prep.load("heart", seed=4, split_seed=3)
+    assert torch.equal(a.clients[0].x_train, d.clients[0].x_train)
+
+
+def test_heart_missing_files_without_network(tmp_path, monkeypatch):
+    monkeypatch.setattr(heart, "SHARED_DIR", tmp_path / "no_shared")
+
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError("no network")
+
+    monkeypatch.setattr(base.urllib.request, "urlopen", offline)
+    with pytest.raises(DataError) as err:
+        data_prep.load("heart", data_root=tmp_path)
+    msg = str(err.value)
+    assert heart.URL in msg and str(tmp_path / "heart") in msg
+    assert all(f in msg for f in heart.SHA256)
+    assert not list((tmp_path / "heart").glob("*"))  # no partial files left behind
+
+
+def _local_heart() -> Path:
+    """The prepared copy in the data root, used as the 'shared' source for temp roots."""
+    heart.prepare(data_prep.data_root())
+    return data_prep.data_root() / "heart"
+
+
+def test_heart_corrupt_file_is_rejected(tmp_path):
+    heart.prepare(tmp_path, shared_dir=_local_heart())
+    victim = tmp_path / "heart" / "processed.va.data"
+    victim.write_bytes(victim.read_bytes().replace(b"63,1,4,140", b"63,1,4,141", 1))
+    with pytest.raises(DataError) as err:
+        data_prep.load("heart", data_root=tmp_path)
+    msg = str(err.value)
+    assert "processed.va.data" in msg and heart.SHA256["processed.va.data"] in msg
+    assert base.sha256sum(victim) in msg
+
+
+def test_heart_prepare_is_idempotent(tmp_path):
+    assert "copied" in heart.prepare(tmp_path, shared_dir=_local_heart())
+    assert "already present" in heart.prepare(tmp_path, shared_dir=tmp_path / "nowhere")
+
+
+def test_download_verifies_checksum(tmp_path):
+    src = _local_heart() / "processed.va.data"
+    url = src.resolve().as_uri()  # file:// exercises the real code path without a network
+    good = base.download(url, tmp_path / "ok.data", heart.SHA256["processed.va.data"])
+    assert good.read_bytes() == src.read_bytes()
+    with pytest.raises(DataError, match="checksum mismatch"):
+        base.download(url, tmp_path / "bad.data", "0" * 64)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.data"]
+
+
+# --- Fashion-MNIST ----------------------------------------------------------------------
+
+
+def test_fmnist_shapes_normalisation_and_seeding():
+    root = _fmnist_root()
+    fd = data_prep.load("fmnist", seed=0, data_root=root)
+    assert fd.n_clients == 5 and fd.input_shape == (1, 28, 28) and fd.model == "fmnist_cnn"
+    assert sum(sum(c.sizes().values()) for c in fd.clients) == 5 * 400
+    x = torch.cat([_pooled(fd, s) for s in ("train", "val", "test")])
+    assert x.dtype == torch.float32 and x.shape[1:] == (1, 28, 28)
+    assert float(x.min()) == pytest.approx(-0.2860 / 0.3530, abs=1e-5)
+    assert float(x.max()) == pytest.approx((1 - 0.2860) / 0.3530, abs=1e-5)
+    assert abs(float(x.mean())) < 0.1 and abs(float(x.std()) - 1) < 0.1
+    ys = torch.cat([c.y_train for c in fd.clients])
+
+    assert set(ys.unique().tolist()) <= set(range(10))
+    same, other = (data_prep.load("fmnist", seed=s, data_root=root) for s in (0, 1))
+    for a, b in zip(fd.clients, same.clients, strict=True):
+        assert torch.equal(a.x_train, b.x_train) and torch.equal(a.y_val, b.y_val)
+    assert not torch.equal(fd.clients[0].x_test[:5], other.clients[0].x_test[:5])
+    assert (
+        data_prep.load("fmnist", "paper", seed=0, data_root=root, samples_per_client=100).params[
+            "samples_per_client"
+        ]
+        == 100
+    )
+
+
+def test_fmnist_prepare_from_debian_package(tmp_path):
+    if not (fmnist.DEBIAN_DIR / f"{fmnist.FILES[0]}.gz").is_file():
+        pytest.skip(f"Debian package dataset-fashion-mnist not installed ({fmnist.DEBIAN_DIR})")
+    assert "decompressed" in fmnist.prepare(tmp_path)
+    assert "already present" in fmnist.prepare(tmp_path)
+    fresh = data_prep.load("fmnist", seed=0, data_root=tmp_path, samples_per_client=50)
+    assert "dataset-fashion-mnist" in fresh.source or "idx files" in fresh.source
+
+
+# --- registry ---------------------------------------------------------------------------
+
+
+def test_registry_errors_are_helpful():
+    assert data_prep.available_datasets() == ["digits", "fmnist", "heart"]
+    with pytest.raises(DataError) as err:
+        data_prep.load("cifar")
+    assert all(n in str(err.value) for n in ("digits", "fmnist", "heart", "registry.py"))
+    with pytest.raises(DataError, match="quick, paper"):
+        data_prep.load("digits", profile="huge")
+    with pytest.raises(DataError, match="samples_per_client"):
+        data_prep.load("heart", samples_per_client=10)
+
+
+def test_data_root_env_and_independence_from_engine(monkeypatch, tmp_path):
+    monkeypatch.setenv("PLAYERFL_DATA", str(tmp_path))
+    assert data_prep.data_root() == tmp_path.resolve()
+    monkeypatch.delenv("PLAYERFL_DATA")
+    assert data_prep.data_root() == Path(data_prep.__file__).resolve().parent.parent / "data"
+    for f in Path(data_prep.__file__).parent.glob("*.py"):
+        assert "playerfl_core" not in f.read_text(), f"{f.name} must not import the engine"

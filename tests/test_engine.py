@@ -1,0 +1,205 @@
+"""The engine, the PLayer-FL split rule and the CLI (issue 2)."""
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from playerfl_core import RunConfig, get_algorithm, run_federated
+from playerfl_core.algorithms.playerfl import PLayerFL
+from playerfl_core.cli import main
+from playerfl_core.engine import DivergenceError
+from playerfl_core.results import COLUMNS, SERVER, chosen_splits, select_rounds
+from playerfl_core.sensitivity import choose_split, cumulative_sensitivity, relative_rises
+from playerfl_core.units import param_names, prefix, unit_names
+
+
+def config(**kw):
+    return RunConfig(**{"rounds": 2, "lr": 1e-2, "batch_size": 32, "progress": False, **kw})
+
+
+# -- the split rule ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("s", "t", "p"),
+    [
+        ([1, 1, 1, 10, 100], 1.0, 3),  # rises 1, .5, 3.3 -> first > 1 at l = 3
+        ([1, 1, 1, 10, 100], 0.9, 1),  # rise 1 > 0.9 already at l = 1
+        ([1, 0.1, 0.1, 0.1], 1.0, 3),  # never rises: every unit but the head
+        ([1, 5, 1, 1], 1.0, 1),
+        ([4, 4, 4, 40], 2.0, 3),
+    ],
+)
+def test_choose_split_on_hand_made_vectors(s, t, p):
+    assert choose_split(s, t) == p
+
+
+def test_relative_rise_is_ratio_of_cumulative_curve():
+    s = [2.0, 1.0, 3.0, 12.0]
+    F = cumulative_sensitivity(s)
+    np.testing.assert_allclose(F, [1.0, 1.5, 3.0, 9.0])
+    np.testing.assert_allclose(relative_rises(s), F[1:] / F[:-1] - 1)
+
+
+@pytest.mark.parametrize("bad", [[1.0], [1.0, -1.0], [1.0, float("nan")]])
+def test_split_rule_rejects_bad_sensitivities(bad):
+    with pytest.raises(ValueError, match="ensitivities"):
+        choose_split(bad)
+
+
+def test_split_rule_rejects_bad_threshold():
+    with pytest.raises(ValueError, match="threshold"):
+        choose_split([1, 2, 3], threshold=-1)
+
+
+# -- the engine -------------------------------------------------------------------------------
+class SpyPLayerFL(PLayerFL):
+    """Records every upload the server receives."""
+
+    def server_step(self, run, rnd):
+        self.seen = getattr(self, "seen", [])
+        return super().server_step(run, rnd)
+
+    def aggregate(self, run, rnd, uploads):
+        self.seen.extend(name for up in uploads.values() for name in up)
+        return super().aggregate(run, rnd, uploads)
+
+
+def test_local_units_never_leave_a_client(heart):
+    algo = SpyPLayerFL()
+    run = run_federated(heart, algo, config(rounds=3))
+    model = run.clients[0].model
+    federated = set(param_names(model, prefix(model, algo.p)))
+    local = set(param_names(model, unit_names(model)[algo.p :]))
+    assert algo.seen and set(algo.seen) == federated
+    assert not local & set(algo.seen)
+    # The server never learnt the local units: its copy is still the initial weights ...
+    init = run.new_model().state_dict()
+    for name in local:
+        assert torch.equal(run.global_params[name], init[name])
+    # ... while the clients' local units trained apart, and the federated ones agree.
+    first, second = (dict(c.model.named_parameters()) for c in run.clients[:2])
+    assert all(not torch.equal(first[n], second[n]) for n in local)
+    assert all(torch.equal(first[n], second[n]) for n in federated)
+
+
+def test_playerfl_records_split_and_sensitivities(heart):
+    table = run_federated(heart, "playerfl", config()).table()
+    splits = chosen_splits(table)
+    assert len(splits) == 1 and 1 <= splits["split_p"][0] <= 3
+    server = table[(table.client == SERVER) & table.metric.str.startswith("sensitivity/")]
+    assert list(server.metric) == [f"sensitivity/fc{i}" for i in range(1, 5)]
+    per_client = table[(table.client >= 0) & table.metric.str.startswith("sensitivity/")]
+    assert len(per_client) == 4 * len(heart.clients)
+
+
+def test_fedavg_with_one_client_equals_local_training(heart):
+    one = dataclasses.replace(heart, clients=heart.clients[:1])
+    local = run_federated(one, "local", config(rounds=3))
+    fedavg = run_federated(one, "fedavg", config(rounds=3))
+    a, b = local.table().drop(columns="algorithm"), fedavg.table().drop(columns="algorithm")
+    pd.testing.assert_frame_equal(a, b)
+    for (n, p), (_, q) in zip(
+        local.clients[0].model.named_parameters(),
+        fedavg.clients[0].model.named_parameters(),
+        strict=True,
+    ):
+        assert torch.equal(p, q), n
+
+
+def test_fedavg_clients_share_the_global_model(digits):
+    run = run_federated(digits, "fedavg", config())
+    for c in run.clients:
+        for n, p in c.model.named_parameters():
+            assert torch.equal(p, run.global_params[n])
+
+
+def test_same_seed_identical_table_other_seed_differs(heart):
+    a = run_federated(heart, "playerfl", config(seed=3)).table()
+    b = run_federated(heart, "playerfl", config(seed=3)).table()
+    c = run_federated(heart, "playerfl", config(seed=4)).table()
+    pd.testing.assert_frame_equal(a, b)
+    assert not a["value"].equals(c["value"])
+
+
+def test_all_algorithms_start_from_the_same_weights(heart):
+    runs = [run_federated(heart, name, config(rounds=1)) for name in ("local", "fedavg")]
+    init = [r.new_model().state_dict() for r in runs]
+    assert all(torch.equal(init[0][k], init[1][k]) for k in init[0])
+
+
+def test_table_is_long_and_tidy(heart):
+    table = run_federated(heart, "fedavg", config()).table()
+    assert list(table.columns) == COLUMNS
+    scored = table[table.split.isin(["val", "test"])]
+    assert set(scored.metric) == {"loss", "accuracy", "macro_f1"}
+    assert not table.duplicated(["client", "round", "split", "metric"]).any()
+    best = select_rounds(table)
+    assert set(best.groupby("client")["round"].nunique()) == {1}
+
+
+def test_authors_protocol_scores_fedavg_before_aggregation(heart):
+    deployed = run_federated(heart, "fedavg", config()).table()
+    authors = run_federated(heart, "fedavg", config(eval_protocol="authors")).table()
+    pick = lambda t: t[t.split == "test"]["value"].to_numpy()  # noqa: E731
+    assert not np.allclose(pick(deployed), pick(authors))
+    local_d = run_federated(heart, "local", config()).table()
+    local_a = run_federated(heart, "local", config(eval_protocol="authors")).table()
+    np.testing.assert_array_equal(pick(local_d), pick(local_a))
+
+
+def test_nan_loss_raises_a_clear_divergence_error(heart):
+    broken = dataclasses.replace(heart, clients=list(heart.clients))
+    bad = dataclasses.replace(broken.clients[0], x_train=broken.clients[0].x_train.clone())
+    bad.x_train[0, 0] = float("nan")
+    broken.clients[0] = bad
+    with pytest.raises(DivergenceError, match="Lower the learning rate"):
+        run_federated(broken, "fedavg", config())
+
+
+def test_unknown_algorithm_and_bad_parameters_are_explained():
+    with pytest.raises(ValueError, match="Available: local, fedavg"):
+        get_algorithm("fedsomething")
+    with pytest.raises(ValueError, match="unknown hyper-parameters"):
+        get_algorithm("playerfl", treshold=1.0)
+    with pytest.raises(ValueError, match="lr must be"):
+        config(lr=-1)
+    with pytest.raises(ValueError, match="eval_protocol"):
+        config(eval_protocol="global")
+
+
+# -- the command line -------------------------------------------------------------------------
+def test_cli_writes_the_long_results_table(tmp_path, capsys):
+    out = tmp_path / "results.csv"
+    code = main(
+        [
+            "run",
+            "--dataset",
+            "heart",
+            "--algorithms",
+            "local,playerfl",
+            "--seeds",
+            "0,1",
+            "--rounds",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    table = pd.read_csv(out)
+    assert {"algorithm", "client", "metric", "value"} <= set(table.columns)
+    assert set(table.algorithm) == {"local", "playerfl"} and set(table.seed) == {0, 1}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--dataset", "heart", "--algorithms", "fedx"], "Unknown algorithm 'fedx'"),
+        (["--dataset", "mnist9"], "unknown dataset 'mnist9'"),
+    ],
+)
+def test_cli_explains_bad_input(tmp_path, capsys, args, message):
+    assert main(["run", *args, "--rounds", "1", "--out", str(tmp_path / "r.csv")]) == 2
+    assert message in capsys.readouterr().err
