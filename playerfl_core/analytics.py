@@ -14,6 +14,7 @@ layer unit k with n_k parameters θ (weights and biases):
 ``grad_noise``        (1/n_k) Σ_p Var_B(ĝ_p): the variance of the unit's mini-batch gradient
                       across random batches of the training size B, averaged over parameters;
 ``hessian_trace``     tr(H_kk), the trace of the unit's diagonal Hessian block (Hutchinson);
+``hessian_trace_per_param``  tr(H_kk) / n_k, on the per-parameter scale of s_k;
 ``hessian_top_eig``   the largest-magnitude eigenvalue of H_kk (power iteration);
 ``cka``               linear CKA between two clients' unit outputs on a shared probe set
                       (pairwise rows, the other client in column ``other``);
@@ -38,13 +39,15 @@ from scipy import stats
 from torch import nn
 
 from playerfl_core.sensitivity import (
+    DEFAULT_THRESHOLD,
     average_sensitivities,
     choose_split,
     cumulative_sensitivity,
+    federation_sensitivity,
     full_gradient,
     sensitivity_from_gradient,
 )
-from playerfl_core.units import unit_names, unit_of, unit_params
+from playerfl_core.units import unit_names, unit_of, unit_params, unit_sizes
 
 METRICS = (
     "sensitivity",
@@ -52,6 +55,7 @@ METRICS = (
     "grad_variance",
     "grad_noise",
     "hessian_trace",
+    "hessian_trace_per_param",
     "hessian_top_eig",
     "cka",
     "cka_dissimilarity",
@@ -114,11 +118,18 @@ def gradient_statistics(
     how spread the unit's gradient is, not sampling noise (that is :func:`gradient_noise`).
     ``batch_size`` only sets memory use.
     """
-    grads = full_gradient(model, x, y, batch_size=batch_size)
+    grads = _full_gradient(model, x, y, batch_size=batch_size)
     return {
         "sensitivity": sensitivity_from_gradient(model, grads),
         "grad_variance": _unit_variance(model, grads),
     }
+
+
+def _full_gradient(model: nn.Module, x, y, batch_size: int) -> dict[str, torch.Tensor]:
+    """:func:`~playerfl_core.sensitivity.full_gradient`, restoring each module's own mode
+    (it restores only the top-level flag)."""
+    with preserved_state(model):
+        return full_gradient(model, x, y, batch_size=batch_size)
 
 
 def _unit_variance(model: nn.Module, grads: Mapping[str, torch.Tensor]) -> dict[str, float]:
@@ -151,8 +162,9 @@ def gradient_noise(
     x: torch.Tensor,
     y: torch.Tensor,
     batch_size: int | None,
-    micro_batch: int = 8,
+    micro_batch: int = 16,
     generator: torch.Generator | None = None,
+    full_grad: Mapping[str, torch.Tensor] | None = None,
 ) -> dict[str, float]:
     """Gradient noise: mean over the unit's parameters of the variance of the mini-batch
     gradient across random batches of size B = ``batch_size`` (the training batch size).
@@ -165,12 +177,13 @@ def gradient_noise(
     exactly to batches of size B. ``batch_size=None`` gives σ² itself; B ≥ n gives 0 (the
     batch is the whole data set). Many small groups make a far better estimate than the
     n/B training batches would, at the cost of about one epoch of backward passes.
+    ``full_grad`` (ḡ from :func:`~playerfl_core.sensitivity.full_gradient`) saves one pass.
     """
     n = len(y)
     b = min(micro_batch, n // 2)
     if b < 1:
         raise ValueError(f"Gradient noise needs at least two samples, got {n}.")
-    mean = full_gradient(model, x, y, batch_size=512)
+    mean = full_grad if full_grad is not None else _full_gradient(model, x, y, batch_size=512)
     m = n // b
     order = torch.randperm(n, generator=generator)[: m * b].to(y.device)
     names, params = zip(
@@ -243,12 +256,13 @@ def hessian_unit(
     object is built (leftovers from an earlier build double the Hessian, stack_notes §3), the
     model's modes are restored (it calls ``eval()``), its create_graph warning is silenced, and
     its ``trace`` stops early when the running mean is negative, so it is called until
-    ``n_probes`` samples exist (one uninterrupted probe stream).
+    ``n_probes`` samples exist (one uninterrupted probe stream). ``eig_iters=0`` skips the
+    eigenvalue (NaN), e.g. to time the trace alone.
     """
     from pyhessian import hessian
 
-    if n_probes < 1 or eig_iters < 1:
-        raise ValueError(f"n_probes and eig_iters must be ≥ 1, got {n_probes}, {eig_iters}.")
+    if n_probes < 1 or eig_iters < 0:
+        raise ValueError(f"Need n_probes ≥ 1 and eig_iters ≥ 0, got {n_probes}, {eig_iters}.")
     own = set(unit_params(model, unit))
     devices = [x.device] if x.device.type == "cuda" else []
     with preserved_state(model), torch.random.fork_rng(devices=devices), warnings.catch_warnings():
@@ -261,7 +275,7 @@ def hessian_unit(
         samples: list[float] = []
         while len(samples) < n_probes:
             samples += h.trace(maxIter=n_probes - len(samples), tol=0.0)
-        top = h.eigenvalues(maxIter=eig_iters, tol=eig_tol, top_n=1)[0][0]
+        top = h.eigenvalues(maxIter=eig_iters, tol=eig_tol, top_n=1)[0][0] if eig_iters else np.nan
         del h
         model.zero_grad(set_to_none=True)  # drop the graph-holding gradients before restoring
     return {"hessian_trace": float(np.mean(samples)), "hessian_top_eig": float(top)}
@@ -366,6 +380,7 @@ class AnalyticsSettings:
     """Samples of the client's training data the Hessian is taken on (None: all of it)."""
     probe_per_client: int = 100
     sensitivity_batch_size: int = 512
+    noise_micro_batch: int = 16
 
     def __post_init__(self):
         unknown = set(self.metrics) - set(METRICS)
@@ -379,6 +394,53 @@ ANALYTICS_PROFILES = {
     ),
     "paper": AnalyticsSettings(),
 }
+
+
+# -- chapter plans -------------------------------------------------------------------------------
+ANALYTICS_RUNS = {
+    "quick": {
+        "fmnist": {
+            "seeds": 3,
+            "rounds": 3,
+            "settings": {"hutchinson_probes": 4, "eig_iters": 4, "hessian_samples": 32},
+        },
+        "heart": {"seeds": 3, "rounds": 20},
+        "digits": {
+            "seeds": 3,
+            "rounds": 5,
+            "settings": {"hutchinson_probes": 8, "eig_iters": 8, "hessian_samples": 64},
+        },
+    },
+    "paper": {"fmnist": {"seeds": 3}, "heart": {"seeds": 5}, "digits": {"seeds": 3}},
+}
+"""Seeds, rounds and measurement sizes of the analytics runs per profile and dataset.
+``paper``: the authors' analytics runs (reference §8.1: FMNIST 3, Heart 5), the training
+profile's rounds and :data:`ANALYTICS_PROFILES` ``["paper"]``. ``quick``: fewer seeds, rounds
+(FMNIST 3, digits 5; "final" then means after those rounds) and, for the conv nets, Hessians on
+fewer samples and probes, so a chapter runs in about a minute on 2 CPU cores."""
+
+
+@dataclass(frozen=True)
+class AnalyticsPlan:
+    seeds: list[int]
+    rounds: int | None
+    """None: the training profile's rounds."""
+    settings: AnalyticsSettings
+
+
+def analytics_plan(
+    dataset: str, profile: str, seeds: Sequence[int] | None = None, rounds: int | None = None
+) -> AnalyticsPlan:
+    """Seeds, rounds and measurement settings for ``dataset`` under ``profile``: explicit seeds
+    and rounds win, else :data:`ANALYTICS_RUNS` on top of :data:`ANALYTICS_PROFILES`."""
+    if profile not in ANALYTICS_PROFILES:
+        raise ValueError(f"Unknown profile {profile!r}; use one of {list(ANALYTICS_PROFILES)}.")
+    plan = ANALYTICS_RUNS[profile].get(dataset, {})
+    return AnalyticsPlan(
+        seeds=list(seeds) if seeds is not None else list(range(plan.get("seeds", 3))),
+        rounds=rounds if rounds is not None else plan.get("rounds"),
+        settings=replace(ANALYTICS_PROFILES[profile], **plan.get("settings", {})),
+    )
 
 
 def measure_model(
@@ -399,24 +461,23 @@ def measure_model(
         rows.extend((u, metric, float(v)) for u, v in values.items())
 
     units = unit_names(model)
-    if wanted & {"sensitivity", "cum_sensitivity", "grad_variance"}:
-        stats_ = gradient_statistics(model, x, y, settings.sensitivity_batch_size)
-        s = stats_["sensitivity"]
+    grads = None
+    if wanted & {"sensitivity", "cum_sensitivity", "grad_variance", "grad_noise"}:
+        grads = _full_gradient(model, x, y, batch_size=settings.sensitivity_batch_size)
+    if wanted & {"sensitivity", "cum_sensitivity"}:
+        s = sensitivity_from_gradient(model, grads)
         if "sensitivity" in wanted:
             add("sensitivity", s)
         if "cum_sensitivity" in wanted:
-            add(
-                "cum_sensitivity",
-                dict(zip(units, cumulative_sensitivity([s[u] for u in units]), strict=True)),
-            )
-        if "grad_variance" in wanted:
-            add("grad_variance", stats_["grad_variance"])
+            cum = cumulative_sensitivity([s[u] for u in units])
+            add("cum_sensitivity", dict(zip(units, cum, strict=True)))
+    if "grad_variance" in wanted:
+        add("grad_variance", _unit_variance(model, grads))
     if "grad_noise" in wanted:
-        add(
-            "grad_noise",
-            gradient_noise(model, x, y, batch_size, generator=torch.Generator().manual_seed(seed)),
-        )
-    if wanted & {"hessian_trace", "hessian_top_eig"}:
+        gen = torch.Generator().manual_seed(seed)
+        noise = gradient_noise(model, x, y, batch_size, settings.noise_micro_batch, gen, grads)
+        add("grad_noise", noise)
+    if wanted & {"hessian_trace", "hessian_trace_per_param", "hessian_top_eig"}:
         xh, yh = x, y
         if settings.hessian_samples is not None and settings.hessian_samples < len(y):
             gen = torch.Generator().manual_seed(seed)
@@ -434,6 +495,9 @@ def measure_model(
         for metric in ("hessian_trace", "hessian_top_eig"):
             if metric in wanted:
                 add(metric, h[metric])
+        if "hessian_trace_per_param" in wanted:
+            sizes = unit_sizes(model)
+            add("hessian_trace_per_param", {u: v / sizes[u] for u, v in h["hessian_trace"].items()})
     return rows
 
 
@@ -499,7 +563,7 @@ def layer_analytics(
     profile: str = "quick",
     algorithms: Sequence[str] = ("local", "fedavg"),
     stages: Mapping[int, str] | None = None,
-    settings: AnalyticsSettings | None = None,
+    settings: AnalyticsSettings | Mapping[int, AnalyticsSettings] | None = None,
     device: str | None = None,
     data_loader: Callable | None = None,
     progress: bool = False,
@@ -514,7 +578,10 @@ def layer_analytics(
     configuration ``make_config(dataset, profile, seed=s, **config_overrides)``. Round-0 models
     are identical for algorithms that train every unit locally from the same initialisation
     (local and FedAvg: same weights, same batch order); when they are bit-identical the
-    measurement is reused instead of repeated. Returns the long table of :data:`COLUMNS`.
+    measurement is reused instead of repeated. ``settings`` (default: the profile's) may map
+    a round to its own settings, e.g. every metric after epoch 1 and only the cheap
+    sensitivity later; by default the dataset's :func:`analytics_plan` settings. Returns the
+    long table of :data:`COLUMNS`.
     """
     from playerfl_core.engine import run_federated
     from playerfl_core.profiles import make_config
@@ -525,7 +592,7 @@ def layer_analytics(
         def data_loader(s):
             return load(dataset, profile=profile, seed=s)
 
-    settings = settings or ANALYTICS_PROFILES[profile]
+    settings = settings or analytics_plan(dataset, profile).settings
     rows: list[tuple] = []
     for seed in seeds:
         data = data_loader(seed)
@@ -536,49 +603,63 @@ def layer_analytics(
         bad = [r for r in stage_of if not 0 <= r < config.rounds]
         if bad:
             raise ValueError(f"Stage rounds {bad} are outside 0..{config.rounds - 1}.")
-        probe = None
-        cache: dict[int, tuple[list[torch.Tensor], list[tuple]]] = {}
-
-        def on_measure(run, rnd, stage, algorithm_name):
-            nonlocal probe
-            if probe is None:
-                probe = probe_set(run.clients, settings.probe_per_client, seed)
-            snapshot = [
-                torch.cat([p.detach().reshape(-1) for p in c.model.parameters()])
-                for c in run.clients
-            ]
-            cached = cache.get(rnd)
-            if cached is not None and all(
-                torch.equal(a, b) for a, b in zip(cached[0], snapshot, strict=True)
-            ):
-                measured = cached[1]
-            else:
-                measured = _measure_run(run, probe, settings, seed)
-                cache[rnd] = (snapshot, measured)
-            unit_depth = {u: i + 1 for i, u in enumerate(unit_names(run.clients[0].model))}
-            for client, other, unit, metric, value in measured:
-                rows.append(
-                    (
-                        data.name,
-                        algorithm_name,
-                        seed,
-                        client,
-                        stage,
-                        rnd,
-                        unit,
-                        unit_depth[unit],
-                        metric,
-                        value,
-                        other,
-                    )
-                )
-
+        measurer = _SeedMeasurer(data.name, seed, settings, rows)
         for name in algorithms:
-            algorithm = measured_algorithm(
-                name, stage_of, lambda run, rnd, stage, name=name: on_measure(run, rnd, stage, name)
-            )
-            run_federated(data, algorithm, config)
+            run_federated(data, measured_algorithm(name, stage_of, measurer.hook(name)), config)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+class _SeedMeasurer:
+    """Measures the runs of one seed into ``rows``; shares one probe set across algorithms
+    and reuses a measurement when a round's client models are bit-identical to one already
+    measured (round 0 of local and FedAvg)."""
+
+    def __init__(self, dataset: str, seed: int, settings, rows: list):
+        self.dataset, self.seed, self.settings, self.rows = dataset, seed, settings, rows
+        self.probe = None
+        self.cache: dict[int, tuple[list[torch.Tensor], list[tuple]]] = {}
+
+    def _settings(self, rnd: int) -> AnalyticsSettings:
+        if isinstance(self.settings, AnalyticsSettings):
+            return self.settings
+        if rnd not in self.settings:
+            raise ValueError(f"No analytics settings for round {rnd}.")
+        return self.settings[rnd]
+
+    def hook(self, algorithm_name: str) -> Callable:
+        return lambda run, rnd, stage: self.measure(run, rnd, stage, algorithm_name)
+
+    def measure(self, run, rnd: int, stage: str, algorithm_name: str) -> None:
+        if self.probe is None:
+            self.probe = probe_set(run.clients, self._settings(rnd).probe_per_client, self.seed)
+        snapshot = [
+            torch.cat([p.detach().reshape(-1) for p in c.model.parameters()]) for c in run.clients
+        ]
+        cached = self.cache.get(rnd)
+        if cached is not None and all(
+            torch.equal(a, b) for a, b in zip(cached[0], snapshot, strict=True)
+        ):
+            measured = cached[1]
+        else:
+            measured = _measure_run(run, self.probe, self._settings(rnd), self.seed)
+            self.cache[rnd] = (snapshot, measured)
+        depth = {u: i + 1 for i, u in enumerate(unit_names(run.clients[0].model))}
+        for client, other, unit, metric, value in measured:
+            self.rows.append(
+                (
+                    self.dataset,
+                    algorithm_name,
+                    self.seed,
+                    client,
+                    stage,
+                    rnd,
+                    unit,
+                    depth[unit],
+                    metric,
+                    value,
+                    other,
+                )
+            )
 
 
 def _measure_run(run, probe, settings: AnalyticsSettings, seed: int) -> list[tuple]:
@@ -600,6 +681,72 @@ def first_epoch_models(data, config) -> list[nn.Module]:
 
     run = run_federated(data, "local", replace(config, rounds=1))
     return [c.model for c in run.clients]
+
+
+def split_from_models(
+    models: Sequence[nn.Module],
+    clients: Sequence,
+    threshold: float = DEFAULT_THRESHOLD,
+    batch_size: int = 512,
+    max_batches: int | None = None,
+    generator: torch.Generator | None = None,
+) -> tuple[int, dict[str, float]]:
+    """The PLayer-FL server's decision from the clients' models: each client computes s_k on
+    its training data (only ``max_batches`` random batches of ``batch_size`` if given), the
+    server averages them with training-size weights and applies
+    :func:`~playerfl_core.sensitivity.choose_split`. Returns (p, averaged s_k)."""
+    per_client, weights = {}, {}
+    for i, (model, c) in enumerate(zip(models, clients, strict=True)):
+        x, y = (c.x["train"], c.y["train"]) if hasattr(c, "x") else (c.x_train, c.y_train)
+        with preserved_state(model):
+            per_client[i] = federation_sensitivity(model, x, y, batch_size, max_batches, generator)
+        weights[i] = len(y)
+    avg = average_sensitivities(per_client, weights)
+    units = unit_names(models[0])
+    return choose_split([avg[u] for u in units], threshold), avg
+
+
+def batch_study(
+    models: Sequence[nn.Module],
+    clients: Sequence,
+    batch_size: int,
+    batch_counts: Iterable[int],
+    draws: int,
+    seed: int,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> pd.DataFrame:
+    """How much data the split decision needs: the split from sensitivities measured on only m
+    random mini-batches per client, ``draws`` times per m, against the full-data split.
+    Columns: batches, draw, p, p_full, agree."""
+    p_full, _ = split_from_models(models, clients, threshold)
+    rows = []
+    for m in batch_counts:
+        for d in range(draws):
+            gen = torch.Generator().manual_seed(1_000_003 * seed + 1_009 * m + d)
+            p, _ = split_from_models(models, clients, threshold, batch_size, m, gen)
+            rows.append((m, d, p, p_full, p == p_full))
+    return pd.DataFrame(rows, columns=["batches", "draw", "p", "p_full", "agree"])
+
+
+def metric_cost(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, n_probes: int, repeats: int = 3
+) -> dict[str, float]:
+    """Median wall-clock seconds of federation sensitivity (all units, full data) and of the
+    Hutchinson trace of every unit's Hessian block (``n_probes`` probes each) on the same model
+    and data: what the split rule costs against the curvature measure it stands in for."""
+    import time
+
+    def timed(fn):
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return float(np.median(times))
+
+    sens = timed(lambda: federation_sensitivity(model, x, y))
+    trace = timed(lambda: hessian_metrics(model, x, y, n_probes=n_probes, eig_iters=0))
+    return {"sensitivity_s": sens, "hessian_trace_s": trace}
 
 
 # -- summaries over seeds ------------------------------------------------------------------------
@@ -634,11 +781,13 @@ def seed_summary(
     value: str = "value",
     level: float = 0.95,
     method: str = "t",
+    bounds: tuple[float, float] | None = None,
 ) -> pd.DataFrame:
     """Mean and confidence interval over seeds of ``value``, after averaging over clients
     within each seed (clients of one run are not independent replicates; seeds are).
 
-    Columns: ``by`` + mean, lo, hi, n_seeds. ``method``: "t" or "bootstrap".
+    Columns: ``by`` + mean, lo, hi, n_seeds. ``method``: "t" or "bootstrap". ``bounds`` clips
+    the interval to the quantity's range (e.g. (−1, 1) for a correlation).
     """
     if method not in ("t", "bootstrap"):
         raise ValueError(f"method must be 't' or 'bootstrap', got {method!r}.")
@@ -648,9 +797,111 @@ def seed_summary(
     out = []
     for key, grp in per_seed.groupby(by, sort=False):
         m, lo, hi = interval(grp[value], level)
+        if bounds is not None:
+            lo, hi = float(np.clip(lo, *bounds)), float(np.clip(hi, *bounds))
         key = key if isinstance(key, tuple) else (key,)
         out.append((*key, m, lo, hi, int(grp[value].notna().sum())))
     return pd.DataFrame(out, columns=[*by, "mean", "lo", "hi", "n_seeds"])
+
+
+def verdict(mean: float, lo: float, hi: float) -> str:
+    """A one-word reading of an effect's confidence interval: "supported" (interval above 0),
+    "contradicted" (below 0), "unresolved" (contains 0) or "untestable" (no interval)."""
+    if not np.isfinite(mean):
+        return "untestable"
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "untestable"
+    if lo > 0:
+        return "supported"
+    if hi < 0:
+        return "contradicted"
+    return "unresolved"
+
+
+def cka_matrix_from_table(
+    table: pd.DataFrame, dataset: str, algorithm: str, stage: str
+) -> dict[str, np.ndarray]:
+    """``{unit: K×K}`` linear CKA of one dataset, algorithm and stage, averaged over seeds."""
+    sub = table[
+        (table["metric"] == "cka")
+        & (table["dataset"] == dataset)
+        & (table["algorithm"] == algorithm)
+        & (table["stage"] == stage)
+    ]
+    k = int(max(sub["client"].max(), sub["other"].max())) + 1
+    out = {}
+    for unit, g in sub.sort_values("depth").groupby("unit", sort=False):
+        mat = np.eye(k)
+        for (i, j), v in g.groupby(["client", "other"])["value"].mean().items():
+            mat[int(i), int(j)] = v
+        out[unit] = mat
+    return out
+
+
+def stage_agreement(
+    table: pd.DataFrame,
+    metric: str,
+    a: str = "first",
+    b: str = "final",
+    by: Sequence[str] = ("dataset", "algorithm"),
+) -> pd.DataFrame:
+    """Per seed: Spearman ρ across units between the client-averaged ``metric`` profile at
+    stage ``a`` and at stage ``b`` (does the ordering seen early persist?). Columns: ``by`` +
+    seed, rho."""
+    by = list(by)
+    sub = table[(table["metric"] == metric) & (table["other"] == NO_OTHER)]
+    prof = sub.groupby([*by, "seed", "stage", "depth"], sort=False)["value"].mean().unstack("stage")
+    out = [
+        (*k, _spearman(g[a], g[b]))
+        for k, g in prof.reset_index().groupby([*by, "seed"], sort=False)
+    ]
+    return pd.DataFrame(out, columns=[*by, "seed", "rho"])
+
+
+def adjacent_rises(
+    table: pd.DataFrame, metric: str, by: Sequence[str] = ("dataset", "algorithm", "stage")
+) -> pd.DataFrame:
+    """For each adjacent pair of units (k, k+1): the fraction of seeds in which the
+    client-averaged ``metric`` rises from k to k+1. Columns: ``by`` + pair, rises, n_seeds."""
+    by = list(by)
+    sub = table[(table["metric"] == metric) & (table["other"] == NO_OTHER)]
+    prof = sub.groupby([*by, "seed", "depth", "unit"], sort=False)["value"].mean().reset_index()
+    out = []
+    for key, g in prof.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        wide = g.pivot_table(index="seed", columns="depth", values="value")
+        units = dict(zip(g["depth"], g["unit"], strict=True))
+        for d in wide.columns[:-1]:
+            rises = (wide[d + 1] > wide[d]).mean()
+            out.append((*key, f"{units[d]}→{units[d + 1]}", float(rises), len(wide)))
+    return pd.DataFrame(out, columns=[*by, "pair", "rises", "n_seeds"])
+
+
+def pruning_check(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, unit: str, max_params: int = 200
+) -> pd.DataFrame:
+    """Why (θ·g)² measures importance: for up to ``max_params`` parameters of ``unit`` (the
+    first ones in order), the actual change of the mean loss when that single parameter is set
+    to 0, next to its first-order prediction −θ·∂L/∂θ. Columns: param, index, theta, grad,
+    predicted, actual. The model is restored afterwards."""
+    grads = _full_gradient(model, x, y, batch_size=512)
+    rows = []
+    with preserved_state(model), torch.no_grad():
+        model.eval()
+        base = float(F.cross_entropy(model(x), y))
+        budget = max_params
+        for name, p in unit_params(model, unit).items():
+            flat, g = p.view(-1), grads[name].view(-1)
+            for i in range(min(budget, flat.numel())):
+                theta = float(flat[i])
+                flat[i] = 0.0
+                actual = float(F.cross_entropy(model(x), y)) - base
+                flat[i] = theta
+                rows.append((name, i, theta, float(g[i]), -theta * float(g[i]), actual))
+            budget -= min(budget, flat.numel())
+            if budget == 0:
+                break
+    return pd.DataFrame(rows, columns=["param", "index", "theta", "grad", "predicted", "actual"])
 
 
 def _spearman(a, b) -> float:
@@ -697,12 +948,14 @@ def metric_correlation(
 def server_splits(
     table: pd.DataFrame,
     thresholds: Iterable[float],
-    weights: Mapping | None = None,
+    weights: Callable[[dict], Mapping] | Mapping | None = None,
     by: Sequence[str] = ("dataset", "algorithm", "stage", "seed"),
 ) -> pd.DataFrame:
     """The split p the PLayer-FL rule picks from the clients' sensitivities of each group, for
-    every threshold t. The server averages the clients' s_k with ``weights`` (client → weight;
-    ``{dataset: {client: w}}`` also accepted; default equal). Columns: ``by`` + threshold, p."""
+    every threshold t. The server averages the clients' s_k with ``weights``: a mapping
+    client → weight, or a function of the group (a dict of the ``by`` values) returning one,
+    e.g. the clients' training sizes of that dataset and seed; default equal weights.
+    Columns: ``by`` + threshold, p."""
     by = list(by)
     sub = table[table["metric"] == "sensitivity"]
     out = []
@@ -712,12 +965,24 @@ def server_splits(
             c: dict(zip(g["unit"], g["value"], strict=True))
             for c, g in grp.sort_values("depth").groupby("client")
         }
-        w = weights or {}
-        if "dataset" in by and isinstance(next(iter(w.values()), None), Mapping):
-            w = w[key[by.index("dataset")]]
-        w = {c: w.get(c, 1.0) for c in per_client}
-        avg = average_sensitivities(per_client, w)
+        w = weights(dict(zip(by, key, strict=True))) if callable(weights) else weights or {}
+        avg = average_sensitivities(per_client, {c: w.get(c, 1.0) for c in per_client})
         units = list(grp.sort_values("depth")["unit"].drop_duplicates())
         s = [avg[u] for u in units]
         out.extend((*key, float(t), choose_split(s, t)) for t in thresholds)
     return pd.DataFrame(out, columns=[*by, "threshold", "p"])
+
+
+def reference_agreement(
+    splits: pd.DataFrame, references: Mapping[str, Mapping[str, int]] = REFERENCE_SPLITS
+) -> pd.DataFrame:
+    """For each dataset with published splits and each threshold: the share of seeds whose
+    split equals each reference (:data:`REFERENCE_SPLITS`). Columns: dataset, threshold,
+    reference, p_ref, agreement, n_seeds."""
+    rows = []
+    for (name, t), g in splits.groupby(["dataset", "threshold"], sort=False):
+        for ref, p_ref in references.get(name, {}).items():
+            rows.append((name, t, ref, p_ref, float((g["p"] == p_ref).mean()), len(g)))
+    return pd.DataFrame(
+        rows, columns=["dataset", "threshold", "reference", "p_ref", "agreement", "n_seeds"]
+    )

@@ -1,4 +1,10 @@
-"""The ``playerfl`` command: runs outside the book, writing the long results table."""
+"""The ``playerfl`` command: runs outside the book, writing the long results table.
+
+``playerfl run`` trains a few algorithms on one dataset and writes one CSV. ``playerfl grid``
+runs the resumable dataset × algorithm × learning-rate × seed grid into a store directory
+(:mod:`playerfl_core.experiments`); kill it at any time and start it again to continue.
+``playerfl status`` summarises a store.
+"""
 
 from __future__ import annotations
 
@@ -40,7 +46,99 @@ def build_parser() -> argparse.ArgumentParser:
         default="deployed",
         help="'authors': score FedAvg-style methods before aggregation (ref. §5.2)",
     )
+
+    grid = sub.add_parser(
+        "grid",
+        help="resumable grid: tune the LR on validation data, then "
+        "evaluate on several seeds; writes one file per finished run",
+    )
+    grid.add_argument("--datasets", default="fmnist,heart,digits", help="comma-separated")
+    grid.add_argument("--algorithms", default="all", help="comma-separated, or 'all'")
+    grid.add_argument("--profile", default="quick", choices=PROFILE_NAMES)
+    grid.add_argument(
+        "--seeds",
+        help="evaluation seeds, comma-separated (default: per dataset, "
+        "playerfl_core.experiments.GRIDS)",
+    )
+    grid.add_argument("--lrs", help="learning-rate grid, comma-separated (default: per dataset)")
+    grid.add_argument("--tune-seeds", help="seeds the LR is tuned on (default: per dataset)")
+    grid.add_argument("--store", help="store directory (default: <repo>/results/<profile>)")
+    grid.add_argument("--eval-protocol", choices=["deployed", "authors"], default="deployed")
+    grid.add_argument("--rounds", type=int, help="override the profile's number of rounds")
+    grid.add_argument("--device", help="cpu or cuda (default: cuda when present)")
+    grid.add_argument("--workers", type=int, help="parallel CPU processes (default: 2 on CPU)")
+    grid.add_argument("--out", help="also write the evaluation table to this CSV")
+    grid.add_argument("--fresh", action="store_true", help="recompute runs already stored")
+    grid.add_argument(
+        "--recompute-stale",
+        action="store_true",
+        help="recompute stored runs made by a different version of the code",
+    )
+    grid.add_argument(
+        "--no-retry",
+        action="store_true",
+        help="do not retry runs that crashed (status 'error') last time",
+    )
+
+    status = sub.add_parser("status", help="summarise a store: runs per status, failures")
+    status.add_argument("--store", help="store directory (default: <repo>/results/<profile>)")
+    status.add_argument("--profile", default="quick", choices=PROFILE_NAMES)
     return parser
+
+
+def cmd_grid(args) -> int:
+    from playerfl_core.experiments import run_grid
+    from playerfl_core.results import save_table
+
+    result = run_grid(
+        _parse_list(args.datasets),
+        args.algorithms,
+        args.profile,
+        seeds=_parse_list(args.seeds, int) if args.seeds else None,
+        lrs=_parse_list(args.lrs, float) if args.lrs else None,
+        tune_seeds=_parse_list(args.tune_seeds, int) if args.tune_seeds else None,
+        store=args.store,
+        eval_protocol=args.eval_protocol,
+        rounds=args.rounds,
+        device=args.device,
+        workers=args.workers,
+        fresh=args.fresh,
+        recompute_stale=args.recompute_stale,
+        retry_errors=not args.no_retry,
+    )
+    print(
+        f"store {result.store.root}: {result.computed} runs computed now, "
+        f"{len(result.status)} in this grid, {len(result.failures)} failed"
+    )
+    print(result.chosen.to_string(index=False))
+    print(result.note())
+    if args.out:
+        path = save_table(result.table, args.out)
+        print(f"wrote {path} ({len(result.table)} rows)")
+    crashed = result.failures["status"].eq("error").any() if len(result.failures) else False
+    return 3 if crashed else 0  # diverged LRs are an expected outcome of tuning
+
+
+def cmd_status(args) -> int:
+    import json
+    from pathlib import Path
+
+    from playerfl_core.experiments import default_store
+
+    root = Path(args.store) if args.store else default_store(args.profile)
+    records = [json.loads(f.read_text()) for f in sorted((root / "runs").glob("*.json"))]
+    if not records:
+        print(f"{root}: no finished runs")
+        return 0
+    frame = pd.DataFrame(records)
+    counts = frame.groupby(["dataset", "eval_protocol", "status"]).size().rename("runs")
+    print(f"{root}: {len(frame)} runs, {frame['seconds'].sum():.0f} s of compute")
+    print(counts.reset_index().to_string(index=False))
+    bad = frame[frame["status"] != "ok"]
+    for _, r in bad.iterrows():
+        last = str(r["error"]).strip().splitlines()[-1] if r["error"] else ""
+        print(f"  {r['status']}: {r['run_id']}: {last}")
+    return 0
 
 
 def cmd_run(args) -> int:
@@ -79,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return cmd_run(args)
+        if args.command == "grid":
+            return cmd_grid(args)
+        if args.command == "status":
+            return cmd_status(args)
     except ValueError as err:
         print(f"playerfl: {err}", file=sys.stderr)
         return 2

@@ -367,16 +367,21 @@ def wilcoxon_holm(
             p = float(stats.wilcoxon(d, zero_method="zsplit", alternative="two-sided").pvalue)
         rows.append((alg, len(d), float(np.median(d)), p))
     out = pd.DataFrame(rows, columns=["algorithm", "n_blocks", "median_diff", "pvalue"])
-    order = np.argsort(out["pvalue"].to_numpy(), kind="stable")
-    m = len(out)
-    adj = np.empty(m)
-    running = 0.0
-    for pos, idx in enumerate(order):
-        running = max(running, min(1.0, (m - pos) * out["pvalue"].iloc[idx]))
-        adj[idx] = running
-    out["p_holm"] = adj
+    out["p_holm"] = holm(out["pvalue"].to_numpy())
     out["reject"] = out["p_holm"] < alpha
     return out
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error control), in the input order."""
+    p = np.asarray(pvalues, dtype=float)
+    order = np.argsort(p, kind="stable")
+    adj = np.empty_like(p)
+    running = 0.0
+    for pos, idx in enumerate(order):
+        running = max(running, min(1.0, (len(p) - pos) * p[idx]))
+        adj[idx] = running
+    return adj
 
 
 # -- paired comparisons, LR tuning ----------------------------------------------------------
@@ -458,3 +463,28 @@ def best_mean_rank(ranks: pd.DataFrame, algorithm: str) -> dict:
         "best_other_rank": float(others.min()) if len(others) else np.nan,
         "n_algorithms": int(len(mr)),
     }
+
+
+# -- presentation ---------------------------------------------------------------------------
+
+
+def format_ci(
+    summary: pd.DataFrame, scale: float = 1.0, digits: int = 3, order: list[str] | None = None
+) -> pd.DataFrame:
+    """Algorithms × datasets table of "median [low, high]" strings (× ``scale``), with n seeds.
+
+    A cell with fewer seeds than the dataset's other cells is marked with its count, so a run
+    excluded for divergence is visible in the table itself.
+    """
+    typical = summary.groupby("dataset")["n_seeds"].transform("max")
+
+    def cell(r):
+        if pd.isna(r["median"]):
+            return "—"
+        m, lo, hi = (scale * r[c] for c in ("median", "ci_low", "ci_high"))
+        text = f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+        return text + (f" (n={r['n_seeds']})" if r["n_seeds"] < r["typical"] else "")
+
+    s = summary.assign(typical=typical)
+    s = s.assign(cell=s.apply(cell, axis=1))
+    return to_wide(s, "cell", order)

@@ -16,8 +16,20 @@ from playerfl_core.algorithms.playerfl_random import PLayerFLRandom
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
     cls.name: cls
-    for cls in (Local, FedAvg, FedProx, PFedMe, Ditto, FineTune, FedBABU, FedLP, FedLAMA, PFedLA,
-                PLayerFL, PLayerFLRandom)
+    for cls in (
+        Local,
+        FedAvg,
+        FedProx,
+        PFedMe,
+        Ditto,
+        FineTune,
+        FedBABU,
+        FedLP,
+        FedLAMA,
+        PFedLA,
+        PLayerFL,
+        PLayerFLRandom,
+    )
 }
 """In the reference's order (§1.2); ``finetune`` is the authors' "LocalAdaptation"."""
 

@@ -34,7 +34,7 @@ class Ditto(Algorithm):
 
     The personal model draws its mini-batches from its own copy of the client's shuffle stream,
     so within a round it sees the same batches as the global model, and with λ = 0 it is exactly
-    Local training while the averaged model is exactly FedAvg's.
+    Local training while the averaged model is exactly FedAvg's. Clients deploy v.
     """
 
     name = "ditto"
@@ -50,16 +50,19 @@ class Ditto(Algorithm):
             c.state["personal"] = personal
             c.state["personal_optimizer"] = c.make_optimizer(personal.parameters())
             c.state["personal_generator"] = torch.Generator().manual_seed(
-                client_seed(run.config.seed, c.id))
+                client_seed(run.config.seed, c.id)
+            )
 
     def local_update(self, run, client, rnd):
         received = all_params(client.model)
         global_loss = client.train_epoch()
         run.log(client.id, rnd, "train", "loss_global", global_loss, client.n_train)
         with batch_stream(client, client.state["personal_generator"]):
-            return client.train_epoch(model=client.state["personal"],
-                                      optimizer=client.state["personal_optimizer"],
-                                      penalty=proximal_penalty(received, self.lam))
+            return client.train_epoch(
+                model=client.state["personal"],
+                optimizer=client.state["personal_optimizer"],
+                penalty=proximal_penalty(received, self.lam),
+            )
 
     def deployed_model(self, run, client):
         return client.state["personal"]

@@ -15,7 +15,11 @@ from playerfl_core.units import param_names, unit_names
 
 
 class FedBABU(Algorithm):
-    """Body federated with a frozen head; fine-tuned for ``finetune_epochs`` in ``finish``."""
+    """Body federated with a frozen head; fine-tuned for ``finetune_epochs`` in ``finish``.
+
+    Clients deploy the federated model (shared body, initial head) during federation and their
+    fine-tuned model afterwards.
+    """
 
     name = "fedbabu"
     deploys = (
@@ -53,4 +57,5 @@ class FedBABU(Algorithm):
         for n, p in client.model.named_parameters():
             p.requires_grad_(head if n in head_names else body)
         client.optimizer = client.make_optimizer(
-            [p for p in client.model.parameters() if p.requires_grad])
+            [p for p in client.model.parameters() if p.requires_grad]
+        )

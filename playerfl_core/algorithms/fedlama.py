@@ -18,7 +18,11 @@ from playerfl_core.units import param_names, unit_names, unit_sizes
 
 
 class FedLAMA(Algorithm):
-    """Base interval τ' = 2 and multiplier φ = 2 (reference §1.2); τ' = φ = 1 is FedAvg."""
+    """Base interval τ' = 2 and multiplier φ = 2 (reference §1.2); τ' = φ = 1 is FedAvg.
+
+    Intervals count rounds (one local epoch each). Clients deploy their current model: there
+    is no single global model, since units are synchronised at different times.
+    """
 
     name = "fedlama"
     deploys = (
@@ -31,10 +35,15 @@ class FedLAMA(Algorithm):
         return {"tau_base": 2, "phi": 2}
 
     def setup(self, run):
-        if int(self.tau_base) != self.tau_base or self.tau_base < 1 or \
-                int(self.phi) != self.phi or self.phi < 1:
-            raise ValueError(f"fedlama: tau_base and phi must be integers ≥ 1, got "
-                             f"{self.tau_base}, {self.phi}.")
+        if (
+            int(self.tau_base) != self.tau_base
+            or self.tau_base < 1
+            or int(self.phi) != self.phi
+            or self.phi < 1
+        ):
+            raise ValueError(
+                f"fedlama: tau_base and phi must be integers ≥ 1, got {self.tau_base}, {self.phi}."
+            )
         model = run.clients[0].model
         self.units = unit_names(model)
         self.sizes = unit_sizes(model)
@@ -56,9 +65,14 @@ class FedLAMA(Algorithm):
         model = run.clients[0].model
         for u in self.due(rnd):
             names = param_names(model, [u])
-            d = sum(weights[cid] * sum(float(((run.global_params[n] - up[n]) ** 2).sum())
-                                       for n in names)
-                    for cid, up in uploads.items()) / total
+            d = (
+                sum(
+                    weights[cid]
+                    * sum(float(((run.global_params[n] - up[n]) ** 2).sum()) for n in names)
+                    for cid, up in uploads.items()
+                )
+                / total
+            )
             self.discrepancy[u] = d / (self.intervals[u] * self.sizes[u])
         return updated
 

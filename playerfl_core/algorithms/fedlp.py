@@ -17,7 +17,7 @@ class FedLP(Algorithm):
     """Layer-preserving rate p = 0.7 (reference §1.2).
 
     The coins come from a generator seeded by (run seed, client, round), so a run is
-    reproducible and independent of any global random state.
+    reproducible and independent of any global random state. Clients deploy the global model.
     """
 
     name = "fedlp"
@@ -40,8 +40,9 @@ class FedLP(Algorithm):
     def server_step(self, run, rnd):
         uploads = {}
         for c in run.clients:
-            run.log(c.id, rnd, "train", "kept_units", len(self.shared_units(run, c, rnd)),
-                    c.n_train)
+            run.log(
+                c.id, rnd, "train", "kept_units", len(self.shared_units(run, c, rnd)), c.n_train
+            )
             uploads[c.id] = self.upload(run, c, rnd)
         uploads = {cid: up for cid, up in uploads.items() if up}
         if uploads:

@@ -15,8 +15,9 @@ from playerfl_core.algorithms.base import Algorithm
 from playerfl_core.units import get_params
 
 
-def proximal_penalty(anchor: Mapping[str, torch.Tensor], coef: float
-                     ) -> Callable[[nn.Module], torch.Tensor]:
+def proximal_penalty(
+    anchor: Mapping[str, torch.Tensor], coef: float
+) -> Callable[[nn.Module], torch.Tensor]:
     """``penalty(model) = (coef/2) · Σ ‖θ − anchor‖²`` over the anchored parameters.
 
     Also used by Ditto and pFedMe, whose personal objectives carry the same term.
@@ -40,6 +41,7 @@ class FedProx(Algorithm):
 
     The anchor w_global is the model the client holds when the round starts, i.e. the global
     model it received (or the common initialisation in round 0). With μ = 0 it is FedAvg.
+    Clients deploy the aggregated global model.
     """
 
     name = "fedprox"

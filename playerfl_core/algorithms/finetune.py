@@ -10,7 +10,8 @@ from playerfl_core.algorithms.base import Algorithm
 
 
 class FineTune(Algorithm):
-    """FedAvg for all rounds; in ``finish`` each client trains the final global model locally."""
+    """FedAvg for all rounds; in ``finish`` each client trains the final global model locally
+    and deploys the result (before that, it deploys the global model)."""
 
     name = "finetune"
     deploys = (

@@ -10,7 +10,7 @@ through the mixing: Δ_i is the descent direction of the client loss at the mixe
 that gradient through detached tensors, so its hypernetwork never trained.
 
 In round 0 all copies are equal, so the mixture does not depend on α and the hypernetwork
-gradient is zero; it starts to learn once the copies differ.
+gradient is zero (up to rounding); it starts to learn once the copies differ.
 """
 
 from __future__ import annotations
@@ -24,8 +24,15 @@ from playerfl_core.engine import client_seed
 from playerfl_core.results import SERVER
 from playerfl_core.units import param_names, set_params, unit_names
 
-HN_SIZES = {"heart": (16, 16), "fmnist": (32, 64), "emnist": (32, 64), "cifar": (64, 128),
-            "isic": (64, 128), "sentiment": (64, 128), "mimic": (64, 128)}
+HN_SIZES = {
+    "heart": (16, 16),
+    "fmnist": (32, 64),
+    "emnist": (32, 64),
+    "cifar": (64, 128),
+    "isic": (64, 128),
+    "sentiment": (64, 128),
+    "mimic": (64, 128),
+}
 """(embedding dim, hidden dim) per dataset, reference §1.2; others use (32, 64)."""
 
 
@@ -35,11 +42,16 @@ class HyperNetwork(nn.Module):
     def __init__(self, units, num_clients: int, embedding_dim: int, hidden_dim: int):
         super().__init__()
         self.embedding = nn.Parameter(torch.randn(embedding_dim))  # N(0, 1), as nn.Embedding
-        self.mlps = nn.ModuleDict({
-            u: nn.Sequential(nn.Linear(embedding_dim, hidden_dim), nn.ReLU(),
-                             nn.Linear(hidden_dim, num_clients))
-            for u in units
-        })
+        self.mlps = nn.ModuleDict(
+            {
+                u: nn.Sequential(
+                    nn.Linear(embedding_dim, hidden_dim),
+                    nn.ReLU(),
+                    nn.Linear(hidden_dim, num_clients),
+                )
+                for u in units
+            }
+        )
 
     def forward(self) -> dict[str, torch.Tensor]:
         return {u: F.softmax(mlp(self.embedding), dim=-1) for u, mlp in self.mlps.items()}
@@ -48,7 +60,8 @@ class HyperNetwork(nn.Module):
 class PFedLA(Algorithm):
     """pFedLA with a dedicated hypernetwork per client, as the paper; hypernetwork lr 0.01.
 
-    ``embedding_dim``/``hidden_dim`` default to the reference's per-dataset sizes.
+    ``embedding_dim``/``hidden_dim`` default to the reference's per-dataset sizes. Clients
+    deploy the personalised model they have just trained.
     """
 
     name = "pfedla"
@@ -70,8 +83,9 @@ class PFedLA(Algorithm):
         k = len(run.clients)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(client_seed(run.config.seed, SERVER, "pfedla"))
-            self.hypernets = [HyperNetwork(self.units, k, emb, hid).to(run.config.device)
-                              for _ in range(k)]
+            self.hypernets = [
+                HyperNetwork(self.units, k, emb, hid).to(run.config.device) for _ in range(k)
+            ]
         self.copies = [{n: v.clone() for n, v in run.global_params.items()} for _ in range(k)]
         self.pending: dict[int, tuple[dict, dict]] = {}
 
@@ -102,9 +116,12 @@ class PFedLA(Algorithm):
         for cid, (mixed, delta) in self.pending.items():
             names = list(mixed)
             hn = self.hypernets[cid]
-            grads = torch.autograd.grad([mixed[n] for n in names], list(hn.parameters()),
-                                        grad_outputs=[-delta[n] for n in names],
-                                        allow_unused=True)
+            grads = torch.autograd.grad(
+                [mixed[n] for n in names],
+                list(hn.parameters()),
+                grad_outputs=[-delta[n] for n in names],
+                allow_unused=True,
+            )
             with torch.no_grad():
                 for p, g in zip(hn.parameters(), grads, strict=True):
                     if g is not None:

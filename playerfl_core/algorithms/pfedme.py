@@ -38,7 +38,7 @@ class PFedMe(Algorithm):
     λ = 15 rather than the authors' 0.1 (reference §1.2): in the authors' code λ weights a
     proximal term of a different algorithm, whereas in pFedMe λ is the Moreau-envelope parameter,
     for which the pFedMe paper uses 15 on every benchmark. β = 1 is the paper's plain variant
-    (β > 1 is its accelerated one).
+    (β > 1 is its accelerated one). Clients deploy their personal model θ_i.
     """
 
     name = "pfedme"
@@ -56,11 +56,17 @@ class PFedMe(Algorithm):
             raise ValueError(
                 f"pfedme: need lam ≥ 0, K ≥ 1, beta > 0; got {self.hyperparameters()}."
             )
+        if self.eta is not None and not 0 < self.eta * self.lam < 2:
+            raise ValueError(
+                f"pfedme: the envelope step needs 0 < eta·lam < 2 (else w overshoots θ and "
+                f"diverges); got eta={self.eta}, lam={self.lam}."
+            )
         for c in run.clients:
             personal = run.new_model()
             c.state["personal"] = personal
-            c.state["personal_optimizer"] = c.make_optimizer(personal.parameters(),
-                                                             self.personal_lr)
+            c.state["personal_optimizer"] = c.make_optimizer(
+                personal.parameters(), self.personal_lr
+            )
 
     def local_update(self, run, client, rnd):
         theta, opt = client.state["personal"], client.state["personal_optimizer"]
@@ -74,8 +80,10 @@ class PFedMe(Algorithm):
                 for _ in range(self.K):
                     opt.zero_grad(set_to_none=True)
                     loss = F.cross_entropy(theta(x), y)
-                    prox = sum(((t - w.detach()) ** 2).sum() for t, w in zip(t_params, w_params,
-                                                                            strict=True))
+                    prox = sum(
+                        ((t - w.detach()) ** 2).sum()
+                        for t, w in zip(t_params, w_params, strict=True)
+                    )
                     (loss + 0.5 * self.lam * prox).backward()
                     opt.step()
                 self._envelope_step(client, w_params, t_params)
@@ -83,8 +91,9 @@ class PFedMe(Algorithm):
                 seen += len(y)
         mean = total / max(seen, 1)
         if not np.isfinite(mean):
-            raise DivergenceError(f"pfedme, client {client.name!r}: loss became {mean}; lower "
-                                  "the learning rate.")
+            raise DivergenceError(
+                f"pfedme, client {client.name!r}: loss became {mean}; lower the learning rate."
+            )
         return mean
 
     def _envelope_step(self, client, w_params, t_params) -> None:
@@ -105,8 +114,9 @@ class PFedMe(Algorithm):
         updated = super().aggregate(run, rnd, uploads)
         for n in previous:
             if n in updated:
-                run.global_params[n] = (1 - self.beta) * previous[n] + self.beta * \
-                    run.global_params[n]
+                run.global_params[n] = (1 - self.beta) * previous[
+                    n
+                ] + self.beta * run.global_params[n]
         return updated
 
     def deployed_model(self, run, client):

@@ -18,7 +18,10 @@ from playerfl_core.units import unit_names
 
 
 class PLayerFLRandom(PrefixFederation):
-    """Random prefix length p ≠ PLayer-FL's p*; needs at least three layer units."""
+    """Random prefix length p ≠ PLayer-FL's p*; needs at least three layer units.
+
+    Clients deploy their own model: the federated prefix plus their local units.
+    """
 
     name = "playerfl_random"
 

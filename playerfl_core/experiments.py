@@ -1,0 +1,781 @@
+"""Experiment grids (dataset × algorithm × learning rate × seed) with a resumable on-disk store.
+
+The protocol (chapter 04 states it in prose):
+
+1. **Tune** each algorithm's learning rate per dataset on the *tuning seeds*: run every LR of
+   the grid and keep the one with the lowest mean (over tuning seeds) of
+   :func:`playerfl_core.metrics.best_val_loss` — each client's lowest validation loss over
+   rounds, averaged with training-share weights. Only validation data decide; an LR with any
+   failed tuning run is ineligible.
+2. **Evaluate** the chosen LR on the evaluation seeds. Within a seed all algorithms share the
+   data split and initial weights (the engine guarantees it). A tuning run at the chosen LR on
+   a seed that is also an evaluation seed is reused, not recomputed; in the quick profile the
+   tuning seed is evaluation seed 0 for time, which can favour seed 0 slightly (its LR was
+   picked on its own validation split), the same way for every algorithm. The paper profile
+   tunes on separate seeds.
+
+The store is a directory (default ``<repo>/results/<profile>``, found from the package location
+so notebooks run from ``chapters/`` see the same files). Each finished run writes
+``runs/<run_id>.csv`` (its rows of the long results table) and then ``runs/<run_id>.json`` (its
+manifest entry: status, error, seconds, code fingerprint), each to a temporary file that is then
+renamed. A run counts as finished only once its JSON exists, so a grid killed at any moment and
+started again recomputes nothing that finished, loses nothing and duplicates nothing (one file
+per run id). Runs that diverge (NaN/inf loss) are recorded with status ``diverged`` and no rows;
+they are never averaged in, and :meth:`GridResult.note` lists them. Runs that crashed for
+another reason (``error``) are retried on the next start.
+
+Runs execute with one CPU thread each (``threads=1``): results then do not depend on how many
+worker processes share the machine (CNN kernels give last-bit differences across thread counts).
+On a CPU, two runs go at a time in spawned worker processes; from a script, call
+:func:`run_grid` under ``if __name__ == "__main__":`` (workers re-import the script) or pass
+``workers=1``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import json
+import math
+import multiprocessing
+import os
+import time
+import traceback
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from playerfl_core.algorithms import ALGORITHMS, get_algorithm
+from playerfl_core.engine import DivergenceError, RunConfig, run_federated
+from playerfl_core.metrics import best_val_loss, choose_lr
+from playerfl_core.profiles import LR_GRIDS, PROFILE_NAMES, make_config
+from playerfl_core.results import COLUMNS
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent
+RESULTS_DIR = REPO_ROOT / "results"
+
+OK, DIVERGED, ERROR = "ok", "diverged", "error"
+
+GRIDS: dict[str, dict[str, dict]] = {
+    "quick": {
+        "fmnist": {"lrs": LR_GRIDS["fmnist"]["quick"], "tune_seeds": (0,), "seeds": (0, 1)},
+        "heart": {"lrs": LR_GRIDS["heart"]["quick"], "tune_seeds": (0,), "seeds": (0, 1, 2)},
+        "digits": {"lrs": LR_GRIDS["digits"]["quick"], "tune_seeds": (0,), "seeds": (0, 1)},
+    },
+    "paper": {
+        "fmnist": {
+            "lrs": LR_GRIDS["fmnist"]["paper"],
+            "tune_seeds": (1000, 1001, 1002),
+            "seeds": tuple(range(20)),
+        },
+        "heart": {
+            "lrs": LR_GRIDS["heart"]["paper"],
+            "tune_seeds": tuple(range(1000, 1010)),
+            "seeds": tuple(range(50)),
+        },
+        "digits": {
+            "lrs": LR_GRIDS["digits"]["paper"],
+            "tune_seeds": (1000, 1001, 1002),
+            "seeds": tuple(range(10)),
+        },
+    },
+}
+"""Per profile and dataset: LR grid, tuning seeds and evaluation seeds. The quick sizes keep the
+three-dataset, twelve-algorithm grid (132 runs, about 510 CPU-seconds on one thread each, run
+two at a time) under five minutes on a 2-core CPU; Fashion-MNIST is two thirds of the cost.
+The paper sizes follow the reference's run counts (§1.1) and are meant for a GPU through
+``playerfl grid``."""
+
+
+def default_store(profile: str = "quick") -> Path:
+    """``<repo>/results/<profile>``, independent of the working directory.
+
+    ``PLAYERFL_RESULTS`` replaces ``<repo>/results`` (as ``PLAYERFL_DATA`` does for the data).
+    """
+    env = os.environ.get("PLAYERFL_RESULTS")
+    return (Path(env).expanduser().resolve() if env else RESULTS_DIR) / profile
+
+
+def _algorithms(algorithms) -> list[str]:
+    names = (
+        list(ALGORITHMS)
+        if algorithms in ("all", None)
+        else (
+            [a.strip() for a in algorithms.split(",") if a.strip()]
+            if isinstance(algorithms, str)
+            else list(algorithms)
+        )
+    )
+    for name in names:
+        if name not in ALGORITHMS:
+            raise ValueError(f"Unknown algorithm {name!r}. Available: {', '.join(ALGORITHMS)}.")
+    return names
+
+
+def code_fingerprint() -> str:
+    """Hash of the sources a run depends on (engine, models, algorithms, data preparation).
+
+    Recorded with every run; a stored run whose fingerprint differs from the current code is
+    flagged ``stale_code`` in the status table (and counted in the note); ``fresh=True``
+    recomputes. Analysis and plotting modules are not part of it: they never change a run.
+    """
+    h = hashlib.sha256()
+    core = [PACKAGE_DIR / f"{m}.py" for m in RUN_MODULES]
+    files = (
+        core
+        + sorted((PACKAGE_DIR / "algorithms").glob("*.py"))
+        + sorted((REPO_ROOT / "data_prep").glob("*.py"))
+    )
+    for f in files:
+        if f.exists():
+            h.update(f.relative_to(REPO_ROOT).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+RUN_MODULES = ("engine", "models", "units", "sensitivity", "profiles", "results")
+"""Modules of ``playerfl_core`` whose code decides a run's numbers (besides ``algorithms/``)."""
+
+
+# -- one run ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that names one run; :attr:`run_id` is its file name in the store."""
+
+    dataset: str
+    algorithm: str
+    lr: float
+    seed: int
+    profile: str = "quick"
+    eval_protocol: str = "deployed"
+    rounds: int | None = None
+
+    def config(self, device: str | None = None) -> RunConfig:
+        return make_config(
+            self.dataset,
+            self.profile,
+            seed=self.seed,
+            lr=self.lr,
+            rounds=self.rounds,
+            device=device,
+            eval_protocol=self.eval_protocol,
+            progress=False,
+        )
+
+    def fingerprint(self) -> dict:
+        """What determines the result: the config (minus device), hyper-parameters, data profile."""
+        from data_prep.registry import DATASETS
+
+        cfg = asdict(self.config("cpu"))
+        cfg.pop("device"), cfg.pop("progress")
+        data = DATASETS[self.dataset].PROFILES[self.profile] if self.dataset in DATASETS else {}
+        return {
+            "dataset": self.dataset,
+            "algorithm": self.algorithm,
+            "config": cfg,
+            "hyperparameters": get_algorithm(self.algorithm).hyperparameters(),
+            "data": {"profile": self.profile, **data},
+        }
+
+    @cached_property
+    def run_id(self) -> str:
+        digest = hashlib.sha256(
+            json.dumps(self.fingerprint(), sort_keys=True, default=str).encode()
+        ).hexdigest()
+        rounds = f"_r{self.rounds}" if self.rounds is not None else ""
+        return (
+            f"{self.dataset}_{self.algorithm}_lr{self.lr:g}_s{self.seed}_"
+            f"{self.eval_protocol}{rounds}_{digest[:8]}"
+        )
+
+
+class Store:
+    """One directory of finished runs: ``runs/<run_id>.csv`` + ``runs/<run_id>.json``."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root).expanduser().resolve()
+        self.runs = self.root / "runs"
+
+    def __repr__(self):
+        return f"Store({str(self.root)!r})"
+
+    def record(self, spec: RunSpec) -> dict | None:
+        """The manifest entry of a finished run, or None if it never finished."""
+        path = self.runs / f"{spec.run_id}.json"
+        if not path.exists():
+            return None
+        return json.loads(path.read_text())
+
+    def table(self, spec: RunSpec) -> pd.DataFrame:
+        return pd.read_csv(self.runs / f"{spec.run_id}.csv")
+
+    def write(self, spec: RunSpec, table: pd.DataFrame | None, record: dict) -> None:
+        """Rows first, manifest last, each by temp file + rename: the JSON marks completion."""
+        self.runs.mkdir(parents=True, exist_ok=True)
+        if table is not None:
+            _atomic(
+                self.runs / f"{spec.run_id}.csv", lambda p: table[COLUMNS].to_csv(p, index=False)
+            )
+        text = json.dumps(record, indent=1, sort_keys=True, default=str)
+        _atomic(self.runs / f"{spec.run_id}.json", lambda p: p.write_text(text))
+
+
+def _atomic(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+_DATA_CACHE: dict = {}
+
+
+def _load_data(dataset: str, profile: str, seed: int):
+    from data_prep import load
+
+    key = (dataset, profile, seed)
+    if key not in _DATA_CACHE:
+        if len(_DATA_CACHE) >= 4:
+            _DATA_CACHE.pop(next(iter(_DATA_CACHE)))
+        _DATA_CACHE[key] = load(dataset, profile=profile, seed=seed)
+    return _DATA_CACHE[key]
+
+
+def execute(
+    spec: RunSpec,
+    store_root: str,
+    device: str | None = None,
+    threads: int | None = 1,
+    code: str = "",
+) -> dict:
+    """Run one spec and write it to the store; return its manifest entry (never raises).
+
+    Divergence (:class:`DivergenceError`, or any non-finite value in the table) gives status
+    ``diverged`` and no rows; any other exception gives ``error`` with the traceback's tail.
+    """
+    store = Store(store_root)
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    table, status, error, info = None, OK, "", {}
+    try:
+        run = run_federated(
+            _load_data(spec.dataset, spec.profile, spec.seed), spec.algorithm, spec.config(device)
+        )
+        table, info = run.table(), run.info
+        bad = table[~np.isfinite(table["value"].astype(float))]
+        if len(bad):
+            first = bad.iloc[0]
+            raise DivergenceError(
+                f"non-finite {first['split']} {first['metric']} at round {first['round']} "
+                f"(client {first['client']})"
+            )
+    except DivergenceError as err:
+        table, status, error = None, DIVERGED, str(err)
+    except Exception:  # noqa: BLE001 - recorded, shown, retried; never silently averaged in
+        table, status, error = None, ERROR, traceback.format_exc(limit=-4)
+    finally:
+        torch.set_num_threads(previous)
+    record = {
+        "run_id": spec.run_id,
+        **asdict(spec),
+        "status": status,
+        "error": error,
+        "seconds": round(time.perf_counter() - start, 3),
+        "cpu_seconds": round(time.process_time() - cpu_start, 3),
+        "threads": threads,
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "code": code,
+        "info": {
+            k: v
+            for k, v in info.items()
+            if k in ("split_p", "federated_units", "hyperparameters", "deploys")
+        },
+    }
+    store.write(spec, table, record)
+    return record
+
+
+def _init_worker(threads: int) -> None:
+    torch.set_num_threads(threads)
+
+
+# -- the grid ---------------------------------------------------------------------------------
+
+
+class MissingResultsError(FileNotFoundError):
+    """Stored results were requested (``compute=False``) but some runs are not in the store."""
+
+
+@dataclass
+class GridResult:
+    """What a grid produced. ``table`` holds the evaluation runs (chosen LR, evaluation seeds)."""
+
+    table: pd.DataFrame
+    tuning_table: pd.DataFrame
+    tuning: pd.DataFrame
+    chosen: pd.DataFrame
+    status: pd.DataFrame
+    store: Store
+    computed: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failures(self) -> pd.DataFrame:
+        return self.status[self.status["status"] != OK].reset_index(drop=True)
+
+    def lr_at_edges(self) -> pd.DataFrame:
+        """Per dataset: how many algorithms chose the largest or smallest LR tried.
+
+        Many choices at an edge mean the best rate may lie outside the grid.
+        """
+        rows = []
+        for ds, g in self.tuning.groupby("dataset", sort=False):
+            lrs = sorted(g["lr"].unique())
+            chosen = g[g["chosen"]]
+            rows.append(
+                {
+                    "dataset": ds,
+                    "algorithms": g["algorithm"].nunique(),
+                    "smallest": lrs[0],
+                    "at smallest": int((chosen["lr"] == lrs[0]).sum()),
+                    "largest": lrs[-1],
+                    "at largest": int((chosen["lr"] == lrs[-1]).sum()),
+                }
+            )
+        return pd.DataFrame(rows).set_index("dataset") if rows else pd.DataFrame()
+
+    def note(self) -> str:
+        """A readable account of what is missing from the summaries and why."""
+        lines = list(self.notes)
+        for _, r in self.failures.iterrows():
+            first = str(r["error"]).strip().splitlines()[-1] if r["error"] else ""
+            lines.append(
+                f"EXCLUDED ({r['status']}, {r['stage']}): {r['dataset']}/"
+                f"{r['algorithm']} lr={r['lr']:g} seed={r['seed']}: {first}"
+            )
+        stale = int(self.status.get("stale_code", pd.Series(dtype=bool)).sum())
+        if stale:
+            lines.append(
+                f"{stale} stored runs were computed by a different version of the code "
+                "(stale_code); recompute with fresh=True / --fresh."
+            )
+        return "\n".join(lines) if lines else "All runs finished; nothing excluded."
+
+
+def grid_settings(dataset: str, profile: str, seeds=None, lrs=None, tune_seeds=None) -> dict:
+    """The LR grid, tuning seeds and evaluation seeds of one dataset (defaults: :data:`GRIDS`)."""
+    base = GRIDS.get(profile, {}).get(dataset)
+    if base is None and (seeds is None or lrs is None):
+        raise ValueError(
+            f"No default grid for {dataset!r} in profile {profile!r}; pass seeds "
+            "and lrs explicitly."
+        )
+    base = base or {}
+    lrs = tuple(float(x) for x in (lrs if lrs is not None else base["lrs"]))
+    seeds = tuple(int(s) for s in (seeds if seeds is not None else base["seeds"]))
+    tune = tuple(
+        int(s)
+        for s in (tune_seeds if tune_seeds is not None else base.get("tune_seeds", seeds[:1]))
+    )
+    if not lrs or not seeds:
+        raise ValueError("A grid needs at least one learning rate and one seed.")
+    if len(lrs) == 1:
+        tune = ()  # nothing to choose
+    return {"lrs": lrs, "seeds": seeds, "tune_seeds": tune}
+
+
+def run_grid(
+    datasets: Iterable[str] | str = ("heart",),
+    algorithms="all",
+    profile: str = "quick",
+    *,
+    seeds=None,
+    lrs=None,
+    tune_seeds=None,
+    fixed_lr: dict | None = None,
+    store: str | Path | None = None,
+    eval_protocol: str = "deployed",
+    rounds: int | None = None,
+    device: str | None = None,
+    workers: int | None = None,
+    threads: int = 1,
+    compute: bool = True,
+    retry_errors: bool = True,
+    fresh: bool = False,
+    recompute_stale: bool = False,
+    progress: bool = True,
+    name: str | None = None,
+) -> GridResult:
+    """Run (or load) the grid; return its tables. Safe to kill and call again at any time.
+
+    ``seeds``/``lrs``/``tune_seeds`` override :data:`GRIDS` for every dataset. ``fixed_lr``
+    maps ``(dataset, algorithm)`` to a learning rate and skips tuning for those pairs (e.g. to
+    rerun chosen LRs under ``eval_protocol="authors"``). ``compute=False`` only loads and raises
+    :class:`MissingResultsError` naming the command that computes what is missing.
+    ``recompute_stale`` recomputes stored runs made by different code (see
+    :func:`code_fingerprint`); ``fresh`` recomputes everything. ``workers``
+    processes run in parallel on the CPU (default: 2 when the CPU has ≥ 2 cores and device is
+    CPU, else 1). The combined tables are also written to ``<store>/<name>.csv`` and
+    ``<name>-status.csv`` (``name`` defaults to ``grid-<eval_protocol>``).
+    """
+    datasets = (
+        [d.strip() for d in datasets.split(",")] if isinstance(datasets, str) else list(datasets)
+    )
+    algorithms = _algorithms(algorithms)
+    if profile not in PROFILE_NAMES:
+        raise ValueError(f"Unknown profile {profile!r}; use one of {PROFILE_NAMES}.")
+    store = Store(store if store is not None else default_store(profile))
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1) if device == "cpu" else 1
+    code = code_fingerprint()
+    fixed_lr = dict(fixed_lr or {})
+
+    # The plan: tuning specs per (dataset, algorithm), then evaluation seeds once an LR is known.
+    plan, spec_stage = {}, {}
+    for ds in datasets:
+        s = grid_settings(ds, profile, seeds, lrs, tune_seeds)
+        for alg in algorithms:
+            if (ds, alg) in fixed_lr:
+                tune_specs, lr_known = [], float(fixed_lr[(ds, alg)])
+            else:
+                tune_specs = [
+                    RunSpec(ds, alg, lr, t, profile, eval_protocol, rounds)
+                    for lr in s["lrs"]
+                    for t in s["tune_seeds"]
+                ]
+                lr_known = s["lrs"][0] if not s["tune_seeds"] else None
+            plan[(ds, alg)] = {
+                "tune": tune_specs,
+                "seeds": s["seeds"],
+                "lr": lr_known,
+                "lrs": s["lrs"] if (ds, alg) not in fixed_lr else (lr_known,),
+            }
+            for sp in tune_specs:
+                spec_stage[sp] = "tune"
+
+    def eval_specs(key, lr):
+        ds, alg = key
+        return [
+            RunSpec(ds, alg, lr, seed, profile, eval_protocol, rounds)
+            for seed in plan[key]["seeds"]
+        ]
+
+    records: dict[RunSpec, dict] = {}
+
+    def done(spec) -> bool:
+        """Finished (in this call, or stored unless ``fresh``); failed errors are retried."""
+        if spec in records:
+            return True
+        rec = None if fresh else store.record(spec)
+        if rec is None or (rec["status"] == ERROR and retry_errors):
+            return False
+        if recompute_stale and rec.get("code") != code:
+            return False
+        records[spec] = rec
+        return True
+
+    def resolve() -> None:
+        """Choose the LR of every pair whose tuning runs have all finished."""
+        for p in plan.values():
+            if p["lr"] is None and all(done(sp) for sp in p["tune"]):
+                p["lr"] = _chosen_lr(p["tune"], records, store)
+
+    def todo() -> tuple[list[RunSpec], int]:
+        """Runs that can start now, and the number still to run in total."""
+        ready, n_left = [], 0
+        for key, p in plan.items():
+            tune_left = [sp for sp in p["tune"] if not done(sp)]
+            ready += tune_left
+            n_left += len(tune_left)
+            if p["lr"] is None:
+                tuned = {sp.seed for sp in p["tune"]}
+                n_left += len([s for s in p["seeds"] if s not in tuned])
+            elif not math.isnan(p["lr"]):
+                ev = [sp for sp in eval_specs(key, p["lr"]) if not done(sp)]
+                ready += ev
+                n_left += len(ev)
+        return list(dict.fromkeys(ready)), n_left
+
+    resolve()
+    ready, n_left = todo()
+    if not compute and n_left:
+        unresolved = [sp for p in plan.values() if p["lr"] is None for sp in p["tune"]]
+        raise MissingResultsError(
+            _missing_message(
+                list(dict.fromkeys(ready + unresolved)), store, profile, datasets, algorithms
+            )
+        )
+
+    timer = _Timer(store)
+    computed = 0
+    bar = tqdm(
+        total=n_left,
+        desc=f"grid {profile}",
+        unit="run",
+        disable=not progress or not n_left,
+        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} runs [{elapsed}{postfix}]",
+    )
+    pool = _make_pool(workers if n_left > 1 else 1, threads)
+    previous_threads = torch.get_num_threads()
+    try:
+        pending: dict[cf.Future, RunSpec] = {}
+        while True:
+            # Longest expected run first, at most `workers` in flight: the slow runs (large
+            # datasets, pFedMe) do not end up alone at the tail while other workers idle.
+            queue = sorted(
+                (sp for sp in ready if sp not in pending.values()),
+                key=lambda sp: -timer.estimate([sp]),
+            )
+            for sp in queue[: max(workers, 1) - len(pending)]:
+                pending[pool.submit(execute, sp, str(store.root), device, threads, code)] = sp
+            if not pending:
+                break
+            finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+            for fut in finished:
+                sp = pending.pop(fut)
+                try:
+                    records[sp] = fut.result()
+                except cf.process.BrokenProcessPool as err:
+                    raise RuntimeError(
+                        "A grid worker process died. From a script, call run_grid under "
+                        "`if __name__ == '__main__':` (spawned workers re-import the script), "
+                        "or pass workers=1. Finished runs are stored; calling again resumes."
+                    ) from err
+                computed += 1
+                timer.add(records[sp])
+            resolve()
+            ready, n_left = todo()
+            left = dict.fromkeys([*pending.values(), *ready, *_unscheduled(plan, eval_specs)])
+            eta = timer.estimate(left) / max(workers, 1)
+            bar.set_postfix_str(f"~{_fmt(eta)} left", refresh=False)
+            bar.update(len(finished))
+    finally:
+        bar.close()
+        pool.shutdown(wait=True, cancel_futures=True)
+        torch.set_num_threads(previous_threads)
+
+    result = _collect(plan, records, store, spec_stage, eval_specs, code, computed)
+    name = name or f"grid-{eval_protocol}"
+    if computed or not (store.root / f"{name}.csv").exists():
+        from playerfl_core.results import save_table
+
+        save_table(result.table, store.root / f"{name}.csv")
+        _atomic(store.root / f"{name}-status.csv", lambda p: result.status.to_csv(p, index=False))
+    return result
+
+
+def load_grid(*args, **kwargs) -> GridResult:
+    """:func:`run_grid` with ``compute=False``: stored results only."""
+    return run_grid(*args, compute=False, **kwargs)
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+class _InlineExecutor:
+    """Runs a submitted call at once, in this process (workers=1, e.g. GPU or tests)."""
+
+    def submit(self, fn, *args):
+        fut = cf.Future()
+        fut.set_result(fn(*args))
+        return fut
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        pass
+
+
+def _make_pool(workers: int, threads: int):
+    if workers <= 1:
+        return _InlineExecutor()
+    return cf.ProcessPoolExecutor(
+        max_workers=workers,
+        initializer=_init_worker,
+        initargs=(threads,),
+        mp_context=multiprocessing.get_context("spawn"),
+    )
+
+
+def _unscheduled(plan, eval_specs) -> list[RunSpec]:
+    """Evaluation runs whose LR is not chosen yet, with a stand-in LR for the time estimate."""
+    out = []
+    for key, p in plan.items():
+        if p["lr"] is None:
+            tuned = {sp.seed for sp in p["tune"]}
+            out += [sp for sp in eval_specs(key, p["lrs"][0]) if sp.seed not in tuned]
+    return out
+
+
+def _chosen_lr(tune_specs, records, store) -> float:
+    tables = [store.table(sp) for sp in tune_specs if records[sp]["status"] == OK]
+    scores = _tuning_scores(tune_specs, records, tables)
+    chosen = choose_lr(scores)
+    return float(chosen["lr"].iloc[0]) if len(chosen) else float("nan")
+
+
+def _tuning_scores(tune_specs, records, tables) -> pd.DataFrame:
+    """Mean tuning score per LR; inf when any tuning run of that LR failed."""
+    per_run = best_val_loss(pd.concat(tables, ignore_index=True)) if tables else None
+    rows = []
+    by_lr: dict[float, list[RunSpec]] = {}
+    for sp in tune_specs:
+        by_lr.setdefault(sp.lr, []).append(sp)
+    for lr, specs in by_lr.items():
+        sp0 = specs[0]
+        if any(records[sp]["status"] != OK for sp in specs) or per_run is None:
+            score = float("inf")
+        else:
+            sel = per_run[
+                (per_run["lr"] == lr)
+                & per_run["seed"].isin([s.seed for s in specs])
+                & (per_run["algorithm"] == sp0.algorithm)
+            ]
+            score = float(sel["value"].mean())
+        rows.append(
+            {
+                "dataset": sp0.dataset,
+                "algorithm": sp0.algorithm,
+                "lr": lr,
+                "n_runs": len(specs),
+                "n_ok": sum(records[sp]["status"] == OK for sp in specs),
+                "score": score,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _collect(plan, records, store, spec_stage, eval_specs, code, computed) -> GridResult:
+    eval_tables, tune_tables, status_rows, tuning_rows, chosen_rows, notes = [], [], [], [], [], []
+    seen = set()
+    for key, p in plan.items():
+        ds, alg = key
+        tune_ok = [store.table(sp) for sp in p["tune"] if records[sp]["status"] == OK]
+        tune_tables += tune_ok
+        if p["tune"]:
+            scores = _tuning_scores(p["tune"], records, tune_ok)
+            scores["chosen"] = scores["lr"] == p["lr"]
+            tuning_rows.append(scores)
+        chosen_rows.append(
+            {"dataset": ds, "algorithm": alg, "lr": p["lr"], "tuned": bool(p["tune"])}
+        )
+        if p["lr"] is None or math.isnan(p["lr"]):
+            notes.append(
+                f"EXCLUDED: {ds}/{alg}: every learning rate failed during tuning; no "
+                "evaluation runs."
+            )
+            specs = []
+        else:
+            specs = eval_specs(key, p["lr"])
+        for sp in specs:
+            if records[sp]["status"] == OK:
+                eval_tables.append(store.table(sp))
+        for sp in [*p["tune"], *specs]:
+            if sp in seen:
+                continue
+            seen.add(sp)
+            rec = records[sp]
+            stage = (
+                "tune+eval"
+                if sp in spec_stage and sp in specs
+                else ("tune" if sp in spec_stage else "eval")
+            )
+            status_rows.append(
+                {
+                    "run_id": rec["run_id"],
+                    "dataset": sp.dataset,
+                    "algorithm": sp.algorithm,
+                    "lr": sp.lr,
+                    "seed": sp.seed,
+                    "stage": stage,
+                    "status": rec["status"],
+                    "error": rec.get("error", ""),
+                    "seconds": rec.get("seconds"),
+                    "stale_code": rec.get("code", code) != code,
+                }
+            )
+    empty = pd.DataFrame(columns=COLUMNS)
+    table = pd.concat(eval_tables, ignore_index=True) if eval_tables else empty
+    tuning_table = pd.concat(tune_tables, ignore_index=True) if tune_tables else empty
+    tuning = (
+        pd.concat(tuning_rows, ignore_index=True)
+        if tuning_rows
+        else pd.DataFrame(
+            columns=["dataset", "algorithm", "lr", "n_runs", "n_ok", "score", "chosen"]
+        )
+    )
+    return GridResult(
+        table,
+        tuning_table,
+        tuning,
+        pd.DataFrame(chosen_rows),
+        pd.DataFrame(status_rows),
+        store,
+        computed,
+        notes,
+    )
+
+
+def _missing_message(missing, store, profile, datasets, algorithms) -> str:
+    shown = ", ".join(sp.run_id for sp in missing[:3])
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    algs = "all" if algorithms == list(ALGORITHMS) else ",".join(algorithms)
+    return (
+        f"{len(missing)} runs are not in {store.root} ({shown}{more}). Compute them with:\n"
+        f"  playerfl grid --datasets {','.join(datasets)} --algorithms {algs} "
+        f"--profile {profile} --store {store.root}\n"
+        "(the paper profile is meant for a GPU)."
+    )
+
+
+class _Timer:
+    """Estimates seconds per run from finished runs: same (dataset, algorithm), else dataset."""
+
+    def __init__(self, store: Store):
+        self.by_pair: dict[tuple, list[float]] = {}
+        self.by_dataset: dict[str, list[float]] = {}
+        if store.runs.exists():  # earlier sessions' timings, from the manifests
+            for f in list(store.runs.glob("*.json"))[:2000]:
+                try:
+                    self.add(json.loads(f.read_text()))
+                except (OSError, ValueError):
+                    continue
+
+    def add(self, rec: dict) -> None:
+        if rec.get("seconds") is None or rec.get("status") != OK:
+            return
+        self.by_pair.setdefault((rec["dataset"], rec["algorithm"]), []).append(rec["seconds"])
+        self.by_dataset.setdefault(rec["dataset"], []).append(rec["seconds"])
+
+    def estimate(self, specs) -> float:
+        total = 0.0
+        for sp in specs:
+            pair = self.by_pair.get((sp.dataset, sp.algorithm))
+            if pair:
+                total += float(np.mean(pair))
+                continue
+            ds = self.by_dataset.get(sp.dataset)
+            base = float(np.mean(ds)) if ds else _PRIOR_SECONDS.get(sp.dataset, 5.0)
+            total += base * _PRIOR_FACTOR.get(sp.algorithm, 1.0)
+        return total
+
+
+_PRIOR_SECONDS = {"fmnist": 8.0, "digits": 2.0, "heart": 0.8}
+_PRIOR_FACTOR = {"pfedme": 4.0, "ditto": 2.0}
+"""Rough seconds per quick-profile run on one CPU thread, used only to order runs and estimate
+the time left until the store holds measured timings."""
+
+
+def _fmt(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
