@@ -118,18 +118,11 @@ def gradient_statistics(
     how spread the unit's gradient is, not sampling noise (that is :func:`gradient_noise`).
     ``batch_size`` only sets memory use.
     """
-    grads = _full_gradient(model, x, y, batch_size=batch_size)
+    grads = full_gradient(model, x, y, batch_size=batch_size)
     return {
         "sensitivity": sensitivity_from_gradient(model, grads),
         "grad_variance": _unit_variance(model, grads),
     }
-
-
-def _full_gradient(model: nn.Module, x, y, batch_size: int) -> dict[str, torch.Tensor]:
-    """:func:`~playerfl_core.sensitivity.full_gradient`, restoring each module's own mode
-    (it restores only the top-level flag)."""
-    with preserved_state(model):
-        return full_gradient(model, x, y, batch_size=batch_size)
 
 
 def _unit_variance(model: nn.Module, grads: Mapping[str, torch.Tensor]) -> dict[str, float]:
@@ -183,7 +176,7 @@ def gradient_noise(
     b = min(micro_batch, n // 2)
     if b < 1:
         raise ValueError(f"Gradient noise needs at least two samples, got {n}.")
-    mean = full_grad if full_grad is not None else _full_gradient(model, x, y, batch_size=512)
+    mean = full_grad if full_grad is not None else full_gradient(model, x, y, batch_size=512)
     m = n // b
     order = torch.randperm(n, generator=generator)[: m * b].to(y.device)
     names, params = zip(
@@ -463,7 +456,7 @@ def measure_model(
     units = unit_names(model)
     grads = None
     if wanted & {"sensitivity", "cum_sensitivity", "grad_variance", "grad_noise"}:
-        grads = _full_gradient(model, x, y, batch_size=settings.sensitivity_batch_size)
+        grads = full_gradient(model, x, y, batch_size=settings.sensitivity_batch_size)
     if wanted & {"sensitivity", "cum_sensitivity"}:
         s = sensitivity_from_gradient(model, grads)
         if "sensitivity" in wanted:
@@ -884,7 +877,7 @@ def pruning_check(
     first ones in order), the actual change of the mean loss when that single parameter is set
     to 0, next to its first-order prediction −θ·∂L/∂θ. Columns: param, index, theta, grad,
     predicted, actual. The model is restored afterwards."""
-    grads = _full_gradient(model, x, y, batch_size=512)
+    grads = full_gradient(model, x, y, batch_size=512)
     rows = []
     with preserved_state(model), torch.no_grad():
         model.eval()

@@ -39,7 +39,8 @@ def full_gradient(
 
     With ``max_batches`` only that many batches (of a permutation drawn from ``generator``) are
     used, to study how many batches the metric needs. Uses ``torch.autograd.grad``, so the
-    model's ``.grad`` fields, parameters and train/eval mode are left as they were.
+    model's ``.grad`` fields and parameters are untouched; every module's train/eval mode is
+    restored on exit.
     """
     names, params = zip(
         *[(n, p) for n, p in model.named_parameters() if p.requires_grad], strict=True
@@ -48,7 +49,7 @@ def full_gradient(
     if max_batches is not None:
         order = torch.randperm(len(y), generator=generator)[: max_batches * batch_size]
     order = order.to(y.device)
-    was_training = model.training
+    modes = [(m, m.training) for m in model.modules()]
     model.eval()
     total = [torch.zeros_like(p) for p in params]
     try:
@@ -58,7 +59,8 @@ def full_gradient(
             for acc, g in zip(total, torch.autograd.grad(loss, params), strict=True):
                 acc += g
     finally:
-        model.train(was_training)
+        for module, mode in modes:
+            module.training = mode
     return dict(zip(names, total, strict=True))
 
 

@@ -203,3 +203,19 @@ def test_cli_writes_the_long_results_table(tmp_path, capsys):
 def test_cli_explains_bad_input(tmp_path, capsys, args, message):
     assert main(["run", *args, "--rounds", "1", "--out", str(tmp_path / "r.csv")]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_sensitivity_leaves_the_model_as_found(heart):
+    from playerfl_core.models import build_model
+    from playerfl_core.sensitivity import federation_sensitivity
+
+    model = build_model("heart_mlp", 5, heart.input_shape, 1.0, seed=0)
+    model.train()
+    model.fc2.eval()  # a mixed state must survive
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    c = heart.clients[0]
+    s = federation_sensitivity(model, c.x_train, c.y_train, batch_size=64)
+    assert list(s) == list(unit_names(model)) and all(v > 0 for v in s.values())
+    assert model.training and not model.fc2.training and model.fc1.training
+    assert all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
