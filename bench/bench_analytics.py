@@ -21,8 +21,9 @@ import torch
 
 from data_prep import load
 from playerfl_core import make_config
-from playerfl_core.analytics import first_epoch_models, hessian_metrics
+from playerfl_core.analytics import hessian_metrics
 from playerfl_core.engine import Client
+from playerfl_core.layer_studies import first_epoch_models
 from playerfl_core.sensitivity import federation_sensitivity
 
 

@@ -1,5 +1,5 @@
 """Figures for the layer-analytics chapters, drawn from the long analytics table of
-:func:`playerfl_core.analytics.layer_analytics` (or summaries of it), never from live models.
+:func:`playerfl_core.layer_studies.layer_analytics` (or summaries of it), never from live models.
 
 Every function returns the matplotlib Figure; the chapter ends its cell with ``plt.show()``.
 """
@@ -82,7 +82,7 @@ def unit_profiles(
     """Grid of per-unit profiles: one row per metric, one column per dataset; a line per
     (algorithm, stage) with its confidence band over seeds.
 
-    ``summary``: :func:`~playerfl_core.analytics.seed_summary` by dataset, algorithm, stage,
+    ``summary``: :func:`~playerfl_core.layer_studies.seed_summary` by dataset, algorithm, stage,
     metric, depth, unit.
     """
     datasets = list(dict.fromkeys(summary["dataset"]))
@@ -241,7 +241,7 @@ def split_lines(
 
 def pruning_scatter(check: pd.DataFrame, title: str = ""):
     """Actual loss change from zeroing each parameter against its first-order prediction −θ·g
-    (from :func:`~playerfl_core.analytics.pruning_check`), with the identity line."""
+    (from :func:`~playerfl_core.layer_studies.pruning_check`), with the identity line."""
     fig, ax = plt.subplots(figsize=(4.4, 3.8))
     ax.scatter(check["predicted"], check["actual"], s=12, alpha=0.7)
     both = np.concatenate([check["predicted"], check["actual"]])

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from playerfl_core import analytics as A
+from playerfl_core import layer_studies as S
 from playerfl_core.models import HeartMLP, build_model
 from playerfl_core.sensitivity import cumulative_sensitivity, sensitivity_from_gradient
 
@@ -169,8 +170,8 @@ def test_analytics_leave_model_state_as_found():
     model.train()
     model.fc1.eval()  # mixed modes must survive too
     before = _state(model)
-    settings = A.AnalyticsSettings(hutchinson_probes=3, eig_iters=3, probe_per_client=8)
-    A.measure_model(model, x, y, batch_size=16, settings=settings)
+    settings = S.AnalyticsSettings(hutchinson_probes=3, eig_iters=3, probe_per_client=8)
+    S.measure_model(model, x, y, batch_size=16, settings=settings)
     A.hessian_unit(model, x, y, "fc1", n_probes=2, eig_iters=2)
     A.cka_matrices([model, model], x)
     A.gradient_noise_exact(model, x, y, 16)
@@ -183,15 +184,15 @@ def test_analytics_leave_model_state_as_found():
 
 
 def test_layer_analytics_table(heart):
-    settings = A.AnalyticsSettings(
+    settings = S.AnalyticsSettings(
         hutchinson_probes=2, eig_iters=2, hessian_samples=32, probe_per_client=10
     )
-    table = A.layer_analytics(
+    table = S.layer_analytics(
         "heart", seeds=[0], rounds=2, settings=settings, device="cpu", data_loader=lambda s: heart
     )
-    assert list(table.columns) == A.COLUMNS
+    assert list(table.columns) == S.COLUMNS
     assert set(table["stage"]) == {"first", "final"}
-    assert set(table["metric"]) == set(A.METRICS)
+    assert set(table["metric"]) == set(S.METRICS)
     units = ("fc1", "fc2", "fc3", "fc4")
     assert set(table["unit"]) == set(units)
     # After the first epoch local and FedAvg hold the same models: same numbers.
@@ -208,19 +209,19 @@ def test_layer_analytics_table(heart):
     cka = table[table["metric"] == "cka"]
     assert cka["value"].between(-1e-9, 1 + 1e-9).all()
     assert (cka["other"] != cka["client"]).all()
-    again = A.layer_analytics(
+    again = S.layer_analytics(
         "heart", seeds=[0], rounds=2, settings=settings, device="cpu", data_loader=lambda s: heart
     )
     pd.testing.assert_frame_equal(table, again)
 
 
 def test_intervals_and_summaries():
-    m, lo, hi = A.t_interval([1.0, 2.0, 3.0])
+    m, lo, hi = S.t_interval([1.0, 2.0, 3.0])
     assert m == 2.0
     assert hi - m == pytest.approx(4.302652729911275 * 1.0 / math.sqrt(3))
-    assert math.isnan(A.t_interval([1.0])[1])
-    b = A.bootstrap_interval([1.0, 2.0, 3.0, 4.0], seed=0)
-    assert b == A.bootstrap_interval([1.0, 2.0, 3.0, 4.0], seed=0)
+    assert math.isnan(S.t_interval([1.0])[1])
+    b = S.bootstrap_interval([1.0, 2.0, 3.0, 4.0], seed=0)
+    assert b == S.bootstrap_interval([1.0, 2.0, 3.0, 4.0], seed=0)
     assert b[1] < b[0] < b[2]
     table = pd.DataFrame(
         {
@@ -232,7 +233,7 @@ def test_intervals_and_summaries():
             "value": [1.0, 3.0, 5.0, 7.0],
         }
     )
-    s = A.seed_summary(table, ["dataset"])
+    s = S.seed_summary(table, ["dataset"])
     assert s.loc[0, "mean"] == 4.0 and s.loc[0, "n_seeds"] == 2  # seed means 2 and 6
 
 
@@ -253,27 +254,27 @@ def _fake(values_by_seed, metric="cka_dissimilarity"):
                         depth,
                         metric,
                         v + 0.01 * client,
-                        A.NO_OTHER,
+                        S.NO_OTHER,
                     )
                 )
-    return pd.DataFrame(rows, columns=A.COLUMNS)
+    return pd.DataFrame(rows, columns=S.COLUMNS)
 
 
 def test_depth_trend_correlation_and_splits():
     up = _fake({0: [0.0, 0.1, 0.2, 0.5], 1: [0.0, 0.2, 0.1, 0.6]})
-    rho = A.depth_trend(up, "cka_dissimilarity")
+    rho = S.depth_trend(up, "cka_dissimilarity")
     assert rho["rho"].tolist() == pytest.approx([1.0, 0.8])
     down = _fake({0: [0.5, 0.2, 0.1, 0.0]})
-    assert A.depth_trend(down, "cka_dissimilarity")["rho"].iloc[0] == pytest.approx(-1.0)
+    assert S.depth_trend(down, "cka_dissimilarity")["rho"].iloc[0] == pytest.approx(-1.0)
     both = pd.concat(
         [_fake({0: [1, 2, 3, 4]}, "sensitivity"), _fake({0: [4, 3, 2, 1]}, "hessian_trace")]
     )
-    corr = A.metric_correlation(both, "sensitivity", "hessian_trace")
+    corr = S.metric_correlation(both, "sensitivity", "hessian_trace")
     assert corr["rho"].iloc[0] == pytest.approx(-1.0)
     # Split rule on flat-then-jump sensitivities (rises 1, 0.5, 3): the jump after unit 3 is
     # found for 1 ≤ t < 3; a smaller t already stops at the flat second unit.
     sens = _fake({0: [1.0, 1.0, 1.0, 9.0]}, "sensitivity")
-    splits = A.server_splits(sens, thresholds=[0.5, 1.0, 2.5, 5.0])
+    splits = S.server_splits(sens, thresholds=[0.5, 1.0, 2.5, 5.0])
     assert splits["p"].tolist() == [1, 3, 3, 3]
 
 
@@ -286,7 +287,7 @@ def test_probe_set_is_seeded_and_shared(heart):
 
 def test_unknown_metric_is_rejected():
     with pytest.raises(ValueError, match="Unknown metrics"):
-        A.AnalyticsSettings(metrics=("hessian_eigenvalue_sum",))
+        S.AnalyticsSettings(metrics=("hessian_eigenvalue_sum",))
 
 
 def test_unit_outputs_are_the_units_outputs():
@@ -304,8 +305,8 @@ def test_split_from_models_is_the_playerfl_decision(heart):
     from playerfl_core import make_config, run_federated
 
     config = make_config("heart", "quick", rounds=1, device="cpu", progress=False)
-    models = A.first_epoch_models(heart, config)
-    p, avg = A.split_from_models(models, heart.clients)
+    models = S.first_epoch_models(heart, config)
+    p, avg = S.split_from_models(models, heart.clients)
     run = run_federated(heart, "playerfl", config)
     assert p == run.info["split_p"]
     assert avg == pytest.approx(run.info["sensitivity"])
@@ -315,9 +316,9 @@ def test_pruning_check_first_order_prediction_and_restore():
     model = _tiny_mlp()
     x, y = _data()
     before = [p.detach().clone() for p in model.parameters()]
-    check = A.pruning_check(model, x, y, "fc4", max_params=40)
+    check = S.pruning_check(model, x, y, "fc4", max_params=40)
     assert len(check) == 15  # all of fc4: 4×3 weights and 3 biases
-    assert len(A.pruning_check(model, x, y, "fc4", max_params=6)) == 6
+    assert len(S.pruning_check(model, x, y, "fc4", max_params=6)) == 6
     # The first-order term −θ·g dominates the actual change (Kaiming-sized weights leave a
     # visible second-order remainder, so only a strong, not perfect, agreement is expected).
     assert np.corrcoef(check["predicted"], check["actual"])[0, 1] > 0.8
@@ -332,19 +333,19 @@ def test_pruning_check_first_order_prediction_and_restore():
 
 
 def test_small_helpers():
-    assert A.verdict(0.5, 0.1, 0.9) == "supported"
-    assert A.verdict(0.5, -0.1, 0.9) == "unresolved"
-    assert A.verdict(-0.5, -0.9, -0.1) == "contradicted"
-    assert A.verdict(1.0, float("nan"), float("nan")) == "untestable"
-    quick = A.analytics_plan("fmnist", "quick")
+    assert S.verdict(0.5, 0.1, 0.9) == "supported"
+    assert S.verdict(0.5, -0.1, 0.9) == "unresolved"
+    assert S.verdict(-0.5, -0.9, -0.1) == "contradicted"
+    assert S.verdict(1.0, float("nan"), float("nan")) == "untestable"
+    quick = S.analytics_plan("fmnist", "quick")
     assert (quick.seeds, quick.rounds, quick.settings.hessian_samples) == ([0, 1, 2], 3, 32)
-    paper = A.analytics_plan("heart", "paper", seeds=[7])
-    assert (paper.seeds, paper.rounds, paper.settings) == ([7], None, A.AnalyticsSettings())
+    paper = S.analytics_plan("heart", "paper", seeds=[7])
+    assert (paper.seeds, paper.rounds, paper.settings) == ([7], None, S.AnalyticsSettings())
     table = pd.concat([_fake({0: [0.1, 0.2, 0.3, 0.4], 1: [0.1, 0.3, 0.2, 0.4]})])
-    rises = A.adjacent_rises(table, "cka_dissimilarity")
+    rises = S.adjacent_rises(table, "cka_dissimilarity")
     assert rises["rises"].tolist() == [1.0, 0.5, 1.0]
     final = table.assign(stage="final")
-    agree = A.stage_agreement(pd.concat([table, final]), "cka_dissimilarity", by=["dataset"])
+    agree = S.stage_agreement(pd.concat([table, final]), "cka_dissimilarity", by=["dataset"])
     assert agree["rho"].tolist() == pytest.approx([1.0, 1.0])
     pairs = pd.DataFrame(
         [
@@ -353,9 +354,9 @@ def test_small_helpers():
             ("d", "local", 1, 0, "final", 1, "u1", 1, "cka", 0.75, 1),
             ("d", "local", 1, 1, "final", 1, "u1", 1, "cka", 0.75, 0),
         ],
-        columns=A.COLUMNS,
+        columns=S.COLUMNS,
     )
-    mat = A.cka_matrix_from_table(pairs, "d", "local", "final")["u1"]
+    mat = S.cka_matrix_from_table(pairs, "d", "local", "final")["u1"]
     assert mat.tolist() == [[1.0, 0.5], [0.5, 1.0]]
 
 
@@ -376,19 +377,19 @@ def test_server_split_weights_and_reference_agreement():
                     depth,
                     "sensitivity",
                     v,
-                    A.NO_OTHER,
+                    S.NO_OTHER,
                 )
             )
-    table = pd.DataFrame(rows, columns=A.COLUMNS)
-    heavy0 = A.server_splits(table, [1.0], weights=lambda key: {0: 100.0, 1: 1.0})
-    heavy1 = A.server_splits(table, [1.0], weights={0: 1.0, 1: 100.0})
+    table = pd.DataFrame(rows, columns=S.COLUMNS)
+    heavy0 = S.server_splits(table, [1.0], weights=lambda key: {0: 100.0, 1: 1.0})
+    heavy1 = S.server_splits(table, [1.0], weights={0: 1.0, 1: 100.0})
     assert heavy0["p"].tolist() == [1] and heavy1["p"].tolist() == [3]
-    agree = A.reference_agreement(heavy1)
+    agree = S.reference_agreement(heavy1)
     assert dict(zip(agree["reference"], agree["agreement"], strict=True)) == {
         "paper_transition": 0.0,
         "authors_config": 0.0,
     }
-    agree = A.reference_agreement(heavy0)
+    agree = S.reference_agreement(heavy0)
     assert dict(zip(agree["reference"], agree["agreement"], strict=True)) == {
         "paper_transition": 0.0,
         "authors_config": 1.0,
