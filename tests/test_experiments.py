@@ -115,16 +115,8 @@ def test_half_written_run_counts_as_unfinished(tmp_path):
 
 
 def test_diverging_run_is_recorded_and_excluded_visibly(tmp_path):
-    result = run_grid(
-        "heart",
-        "local,fedavg",
-        rounds=2,
-        lrs=[1e-2, 1e12],
-        seeds=[0, 1],
-        store=tmp_path,
-        workers=1,
-        progress=False,
-    )
+    grid = dict(rounds=2, lrs=[1e-2, 1e12], seeds=[0, 1], store=tmp_path, workers=1)
+    result = run_grid("heart", "local,fedavg", progress=False, **grid)
     failed = result.failures
     assert set(failed["status"]) == {DIVERGED}
     assert set(failed["lr"]) == {1e12} and len(failed) == 2
@@ -138,19 +130,7 @@ def test_diverging_run_is_recorded_and_excluded_visibly(tmp_path):
     s = summarize(result.table, "macro_f1")
     assert s["n_seeds"].eq(2).all() and np.isfinite(s["median"]).all()
     # a diverged run is final: a restart does not retry it
-    assert (
-        run_grid(
-            "heart",
-            "local,fedavg",
-            rounds=2,
-            lrs=[1e-2, 1e12],
-            seeds=[0, 1],
-            store=tmp_path,
-            workers=1,
-            progress=False,
-        ).computed
-        == 0
-    )
+    assert run_grid("heart", "local,fedavg", progress=False, **grid).computed == 0
 
 
 def test_all_learning_rates_diverging_excludes_the_algorithm(tmp_path):
