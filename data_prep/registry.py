@@ -14,7 +14,9 @@ from . import base, digits, fmnist, heart
 from .base import DataError, FederatedData
 
 DATASETS = {"fmnist": fmnist, "heart": heart, "digits": digits}
-PROFILES = ("quick", "paper")
+PROFILES = ("quick", "standard", "paper")
+SIZE_OF = {"quick": "quick", "standard": "quick", "paper": "paper"}
+"""Data size of each profile: ``standard`` runs more seeds at the quick sizes."""
 
 
 def available_datasets() -> list[str]:
@@ -46,7 +48,7 @@ def load(
     unknown = sorted(set(overrides) - set(accepted))
     if unknown:
         raise DataError(f"{name} does not take {unknown}; it accepts {accepted or 'no overrides'}")
-    params = {**module.PROFILES[profile], **overrides}
+    params = {**module.PROFILES[SIZE_OF[profile]], **overrides}
     root = Path(data_root).expanduser().resolve() if data_root is not None else base.data_root()
     fd = module.load(root, int(seed), **params)
     fd.params = {"profile": profile, "seed": int(seed), **fd.params}

@@ -75,10 +75,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="recompute stored runs made by a different version of the code",
     )
     grid.add_argument(
+        "--splits",
+        action="store_true",
+        help="add the split sweep prefix_p0..prefix_pL at PLayer-FL's tuned learning rate",
+    )
+    grid.add_argument(
         "--no-retry",
         action="store_true",
         help="do not retry runs that crashed (status 'error') last time",
     )
+
+    archive = sub.add_parser(
+        "archive",
+        help="pack a grid's store into a committed, checksummed archive (stores/<profile>), "
+        "or verify one by re-computing a sample of its runs",
+    )
+    archive.add_argument("action", choices=["pack", "verify"])
+    archive.add_argument("--profile", default="standard", choices=PROFILE_NAMES)
+    archive.add_argument("--store", help="store to pack (default: <repo>/results/<profile>)")
+    archive.add_argument("--archive", help="archive folder (default: <repo>/stores/<profile>)")
+    archive.add_argument("--sample", type=int, default=3, help="runs to re-compute (verify)")
+    archive.add_argument("--seed", type=int, default=0, help="seed of the sample (verify)")
 
     status = sub.add_parser("status", help="summarise a store: runs per status, failures")
     status.add_argument("--store", help="store directory (default: <repo>/results/<profile>)")
@@ -105,6 +122,7 @@ def cmd_grid(args) -> int:
         fresh=args.fresh,
         recompute_stale=args.recompute_stale,
         retry_errors=not args.no_retry,
+        splits=args.splits,
     )
     print(
         f"store {result.store.root}: {result.computed} runs computed now, "
@@ -117,6 +135,24 @@ def cmd_grid(args) -> int:
         print(f"wrote {path} ({len(result.table)} rows)")
     crashed = result.failures["status"].eq("error").any() if len(result.failures) else False
     return 3 if crashed else 0  # diverged LRs are an expected outcome of tuning
+
+
+def cmd_archive(args) -> int:
+    from playerfl_core.archive import archive_dir, pack, recompute_sample
+    from playerfl_core.experiments import Store, default_store
+
+    path = args.archive or archive_dir(args.profile)
+    if args.action == "pack":
+        store = Store(args.store or default_store(args.profile))
+        out = pack(store, args.profile, path, command=" ".join(["playerfl", *sys.argv[1:]]))
+        print(f"wrote {out}")
+        return 0
+    report = recompute_sample(path, n=args.sample, seed=args.seed)
+    print(report.to_string(index=False))
+    if not report["identical"].all():
+        print("playerfl: some re-computed runs differ from the archive", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_status(args) -> int:
@@ -181,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_grid(args)
         if args.command == "status":
             return cmd_status(args)
+        if args.command == "archive":
+            return cmd_archive(args)
     except ValueError as err:
         print(f"playerfl: {err}", file=sys.stderr)
         return 2

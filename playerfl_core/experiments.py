@@ -55,8 +55,8 @@ from tqdm import tqdm
 from playerfl_core.algorithms import ALGORITHMS, get_algorithm
 from playerfl_core.engine import DivergenceError, RunConfig, run_federated
 from playerfl_core.metrics import best_val_loss, choose_lr
-from playerfl_core.profiles import LR_GRIDS, PROFILE_NAMES, make_config
-from playerfl_core.results import COLUMNS
+from playerfl_core.profiles import LR_GRIDS, PROFILE_NAMES, SIZE_OF, make_config
+from playerfl_core.results import COLUMNS, atomic_write
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -69,6 +69,26 @@ GRIDS: dict[str, dict[str, dict]] = {
         "fmnist": {"lrs": LR_GRIDS["fmnist"]["quick"], "tune_seeds": (0,), "seeds": (0, 1)},
         "heart": {"lrs": LR_GRIDS["heart"]["quick"], "tune_seeds": (0,), "seeds": (0, 1, 2)},
         "digits": {"lrs": LR_GRIDS["digits"]["quick"], "tune_seeds": (0,), "seeds": (0, 1)},
+    },
+    "standard": {
+        "fmnist": {
+            "lrs": (1e-2, 3e-3, 1e-3, 3e-4),
+            "tune_seeds": (100, 101),
+            "seeds": tuple(range(10)),
+            "widen": 2,
+        },
+        "heart": {
+            "lrs": (1e-1, 3e-2, 1e-2, 3e-3),
+            "tune_seeds": (100, 101, 102),
+            "seeds": tuple(range(10)),
+            "widen": 2,
+        },
+        "digits": {
+            "lrs": (1e-2, 5e-3, 2e-3, 1e-3),
+            "tune_seeds": (100, 101),
+            "seeds": tuple(range(10)),
+            "widen": 2,
+        },
     },
     "paper": {
         "fmnist": {
@@ -88,9 +108,13 @@ GRIDS: dict[str, dict[str, dict]] = {
         },
     },
 }
-"""Per profile and dataset: LR grid, tuning seeds and evaluation seeds. The quick sizes keep the
-three-dataset, twelve-algorithm grid (132 runs, about 510 CPU-seconds on one thread each, run
-two at a time) under five minutes on a 2-core CPU; Fashion-MNIST is two thirds of the cost.
+"""Per profile and dataset: LR grid, tuning seeds, evaluation seeds and ``widen``, how many values
+tuning may add beyond an edge of the grid (one at a time, whenever the chosen rate sits at an edge;
+the grid's notes say so). ``standard``: quick-size runs, ≥ 4 learning rates, tuning seeds apart
+from the 10 evaluation seeds; computed once and committed (:mod:`playerfl_core.archive`).
+The quick sizes keep the three-dataset, twelve-algorithm grid (132 runs, about 510 CPU-seconds
+on one thread each, run two at a time) under five minutes on a 2-core CPU; Fashion-MNIST is two
+thirds of the cost.
 The paper sizes follow the reference's run counts (§1.1) and are meant for a GPU through
 ``playerfl grid``."""
 
@@ -178,7 +202,8 @@ class RunSpec:
 
         cfg = asdict(self.config("cpu"))
         cfg.pop("device"), cfg.pop("progress")
-        data = DATASETS[self.dataset].PROFILES[self.profile] if self.dataset in DATASETS else {}
+        size = SIZE_OF[self.profile]
+        data = DATASETS[self.dataset].PROFILES[size] if self.dataset in DATASETS else {}
         return {
             "dataset": self.dataset,
             "algorithm": self.algorithm,
@@ -223,17 +248,11 @@ class Store:
         """Rows first, manifest last, each by temp file + rename: the JSON marks completion."""
         self.runs.mkdir(parents=True, exist_ok=True)
         if table is not None:
-            _atomic(
+            atomic_write(
                 self.runs / f"{spec.run_id}.csv", lambda p: table[COLUMNS].to_csv(p, index=False)
             )
         text = json.dumps(record, indent=1, sort_keys=True, default=str)
-        _atomic(self.runs / f"{spec.run_id}.json", lambda p: p.write_text(text))
-
-
-def _atomic(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
+        atomic_write(self.runs / f"{spec.run_id}.json", lambda p: p.write_text(text))
 
 
 _DATA_CACHE: dict = {}
@@ -335,22 +354,25 @@ class GridResult:
         return self.status[self.status["status"] != OK].reset_index(drop=True)
 
     def lr_at_edges(self) -> pd.DataFrame:
-        """Per dataset: how many algorithms chose the largest or smallest LR tried.
+        """Per dataset: how many algorithms chose the largest or smallest LR they tried, and how
+        many values tuning added beyond an edge (``widened``).
 
-        Many choices at an edge mean the best rate may lie outside the grid.
+        A choice still at an edge after widening means the best rate may lie outside the grid.
         """
         rows = []
         for ds, g in self.tuning.groupby("dataset", sort=False):
-            lrs = sorted(g["lr"].unique())
-            chosen = g[g["chosen"]]
+            pairs = g.groupby("algorithm")
+            lo, hi = pairs["lr"].transform("min"), pairs["lr"].transform("max")
+            chosen = g["chosen"]
             rows.append(
                 {
                     "dataset": ds,
                     "algorithms": g["algorithm"].nunique(),
-                    "smallest": lrs[0],
-                    "at smallest": int((chosen["lr"] == lrs[0]).sum()),
-                    "largest": lrs[-1],
-                    "at largest": int((chosen["lr"] == lrs[-1]).sum()),
+                    "smallest": g["lr"].min(),
+                    "at smallest": int((chosen & (g["lr"] == lo)).sum()),
+                    "largest": g["lr"].max(),
+                    "at largest": int((chosen & (g["lr"] == hi)).sum()),
+                    "widened": int(g.get("added", pd.Series(False, index=g.index)).sum()),
                 }
             )
         return pd.DataFrame(rows).set_index("dataset") if rows else pd.DataFrame()
@@ -390,9 +412,42 @@ def grid_settings(dataset: str, profile: str, seeds=None, lrs=None, tune_seeds=N
     )
     if not lrs or not seeds:
         raise ValueError("A grid needs at least one learning rate and one seed.")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"Evaluation seeds must be distinct, got {list(seeds)}.")
     if len(lrs) == 1:
         tune = ()  # nothing to choose
-    return {"lrs": lrs, "seeds": seeds, "tune_seeds": tune}
+    widen = int(base.get("widen", 0)) if len(lrs) > 1 else 0
+    return {"lrs": lrs, "seeds": seeds, "tune_seeds": tune, "widen": widen}
+
+
+def widened_lr(chosen: float, lrs: Iterable[float]) -> float | None:
+    """The next learning rate beyond the edge ``chosen`` sits on, or None if it is inside.
+
+    The step repeats the grid's ratio at that edge (3e-2, 1e-2 -> 1e-1 above; -> 3.33e-3 below),
+    so a grid of roughly geometric spacing stays so.
+    """
+    lrs = sorted(set(lrs))
+    if len(lrs) < 2 or chosen is None or not np.isfinite(chosen):
+        return None
+    if chosen == lrs[-1]:
+        return float(f"{lrs[-1] * lrs[-1] / lrs[-2]:.3g}")
+    if chosen == lrs[0]:
+        return float(f"{lrs[0] * lrs[0] / lrs[1]:.3g}")
+    return None
+
+
+SPLIT_PREFIX = "prefix_p"
+"""``prefix_p<k>``: federate units 1..k at the LR tuned for PLayer-FL (the split sweep)."""
+
+
+def split_algorithms(dataset: str, profile: str) -> list[str]:
+    """``prefix_p0`` … ``prefix_pL`` for the model of ``dataset`` (L its number of units)."""
+    from playerfl_core.models import build_model
+    from playerfl_core.units import unit_names
+
+    data = _load_data(dataset, profile, 0)
+    model = build_model(data.model, data.num_classes, data.input_shape, 1.0, 0)
+    return [f"{SPLIT_PREFIX}{k}" for k in range(len(unit_names(model)) + 1)]
 
 
 def run_grid(
@@ -416,6 +471,7 @@ def run_grid(
     recompute_stale: bool = False,
     progress: bool = True,
     name: str | None = None,
+    splits: bool = False,
 ) -> GridResult:
     """Run (or load) the grid; return its tables. Safe to kill and call again at any time.
 
@@ -428,6 +484,12 @@ def run_grid(
     processes run in parallel on the CPU (default: 2 when the CPU has ≥ 2 cores and device is
     CPU, else 1). The combined tables are also written to ``<store>/<name>.csv`` and
     ``<name>-status.csv`` (``name`` defaults to ``grid-<eval_protocol>``).
+
+    ``splits`` adds the split sweep: ``prefix_p0`` … ``prefix_pL`` per dataset, each run at the
+    learning rate tuned for PLayer-FL (which is then added to the algorithms), so the split is
+    the only thing that changes between them. Where a profile allows it (``widen`` in
+    :data:`GRIDS`), a learning rate chosen at an edge of the grid makes tuning try the next value
+    beyond that edge, up to ``widen`` times per (dataset, algorithm); the notes list each one.
     """
     datasets = (
         [d.strip() for d in datasets.split(",")] if isinstance(datasets, str) else list(datasets)
@@ -436,16 +498,27 @@ def run_grid(
     if profile not in PROFILE_NAMES:
         raise ValueError(f"Unknown profile {profile!r}; use one of {PROFILE_NAMES}.")
     store = Store(store if store is not None else default_store(profile))
+    _start_from_archive(store, profile)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if workers is None:
         workers = min(2, os.cpu_count() or 1) if device == "cpu" else 1
     code = code_fingerprint()
     fixed_lr = dict(fixed_lr or {})
+    if splits and "playerfl" not in algorithms:
+        algorithms.append("playerfl")
 
     # The plan: tuning specs per (dataset, algorithm), then evaluation seeds once an LR is known.
     plan, spec_stage = {}, {}
     for ds in datasets:
         s = grid_settings(ds, profile, seeds, lrs, tune_seeds)
+        for alg in split_algorithms(ds, profile) if splits else []:
+            plan[(ds, alg)] = {
+                "tune": [],
+                "seeds": s["seeds"],
+                "lr": fixed_lr.get((ds, alg)),
+                "lrs": (),
+                "follow": (ds, "playerfl"),
+            }
         for alg in algorithms:
             if (ds, alg) in fixed_lr:
                 tune_specs, lr_known = [], float(fixed_lr[(ds, alg)])
@@ -461,6 +534,9 @@ def run_grid(
                 "seeds": s["seeds"],
                 "lr": lr_known,
                 "lrs": s["lrs"] if (ds, alg) not in fixed_lr else (lr_known,),
+                "tune_seeds": s["tune_seeds"],
+                "widen": s["widen"] if (ds, alg) not in fixed_lr else 0,
+                "widened": [],
             }
             for sp in tune_specs:
                 spec_stage[sp] = "tune"
@@ -487,10 +563,25 @@ def run_grid(
         return True
 
     def resolve() -> None:
-        """Choose the LR of every pair whose tuning runs have all finished."""
+        """Choose the LR of every pair whose tuning runs have all finished; widen at an edge."""
+        for (ds, alg), p in plan.items():
+            if p["lr"] is None and p["tune"] and all(done(sp) for sp in p["tune"]):
+                lr = _chosen_lr(p["tune"], records, store)
+                extra = widened_lr(lr, p["lrs"]) if len(p["widened"]) < p["widen"] else None
+                if extra is None:
+                    p["lr"] = lr
+                    continue
+                p["widened"].append(extra)
+                p["lrs"] = tuple(sorted({*p["lrs"], extra}, reverse=True))
+                new = [
+                    RunSpec(ds, alg, extra, t, profile, eval_protocol, rounds)
+                    for t in p["tune_seeds"]
+                ]
+                p["tune"] = [*p["tune"], *new]
+                spec_stage.update(dict.fromkeys(new, "tune"))
         for p in plan.values():
-            if p["lr"] is None and all(done(sp) for sp in p["tune"]):
-                p["lr"] = _chosen_lr(p["tune"], records, store)
+            if p["lr"] is None and "follow" in p:
+                p["lr"] = plan[p["follow"]]["lr"]
 
     def todo() -> tuple[list[RunSpec], int]:
         """Runs that can start now, and the number still to run in total."""
@@ -559,6 +650,7 @@ def run_grid(
             ready, n_left = todo()
             left = dict.fromkeys([*pending.values(), *ready, *_unscheduled(plan, eval_specs)])
             eta = timer.estimate(left) / max(workers, 1)
+            bar.total = max(bar.total, bar.n + len(finished) + n_left)  # widening adds runs
             bar.set_postfix_str(f"~{_fmt(eta)} left", refresh=False)
             bar.update(len(finished))
     finally:
@@ -572,8 +664,20 @@ def run_grid(
         from playerfl_core.results import save_table
 
         save_table(result.table, store.root / f"{name}.csv")
-        _atomic(store.root / f"{name}-status.csv", lambda p: result.status.to_csv(p, index=False))
+        atomic_write(
+            store.root / f"{name}-status.csv", lambda p: result.status.to_csv(p, index=False)
+        )
     return result
+
+
+def _start_from_archive(store: Store, profile: str) -> None:
+    """An empty store starts from the committed archive of its profile (verified), if any."""
+    from playerfl_core.archive import archive_dir, unpack
+
+    if store.runs.exists() and any(store.runs.glob("*.json")):
+        return
+    if (archive_dir(profile) / "manifest.json").exists():
+        unpack(archive_dir(profile), store)
 
 
 def load_grid(*args, **kwargs) -> GridResult:
@@ -611,9 +715,10 @@ def _unscheduled(plan, eval_specs) -> list[RunSpec]:
     """Evaluation runs whose LR is not chosen yet, with a stand-in LR for the time estimate."""
     out = []
     for key, p in plan.items():
-        if p["lr"] is None:
+        lrs = p["lrs"] or plan[p["follow"]]["lrs"]
+        if p["lr"] is None and lrs:
             tuned = {sp.seed for sp in p["tune"]}
-            out += [sp for sp in eval_specs(key, p["lrs"][0]) if sp.seed not in tuned]
+            out += [sp for sp in eval_specs(key, lrs[0]) if sp.seed not in tuned]
     return out
 
 
@@ -662,18 +767,34 @@ def _collect(plan, records, store, spec_stage, eval_specs, code, computed) -> Gr
         ds, alg = key
         tune_ok = [store.table(sp) for sp in p["tune"] if records[sp]["status"] == OK]
         tune_tables += tune_ok
+        widened = p.get("widened", [])
         if p["tune"]:
             scores = _tuning_scores(p["tune"], records, tune_ok)
             scores["chosen"] = scores["lr"] == p["lr"]
+            scores["added"] = scores["lr"].isin(widened)
             tuning_rows.append(scores)
         chosen_rows.append(
-            {"dataset": ds, "algorithm": alg, "lr": p["lr"], "tuned": bool(p["tune"])}
+            {
+                "dataset": ds,
+                "algorithm": alg,
+                "lr": p["lr"],
+                "tuned": bool(p["tune"]),
+                "lr_from": p["follow"][1] if "follow" in p else alg,
+                "widened": len(widened),
+            }
         )
-        if p["lr"] is None or math.isnan(p["lr"]):
+        for extra in widened:
             notes.append(
-                f"EXCLUDED: {ds}/{alg}: every learning rate failed during tuning; no "
-                "evaluation runs."
+                f"WIDENED: {ds}/{alg}: the chosen rate sat at an edge of the grid, so tuning "
+                f"also tried lr={extra:g}."
             )
+        if p["lr"] is None or math.isnan(p["lr"]):
+            why = (
+                f"its learning rate comes from {p['follow'][1]}, whose tuning failed"
+                if "follow" in p
+                else "every learning rate failed during tuning"
+            )
+            notes.append(f"EXCLUDED: {ds}/{alg}: {why}; no evaluation runs.")
             specs = []
         else:
             specs = eval_specs(key, p["lr"])
@@ -711,7 +832,7 @@ def _collect(plan, records, store, spec_stage, eval_specs, code, computed) -> Gr
         pd.concat(tuning_rows, ignore_index=True)
         if tuning_rows
         else pd.DataFrame(
-            columns=["dataset", "algorithm", "lr", "n_runs", "n_ok", "score", "chosen"]
+            columns=["dataset", "algorithm", "lr", "n_runs", "n_ok", "score", "chosen", "added"]
         )
     )
     return GridResult(

@@ -1,7 +1,9 @@
 """Training settings per dataset and profile.
 
 ``quick``: a 2-core CPU in minutes (CI, students): fewer rounds and, for FMNIST, a narrower CNN
-with the same five layer units. ``paper``: the paper's sizes (reference §1.1), meant for a GPU.
+with the same five layer units. ``standard``: the quick sizes with enough seeds and learning rates
+to decide a comparison (its grid lives in :data:`playerfl_core.experiments.GRIDS`; its results are
+computed once and committed). ``paper``: the paper's sizes (reference §1.1), meant for a GPU.
 Data sizes per profile live with each dataset in ``data_prep``.
 """
 
@@ -9,7 +11,10 @@ from __future__ import annotations
 
 from playerfl_core.engine import RunConfig, default_device
 
-PROFILE_NAMES = ("quick", "paper")
+PROFILE_NAMES = ("quick", "standard", "paper")
+SIZE_OF = {"quick": "quick", "standard": "quick", "paper": "paper"}
+"""The sizes (rounds, width, data) each profile trains at: ``standard`` differs from ``quick``
+only in how many seeds and learning rates its grid runs, not in what one run is."""
 
 PROFILES: dict[str, dict[str, dict]] = {
     "fmnist": {
@@ -47,6 +52,6 @@ def make_config(dataset: str, profile: str = "quick", **overrides) -> RunConfig:
         )
     if profile not in PROFILE_NAMES:
         raise ValueError(f"Unknown profile {profile!r}; use one of {PROFILE_NAMES}.")
-    settings = {"device": default_device(), **PROFILES[dataset][profile]}
+    settings = {"device": default_device(), **PROFILES[dataset][SIZE_OF[profile]]}
     settings.update({k: v for k, v in overrides.items() if v is not None})
     return RunConfig(**settings)

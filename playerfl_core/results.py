@@ -7,6 +7,7 @@ Every table and figure of the book is a groupby over this table.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -57,14 +58,24 @@ def client_scores(
     return sel[[*RUN_KEYS, "client", "round", "value", "n_samples"]].reset_index(drop=True)
 
 
+def atomic_write(path: str | Path, write) -> Path:
+    """``write(tmp)`` to a temporary file beside ``path``, then rename it over ``path``, so a
+    crash or a kill never leaves half a file under the real name."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
 def save_table(table: pd.DataFrame, path: str | Path) -> Path:
     """Write the table atomically (temp file + rename), so a crash never leaves half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    table.to_csv(tmp, index=False)
-    tmp.replace(path)
-    return path
+    return atomic_write(path, lambda p: table.to_csv(p, index=False))
 
 
 def load_table(path: str | Path) -> pd.DataFrame:

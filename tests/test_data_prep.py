@@ -291,7 +291,7 @@ def test_registry_errors_are_helpful():
     with pytest.raises(DataError) as err:
         data_prep.load("cifar")
     assert all(n in str(err.value) for n in ("digits", "fmnist", "heart", "registry.py"))
-    with pytest.raises(DataError, match="quick, paper"):
+    with pytest.raises(DataError, match="quick, standard, paper"):
         data_prep.load("digits", profile="huge")
     with pytest.raises(DataError, match="samples_per_client"):
         data_prep.load("heart", samples_per_client=10)

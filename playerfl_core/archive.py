@@ -1,0 +1,228 @@
+"""Committed results: a compact, self-checking copy of a grid's store that anyone can re-verify.
+
+A grid's working store (``results/<profile>/runs/``: one CSV and one JSON per run) resumes fast
+but is large and not committed. :func:`pack` turns it into two files that are committed under
+``stores/<profile>/``:
+
+- ``runs.parquet``: every row of every finished run (the long results table plus ``run_id``);
+- ``manifest.json``: provenance (code fingerprint, profile, date, machine, library versions, the
+  command that made it) and one entry per run: its spec, status, row count and SHA-256 of its rows.
+
+:func:`unpack` writes the runs back as a store, verifying every run's row count and checksum on
+the way, so ``run_grid(..., compute=False)`` and the chapters load them like any grid.
+:func:`recompute_sample` re-runs a seeded sample of stored runs and compares every row exactly:
+the committed numbers are only as good as the code's ability to produce them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+from dataclasses import fields
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from playerfl_core.results import COLUMNS, atomic_write
+
+ARCHIVE_DIR = Path(__file__).resolve().parent.parent / "stores"
+TABLE_FILE, MANIFEST_FILE = "runs.parquet", "manifest.json"
+
+
+class ArchiveError(RuntimeError):
+    """A committed archive is missing, damaged or does not match its manifest."""
+
+
+def archive_dir(profile: str) -> Path:
+    """``<repo>/stores/<profile>`` (``PLAYERFL_STORES`` replaces ``<repo>/stores``)."""
+    env = os.environ.get("PLAYERFL_STORES")
+    return (Path(env).expanduser().resolve() if env else ARCHIVE_DIR) / profile
+
+
+def table_digest(table: pd.DataFrame) -> str:
+    """SHA-256 of a run's rows in the results schema (floats written at round-trip precision)."""
+    text = table[COLUMNS].to_csv(index=False, float_format="%.17g", lineterminator="\n")
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def provenance(profile: str, command: str) -> dict:
+    """Who, what and where: enough to tell whether a re-computation should match bit for bit."""
+    from playerfl_core.experiments import code_fingerprint
+
+    return {
+        "profile": profile,
+        "code": code_fingerprint(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": command,
+        "machine": {
+            "system": platform.system(),
+            "machine": platform.machine(),
+            "processor": platform.processor() or "unknown",
+            "cpu_count": os.cpu_count(),
+            "threads_per_run": 1,
+        },
+        "versions": {
+            "python": sys.version.split()[0],
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+            "pandas": pd.__version__,
+        },
+    }
+
+
+def pack(store, profile: str, out: str | Path | None = None, command: str = "") -> Path:
+    """Write every run of ``store`` (a :class:`~playerfl_core.experiments.Store`) as an archive.
+
+    Runs that diverged or failed are listed in the manifest with their status and no rows, so a
+    reader sees what was excluded. Both files are written atomically.
+    """
+    out = Path(out) if out is not None else archive_dir(profile)
+    records = [json.loads(f.read_text()) for f in sorted(store.runs.glob("*.json"))]
+    if not records:
+        raise ArchiveError(f"{store.root} holds no finished runs; run `playerfl grid` first.")
+    tables, entries = [], []
+    for rec in tqdm(records, desc=f"pack {profile}", unit="run"):
+        entry = {k: v for k, v in rec.items() if k not in ("info", "error")}
+        entry["error"] = str(rec.get("error", ""))[-500:]
+        entry["info"] = rec.get("info", {})
+        if rec["status"] == "ok":
+            table = pd.read_csv(store.runs / f"{rec['run_id']}.csv")[COLUMNS]
+            entry["rows"], entry["sha256"] = len(table), table_digest(table)
+            tables.append(table.assign(run_id=rec["run_id"]))
+        entries.append(entry)
+    out.mkdir(parents=True, exist_ok=True)
+    combined = pd.concat(tables, ignore_index=True)
+    for col in ("dataset", "algorithm", "split", "metric", "run_id"):
+        combined[col] = combined[col].astype("category")
+    manifest = {**provenance(profile, command), "runs": entries}
+    atomic_write(
+        out / TABLE_FILE, lambda p: combined.to_parquet(p, index=False, compression="zstd")
+    )
+    text = json.dumps(manifest, indent=1, sort_keys=True, default=str)
+    atomic_write(out / MANIFEST_FILE, lambda p: p.write_text(text))
+    return out
+
+
+def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
+    """The archive's rows and manifest, after checking every run's row count and checksum."""
+    path = Path(path)
+    missing = [f for f in (TABLE_FILE, MANIFEST_FILE) if not (path / f).is_file()]
+    if missing:
+        raise ArchiveError(
+            f"{path} is not a results archive: {', '.join(missing)} missing. Restore it with "
+            f"`git checkout -- {path}` or rebuild it with `playerfl archive pack`."
+        )
+    try:
+        manifest = json.loads((path / MANIFEST_FILE).read_text())
+        table = pd.read_parquet(path / TABLE_FILE)
+    except (OSError, ValueError) as err:
+        raise ArchiveError(f"{path}: cannot read the archive ({err}).") from err
+    table["run_id"] = table["run_id"].astype(str)
+    for col in ("dataset", "algorithm", "split", "metric"):
+        table[col] = table[col].astype(str)
+    groups = dict(tuple(table.groupby("run_id", sort=False)))
+    damaged = []
+    for entry in manifest.get("runs", []):
+        if entry.get("status") != "ok":
+            continue
+        rows = groups.get(entry["run_id"])
+        if rows is None or len(rows) != entry["rows"] or table_digest(rows) != entry["sha256"]:
+            damaged.append(entry["run_id"])
+    if damaged:
+        raise ArchiveError(
+            f"{path}: {len(damaged)} runs do not match the manifest (rows or SHA-256): "
+            f"{', '.join(damaged[:3])}{' …' if len(damaged) > 3 else ''}. The archive was "
+            "edited or damaged; restore it from git or rebuild it with `playerfl archive pack`."
+        )
+    return table, manifest
+
+
+def unpack(path: str | Path, store) -> int:
+    """Write a verified archive's runs into ``store`` (files already there are kept).
+
+    Returns the number of runs written.
+    """
+    table, manifest = load_archive(path)
+    groups = dict(tuple(table.groupby("run_id", sort=False)))
+    written = 0
+    store.runs.mkdir(parents=True, exist_ok=True)
+    for entry in manifest["runs"]:
+        run_id = entry["run_id"]
+        if (store.runs / f"{run_id}.json").exists():
+            continue
+        if entry["status"] == "ok":
+            rows = groups[run_id][COLUMNS]
+            atomic_write(store.runs / f"{run_id}.csv", lambda p, r=rows: r.to_csv(p, index=False))
+        record = {k: v for k, v in entry.items() if k not in ("rows", "sha256")}
+        text = json.dumps(record, indent=1, sort_keys=True, default=str)
+        atomic_write(store.runs / f"{run_id}.json", lambda p, t=text: p.write_text(t))
+        written += 1
+    return written
+
+
+def spec_of(entry: dict):
+    """The :class:`~playerfl_core.experiments.RunSpec` a manifest entry was computed from."""
+    from playerfl_core.experiments import RunSpec
+
+    names = {f.name for f in fields(RunSpec)}
+    return RunSpec(**{k: v for k, v in entry.items() if k in names})
+
+
+def recompute_sample(
+    path: str | Path, n: int = 3, seed: int = 0, max_seconds: float | None = None
+) -> pd.DataFrame:
+    """Re-run ``n`` stored runs drawn with ``seed`` and compare every row with the archive.
+
+    ``max_seconds`` restricts the draw to runs whose stored time was at most that long (to keep
+    a test short). Returns one row per run: ``run_id``, ``rows``, ``identical``,
+    ``max_abs_diff``, ``same_spec`` (False when today's code names the run differently, i.e. its
+    settings changed since the archive was made).
+    """
+    from data_prep import load
+    from playerfl_core.engine import run_federated
+
+    table, manifest = load_archive(path)
+    ok = [e for e in manifest["runs"] if e["status"] == "ok"]
+    if max_seconds is not None:
+        ok = [e for e in ok if float(e.get("seconds") or 0) <= max_seconds]
+    if len(ok) < n:
+        raise ArchiveError(f"{path}: only {len(ok)} finished runs to sample from, asked for {n}.")
+    chosen = np.random.default_rng(seed).choice(len(ok), size=n, replace=False)
+    out, previous = [], torch.get_num_threads()
+    torch.set_num_threads(1)  # archives are computed with one thread per run
+    try:
+        for i in tqdm(sorted(chosen), desc="recompute sample", unit="run"):
+            entry = ok[i]
+            spec = spec_of(entry)
+            data = load(spec.dataset, profile=spec.profile, seed=spec.seed)
+            fresh = run_federated(data, spec.algorithm, spec.config("cpu")).table()
+            stored = table[table["run_id"] == entry["run_id"]][COLUMNS].reset_index(drop=True)
+            same_shape = fresh.shape == stored.shape and (
+                fresh.drop(columns="value")
+                .astype(str)
+                .equals(stored.drop(columns="value").astype(str))
+            )
+            diff = (
+                float(np.max(np.abs(fresh["value"].to_numpy() - stored["value"].to_numpy())))
+                if same_shape
+                else float("inf")
+            )
+            out.append(
+                {
+                    "run_id": entry["run_id"],
+                    "rows": len(stored),
+                    "identical": same_shape and diff == 0.0,
+                    "max_abs_diff": diff,
+                    "same_spec": spec.run_id == entry["run_id"],
+                }
+            )
+    finally:
+        torch.set_num_threads(previous)
+    return pd.DataFrame(out)
