@@ -42,7 +42,7 @@ import os
 import time
 import traceback
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -197,18 +197,34 @@ class RunSpec:
         )
 
     def fingerprint(self) -> dict:
-        """What determines the result: the config (minus device), hyper-parameters, data profile."""
+        """What the user chose for this run: dataset, algorithm, data profile, and the settings
+        and hyper-parameters that differ from their defaults.
+
+        Defaults stay out, so adding an option whose default keeps the old behaviour keeps every
+        stored run's name; what the code does by default is tracked by :func:`code_fingerprint`
+        (stored runs of other code are flagged ``stale_code``) and checked by re-computation
+        (:func:`playerfl_core.archive.recompute_sample`).
+        """
         from data_prep.registry import DATASETS
 
-        cfg = asdict(self.config("cpu"))
-        cfg.pop("device"), cfg.pop("progress")
+        config = asdict(self.config("cpu"))
+        defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
+        chosen = {
+            k: v
+            for k, v in config.items()
+            if k not in ("device", "progress") and (k not in defaults or v != defaults[k])
+        }
+        algorithm = get_algorithm(self.algorithm)
+        hyper = {
+            k: v for k, v in algorithm.hyperparameters().items() if v != algorithm.defaults()[k]
+        }
         size = SIZE_OF[self.profile]
         data = DATASETS[self.dataset].PROFILES[size] if self.dataset in DATASETS else {}
         return {
             "dataset": self.dataset,
             "algorithm": self.algorithm,
-            "config": cfg,
-            "hyperparameters": get_algorithm(self.algorithm).hyperparameters(),
+            "config": chosen,
+            "hyperparameters": hyper,
             "data": {"profile": self.profile, **data},
         }
 
@@ -218,9 +234,10 @@ class RunSpec:
             json.dumps(self.fingerprint(), sort_keys=True, default=str).encode()
         ).hexdigest()
         rounds = f"_r{self.rounds}" if self.rounds is not None else ""
+        timing = "" if self.eval_protocol == "deployed" else f"_{self.eval_protocol}"
         return (
-            f"{self.dataset}_{self.algorithm}_lr{self.lr:g}_s{self.seed}_"
-            f"{self.eval_protocol}{rounds}_{digest[:8]}"
+            f"{self.dataset}_{self.algorithm}_lr{self.lr:g}_s{self.seed}{timing}{rounds}_"
+            f"{digest[:8]}"
         )
 
 
