@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from sklearn.metrics import accuracy_score, f1_score
 
 from playerfl_core import RunConfig, get_algorithm, run_federated
 from playerfl_core.algorithms.playerfl import PLayerFL
@@ -147,6 +148,61 @@ def test_authors_protocol_scores_fedavg_before_aggregation(heart):
     local_d = run_federated(heart, "local", config()).table()
     local_a = run_federated(heart, "local", config(eval_protocol="authors")).table()
     np.testing.assert_array_equal(pick(local_d), pick(local_a))
+
+
+class RecordingFedAvg(get_algorithm("fedavg").__class__):
+    """FedAvg that scores, with scikit-learn, every model it hands over for evaluation."""
+
+    def deployed_model(self, run, client):
+        model = super().deployed_model(run, client)
+        rnd = len(self.expected) // (2 * len(run.clients))
+        with torch.no_grad():
+            model.eval()
+            for split in ("val", "test"):
+                x, y = client.x[split], client.y[split]
+                logits = model(x)
+                pred = logits.argmax(1).numpy()
+                self.expected[(client.id, rnd, split)] = {
+                    "loss": torch.nn.functional.cross_entropy(logits, y).item(),
+                    "accuracy": accuracy_score(y.numpy(), pred),
+                    "macro_f1": f1_score(y.numpy(), pred, average="macro", zero_division=0),
+                }
+            model.train()
+        return model
+
+
+@pytest.mark.parametrize("dataset", ["heart", "digits"])
+def test_logged_metrics_equal_sklearn_on_the_deployed_models(dataset, request):
+    data = request.getfixturevalue(dataset)
+    algo = RecordingFedAvg()
+    algo.expected = {}
+    table = run_federated(data, algo, config(rounds=3)).table()
+    scored = table[table.split.isin(["val", "test"])]
+    assert len(algo.expected) == 3 * 2 * len(data.clients)
+    assert len(scored) == 3 * len(algo.expected)
+    for r in scored.itertuples():
+        assert r.value == algo.expected[(r.client, r.round, r.split)][r.metric], r
+
+
+def test_adam_uses_the_multi_tensor_path_with_unchanged_results(heart):
+    run = run_federated(heart, "fedavg", config(rounds=1))
+    group = run.clients[0].optimizer.param_groups[0]
+    assert group["foreach"] and group["amsgrad"] and group["weight_decay"] == 1e-4
+    torch.manual_seed(0)
+    model = torch.nn.Linear(5, 3)
+    twin = torch.nn.Linear(5, 3)
+    twin.load_state_dict(model.state_dict())
+    fast = run.clients[0].make_optimizer(model.parameters())
+    plain = torch.optim.Adam(twin.parameters(), lr=1e-2, amsgrad=True, weight_decay=1e-4)
+    x, y = torch.randn(16, 5), torch.randint(0, 3, (16,))
+    for _ in range(5):
+        for m, opt in ((model, fast), (twin, plain)):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            opt.step()
+    assert all(
+        torch.equal(p, q) for p, q in zip(model.parameters(), twin.parameters(), strict=True)
+    )
 
 
 def test_nan_loss_raises_a_clear_divergence_error(heart):

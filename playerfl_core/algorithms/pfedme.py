@@ -74,7 +74,7 @@ class PFedMe(Algorithm):
         set_params(theta, all_params(w_model))  # θ restarts from the received global model
         w_params, t_params = list(w_model.parameters()), list(theta.parameters())
         theta.train()
-        total, seen = 0.0, 0
+        total, seen = torch.zeros((), dtype=torch.float64, device=client.y["train"].device), 0
         for _ in range(client.config.local_epochs):
             for x, y in client.batches():
                 for _ in range(self.K):
@@ -87,9 +87,9 @@ class PFedMe(Algorithm):
                     (loss + 0.5 * self.lam * prox).backward()
                     opt.step()
                 self._envelope_step(client, w_params, t_params)
-                total += loss.item() * len(y)
+                total += loss.detach().double() * len(y)
                 seen += len(y)
-        mean = total / max(seen, 1)
+        mean = (total / max(seen, 1)).item()
         if not np.isfinite(mean):
             raise DivergenceError(
                 f"pfedme, client {client.name!r}: loss became {mean}; lower the learning rate."
