@@ -21,7 +21,7 @@ from playerfl_core.algorithms.fedlp import FedLP
 from playerfl_core.algorithms.pfedla import PFedLA
 from playerfl_core.algorithms.pfedme import PFedMe
 from playerfl_core.algorithms.playerfl_random import PLayerFLRandom
-from playerfl_core.engine import run_federated
+from playerfl_core.engine import DivergenceError, run_federated
 from playerfl_core.models import UnitModel
 from playerfl_core.profiles import make_config
 from playerfl_core.units import get_params, param_names, unit_names
@@ -94,6 +94,8 @@ def test_registry_order_and_hyperparameters():
         "personal_lr": None,
         "beta": 1.0,
         "eta": None,
+        "outer": "sgd",
+        "inner": "adam",
     }
     with pytest.raises(ValueError, match="unknown hyper-parameters"):
         get_algorithm("ditto", mu=1)
@@ -202,6 +204,38 @@ def test_fedlp_coins_are_seeded(heart):
 
 
 # -- FedLAMA ----------------------------------------------------------------------------------
+class LamaDeployProbe(FedLAMA):
+    """Records, every round, the models the clients are scored on and the clients' own models."""
+
+    def setup(self, run):
+        super().setup(run)
+        self.scored, self.current = {}, {}
+
+    def deployed_model(self, run, client):
+        model = super().deployed_model(run, client)
+        rnd = len(self.scored) - (client.id != 0)
+        self.scored.setdefault(rnd, []).append(all_params(model))
+        self.current.setdefault(rnd, []).append(all_params(client.model))
+        return model
+
+
+def test_fedlama_scores_the_global_model_every_round(heart):
+    lama = LamaDeployProbe()  # τ' = φ = 2: rounds 0, 2 synchronise nothing
+    r = run(heart, lama, rounds=4)
+    shares = np.array([c.n_train for c in r.clients], dtype=float)
+    shares /= shares.sum()
+    assert sorted(lama.scored) == [0, 1, 2, 3]
+    for rnd, scored in lama.scored.items():
+        assert len(scored) == len(r.clients)
+        for other in scored[1:]:
+            assert params_equal(other, scored[0]), rnd  # one model for every client
+        for n, value in scored[0].items():  # ... and it is the sample-weighted average
+            average = sum(s * cur[n] for s, cur in zip(shares, lama.current[rnd], strict=True))
+            torch.testing.assert_close(value, average, rtol=0, atol=1e-6)
+    # in round 0 nothing is synchronised: the clients' own models differ, the scored one doesn't
+    assert not params_equal(lama.current[0][0], lama.current[0][1])
+
+
 class LamaProbe(FedLAMA):
     def setup(self, run):
         super().setup(run)
@@ -344,6 +378,57 @@ def test_pfedme_literal_envelope_step_is_guarded(heart):
         run(heart, "pfedme", rounds=1, eta=1.0, lam=15.0)
 
 
+def test_pfedme_outer_step_on_a_hand_built_quadratic():
+    """The envelope of (λ/2)‖w − θ‖² has gradient λ(w − θ): w moves by exactly ηλ(w − θ)."""
+    me = PFedMe(lam=4.0)
+    me.setup(SimpleNamespace(config=SimpleNamespace(lr=0.1), clients=[]))  # η = the run lr
+    w = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+    theta = torch.tensor([0.0, 1.0, 0.5], dtype=torch.float64)
+    w_before = w.clone()
+    me._envelope_step(None, [w], [theta])
+    expected = w_before - 0.1 * 4.0 * (w_before - theta)  # = [0.6, -0.8, 0.5]
+    torch.testing.assert_close(w, expected, rtol=0, atol=1e-15)
+    torch.testing.assert_close(w, torch.tensor([0.6, -0.8, 0.5], dtype=torch.float64))
+
+
+class OuterProbe(PFedMe):
+    """Records w before and after one client's local update, and θ after it."""
+
+    def setup(self, run):
+        super().setup(run)
+        self.records = []
+
+    def local_update(self, run, client, rnd):
+        before = all_params(client.model)
+        loss = super().local_update(run, client, rnd)
+        self.records.append(
+            (before, all_params(client.model), all_params(client.state["personal"]))
+        )
+        return loss
+
+
+@pytest.mark.parametrize("eta", [None, 0.02])
+def test_pfedme_local_update_moves_w_by_eta_lambda_towards_theta(heart, eta):
+    """One mini-batch per round: after the K inner steps, w_i ← w_i − ηλ(w_i − θ_i) exactly."""
+    probe = OuterProbe(lam=15.0, eta=eta)
+    r = run(heart, probe, rounds=1, config_kw={"batch_size": 10_000})
+    step = (eta if eta is not None else r.config.lr) * 15.0
+    for before, after, theta in probe.records:
+        assert not params_equal(before, theta)
+        for n in before:
+            expected = before[n] - step * (before[n] - theta[n])
+            torch.testing.assert_close(after[n], expected, rtol=0, atol=1e-6)
+
+
+def test_pfedme_unstable_outer_step_is_recorded_as_diverged(heart):
+    """A grid lr with η·λ ≥ 2 is refused before round 0, as a divergence naming the values."""
+    with pytest.raises(DivergenceError, match=r"eta=0\.5 \(the run lr\), lam=15, eta·lam=7\.5"):
+        run(heart, "pfedme", rounds=1, config_kw={"lr": 0.5})
+    with pytest.raises(ValueError, match="outer must be"):
+        run(heart, "pfedme", rounds=1, outer="rmsprop")
+    run(heart, "pfedme", rounds=1, outer="adam", config_kw={"lr": 0.5})  # Adam: no such bound
+
+
 # -- PLayer-FL-Random -------------------------------------------------------------------------
 def test_playerfl_random_avoids_playerfls_split():
     drawn = set()
@@ -391,9 +476,10 @@ def test_all_algorithms_run_on_heart_both_protocols(heart):
     deployed = _check_runs(heart)
     authors = _check_runs(heart, eval_protocol="authors")
     # the server step never touches a personal model: both protocols score the same models
-    for name in ("local", "pfedme", "ditto", "pfedla"):
+    # FedLAMA deploys the average of the clients' current models, which synchronising leaves as is
+    for name in ("local", "pfedme", "ditto", "pfedla", "fedlama"):
         pd.testing.assert_frame_equal(deployed[name], authors[name], check_exact=True)
-    for name in ("fedavg", "fedprox", "fedlama"):
+    for name in ("fedavg", "fedprox"):
         assert not deployed[name].equals(authors[name]), name
 
 

@@ -10,24 +10,35 @@ its share of the total discrepancy δ exceeds 1 − λ, λ being its share of th
 units get φτ', the rest τ'. This follows the paper's code, at the granularity of layer units.
 The authors' comparator (reference §6.9) redistributed the full stale model every round,
 discarding the local progress of unsynchronised layers; here it is kept.
+
+FedLAMA is a communication-saving FedAvg, not a personalised method: what it deploys, and what
+is scored every round, is the global model, the training-size-weighted average of the clients'
+current models over all units (synchronised units are already equal, so they contribute their
+common value). Between synchronisations the server could form it at any time; the intervals
+only decide what is sent back to the clients to continue training from. Since this average is
+the same before and after the synchronisation step, the evaluation timing does not change
+FedLAMA's scores.
 """
+
+import torch
 
 from playerfl_core.algorithms.base import Algorithm
 from playerfl_core.results import SERVER
-from playerfl_core.units import param_names, unit_names, unit_sizes
+from playerfl_core.units import param_names, set_params, unit_names, unit_sizes
 
 
 class FedLAMA(Algorithm):
     """Base interval τ' = 2 and multiplier φ = 2 (reference §1.2); τ' = φ = 1 is FedAvg.
 
-    Intervals count rounds (one local epoch each). Clients deploy their current model: there
-    is no single global model, since units are synchronised at different times.
+    Intervals count rounds (one local epoch each). Clients train on their own copies between
+    synchronisations, but every client deploys the global model: the weighted average (training
+    sizes) of all clients' current models, all units, every round.
     """
 
     name = "fedlama"
     deploys = (
-        "the client's current model: units synchronised this round hold the new average, the "
-        "others the client's own locally trained values"
+        "the global model: the training-size-weighted average of all clients' current models "
+        "(all units), every round"
     )
 
     @classmethod
@@ -49,7 +60,37 @@ class FedLAMA(Algorithm):
         self.sizes = unit_sizes(model)
         self.intervals = dict.fromkeys(self.units, int(self.tau_base))
         self.discrepancy = dict.fromkeys(self.units, 0.0)
+        self._global = run.new_model()
+        self._global_current = False
         self._log_intervals(run, 0)
+
+    def local_update(self, run, client, rnd):
+        self._global_current = False
+        return super().local_update(run, client, rnd)
+
+    def deployed_model(self, run, client):
+        return self.global_model(run)
+
+    def global_model(self, run):
+        """The weighted average of the clients' current models, all units (computed once per
+        change of the clients' models). A parameter all clients hold identically (a unit just
+        synchronised) is copied, so τ' = φ = 1 reproduces FedAvg bit for bit."""
+        if not self._global_current:
+            weights = run.weights
+            current = [dict(c.model.named_parameters()) for c in run.clients]
+            average = {}
+            with torch.no_grad():
+                for name in current[0]:
+                    values = [params[name] for params in current]
+                    if all(torch.equal(v, values[0]) for v in values[1:]):
+                        average[name] = values[0]
+                    else:
+                        average[name] = sum(
+                            v * weights[c.id] for v, c in zip(values, run.clients, strict=True)
+                        )
+            set_params(self._global, average)
+            self._global_current = True
+        return self._global
 
     def due(self, rnd: int) -> tuple[str, ...]:
         """Units synchronised after round ``rnd``."""
@@ -77,6 +118,7 @@ class FedLAMA(Algorithm):
         return updated
 
     def server_step(self, run, rnd):
+        self._global_current = False
         super().server_step(run, rnd)
         if (rnd + 1) % (int(self.phi) * int(self.tau_base)) == 0:
             self.adjust_intervals()

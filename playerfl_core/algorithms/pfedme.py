@@ -10,13 +10,23 @@ The server mixes w ← (1 − β)·w + β·avg_i(w_i). Clients deploy θ_i, the 
 own data yet tied to the global model by λ. The authors' code (reference §6.4) trains a personal
 model with a proximal term instead: no inner loop, no K, no β.
 
-Solvers. As everywhere in this engine the SGD steps of the paper are taken by the engine's
-optimiser (Adam with AMSGrad, reference §4.2): the K inner steps by a personal Adam (learning
-rate ``personal_lr``, default: the run's), and the envelope step by the client's Adam fed the
-envelope gradient λ(w_i − θ_i) (``eta=None``, default). With ``eta`` set, the envelope step is
-the paper's literal SGD step w_i ← w_i − η·λ(w_i − θ_i). Following the published code, θ_i
-restarts from the received w at the start of each round and is warm-started from its previous
-value for the following mini-batches.
+Steps. The outer (envelope) step is the published one by default (``outer="sgd"``):
+w_i ← w_i − η·λ(w_i − θ_i), η defaulting to the run's learning rate. It is gradient descent on
+the λ-smooth envelope, stable only for 0 < ηλ < 2, which is checked before round 0: a run whose
+η·λ falls outside raises :class:`UnstableEnvelopeStepError`, a :class:`DivergenceError`, so a
+learning-rate grid records that learning rate as diverged (with the values in the message)
+and tunes over the others. ``outer="adam"`` instead feeds the envelope gradient λ(w_i − θ_i)
+to the client's Adam (the engine's optimiser), which rescales it per parameter: a documented
+variant, not pFedMe.
+
+The inner problem only has to be solved approximately (the paper's δ-approximate θ̂), by any
+solver; the paper takes K gradient steps with a separate personal learning rate. By default
+(``inner="adam"``) the K steps are taken by a personal Adam with AMSGrad, the optimiser every
+other local objective in this engine uses (reference §4.2), with learning rate ``personal_lr``
+(default: the run's), so the learning-rate grids tuned for Adam stay meaningful for θ;
+``inner="sgd"`` takes the paper's plain gradient steps θ ← θ − personal_lr·∇h. Following the
+published code, θ_i restarts from the received w at the start of each round and is
+warm-started from its previous value for the following mini-batches.
 """
 
 from __future__ import annotations
@@ -32,13 +42,19 @@ from playerfl_core.units import set_params
 from .fedprox import all_params
 
 
+class UnstableEnvelopeStepError(DivergenceError, ValueError):
+    """η·λ outside (0, 2): the envelope step would overshoot and diverge; known before round 0."""
+
+
 class PFedMe(Algorithm):
     """pFedMe with λ = 15, K = 5, β = 1 (the pFedMe paper's settings).
 
     λ = 15 rather than the authors' 0.1 (reference §1.2): in the authors' code λ weights a
     proximal term of a different algorithm, whereas in pFedMe λ is the Moreau-envelope parameter,
     for which the pFedMe paper uses 15 on every benchmark. β = 1 is the paper's plain variant
-    (β > 1 is its accelerated one). Clients deploy their personal model θ_i.
+    (β > 1 is its accelerated one). ``eta`` is the outer learning rate η and ``personal_lr``
+    the inner one; the paper keeps them separate, and both default to the run's learning rate
+    (the one the grid tunes). Clients deploy their personal model θ_i.
     """
 
     name = "pfedme"
@@ -49,24 +65,46 @@ class PFedMe(Algorithm):
 
     @classmethod
     def defaults(cls):
-        return {"lam": 15.0, "K": 5, "personal_lr": None, "beta": 1.0, "eta": None}
+        return {
+            "lam": 15.0,
+            "K": 5,
+            "personal_lr": None,
+            "beta": 1.0,
+            "eta": None,
+            "outer": "sgd",
+            "inner": "adam",
+        }
 
     def setup(self, run):
         if self.lam < 0 or self.K < 1 or self.beta <= 0:
             raise ValueError(
                 f"pfedme: need lam ≥ 0, K ≥ 1, beta > 0; got {self.hyperparameters()}."
             )
-        if self.eta is not None and not 0 < self.eta * self.lam < 2:
+        for option, value in (("outer", self.outer), ("inner", self.inner)):
+            if value not in ("sgd", "adam"):
+                raise ValueError(f"pfedme: {option} must be 'sgd' or 'adam', got {value!r}.")
+        if self.outer == "adam" and self.eta is not None:
             raise ValueError(
-                f"pfedme: the envelope step needs 0 < eta·lam < 2 (else w overshoots θ and "
-                f"diverges); got eta={self.eta}, lam={self.lam}."
+                f"pfedme: eta={self.eta} is the step of outer='sgd'; outer='adam' uses the "
+                "run's learning rate. Drop eta or use outer='sgd'."
+            )
+        self.outer_lr = self.eta if self.eta is not None else run.config.lr
+        if self.outer == "sgd" and not 0 < self.outer_lr * self.lam < 2:
+            raise UnstableEnvelopeStepError(
+                f"pfedme: the envelope step w ← w − eta·lam·(w − θ) needs 0 < eta·lam < 2, "
+                f"else w overshoots θ and diverges; got eta={self.outer_lr:g}"
+                f"{'' if self.eta is not None else ' (the run lr)'}, lam={self.lam:g}, "
+                f"eta·lam={self.outer_lr * self.lam:g}. Use eta < {2 / self.lam:g} "
+                "(or a smaller lr), a smaller lam, or outer='adam'."
             )
         for c in run.clients:
             personal = run.new_model()
             c.state["personal"] = personal
-            c.state["personal_optimizer"] = c.make_optimizer(
-                personal.parameters(), self.personal_lr
-            )
+            if self.inner == "sgd":
+                opt = torch.optim.SGD(personal.parameters(), lr=self.personal_lr or run.config.lr)
+            else:
+                opt = c.make_optimizer(personal.parameters(), self.personal_lr)
+            c.state["personal_optimizer"] = opt
 
     def local_update(self, run, client, rnd):
         theta, opt = client.state["personal"], client.state["personal_optimizer"]
@@ -100,9 +138,9 @@ class PFedMe(Algorithm):
         """One step on the Moreau envelope: its gradient at w is λ(w − θ)."""
         with torch.no_grad():
             grads = [self.lam * (w - t) for w, t in zip(w_params, t_params, strict=True)]
-            if self.eta is not None:
+            if self.outer == "sgd":
                 for w, g in zip(w_params, grads, strict=True):
-                    w -= self.eta * g
+                    w -= self.outer_lr * g
                 return
         client.optimizer.zero_grad(set_to_none=True)
         for w, g in zip(w_params, grads, strict=True):
