@@ -3,7 +3,8 @@
 ``playerfl run`` trains a few algorithms on one dataset and writes one CSV. ``playerfl grid``
 runs the resumable dataset × algorithm × learning-rate × seed grid into a store directory
 (:mod:`playerfl_core.experiments`); kill it at any time and start it again to continue.
-``playerfl status`` summarises a store.
+``playerfl status`` summarises a store. ``playerfl sweep`` runs the prefix federation at every
+split p = 0 … L at one learning rate (:mod:`playerfl_core.split_oracle`).
 """
 
 from __future__ import annotations
@@ -96,6 +97,24 @@ def build_parser() -> argparse.ArgumentParser:
     archive.add_argument("--archive", help="archive folder (default: <repo>/stores/<profile>)")
     archive.add_argument("--sample", type=int, default=3, help="runs to re-compute (verify)")
     archive.add_argument("--seed", type=int, default=0, help="seed of the sample (verify)")
+
+    sweep = sub.add_parser(
+        "sweep",
+        help="split sweep: the prefix federation at every split p = 0..L (p = 0 is Local, "
+        "p = L FedAvg) at one learning rate; writes the long results table",
+    )
+    sweep.add_argument(
+        "--dataset", required=True, help="a registered dataset or variant, e.g. heart"
+    )
+    sweep.add_argument("--profile", default="quick", choices=PROFILE_NAMES)
+    sweep.add_argument("--seeds", default="0", help="comma-separated integers")
+    sweep.add_argument("--out", required=True, help="CSV file for the long results table")
+    sweep.add_argument(
+        "--lr", type=float, help="learning rate for every split (default: the profile's)"
+    )
+    sweep.add_argument("--rounds", type=int, help="override the profile's number of rounds")
+    sweep.add_argument("--splits", help="only these p, comma-separated (default: 0..L)")
+    sweep.add_argument("--device", help="cpu or cuda (default: cuda when present)")
 
     status = sub.add_parser("status", help="summarise a store: runs per status, failures")
     status.add_argument("--store", help="store directory (default: <repo>/results/<profile>)")
@@ -208,6 +227,28 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_sweep(args) -> int:
+    from data_prep import DataError
+    from playerfl_core.split_oracle import run_sweep
+
+    try:
+        table = run_sweep(
+            args.dataset,
+            _parse_list(args.seeds, int),
+            args.profile,
+            lr=args.lr,
+            rounds=args.rounds,
+            device=args.device,
+            splits=_parse_list(args.splits, int) if args.splits else None,
+        )
+    except (DataError, DivergenceError) as err:
+        print(f"playerfl: {err}", file=sys.stderr)
+        return 2
+    path = save_table(table, args.out)
+    print(f"wrote {path} ({len(table)} rows, algorithms {', '.join(table['algorithm'].unique())})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -219,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_status(args)
         if args.command == "archive":
             return cmd_archive(args)
+        if args.command == "sweep":
+            return cmd_sweep(args)
     except ValueError as err:
         print(f"playerfl: {err}", file=sys.stderr)
         return 2

@@ -45,6 +45,10 @@ def make_config(dataset: str, profile: str = "quick", **overrides) -> RunConfig:
     ``device`` defaults to CUDA when present, else CPU. Unknown dataset or profile names raise
     a ValueError that lists the valid ones.
     """
+    from data_prep.registry import base_dataset
+
+    if dataset not in PROFILES and base_dataset(dataset) in PROFILES:
+        dataset = base_dataset(dataset)  # a heterogeneity variant trains like its base
     if dataset not in PROFILES:
         raise ValueError(
             f"No training profile for dataset {dataset!r}; known: {sorted(PROFILES)}. "

@@ -13,6 +13,7 @@ from playerfl_core.algorithms.pfedla import PFedLA
 from playerfl_core.algorithms.pfedme import PFedMe
 from playerfl_core.algorithms.playerfl import PLayerFL
 from playerfl_core.algorithms.playerfl_random import PLayerFLRandom
+from playerfl_core.algorithms.prefix import Prefix, parse_prefix_name
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
     cls.name: cls
@@ -33,15 +34,32 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
 }
 """In the reference's order (§1.2); ``finetune`` is the authors' "LocalAdaptation"."""
 
+FAMILIES: dict[str, type[Algorithm]] = {Prefix.name: Prefix}
+"""Algorithms that need a hyper-parameter to exist (not part of 'all'): ``prefix`` with its
+split p, named ``prefix_p{p}`` in results tables and grids."""
+
+
+def is_algorithm(name: str) -> bool:
+    """True for a name :func:`get_algorithm` accepts without extra hyper-parameters."""
+    return name in ALGORITHMS or parse_prefix_name(name) is not None
+
 
 def get_algorithm(name: str, **hyperparameters) -> Algorithm:
-    """Instantiate an algorithm by name, with hyper-parameter overrides."""
+    """Instantiate an algorithm by name, with hyper-parameter overrides.
+
+    ``prefix_p{p}`` (e.g. ``prefix_p2``) names the prefix federation at split p, so a grid can
+    refer to every run of a split sweep by a plain string; ``prefix`` needs ``p=...``.
+    """
+    if parse_prefix_name(name) is not None:
+        return Prefix(p=parse_prefix_name(name), **hyperparameters)
+    if name in FAMILIES:
+        return FAMILIES[name](**hyperparameters)
     if name not in ALGORITHMS:
         raise ValueError(
-            f"Unknown algorithm {name!r}. Available: {', '.join(ALGORITHMS)} "
+            f"Unknown algorithm {name!r}. Available: {', '.join(ALGORITHMS)}, prefix_p<p> "
             "(or 'all' on the command line)."
         )
     return ALGORITHMS[name](**hyperparameters)
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "get_algorithm"]
+__all__ = ["ALGORITHMS", "FAMILIES", "Algorithm", "get_algorithm", "is_algorithm"]

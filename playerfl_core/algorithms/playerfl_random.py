@@ -50,7 +50,21 @@ class PLayerFLRandom(PrefixFederation):
     @staticmethod
     def draw(run, p_star: int) -> int:
         """Uniform over {1..L−1} minus p*, from a generator seeded by the run seed."""
-        n_units = len(unit_names(run.clients[0].model))
-        candidates = [p for p in range(1, n_units) if p != p_star]
-        rng = np.random.default_rng(client_seed(run.config.seed, SERVER, "playerfl_random"))
-        return int(rng.choice(candidates))
+        return random_split(run.config.seed, len(unit_names(run.clients[0].model)), p_star)
+
+
+def random_split(seed: int, n_units: int, p_star: int) -> int:
+    """The split PLayer-FL-Random draws on ``seed``: uniform over {1..L−1} \\ {p*}.
+
+    A pure function of (seed, L, p*), so a split sweep can read off what PLayer-FL-Random
+    would have scored at the same learning rate (its run equals the prefix run at this p).
+    The rule's own split is excluded by construction: never p*, whatever the seed.
+    """
+    candidates = [p for p in range(1, n_units) if p != p_star]
+    if not candidates:
+        raise ValueError(
+            f"No split in 1..{n_units - 1} differs from p* = {p_star}: PLayer-FL-Random needs "
+            "at least 3 layer units."
+        )
+    rng = np.random.default_rng(client_seed(seed, SERVER, "playerfl_random"))
+    return int(rng.choice(candidates))

@@ -1,0 +1,174 @@
+"""Federations with controlled heterogeneity, named by what they vary.
+
+The book's base federations are all label skew at one Dirichlet alpha. To ask which kinds of
+heterogeneity the split rule handles, these variants of an image federation change one thing:
+
+* ``<base>_alpha<a>``: label skew at Dirichlet alpha ``a`` (e.g. ``fmnist_alpha0.05``).
+* ``<base>_<kind>``: **feature skew**: labels IID (equal random parts), and client k of K sees
+  its inputs through its own transformation (``KINDS``): ``rotate`` turns every image by
+  k/(K−1)·180°, ``invert`` inverts the colours of every odd-numbered client, ``noise`` adds
+  Gaussian noise of standard deviation k/(K−1)·0.5 of the pixel range.
+* ``<base>_<kind>_alpha<a>``: **mixed**: the base's Dirichlet(a) label skew *and* the kind's
+  per-client transformation.
+
+A transformation applies to a client's train, validation and test data alike: it is a property
+of the silo (its scanner, its camera), not augmentation. Transformations work in the base's own
+pixel scale, found from the data (background = the smallest value, full ink = the largest), so
+a base needs no extra declaration. The names encode every parameter, so a results table, a grid
+and a stored run identify the federation by its name alone.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .base import DataError, FederatedData
+from .partition import iid_partition, split_clients
+
+
+def _rotate(x: torch.Tensor, k: int, n_clients: int, lo: float, hi: float, seed: int):
+    angle = math.radians(180.0 * k / max(n_clients - 1, 1))
+    cos, sin = math.cos(angle), math.sin(angle)
+    theta = torch.tensor([[cos, -sin, 0.0], [sin, cos, 0.0]], dtype=x.dtype).expand(len(x), 2, 3)
+    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+    # Rotate the ink above the background, so the corners fill with background, not grey.
+    return F.grid_sample(x - lo, grid, align_corners=False, padding_mode="zeros") + lo
+
+
+def _invert(x: torch.Tensor, k: int, n_clients: int, lo: float, hi: float, seed: int):
+    return lo + hi - x if k % 2 == 1 else x.clone()
+
+
+def _noise(x: torch.Tensor, k: int, n_clients: int, lo: float, hi: float, seed: int):
+    sigma = 0.5 * (hi - lo) * k / max(n_clients - 1, 1)
+    gen = torch.Generator().manual_seed(zlib.crc32(f"{seed}/{k}/noise".encode()))
+    return x + sigma * torch.randn(x.shape, generator=gen, dtype=x.dtype)
+
+
+KINDS = {"rotate": _rotate, "invert": _invert, "noise": _noise}
+"""Per-client input transformations ``f(x, k, K, lo, hi, seed)`` for feature skew."""
+
+IMAGE_BASES = ("digits", "fmnist")
+"""Base federations the variants are defined on (image data with a pixel scale)."""
+
+_PATTERN = re.compile(
+    rf"^(?P<base>{'|'.join(IMAGE_BASES)})"
+    rf"(?:_(?P<kind>{'|'.join(KINDS)}))?"
+    r"(?:_alpha(?P<alpha>[^_]+))?$"
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A heterogeneity variant: base federation, feature-skew kind (or None), alpha (or None)."""
+
+    name: str
+    base: str
+    kind: str | None
+    alpha: float | None
+
+    @property
+    def label_skew(self) -> bool:
+        return self.alpha is not None
+
+
+def variant_name(base: str, kind: str | None = None, alpha: float | None = None) -> str:
+    """The registered name of a variant, e.g. ``variant_name("fmnist", "rotate", 0.1)``."""
+    name = base + (f"_{kind}" if kind else "") + (f"_alpha{alpha:g}" if alpha is not None else "")
+    parse_variant(name)  # validates
+    return name
+
+
+def parse_variant(name: str) -> Variant | None:
+    """The variant a name denotes; None for a name that is not a variant (e.g. a base name).
+
+    Raises DataError for a variant name with a bad alpha, naming the valid range.
+    """
+    match = _PATTERN.match(str(name))
+    if not match or (match["kind"] is None and match["alpha"] is None):
+        return None
+    alpha = None
+    if match["alpha"] is not None:
+        try:
+            alpha = float(match["alpha"])
+        except ValueError:
+            alpha = float("nan")
+        if not (alpha > 0 and math.isfinite(alpha)):
+            raise DataError(
+                f"{name!r}: the Dirichlet alpha must be a number > 0 (valid range: alpha > 0; "
+                f"0.05 is strong label skew, 10 nearly IID), got {match['alpha']!r}"
+            )
+    return Variant(name, match["base"], match["kind"], alpha)
+
+
+def build(variant: Variant, module, root, seed: int, params: dict) -> FederatedData:
+    """Build ``variant`` from its base ``module`` (the base's ``load``) at the base's sizes."""
+    params = dict(params)
+    if variant.alpha is not None:
+        params["alpha"] = variant.alpha
+    base = module.load(root, seed, **params)
+    if variant.kind is None:
+        clients = base.clients
+        partition = f"Dirichlet(alpha={variant.alpha:g}) label skew"
+    else:
+        clients = base.clients if variant.label_skew else _iid_clients(base, seed)
+        partition = (
+            f"Dirichlet(alpha={variant.alpha:g}) label skew"
+            if variant.label_skew
+            else "labels IID (a seeded permutation of the pooled samples, equal parts)"
+        )
+        clients = _transformed(clients, variant.kind, seed)
+    feature = (
+        f"; feature skew '{variant.kind}' (client k of K transformed, see data_prep.skew.KINDS)"
+        if variant.kind
+        else ""
+    )
+    return FederatedData(
+        name=variant.name,
+        clients=clients,
+        num_classes=base.num_classes,
+        input_shape=base.input_shape,
+        model=base.model,
+        class_names=base.class_names,
+        source=base.source,
+        notes=f"Variant {variant.name!r} of {variant.base}: {partition}{feature}. Base: "
+        + base.notes,
+        params={
+            **base.params,
+            "variant": variant.name,
+            "kind": variant.kind,
+            "alpha": variant.alpha,
+        },  # fmt: skip
+    )
+
+
+def _iid_clients(base: FederatedData, seed: int):
+    """The base's samples pooled and re-split IID into as many clients."""
+    x = torch.cat([torch.cat([c.x_train, c.x_val, c.x_test]) for c in base.clients])
+    y = torch.cat([torch.cat([c.y_train, c.y_val, c.y_test]) for c in base.clients])
+    rng = np.random.default_rng([seed, zlib.crc32(b"iid")])
+    parts = iid_partition(len(y), base.n_clients, rng)
+    return split_clients(x, y, parts, rng, [c.name for c in base.clients])
+
+
+def _transformed(clients, kind: str, seed: int):
+    from dataclasses import replace
+
+    every = torch.cat([torch.cat([c.x_train, c.x_val, c.x_test]) for c in clients])
+    lo, hi = float(every.min()), float(every.max())
+    fn = KINDS[kind]
+    out = []
+    for k, c in enumerate(clients):
+        new = {
+            f"x_{s}": fn(getattr(c, f"x_{s}"), k, len(clients), lo, hi, seed + 7919 * i)
+            for i, s in enumerate(("train", "val", "test"))
+        }
+        out.append(replace(c, **{name: t.contiguous() for name, t in new.items()}))
+    return out
