@@ -406,8 +406,9 @@ class GridResult:
         stale = int(self.status.get("stale_code", pd.Series(dtype=bool)).sum())
         if stale:
             lines.append(
-                f"{stale} stored runs were computed by a different version of the code "
-                "(stale_code); recompute with fresh=True / --fresh."
+                f"{stale} stored runs were computed by another version of the code (its "
+                "fingerprint differs: stale_code). `make test` re-computes a sample of the "
+                "committed runs and fails on any difference; `--recompute-stale` redoes them all."
             )
         return "\n".join(lines) if lines else "All runs finished; nothing excluded."
 
