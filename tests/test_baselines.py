@@ -1,8 +1,11 @@
-"""The ten baselines (issue 3): each one's defining behaviour, on real data (heart, digits, fmnist).
+"""The baselines: each one's defining update, and that every algorithm runs on real data.
 
-Reductions prove the shared machinery: FedProx(μ=0), FedLP(p=1) and FedLAMA(τ'=φ=1) must be
-FedAvg bit for bit; Ditto(λ=0) must be Local (personal) and FedAvg (global). The rest checks the
-one thing each algorithm is about, through small subclasses that record what happens.
+Most tests use a toy federation (three clients of 12, 30 and 7 samples, so training-size
+shares are far from uniform; a 4-unit MLP of width 0.2) and small recording subclasses, and
+compare what happened with the rule computed here from its definition. Reductions prove the
+shared machinery: FedProx(μ=0), FedLP(p=1) and FedLAMA(τ'=φ=1) must be FedAvg bit for bit;
+Ditto(λ=0) must be Local (personal) and FedAvg (global). Each rule-checking test was run once
+against a deliberately wrong version of its rule and went red (README, "Mutation testing").
 """
 
 from types import SimpleNamespace
@@ -14,17 +17,30 @@ import torch
 from torch import nn
 
 import data_prep
+from data_prep.base import ClientData, FederatedData
 from playerfl_core.algorithms import ALGORITHMS, get_algorithm
+from playerfl_core.algorithms.ditto import Ditto
 from playerfl_core.algorithms.fedbabu import FedBABU
 from playerfl_core.algorithms.fedlama import FedLAMA
 from playerfl_core.algorithms.fedlp import FedLP
+from playerfl_core.algorithms.fedprox import FedProx
+from playerfl_core.algorithms.finetune import FineTune
 from playerfl_core.algorithms.pfedla import PFedLA
 from playerfl_core.algorithms.pfedme import PFedMe
+from playerfl_core.algorithms.playerfl import PLayerFL
 from playerfl_core.algorithms.playerfl_random import PLayerFLRandom
-from playerfl_core.engine import DivergenceError, run_federated
+from playerfl_core.engine import DivergenceError, RunConfig, run_federated
 from playerfl_core.models import UnitModel
 from playerfl_core.profiles import make_config
-from playerfl_core.units import get_params, param_names, unit_names
+from playerfl_core.sensitivity import choose_split, federation_sensitivity
+from playerfl_core.units import (
+    get_params,
+    param_names,
+    set_params,
+    unit_names,
+    unit_of,
+    unit_params,
+)
 
 ORDER = [
     "local",
@@ -55,7 +71,7 @@ def one_thread():
 @pytest.fixture(scope="module")
 def fmnist():
     try:  # a smaller federation than the quick profile keeps this file fast
-        return data_prep.load("fmnist", profile="quick", seed=0, samples_per_client=100)
+        return data_prep.load("fmnist", profile="quick", seed=0, samples_per_client=40)
     except data_prep.DataError as err:
         pytest.skip(f"Fashion-MNIST not prepared: {err}")
 
@@ -84,6 +100,47 @@ def all_params(model) -> dict:
     return get_params(model, [n for n, _ in model.named_parameters()])
 
 
+# -- the toy federation -------------------------------------------------------------------------
+SIZES = (12, 30, 7)
+
+
+def toy_federation(sizes=SIZES, seed=0) -> FederatedData:
+    """Separable-ish 3-class data with a per-client shift (heterogeneous clients)."""
+    g = torch.Generator().manual_seed(seed)
+    centres = torch.randn(3, 4, generator=g) * 2
+
+    def split(i, n):
+        y = torch.randint(0, 3, (n,), generator=g)
+        return centres[y] + 0.5 * i + torch.randn(n, 4, generator=g), y
+
+    clients = []
+    for i, n in enumerate(sizes):
+        (xt, yt), (xv, yv), (xs, ys) = split(i, n), split(i, 5), split(i, 5)
+        clients.append(ClientData(f"c{i}", xt, yt, xv, yv, xs, ys))
+    return FederatedData("toy", clients, 3, (4,), "heart_mlp", ["a", "b", "c"])
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return toy_federation()
+
+
+def toy_config(rounds=2, **kw) -> RunConfig:
+    return RunConfig(
+        **{"rounds": rounds, "lr": 0.01, "batch_size": 8, "width": 0.2, "progress": False, **kw}
+    )
+
+
+def toy_run(data, algorithm, rounds=2, **kw):
+    return run_federated(data, algorithm, toy_config(rounds, **kw))
+
+
+def shares(clients) -> list[float]:
+    """Training-sample shares, computed here rather than taken from the engine."""
+    total = sum(c.n_train for c in clients)
+    return [c.n_train / total for c in clients]
+
+
 # -- registry ---------------------------------------------------------------------------------
 def test_registry_order_and_hyperparameters():
     assert list(ALGORITHMS) == ORDER
@@ -107,33 +164,33 @@ def test_registry_order_and_hyperparameters():
 
 # -- reductions to FedAvg / Local ---------------------------------------------------------------
 @pytest.fixture(scope="module")
-def fedavg_digits(digits):
-    return run(digits, "fedavg")
+def fedavg_toy(toy):
+    return toy_run(toy, "fedavg")
 
 
 @pytest.mark.parametrize(
     ("name", "hp"),
     [("fedprox", {"mu": 0.0}), ("fedlp", {"p": 1.0}), ("fedlama", {"tau_base": 1, "phi": 1})],
 )
-def test_reductions_reproduce_fedavg_exactly(digits, fedavg_digits, name, hp):
-    r = run(digits, name, **hp)
-    pd.testing.assert_frame_equal(scores(r), scores(fedavg_digits), check_exact=True)
-    assert params_equal(r.global_params, fedavg_digits.global_params)
+def test_reductions_reproduce_fedavg_exactly(toy, fedavg_toy, name, hp):
+    r = toy_run(toy, get_algorithm(name, **hp))
+    pd.testing.assert_frame_equal(scores(r), scores(fedavg_toy), check_exact=True)
+    assert params_equal(r.global_params, fedavg_toy.global_params)
 
 
-def test_reductions_are_not_vacuous(digits, fedavg_digits):
+def test_reductions_are_not_vacuous(toy, fedavg_toy):
     """With their default hyper-parameters the three methods do differ from FedAvg."""
     for name in ("fedprox", "fedlp", "fedlama"):
-        assert not scores(run(digits, name)).equals(scores(fedavg_digits)), name
+        assert not scores(toy_run(toy, name)).equals(scores(fedavg_toy)), name
 
 
-def test_ditto_without_pull_is_local_and_fedavg(digits, fedavg_digits):
-    ditto = run(digits, "ditto", lam=0.0)
-    local = run(digits, "local")
+def test_ditto_without_pull_is_local_and_fedavg(toy, fedavg_toy):
+    ditto = toy_run(toy, get_algorithm("ditto", lam=0.0))
+    local = toy_run(toy, "local")
     pd.testing.assert_frame_equal(scores(ditto), scores(local), check_exact=True)
-    assert params_equal(ditto.global_params, fedavg_digits.global_params)
+    assert params_equal(ditto.global_params, fedavg_toy.global_params)
     # with its default pull the personal models are no longer Local's
-    assert not scores(run(digits, "ditto")).equals(scores(local))
+    assert not scores(toy_run(toy, "ditto")).equals(scores(local))
 
 
 # -- FedBABU ----------------------------------------------------------------------------------
@@ -302,22 +359,15 @@ class LAProbe(PFedLA):
         self.copies = new_copies
 
 
-def test_pfedla_hypernetwork_trains_and_weights_sum_to_one(heart):
+def test_pfedla_hypernetwork_trains_by_descent(heart):
     la = LAProbe()
-    r = run(heart, la, rounds=2)
+    run(heart, la, rounds=2)
     before, after = la.hn_states[1], la.hn_states[2]  # round 1, when the copies differ
     last_round_change = [float((b - a).abs().max()) for a, b in zip(before, after, strict=True)]
     assert min(last_round_change) > 1e-6, last_round_change
     # the step is a descent step: the new weights mix the same copies closer to the trained model
     for gap_before, gap_after in la.gaps[1].values():
         assert gap_after < gap_before
-    with torch.no_grad():
-        for cid in range(len(r.clients)):
-            alpha = la.alphas(cid)
-            assert set(alpha) == set(unit_names(r.clients[0].model))
-            for a in alpha.values():
-                assert a.shape == (len(r.clients),) and (a > 0).all()
-                assert abs(float(a.sum()) - 1) < 1e-6
     assert not params_equal(la.copies[0], la.copies[1])  # personalised copies
 
 
@@ -433,10 +483,9 @@ def test_pfedme_unstable_outer_step_is_recorded_as_diverged(heart):
 def test_playerfl_random_avoids_playerfls_split():
     drawn = set()
     for seed in range(5):
-        data = data_prep.load("heart", seed=seed)
-        config = make_config("heart", "quick", rounds=1, seed=seed, device="cpu", progress=False)
-        p_star = run_federated(data, "playerfl", config).info["split_p"]
-        r = run_federated(data, "playerfl_random", config)
+        data = toy_federation(seed=seed)
+        p_star = toy_run(data, "playerfl", rounds=1, seed=seed).info["split_p"]
+        r = toy_run(data, "playerfl_random", rounds=1, seed=seed)
         assert r.info["playerfl_split_p"] == p_star
         p = r.info["split_p"]
         assert 1 <= p < len(unit_names(r.clients[0].model)) and p != p_star
@@ -473,8 +522,8 @@ def _check_runs(data, rounds=2, **config_kw):
 
 
 def test_all_algorithms_run_on_heart_both_protocols(heart):
-    deployed = _check_runs(heart)
-    authors = _check_runs(heart, eval_protocol="authors")
+    deployed = _check_runs(heart, rounds=1)
+    authors = _check_runs(heart, rounds=1, eval_protocol="authors")
     # the server step never touches a personal model: both protocols score the same models
     # FedLAMA deploys the average of the clients' current models, which synchronising leaves as is
     for name in ("local", "pfedme", "ditto", "pfedla", "fedlama"):
@@ -483,9 +532,539 @@ def test_all_algorithms_run_on_heart_both_protocols(heart):
         assert not deployed[name].equals(authors[name]), name
 
 
-def test_all_algorithms_run_on_digits(digits):
-    _check_runs(digits)
-
-
 def test_all_algorithms_run_on_fmnist(fmnist):
-    _check_runs(fmnist)
+    _check_runs(fmnist, rounds=1)
+
+
+def probe(cls, **hp):
+    """``cls`` with a recorder of what each round uploads, averages, sends back and deploys."""
+
+    class Recorder(cls):
+        def setup(self, run):
+            super().setup(run)
+            self.rounds, self.start = [], {}
+
+        def local_update(self, run, client, rnd):
+            if rnd == 0:
+                held = {"model": all_params(client.model)}
+                for key in ("personal",):
+                    if key in client.state:
+                        held[key] = all_params(client.state[key])
+                self.start[client.id] = held
+            return super().local_update(run, client, rnd)
+
+        def upload(self, run, client, rnd):
+            up = super().upload(run, client, rnd)
+            self.sent[client.id] = set(up)
+            return up
+
+        def server_step(self, run, rnd):
+            self.sent = {}
+            trained = [all_params(c.model) for c in run.clients]
+            previous = {n: v.clone() for n, v in run.global_params.items()}
+            super().server_step(run, rnd)
+            after = [all_params(c.model) for c in run.clients]
+            deployed = [all_params(self.deployed_model(run, c)) for c in run.clients]
+            self.rounds.append(
+                {
+                    "sent": {cid: self.sent.get(cid, set()) for cid in range(len(run.clients))},
+                    "trained": trained,
+                    "previous": previous,
+                    "global": {n: v.clone() for n, v in run.global_params.items()},
+                    "after": after,
+                    "deployed": deployed,
+                }
+            )
+
+    Recorder.__name__ = f"{cls.__name__}Recorder"
+    return Recorder(**hp)
+
+
+# which units each algorithm's clients upload, said independently of the algorithm's code
+ALL, BODY, NONE = "all", "body", "none"
+EXPECTED_UPLOADS = {
+    "fedavg": ALL,
+    "fedprox": ALL,
+    "pfedme": ALL,
+    "ditto": ALL,
+    "finetune": ALL,
+    "fedbabu": BODY,
+    "local": NONE,
+}
+
+
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_round_zero_weights_clients_actually_hold(toy, name):
+    """Every client of every algorithm starts round 0 from the same weights (its trained model
+    and any personal model), and a different seed gives different ones."""
+    reference = probe(ALGORITHMS["fedavg"])
+    toy_run(toy, reference, rounds=1)
+    init = reference.start[0]["model"]
+    rec = probe(ALGORITHMS[name])
+    toy_run(toy, rec, rounds=1)
+    assert sorted(rec.start) == [0, 1, 2]
+    for held in rec.start.values():
+        for model in held.values():
+            assert params_equal(model, init), name
+    if name in ("ditto", "pfedme"):
+        assert all("personal" in held for held in rec.start.values())
+    other = probe(ALGORITHMS[name])
+    toy_run(toy, other, rounds=1, seed=1)
+    assert not params_equal(other.start[0]["model"], init)
+
+
+def check_average(record, clients, sent_names):
+    """The server value of each parameter is the training-share-weighted average of the
+    trained values of the clients that sent it, renormalised over those clients; a parameter
+    nobody sent keeps its previous server value."""
+    w = shares(clients)
+    for n, value in record["global"].items():
+        senders = [cid for cid in range(len(clients)) if n in sent_names[cid]]
+        if not senders:
+            assert torch.equal(value, record["previous"][n]), n
+            continue
+        total = sum(w[cid] for cid in senders)
+        expected = sum(record["trained"][cid][n] * (w[cid] / total) for cid in senders)
+        torch.testing.assert_close(value, expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(EXPECTED_UPLOADS))
+def test_server_averages_by_sample_share_what_was_uploaded(toy, name):
+    rec = probe(ALGORITHMS[name])
+    r = toy_run(toy, rec, rounds=2)
+    model = r.clients[0].model
+    units = unit_names(model)
+    expected_units = {ALL: units, BODY: units[:-1], NONE: ()}[EXPECTED_UPLOADS[name]]
+    expected_names = set(param_names(model, expected_units))
+    for record in rec.rounds:
+        assert all(sent == expected_names for sent in record["sent"].values()), name
+        check_average(record, r.clients, record["sent"])
+        for cid, after in enumerate(record["after"]):
+            for n, value in after.items():  # what was averaged is sent back, the rest stays
+                target = record["global"][n] if n in expected_names else record["trained"][cid][n]
+                assert torch.equal(value, target), (name, n)
+    if name == "local":
+        assert params_equal(r.global_params, rec.start[0]["model"])  # nothing reached it
+        assert not params_equal(rec.rounds[-1]["after"][0], rec.rounds[-1]["after"][2])
+
+
+def test_what_each_algorithm_deploys(toy):
+    """Global-model methods deploy the average every client holds; Ditto and pFedMe their
+    personal model; Local and PLayer-FL their own (partly local) model."""
+    for name in ("fedavg", "fedprox", "fedlp", "finetune", "fedbabu"):
+        rec = probe(ALGORITHMS[name])
+        r = toy_run(toy, rec, rounds=2)
+        for record in rec.rounds:  # (FedBABU's head is never averaged, nor trained)
+            for deployed in record["deployed"]:
+                assert params_equal(deployed, record["global"]), name
+    for name in ("ditto", "pfedme"):
+        rec = probe(ALGORITHMS[name])
+        r = toy_run(toy, rec, rounds=2)
+        for c, deployed in zip(r.clients, rec.rounds[-1]["deployed"], strict=True):
+            assert params_equal(deployed, all_params(c.state["personal"]))
+            assert not params_equal(deployed, rec.rounds[-1]["global"])
+    for name in ("local", "playerfl", "playerfl_random", "pfedla"):
+        rec = probe(ALGORITHMS[name])
+        toy_run(toy, rec, rounds=2)
+        for record in rec.rounds:
+            assert all(
+                params_equal(d, a) for d, a in zip(record["deployed"], record["after"], strict=True)
+            )
+            assert not params_equal(record["deployed"][0], record["deployed"][1]), name
+
+
+# -- FedLP: renormalisation over the senders ------------------------------------------------------
+def test_fedlp_renormalises_over_the_clients_that_sent_a_unit(toy):
+    rec = probe(FedLP, p=0.5)
+    r = toy_run(toy, rec, rounds=4)
+    partial = 0
+    for record in rec.rounds:
+        check_average(record, r.clients, record["sent"])
+        for after in record["after"]:  # the full global model goes back to everyone
+            assert params_equal(after, record["global"])
+        counts = [sum(n in s for s in record["sent"].values()) for n in record["global"]]
+        partial += sum(0 < k < len(r.clients) for k in counts)
+    assert partial, "no unit was sent by only some clients; pick another p or seed"
+
+
+def test_fedlp_keep_rate_is_p(toy):
+    nothing = probe(FedLP, p=0.0)
+    r = toy_run(toy, nothing, rounds=2)
+    assert all(not s for record in nothing.rounds for s in record["sent"].values())
+    assert params_equal(r.global_params, nothing.start[0]["model"])
+    lp = FedLP(p=0.7)
+    fake = SimpleNamespace(config=SimpleNamespace(seed=0))
+    model = toy_run(toy, "local", rounds=1).clients[0].model
+    kept = [
+        len(lp.shared_units(fake, SimpleNamespace(id=c, model=model), rnd))
+        for c in range(20)
+        for rnd in range(50)
+    ]
+    assert np.mean(kept) / len(unit_names(model)) == pytest.approx(0.7, abs=0.03)
+
+
+# -- FedProx and Ditto: the proximal anchor -------------------------------------------------------
+def penalty_recorder(cls, **hp):
+    """``cls`` recording, per local update, the model each round started from and every
+    (model trained, penalty) pair handed to ``client.train_epoch``."""
+
+    class PenaltyRecorder(cls):
+        def setup(self, run):
+            super().setup(run)
+            self.calls = []
+
+        def local_update(self, run, client, rnd):
+            received = all_params(client.model)
+            own, seen = client.train_epoch, []
+
+            def train_epoch(model=None, optimizer=None, penalty=None, epochs=None):
+                trained = model if model is not None else client.model
+                seen.append((trained, penalty))
+                return own(model=model, optimizer=optimizer, penalty=penalty, epochs=epochs)
+
+            client.train_epoch = train_epoch
+            try:
+                loss = super().local_update(run, client, rnd)
+            finally:
+                del client.train_epoch
+            self.calls.append((client, received, seen))
+            return loss
+
+    return PenaltyRecorder(**hp)
+
+
+def check_proximal(run_, penalty, anchor, coef):
+    """``penalty`` is (coef/2)‖θ − anchor‖²: zero at the anchor, coef·δ as gradient at
+    anchor + δ (so it pulls towards the anchor, not away, not towards zero)."""
+    model = run_.new_model()
+    set_params(model, anchor)
+    assert float(penalty(model).detach()) == 0.0
+    g = torch.Generator().manual_seed(1)
+    delta = {n: torch.randn(v.shape, generator=g) for n, v in anchor.items()}
+    set_params(model, {n: anchor[n] + delta[n] for n in anchor})
+    value = penalty(model)
+    expected = 0.5 * coef * sum(float((d**2).sum()) for d in delta.values())
+    assert float(value.detach()) == pytest.approx(expected, rel=1e-5)
+    grads = torch.autograd.grad(value, list(model.parameters()))
+    for (n, _), grad in zip(model.named_parameters(), grads, strict=True):
+        torch.testing.assert_close(grad, coef * delta[n], rtol=1e-5, atol=1e-6)
+
+
+def test_fedprox_pulls_towards_the_model_received_this_round(toy):
+    prox = penalty_recorder(FedProx, mu=0.3)
+    r = toy_run(toy, prox, rounds=2)
+    assert len(prox.calls) == 6
+    for client, received, seen in prox.calls:
+        ((trained, penalty),) = seen
+        assert trained is client.model
+        check_proximal(r, penalty, received, 0.3)
+    # round 1 starts from the average, which is not the initialisation: the anchor moved
+    assert not params_equal(prox.calls[3][1], prox.calls[0][1])
+
+
+def test_ditto_personal_model_pulls_towards_the_global_model_as_received(toy):
+    ditto = penalty_recorder(Ditto, lam=0.4)
+    r = toy_run(toy, ditto, rounds=2)
+    for client, received, seen in ditto.calls:
+        (global_model, none), (personal, penalty) = seen
+        assert global_model is client.model and none is None  # w: plain loss
+        assert personal is client.state["personal"]
+        check_proximal(r, penalty, received, 0.4)  # not the copy just trained
+    # the personal model is never overwritten by the server
+    rec = probe(Ditto)
+    r = toy_run(toy, rec, rounds=2)
+    personal = [all_params(c.state["personal"]) for c in r.clients]
+    assert all(
+        params_equal(p, d) for p, d in zip(personal, rec.rounds[-1]["deployed"], strict=True)
+    )
+
+
+# -- pFedMe: θ towards w (inner), w towards θ (outer), averaging w --------------------------------
+class InnerProbe(PFedMe):
+    """Records w as received and θ after the K inner steps of a one-batch round."""
+
+    def setup(self, run):
+        super().setup(run)
+        self.records = []
+
+    def local_update(self, run, client, rnd):
+        w = all_params(client.model)
+        loss = super().local_update(run, client, rnd)
+        self.records.append((client, w, all_params(client.state["personal"])))
+        return loss
+
+
+def test_pfedme_inner_steps_pull_theta_towards_w(toy):
+    """With plain gradient steps (inner='sgd'), K = 2, one batch: θ₁ = w − α∇f(w),
+    θ₂ = θ₁ − α(∇f(θ₁) + λ(θ₁ − w)): the proximal term pulls θ towards w."""
+    lam, alpha = 3.0, 0.05
+    me = InnerProbe(lam=lam, K=2, inner="sgd", personal_lr=alpha)
+    r = toy_run(toy, me, rounds=2, batch_size=1000)
+    for client, w, theta in me.records:
+        model = r.new_model()
+        set_params(model, w)
+        x, y = client.x["train"], client.y["train"]
+        for _ in range(2):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            current = all_params(model)
+            grads = torch.autograd.grad(loss, list(model.parameters()))
+            step = {
+                n: current[n] - alpha * (g + lam * (current[n] - w[n]))
+                for (n, _), g in zip(model.named_parameters(), grads, strict=True)
+            }
+            set_params(model, step)
+        for n, value in all_params(model).items():
+            torch.testing.assert_close(theta[n], value, rtol=0, atol=1e-5)
+
+
+def test_pfedme_server_mixes_with_beta(toy):
+    beta = 0.5
+    rec = probe(PFedMe, beta=beta)
+    r = toy_run(toy, rec, rounds=2)
+    w = shares(r.clients)
+    for record in rec.rounds:
+        for n, value in record["global"].items():
+            avg = sum(w[i] * record["trained"][i][n] for i in range(len(w)))
+            expected = (1 - beta) * record["previous"][n] + beta * avg
+            torch.testing.assert_close(value, expected, rtol=0, atol=1e-6)
+
+
+# -- FedLAMA: discrepancy, ordering, intervals ----------------------------------------------------
+def lama_with_table(discrepancy, sizes, tau_base=2, phi=2):
+    lama = FedLAMA(tau_base=tau_base, phi=phi)
+    lama.units = tuple(discrepancy)
+    lama.sizes = dict(sizes)
+    lama.discrepancy = dict(discrepancy)
+    lama.intervals = dict.fromkeys(lama.units, tau_base)
+    return lama
+
+
+@pytest.mark.parametrize(
+    ("d", "n", "relaxed"),
+    [
+        # sorted ascending: b(1) d(2) c(3) a(4), equal sizes; δ = .1, .3, .6 against
+        # 1 − λ = .75, .5, .25: the prefix grows until δ first exceeds 1 − λ, at c.
+        ({"a": 4.0, "b": 1.0, "c": 3.0, "d": 2.0}, dict.fromkeys("abcd", 10), {"b", "d", "c"}),
+        # equal discrepancies: δ = 1 − λ exactly at two units is not "exceeds", so three
+        ({"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0}, dict.fromkeys("abcd", 5), {"a", "b", "c"}),
+        # a big low-discrepancy unit: λ = .9 after it, δ = 90/(90 + 500) ≈ .15 > .1
+        ({"big": 1.0, "small": 50.0}, {"big": 90, "small": 10}, {"big"}),
+        # the least discrepant unit first, even when listed last; sizes weigh the shares:
+        # x(0.5·10 = 5), y(2·40 = 80), z(20): δ = 5/105 < 1 − 10/55, then 85/105 > 1 − 50/55
+        ({"y": 2.0, "z": 4.0, "x": 0.5}, {"x": 10, "y": 40, "z": 5}, {"x", "y"}),
+    ],
+)
+def test_fedlama_relaxes_the_least_discrepant_units(d, n, relaxed):
+    lama = lama_with_table(d, n)
+    lama.adjust_intervals()
+    assert lama.intervals == {u: 4 if u in relaxed else 2 for u in d}
+
+
+def test_fedlama_no_discrepancy_keeps_intervals():
+    lama = lama_with_table(dict.fromkeys("abc", 0.0), dict.fromkeys("abc", 3))
+    lama.intervals = {"a": 4, "b": 2, "c": 2}
+    lama.adjust_intervals()
+    assert lama.intervals == {"a": 4, "b": 2, "c": 2}
+
+
+def test_fedlama_interval_rule():
+    lama = lama_with_table(dict.fromkeys("abc", 1.0), dict.fromkeys("abc", 1))
+    lama.intervals = {"a": 1, "b": 2, "c": 4}
+    assert [lama.due(r) for r in range(8)] == [
+        ("a",),
+        ("a", "b"),
+        ("a",),
+        ("a", "b", "c"),
+        ("a",),
+        ("a", "b"),
+        ("a",),
+        ("a", "b", "c"),
+    ]
+
+
+class LamaDiscrepancyProbe(FedLAMA):
+    """Records, at each synchronisation, the discrepancy computed from the clients' uploads."""
+
+    def setup(self, run):
+        super().setup(run)
+        self.checks, self.adjusted = [], []
+
+    def aggregate(self, run, rnd, uploads):
+        intervals = dict(self.intervals)
+        updated = super().aggregate(run, rnd, uploads)
+        server = dict(run.global_params)
+        self.checks.append((rnd, intervals, uploads, server, dict(self.discrepancy)))
+        return updated
+
+    def adjust_intervals(self):
+        self.adjusted.append(dict(self.discrepancy))
+        super().adjust_intervals()
+
+
+def test_fedlama_measures_size_and_interval_normalised_discrepancy(toy):
+    """d_l = Σ_i s_i ‖u_l − x_l^i‖² / (τ_l · n_l), s_i the sample shares, at every synchronisation;
+    intervals are reset every φτ' rounds."""
+    lama = LamaDiscrepancyProbe(tau_base=1, phi=2)
+    r = toy_run(toy, lama, rounds=6)
+    w = shares(r.clients)
+    model = r.clients[0].model
+    sizes = {u: sum(p.numel() for p in unit_params(model, u).values()) for u in unit_names(model)}
+    measured_at = []
+    for _, intervals, uploads, server, discrepancy in lama.checks:
+        for u in {unit_of(n) for up in uploads.values() for n in up}:
+            names = param_names(model, [u])
+            d = sum(
+                w[cid] * sum(float(((server[n] - up[n]) ** 2).sum()) for n in names)
+                for cid, up in uploads.items()
+            )
+            assert discrepancy[u] == pytest.approx(d / (intervals[u] * sizes[u]), rel=1e-5)
+            measured_at.append(intervals[u])
+    assert set(measured_at) == {1, 2}  # units synchronised with either interval were checked
+    # intervals were reset after rounds 1, 3, 5 (every φτ' = 2 rounds): logged from 2, 4, 6
+    logged = r.table().query("metric.str.startswith('interval/')")
+    assert sorted(set(logged["round"])) == [0, 2, 4, 6]
+    assert len(lama.adjusted) == 3
+
+
+# -- pFedLA: each client receives its own mixture; its copy moves by its own Δ --------------------
+class LAMixProbe(PFedLA):
+    def setup(self, run):
+        super().setup(run)
+        self.received, self.copy_checks = [], []
+
+    def local_update(self, run, client, rnd):
+        own_train = client.train_epoch
+
+        def train_epoch(**kw):  # record the model the client trains from
+            self.received.append((client.id, all_params(client.model), self._expected(client.id)))
+            return own_train(**kw)
+
+        client.train_epoch = train_epoch
+        try:
+            return super().local_update(run, client, rnd)
+        finally:
+            del client.train_epoch
+
+    def _expected(self, cid):
+        """Σ_j α_ij[unit] θ_j computed here, parameter by parameter."""
+        with torch.no_grad():
+            alpha = self.alphas(cid)
+            return {
+                n: sum(alpha[unit_of(n)][j] * copy[n] for j, copy in enumerate(self.copies))
+                for n in self.copies[0]
+            }
+
+    def server_step(self, run, rnd):
+        old = [{n: v.clone() for n, v in copy.items()} for copy in self.copies]
+        trained = {c.id: all_params(c.model) for c in run.clients}
+        received = {cid: got for cid, got, _ in self.received[-len(run.clients) :]}
+        super().server_step(run, rnd)
+        for cid, copy in enumerate(self.copies):
+            for n, value in copy.items():
+                expected = old[cid][n] + (trained[cid][n] - received[cid][n])
+                self.copy_checks.append(bool(torch.allclose(value, expected, atol=1e-6)))
+
+
+def test_pfedla_mixes_with_the_clients_own_weights_and_updates_its_own_copy(toy):
+    la = LAMixProbe(embedding_dim=4, hidden_dim=8)
+    r = toy_run(toy, la, rounds=3)
+    assert len(la.received) == 9
+    for _, got, expected in la.received:
+        for n in got:
+            torch.testing.assert_close(got[n], expected[n], rtol=0, atol=1e-6)
+    assert la.copy_checks and all(la.copy_checks)
+    # round 0 mixes identical copies: every client trains from (nearly) the initialisation
+    init = all_params(r.new_model())
+    for _, got, _ in la.received[:3]:
+        for n in got:
+            torch.testing.assert_close(got[n], init[n], rtol=0, atol=1e-6)
+    # the hypernetworks differ per client, so later mixtures differ per client
+    assert not params_equal(la.received[-1][1], la.received[-2][1])
+
+
+# -- PLayer-FL: the split comes from the trained clients' share-weighted sensitivities ------------
+class SplitProbe(PLayerFL):
+    def server_step(self, run, rnd):
+        if rnd == 0:
+            w = shares(run.clients)
+            per_client = [
+                federation_sensitivity(c.model, c.x["train"], c.y["train"]) for c in run.clients
+            ]
+            units = unit_names(run.clients[0].model)
+            self.expected_s = [
+                sum(wi * s[u] for wi, s in zip(w, per_client, strict=True)) for u in units
+            ]
+            self.per_client = per_client
+        super().server_step(run, rnd)
+
+
+@pytest.mark.parametrize("threshold", [0.0, 0.5, 1.0, 3.0])
+def test_playerfl_split_from_trained_models_sensitivities(toy, threshold):
+    sp = SplitProbe(threshold=threshold)
+    r = toy_run(toy, sp, rounds=2)
+    units = unit_names(r.clients[0].model)
+    np.testing.assert_allclose([r.info["sensitivity"][u] for u in units], sp.expected_s, rtol=1e-6)
+    assert r.info["split_p"] == choose_split(sp.expected_s, threshold)
+    logged = r.table().query("metric.str.startswith('sensitivity/') and client >= 0")
+    for cid, s in enumerate(sp.per_client):
+        mine = logged[logged["client"] == cid].set_index("metric")["value"]
+        assert [mine[f"sensitivity/{u}"] for u in units] == pytest.approx([s[u] for u in units])
+    rec = probe(PLayerFL, threshold=threshold)
+    toy_run(toy, rec, rounds=2)
+    federated = set(param_names(r.clients[0].model, units[: r.info["split_p"]]))
+    for record in rec.rounds:
+        assert all(sent == federated for sent in record["sent"].values())
+        check_average(record, r.clients, record["sent"])
+
+
+def test_playerfl_split_reacts_to_the_threshold(toy):
+    splits = {
+        t: toy_run(toy, PLayerFL(threshold=t), rounds=1).info["split_p"] for t in (0.0, 100.0)
+    }
+    assert splits[0.0] < splits[100.0] == 3
+
+
+# -- FineTune and FedBABU: what is adapted after the last round -----------------------------------
+class FinishProbe:
+    def finish(self, run):
+        self.before = [all_params(c.model) for c in run.clients]
+        self.global_before = {n: v.clone() for n, v in run.global_params.items()}
+        steps = [self._steps(c) for c in run.clients]
+        out = super().finish(run)
+        self.steps = [self._steps(c) - s for c, s in zip(run.clients, steps, strict=True)]
+        self.after = [all_params(c.model) for c in run.clients]
+        self.deployed = [all_params(self.deployed_model(run, c)) for c in run.clients]
+        return out
+
+    @staticmethod
+    def _steps(client):
+        state = client.optimizer.state
+        return int(max((s["step"] for s in state.values()), default=0))
+
+
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_finetune_adapts_the_final_global_model_locally(toy, epochs):
+    ft = type("FT", (FinishProbe, FineTune), {})(finetune_epochs=epochs)
+    r = toy_run(toy, ft, rounds=2)
+    for c, before, after, deployed, steps in zip(
+        r.clients, ft.before, ft.after, ft.deployed, ft.steps, strict=True
+    ):
+        assert params_equal(before, ft.global_before)  # starts from the final global model
+        assert not params_equal(after, before) and params_equal(deployed, after)
+        assert steps == epochs * -(-c.n_train // r.config.batch_size)
+    assert sorted(set(r.table().query("split == 'test'")["round"])) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("mode", ["full", "head"])
+def test_fedbabu_fine_tunes_what_it_says(toy, mode):
+    babu = type("BABU", (FinishProbe, FedBABU), {})(finetune=mode)
+    r = toy_run(toy, babu, rounds=2)
+    model = r.clients[0].model
+    head = set(param_names(model, unit_names(model)[-1:]))
+    init = all_params(r.new_model())
+    for before, after, deployed in zip(babu.before, babu.after, babu.deployed, strict=True):
+        assert all(torch.equal(before[n], init[n]) for n in head)  # frozen during federation
+        assert all(not torch.equal(after[n], before[n]) for n in head)
+        body_moved = [not torch.equal(after[n], before[n]) for n in after if n not in head]
+        assert all(body_moved) if mode == "full" else not any(body_moved)
+        assert params_equal(deployed, after)
