@@ -304,3 +304,108 @@ def test_data_root_env_and_independence_from_engine(monkeypatch, tmp_path):
     assert data_prep.data_root() == Path(data_prep.__file__).resolve().parent.parent / "data"
     for f in Path(data_prep.__file__).parent.glob("*.py"):
         assert "playerfl_core" not in f.read_text(), f"{f.name} must not import the engine"
+
+
+# --- heterogeneity variants (data_prep.skew) -------------------------------------------------
+from data_prep import skew  # noqa: E402
+from data_prep.partition import iid_partition  # noqa: E402
+
+
+def test_iid_partition_is_equal_disjoint_and_complete():
+    parts = iid_partition(103, 5, np.random.default_rng(0))
+    assert sorted(len(p) for p in parts) == [20, 20, 21, 21, 21]
+    assert np.array_equal(np.sort(np.concatenate(parts)), np.arange(103))
+    with pytest.raises(DataError, match=r"n_clients must be in 1\.\.10 "):
+        iid_partition(10, 11, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    "name, kind, alpha",
+    [("digits_alpha0.05", None, 0.05), ("fmnist_rotate", "rotate", None),
+     ("digits_invert_alpha0.1", "invert", 0.1), ("digits", None, None), ("heart_rotate", 0, 0)],
+)  # fmt: skip
+def test_variant_names_encode_their_parameters(name, kind, alpha):
+    v = skew.parse_variant(name)
+    if name in ("digits", "heart_rotate"):
+        assert v is None
+    else:
+        assert (v.base, v.kind, v.alpha) == (name.split("_")[0], kind, alpha)
+        assert skew.variant_name(v.base, v.kind, v.alpha) == name
+
+
+@pytest.mark.parametrize("bad", ["digits_alpha0", "digits_alpha-0.5", "fmnist_rotate_alphaX"])
+def test_alpha_must_be_positive(bad):
+    with pytest.raises(DataError, match=r"alpha must be a number > 0 \(valid range: alpha > 0"):
+        data_prep.load(bad)
+
+
+def test_dirichlet_rejects_alpha_zero_with_the_valid_range(digit_labels):
+    with pytest.raises(DataError, match=r"valid range: alpha > 0"):
+        dirichlet_label_skew(digit_labels, 5, 0.0, np.random.default_rng(0))
+
+
+def test_label_skew_variant_is_the_base_at_that_alpha():
+    v = data_prep.load("digits_alpha0.1", seed=3)
+    b = data_prep.load("digits", seed=3, alpha=0.1)
+    assert v.name == "digits_alpha0.1" and v.model == b.model
+    for cv, cb in zip(v.clients, b.clients, strict=True):
+        assert torch.equal(cv.x_train, cb.x_train) and torch.equal(cv.y_test, cb.y_test)
+    with pytest.raises(DataError, match="fixes alpha=0.1"):
+        data_prep.load("digits_alpha0.1", alpha=0.5)
+
+
+def test_feature_skew_keeps_labels_iid_and_transforms_each_client():
+    inv = data_prep.load("digits_invert", seed=1)
+    rot = data_prep.load("digits_rotate", seed=1)
+    # Same IID label partition whatever the transformation; near-equal client sizes.
+    for a, b in zip(inv.clients, rot.clients, strict=True):
+        assert torch.equal(a.y_train, b.y_train) and torch.equal(a.y_test, b.y_test)
+    sizes = [sum(c.sizes().values()) for c in inv.clients]
+    assert max(sizes) - min(sizes) <= 1
+
+    def skew_of(fd):
+        labels = torch.cat([torch.cat([c.y_train, c.y_val, c.y_test]) for c in fd.clients])
+        edges = np.cumsum([0] + sizes_of(fd))
+        return label_skew(
+            [np.arange(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)], labels.numpy()
+        )
+
+    def sizes_of(fd):
+        return [sum(c.sizes().values()) for c in fd.clients]
+
+    assert skew_of(inv) < 0.12 < 0.3 < skew_of(data_prep.load("digits_alpha0.1", seed=1))
+    # Client 0 is untouched by inversion and rotated by 0 degrees: both equal the IID split.
+    assert torch.allclose(inv.clients[0].x_train, rot.clients[0].x_train, atol=1e-6)
+    noise_0 = data_prep.load("digits_noise", seed=1).clients[0].x_val
+    assert torch.equal(inv.clients[0].x_val, noise_0)
+    assert not torch.allclose(inv.clients[1].x_train, rot.clients[1].x_train, atol=0.1)
+
+
+def test_transformations_do_what_they_say():
+    x = torch.rand(4, 1, 8, 8)
+    lo, hi = 0.0, 1.0
+    assert torch.equal(skew.KINDS["invert"](x, 1, 5, lo, hi, 0), 1 - x)
+    assert torch.equal(skew.KINDS["invert"](x, 2, 5, lo, hi, 0), x)
+    assert torch.allclose(skew.KINDS["rotate"](x, 0, 5, lo, hi, 0), x, atol=1e-6)
+    assert torch.allclose(skew.KINDS["rotate"](x, 4, 5, lo, hi, 0), x.flip(-1, -2), atol=1e-5)
+    assert torch.equal(skew.KINDS["noise"](x, 0, 5, lo, hi, 7), x)
+    noisy = skew.KINDS["noise"](x, 4, 5, lo, hi, 7)
+    assert torch.equal(noisy, skew.KINDS["noise"](x, 4, 5, lo, hi, 7))
+    assert 0.4 < float((noisy - x).std()) < 0.6
+
+
+def test_mixed_variant_has_the_label_skew_and_the_transformation():
+    mixed = data_prep.load("digits_invert_alpha0.3", seed=2)
+    label = data_prep.load("digits_alpha0.3", seed=2)
+    for k, (m, b) in enumerate(zip(mixed.clients, label.clients, strict=True)):
+        assert torch.equal(m.y_train, b.y_train)
+        expected = 1 - b.x_train if k % 2 else b.x_train
+        assert torch.allclose(m.x_train, expected, atol=1e-6)
+
+
+def test_variants_train_with_their_base_settings():
+    from playerfl_core import make_config
+
+    assert make_config("fmnist_rotate_alpha0.1", "quick") == make_config("fmnist", "quick")
+    with pytest.raises(ValueError, match="No training profile"):
+        make_config("imagenet", "quick")
