@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from playerfl_core.models import UnitModel, build_model
 from playerfl_core.results import COLUMNS
-from playerfl_core.scoring import METRICS, score_logits, summarise
+from playerfl_core.scoring import METRICS, score_logits, score_many, summarise
 
 EVAL_PROTOCOLS = ("deployed", "authors")
 
@@ -149,25 +149,29 @@ class Client:
         return mean
 
     @torch.no_grad()
-    def score(self, model: nn.Module, split: str) -> torch.Tensor:
-        """``[loss, accuracy, F1 per class]`` of ``model`` on one split, left on the device.
+    def logits(self, model: nn.Module, splits=("val", "test")) -> list[torch.Tensor]:
+        """``model``'s logits on each of ``splits`` (eval mode, batches of eval_batch_size)."""
+        for split in splits:
+            if len(self.y[split]) == 0:
+                raise ValueError(f"Client {self.name!r} has an empty {split} split.")
+        was_training = model.training
+        model.eval()
+        bs = self.config.eval_batch_size
+        out = [
+            torch.cat([model(x[i : i + bs]) for i in range(0, len(x), bs)])
+            for x in (self.x[s] for s in splits)
+        ]
+        model.train(was_training)
+        return out
+
+    def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
+        """Loss, accuracy and macro-F1 of ``model`` on one split (one copy to the host).
 
         See :mod:`playerfl_core.scoring`: one confusion matrix, scikit-learn's macro-F1
         convention (classes present in labels or predictions, ``zero_division=0``).
         """
-        x, y = self.x[split], self.y[split]
-        if len(y) == 0:
-            raise ValueError(f"Client {self.name!r} has an empty {split} split.")
-        was_training = model.training
-        model.eval()
-        bs = self.config.eval_batch_size
-        logits = torch.cat([model(x[i : i + bs]) for i in range(0, len(y), bs)])
-        model.train(was_training)
-        return score_logits(logits, y)
-
-    def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
-        """Loss, accuracy and macro-F1 of ``model`` on one split (one copy to the host)."""
-        return summarise(self.score(model, split).cpu().numpy())
+        (logits,) = self.logits(model, (split,))
+        return summarise(score_logits(logits, self.y[split]).cpu().numpy())
 
 
 @dataclass
@@ -216,14 +220,15 @@ class Run:
 
 
 def _evaluate_all(run: Run, algorithm, rnd: int) -> None:
-    """Score every client's deployed model on val and test; one copy to the host per round."""
-    keys, vectors = [], []
+    """Score every client's deployed model on val and test: one confusion-matrix pass and one
+    copy to the host per round (:mod:`playerfl_core.scoring`)."""
+    splits = ("val", "test")
+    keys, logits, labels = [], [], []
     for c in run.clients:
-        model = algorithm.deployed_model(run, c)
-        for split in ("val", "test"):
-            keys.append((c, split))
-            vectors.append(c.score(model, split))
-    rows = torch.stack(vectors).cpu().numpy()
+        logits += c.logits(algorithm.deployed_model(run, c), splits)
+        labels += [c.y[s] for s in splits]
+        keys += [(c, s) for s in splits]
+    rows = score_many(logits, labels).cpu().numpy()
     for (c, split), row in zip(keys, rows, strict=True):
         scores = summarise(row)
         for metric in METRICS:

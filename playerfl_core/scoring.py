@@ -24,45 +24,70 @@ METRICS = ("loss", "accuracy", "macro_f1")
 """The metrics :func:`summarise` returns, in this order."""
 
 
-def confusion_matrix(y: torch.Tensor, pred: torch.Tensor, num_classes: int) -> torch.Tensor:
-    """``cm[i, j]`` = number of samples of true class i predicted as j (int64, on y's device)."""
+def flat_confusion_index(y: torch.Tensor, pred: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """``y·C + pred``: the cell of each sample in a row-major C×C confusion matrix."""
     if y.shape != pred.shape or y.ndim != 1:
         raise ValueError(
             f"labels and predictions must be 1-D and of equal length; got shapes "
             f"{tuple(y.shape)} and {tuple(pred.shape)}."
         )
-    flat = y.long() * num_classes + pred.long()
+    return y.long() * num_classes + pred.long()
+
+
+def confusion_matrix(y: torch.Tensor, pred: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """``cm[i, j]`` = number of samples of true class i predicted as j (int64, on y's device)."""
+    flat = flat_confusion_index(y, pred, num_classes)
     return torch.bincount(flat, minlength=num_classes * num_classes).reshape(
         num_classes, num_classes
     )
 
 
 def accuracy_and_class_f1(cm: torch.Tensor) -> torch.Tensor:
-    """``[accuracy, f1_0, …, f1_{C-1}]`` (float64, on cm's device) from a confusion matrix.
+    """``[..., accuracy, f1_0, …, f1_{C-1}]`` (float64, on cm's device) from confusion matrices.
 
-    A class absent from both labels and predictions gets NaN: it does not enter the macro mean.
+    ``cm`` has shape ``[..., C, C]`` (any leading batch dimensions). A class absent from both
+    labels and predictions gets NaN: it does not enter the macro mean.
     """
     cm = cm.to(torch.float64)
-    tp = cm.diagonal()
-    denom = cm.sum(1) + cm.sum(0)  # n_true + n_pred
+    tp = cm.diagonal(dim1=-2, dim2=-1)
+    denom = cm.sum(-1) + cm.sum(-2)  # n_true + n_pred
     # denom = 0 only for a class absent from labels and predictions, which scikit-learn does not
     # average (its zero_division never applies to macro-F1 over the classes it infers).
     f1 = torch.where(denom > 0, 2 * tp / denom.clamp(min=1), torch.full_like(tp, float("nan")))
-    accuracy = tp.sum() / cm.sum().clamp(min=1)
-    return torch.cat([accuracy.reshape(1), f1])
+    accuracy = tp.sum(-1) / cm.sum((-2, -1)).clamp(min=1)
+    return torch.cat([accuracy.unsqueeze(-1), f1], dim=-1)
 
 
 def score_logits(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """``[loss, accuracy, f1 per class]`` (float64, on the logits' device) for one split.
+    """``[loss, accuracy, f1 per class]`` (float64, on the logits' device) for one split."""
+    return score_many([logits], [y])[0]
 
-    The loss is the mean cross-entropy in the logits' precision (as ``F.cross_entropy``).
-    Nothing is copied to the host: stack the vectors of many splits and call :func:`summarise`.
+
+def score_many(logits: list[torch.Tensor], labels: list[torch.Tensor]) -> torch.Tensor:
+    """One row ``[loss, accuracy, f1 per class]`` per split (float64, on the device).
+
+    All splits share one ``bincount`` (split k's counts sit at offset k·C²), so scoring a whole
+    round costs a handful of kernels. The loss is each split's mean cross-entropy in the
+    logits' precision (exactly ``F.cross_entropy``). Nothing is copied to the host: call
+    :func:`summarise` on the host copy of each row.
     """
-    if len(y) == 0:
+    if not logits or len(logits) != len(labels):
+        raise ValueError(
+            f"need one label tensor per logits tensor; got {len(logits)} logits "
+            f"and {len(labels)} label tensors."
+        )
+    c = logits[0].shape[1]
+    if any(len(y) == 0 for y in labels):
         raise ValueError("cannot score an empty split (no labels).")
-    loss = F.cross_entropy(logits, y).to(torch.float64)
-    cm = confusion_matrix(y, logits.argmax(1), logits.shape[1])
-    return torch.cat([loss.reshape(1), accuracy_and_class_f1(cm)])
+    loss = torch.stack([F.cross_entropy(z, y) for z, y in zip(logits, labels, strict=True)])
+    flat = torch.cat(
+        [
+            k * c * c + flat_confusion_index(y, z.argmax(1), c)
+            for k, (z, y) in enumerate(zip(logits, labels, strict=True))
+        ]
+    )
+    cm = torch.bincount(flat, minlength=len(logits) * c * c).reshape(len(logits), c, c)
+    return torch.cat([loss.to(torch.float64).unsqueeze(1), accuracy_and_class_f1(cm)], dim=1)
 
 
 def summarise(vector) -> dict[str, float]:

@@ -6,7 +6,13 @@ import torch
 import torch.nn.functional as F
 from sklearn.metrics import accuracy_score, f1_score
 
-from playerfl_core.scoring import accuracy_and_macro_f1, confusion_matrix, score_logits, summarise
+from playerfl_core.scoring import (
+    accuracy_and_macro_f1,
+    confusion_matrix,
+    score_logits,
+    score_many,
+    summarise,
+)
 
 
 def sklearn_scores(y, pred):
@@ -87,3 +93,20 @@ def test_rejects_bad_input():
         score_logits(torch.zeros(0, 3), torch.zeros(0, dtype=torch.long))
     with pytest.raises(ValueError, match="equal length"):
         confusion_matrix(torch.tensor([0, 1]), torch.tensor([0]), 2)
+
+
+def test_many_splits_scored_together_equal_each_alone():
+    gen = torch.Generator().manual_seed(2)
+    sizes = [1, 5, 40, 333, 17]
+    logits = [torch.randn(n, 7, generator=gen) for n in sizes]
+    labels = [torch.randint(0, 3 if i % 2 else 7, (n,), generator=gen) for i, n in enumerate(sizes)]
+    rows = score_many(logits, labels).numpy()
+    for z, y, row in zip(logits, labels, rows, strict=True):
+        out = summarise(row)
+        assert out["loss"] == F.cross_entropy(z, y).item()
+        assert (out["accuracy"], out["macro_f1"]) == sklearn_scores(y.numpy(), z.argmax(1).numpy())
+
+
+def test_score_many_rejects_mismatched_lists():
+    with pytest.raises(ValueError, match="one label tensor per logits"):
+        score_many([torch.zeros(2, 3)], [])
