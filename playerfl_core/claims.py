@@ -645,9 +645,16 @@ def metric_correlation_tests(
     return pd.concat(per_seed, ignore_index=True), evidence
 
 
-def c1_divergence_grows(analytics: pd.DataFrame, alpha: float = ALPHA, profile: str = "") -> Claim:
-    """C1 per dataset: 1 − CKA rises with depth among Local clients after their first epoch."""
-    _, ev = depth_trend_tests(analytics, "cka_dissimilarity", "local", "first", alpha)
+def c1_divergence_grows(
+    analytics: pd.DataFrame,
+    alpha: float = ALPHA,
+    profile: str = "",
+    algorithm: str = "local",
+    stage: str = "first",
+) -> Claim:
+    """C1 per dataset: 1 − CKA rises with depth among ``algorithm``'s clients at ``stage``
+    (default: Local after the first epoch)."""
+    _, ev = depth_trend_tests(analytics, "cka_dissimilarity", algorithm, stage, alpha)
     return _claim("C1", holm_decide(ev), profile)
 
 
@@ -656,11 +663,93 @@ def c2_sensitivity_tracks(
     measures: Sequence[str] = C2_MEASURES,
     alpha: float = ALPHA,
     profile: str = "",
+    algorithm: str = "local",
+    stage: str = "first",
 ) -> Claim:
-    """C2 per (dataset, measure): sensitivity and the measure rank the units alike after the
-    first epoch (ρ > 0)."""
-    _, ev = metric_correlation_tests(analytics, "sensitivity", measures, "local", "first", alpha)
+    """C2 per (dataset, measure): sensitivity and the measure rank the units alike (ρ > 0)
+    on ``algorithm``'s clients at ``stage`` (default: Local after the first epoch)."""
+    _, ev = metric_correlation_tests(analytics, "sensitivity", measures, algorithm, stage, alpha)
     return _claim("C2", holm_decide(ev), profile)
+
+
+def trend_table(
+    analytics: pd.DataFrame,
+    metrics: Sequence[str],
+    algorithms: Sequence[str] = ("local", "fedavg"),
+    stages: Sequence[str] = ("first", "final"),
+    alpha: float = ALPHA,
+) -> pd.DataFrame:
+    """ρ(depth, metric) per dataset, algorithm, stage and metric: the per-seed ρ (as text), the
+    pooled exact test and its verdict, Holm-adjusted over the datasets of each (metric,
+    algorithm, stage). Columns: metric, dataset, algorithm, stage, rho_per_seed, rho_mean,
+    rho_min, rho_max, n_seeds, p, min_p, p_holm, verdict, strength."""
+    rows = []
+    present = set(zip(analytics["algorithm"], analytics["stage"], strict=True))
+    for metric in metrics:
+        for alg in algorithms:
+            for stage in stages:
+                if (alg, stage) not in present:
+                    continue
+                per_seed, ev = depth_trend_tests(analytics, metric, alg, stage, alpha)
+                for e in holm_decide(ev):
+                    r = per_seed[per_seed["dataset"] == e.part]["rho"].dropna()
+                    rows.append(
+                        {
+                            "metric": metric,
+                            "dataset": e.part,
+                            "algorithm": alg,
+                            "stage": stage,
+                            "rho_per_seed": ", ".join(f"{v:.2f}" for v in r),
+                            "rho_mean": e.estimate,
+                            "rho_min": float(r.min()) if len(r) else np.nan,
+                            "rho_max": float(r.max()) if len(r) else np.nan,
+                            "n_seeds": e.n,
+                            "p": e.pvalue,
+                            "min_p": e.min_pvalue,
+                            "p_holm": e.p_adjusted,
+                            "verdict": e.verdict,
+                            "strength": e.strength,
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def stage_agreement_tests(
+    analytics: pd.DataFrame,
+    metric: str,
+    a: str = "first",
+    b: str = "final",
+    algorithms: Sequence[str] = ("local", "fedavg"),
+    alpha: float = ALPHA,
+) -> pd.DataFrame:
+    """Does the ordering of units by ``metric`` at stage ``a`` persist at stage ``b``? Exact
+    permutation tests of ρ between the two client-averaged profiles, per seed and pooled,
+    Holm-adjusted over datasets per algorithm. Columns: dataset, algorithm, rho_per_seed,
+    rho_mean, n_seeds, p, p_holm, verdict, strength."""
+    rows = []
+    for alg in algorithms:
+        pa = unit_profiles(analytics, [metric], alg, a).rename(columns={metric: a})
+        pb = unit_profiles(analytics, [metric], alg, b).rename(columns={metric: b})
+        prof = pa.merge(pb, on=["dataset", "seed", "depth"])
+        tests = [
+            rank_correlation_test(g, a, b, part=ds, alpha=alpha)
+            for ds, g in prof.groupby("dataset", sort=False)
+        ]
+        for t, e in zip(tests, holm_decide([t.evidence for t in tests]), strict=True):
+            rows.append(
+                {
+                    "dataset": e.part,
+                    "algorithm": alg,
+                    "rho_per_seed": ", ".join(f"{v:.2f}" for v in t.per_seed["rho"].dropna()),
+                    "rho_mean": e.estimate,
+                    "n_seeds": e.n,
+                    "p": e.pvalue,
+                    "p_holm": e.p_adjusted,
+                    "verdict": e.verdict,
+                    "strength": e.strength,
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def _blocks_wide(results: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
@@ -770,3 +859,26 @@ def markdown_table(frame: pd.DataFrame) -> str:
     for row in frame.itertuples(index=False):
         lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |")
     return "\n".join(lines)
+
+
+def scorecard_html(card: pd.DataFrame) -> str:
+    """The scorecard as an HTML table whose chapter cells link to ``<chapter>.html`` (for glue
+    across pages, where only HTML and plain text are pasted)."""
+    import html
+
+    cols = ["claim", "statement", "verdict", "strength", "evidence", "profile", "chapter"]
+    head = "".join(f"<th>{c}</th>" for c in cols)
+    body = []
+    for r in card.itertuples(index=False):
+        cells = []
+        for c in cols:
+            v = str(getattr(r, c))
+            if c == "chapter":
+                doc = v.removeprefix("{doc}`").removesuffix("`")
+                cells.append(f'<td><a href="{html.escape(doc)}.html">{html.escape(doc)}</a></td>')
+            elif c == "verdict":
+                cells.append(f"<td><b>{html.escape(v)}</b></td>")
+            else:
+                cells.append(f"<td>{html.escape(v)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
