@@ -5,7 +5,8 @@ metric). :func:`layer_analytics` trains Local and FedAvg and measures every metr
 client's model after its local epoch (before aggregation), after the first epoch and at the end,
 over several seeds, into one long tidy table (columns :data:`COLUMNS`). The other functions
 study the PLayer-FL split (stability, number of batches, threshold, cost) and summarise over
-seeds (t-intervals, seeded bootstrap, Spearman trends and verdicts).
+seeds (t-intervals, seeded bootstrap, Spearman trends); verdicts live in
+:mod:`playerfl_core.claims`.
 """
 
 from __future__ import annotations
@@ -437,25 +438,75 @@ def batch_study(
     return pd.DataFrame(rows, columns=["batches", "draw", "p", "p_full", "agree"])
 
 
-def metric_cost(
-    model: nn.Module, x: torch.Tensor, y: torch.Tensor, n_probes: int, repeats: int = 3
-) -> dict[str, float]:
-    """Median wall-clock seconds of federation sensitivity (all units, full data) and of the
-    Hutchinson trace of every unit's Hessian block (``n_probes`` probes each) on the same model
-    and data: what the split rule costs against the curvature measure it stands in for."""
+MIN_TIMING_REPEATS = 5
+"""Fewest timed repeats :func:`timed` and :func:`metric_cost` accept."""
+
+
+def timed(fns: Sequence[Callable[[], object]], repeats: int = 21, warmup: int = 2) -> np.ndarray:
+    """Wall-clock seconds, shape (repeats, len(fns)): each repeat calls every function of
+    ``fns`` once, back to back, so the timings of one repeat share the machine's state; the
+    ``warmup`` untimed rounds before absorb one-off costs (allocator growth, lazy
+    initialisation, caches)."""
     import time
 
-    def timed(fn):
-        times = []
-        for _ in range(repeats):
+    if repeats < MIN_TIMING_REPEATS:
+        raise ValueError(
+            f"repeats must be ≥ {MIN_TIMING_REPEATS} for a stable median, got {repeats}."
+        )
+    if warmup < 0:
+        raise ValueError(f"warmup must be ≥ 0, got {warmup}.")
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    times = np.empty((repeats, len(fns)))
+    for i in range(repeats):
+        for j, fn in enumerate(fns):
             start = time.perf_counter()
             fn()
-            times.append(time.perf_counter() - start)
-        return float(np.median(times))
+            times[i, j] = time.perf_counter() - start
+    return times
 
-    sens = timed(lambda: federation_sensitivity(model, x, y))
-    trace = timed(lambda: hessian_metrics(model, x, y, n_probes=n_probes, eig_iters=0))
-    return {"sensitivity_s": sens, "hessian_trace_s": trace}
+
+def metric_cost(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    n_probes: int,
+    repeats: int = 21,
+    warmup: int = 2,
+) -> dict[str, float]:
+    """What the split rule costs against the curvature measure it stands in for: wall-clock
+    seconds of federation sensitivity (all units, full data) and of the Hutchinson trace of every
+    unit's Hessian block (``n_probes`` probes each), same model and data.
+
+    Each is timed ``repeats`` times after ``warmup`` rounds (:func:`timed`); a single
+    sub-millisecond timing is mostly noise. Returns the medians (``sensitivity_s``,
+    ``hessian_trace_s``), their quartiles (``*_q1``, ``*_q3``), the ratio of the medians
+    (``ratio``) with the quartiles of the per-repeat ratios (``ratio_q1``, ``ratio_q3``) and
+    ``repeats``."""
+    times = timed(
+        [
+            lambda: federation_sensitivity(model, x, y),
+            lambda: hessian_metrics(model, x, y, n_probes=n_probes, eig_iters=0),
+        ],
+        repeats,
+        warmup,
+    )
+    sens, trace = times[:, 0], times[:, 1]
+    ratios = trace / sens
+    q = np.quantile
+    return {
+        "sensitivity_s": float(np.median(sens)),
+        "sensitivity_q1": float(q(sens, 0.25)),
+        "sensitivity_q3": float(q(sens, 0.75)),
+        "hessian_trace_s": float(np.median(trace)),
+        "hessian_trace_q1": float(q(trace, 0.25)),
+        "hessian_trace_q3": float(q(trace, 0.75)),
+        "ratio": float(np.median(trace) / np.median(sens)),
+        "ratio_q1": float(q(ratios, 0.25)),
+        "ratio_q3": float(q(ratios, 0.75)),
+        "repeats": repeats,
+    }
 
 
 # -- summaries over seeds ------------------------------------------------------------------------
@@ -511,20 +562,6 @@ def seed_summary(
         key = key if isinstance(key, tuple) else (key,)
         out.append((*key, m, lo, hi, int(grp[value].notna().sum())))
     return pd.DataFrame(out, columns=[*by, "mean", "lo", "hi", "n_seeds"])
-
-
-def verdict(mean: float, lo: float, hi: float) -> str:
-    """A one-word reading of an effect's confidence interval: "supported" (interval above 0),
-    "contradicted" (below 0), "unresolved" (contains 0) or "untestable" (no interval)."""
-    if not np.isfinite(mean):
-        return "untestable"
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return "untestable"
-    if lo > 0:
-        return "supported"
-    if hi < 0:
-        return "contradicted"
-    return "unresolved"
 
 
 def cka_matrix_from_table(

@@ -343,15 +343,36 @@ def nemenyi_pairs(mean_ranks: pd.Series, cd: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["a", "b", "rank_gap", "significant"])
 
 
+def nemenyi_pvalues(wide: pd.DataFrame, higher_is_better: bool = True) -> pd.DataFrame:
+    """Pairwise Nemenyi p-values after a Friedman test (scikit-posthocs), treatments × treatments.
+
+    ``wide`` is treatments (rows) × blocks (columns); rows with a missing cell are dropped.
+    The test compares mean ranks within blocks, so the direction only matters for the ranks.
+    """
+    import scikit_posthocs as sp
+
+    complete = wide.dropna(axis=0, how="any")
+    if complete.shape[0] < 3 or complete.shape[1] < 2:
+        raise ValueError(
+            f"Nemenyi needs ≥ 3 complete treatments and ≥ 2 blocks, got {complete.shape}."
+        )
+    data = (complete if higher_is_better else -complete).T.reset_index(drop=True)
+    return sp.posthoc_nemenyi_friedman(data)
+
+
 def wilcoxon_holm(
     wide: pd.DataFrame, control: str, higher_is_better: bool = True, alpha: float = 0.05
 ) -> pd.DataFrame:
-    """Control vs every other row: two-sided Wilcoxon signed-rank over blocks, Holm-adjusted.
+    """Control vs every other row: exact two-sided Wilcoxon signed-rank over blocks, Holm-adjusted.
 
     Columns: algorithm, n_blocks, median_diff (control − other, direction-aware so positive
-    means the control is better), pvalue, p_holm, reject. With few blocks the smallest possible
-    p-value is large (n = 3: 0.25), so nothing can be significant; the table says so honestly.
+    means the control is better), min_p, pvalue, p_holm, reject. A comparison whose smallest
+    attainable p (2/2ⁿ over its n non-zero differences; n = 3: 0.25) exceeds ``alpha`` is not
+    run: its pvalue and p_holm are NaN and it can never be rejected; Holm's family is the
+    comparisons that were run.
     """
+    from playerfl_core.claims import min_pvalue, wilcoxon_exact
+
     complete = wide.dropna(axis=0, how="any")
     if control not in complete.index:
         raise ValueError(f"Control {control!r} is not a complete row of the table.")
@@ -361,14 +382,15 @@ def wilcoxon_holm(
         if alg == control:
             continue
         d = sign * (complete.loc[control].to_numpy(float) - complete.loc[alg].to_numpy(float))
-        if np.all(d == 0):
-            p = 1.0
-        else:
-            p = float(stats.wilcoxon(d, zero_method="zsplit", alternative="two-sided").pvalue)
-        rows.append((alg, len(d), float(np.median(d)), p))
-    out = pd.DataFrame(rows, columns=["algorithm", "n_blocks", "median_diff", "pvalue"])
-    out["p_holm"] = holm(out["pvalue"].to_numpy())
-    out["reject"] = out["p_holm"] < alpha
+        floor = min_pvalue("wilcoxon", int((d != 0).sum()))
+        p = wilcoxon_exact(d) if floor <= alpha else np.nan
+        rows.append((alg, len(d), float(np.median(d)), floor, p))
+    out = pd.DataFrame(rows, columns=["algorithm", "n_blocks", "median_diff", "min_p", "pvalue"])
+    run = out["pvalue"].notna()
+    out["p_holm"] = np.nan
+    if run.any():
+        out.loc[run, "p_holm"] = holm(out.loc[run, "pvalue"].to_numpy())
+    out["reject"] = out["p_holm"] <= alpha
     return out
 
 

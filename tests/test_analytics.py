@@ -333,10 +333,6 @@ def test_pruning_check_first_order_prediction_and_restore():
 
 
 def test_small_helpers():
-    assert S.verdict(0.5, 0.1, 0.9) == "supported"
-    assert S.verdict(0.5, -0.1, 0.9) == "unresolved"
-    assert S.verdict(-0.5, -0.9, -0.1) == "contradicted"
-    assert S.verdict(1.0, float("nan"), float("nan")) == "untestable"
     quick = S.analytics_plan("fmnist", "quick")
     assert (quick.seeds, quick.rounds, quick.settings.hessian_samples) == ([0, 1, 2], 3, 32)
     paper = S.analytics_plan("heart", "paper", seeds=[7])

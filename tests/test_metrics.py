@@ -190,8 +190,12 @@ def test_holm_and_wilcoxon_against_control():
     )
     out = M.wilcoxon_holm(wide, "P").set_index("algorithm")
     assert out.loc["X", "median_diff"] == pytest.approx(0.1)
-    assert out.loc["X", "pvalue"] == pytest.approx(stats.wilcoxon([0.1] * 6).pvalue)
-    assert out.loc["Y", "pvalue"] == 1.0 and not out["reject"].any()
+    assert out.loc["X", "pvalue"] == pytest.approx(2 / 2**6)  # exact: all six positive
+    assert out.loc["X", "reject"]
+    assert np.isnan(out.loc["Y", "pvalue"]) and not out.loc["Y", "reject"]  # no non-zero pair
+    three = M.wilcoxon_holm(wide.iloc[:, :3], "P").set_index("algorithm")
+    assert three.loc["X", "min_p"] == 0.25 and np.isnan(three.loc["X", "pvalue"])
+    assert not three["reject"].any()
 
 
 def test_paired_differences_are_direction_aware():

@@ -1,0 +1,271 @@
+"""Claims and verdicts: attainable p-values, exact permutation tests, the decision rule."""
+
+from itertools import permutations, product
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from playerfl_core import claims as C
+from playerfl_core.layer_studies import COLUMNS, NO_OTHER
+
+
+# -- smallest attainable p-values --------------------------------------------------------------
+def test_min_pvalue_wilcoxon_matches_scipy_exact():
+    for n in (2, 3, 5, 7):
+        d = np.arange(1, n + 1, dtype=float)  # all positive: the most extreme pattern
+        exact = stats.wilcoxon(d, alternative="two-sided", method="exact").pvalue
+        assert C.min_pvalue("wilcoxon", n) == pytest.approx(exact)
+    assert C.min_pvalue("wilcoxon", 3) == 0.25
+    assert C.min_pvalue("wilcoxon", 2) == 0.5
+
+
+def test_min_pvalue_friedman_by_enumeration():
+    # Exact permutation distribution of the Friedman statistic, k = 3 treatments, n = 2 blocks.
+    k, n = 3, 2
+    perms = list(permutations(range(1, k + 1)))
+    stat = []
+    for blocks in product(perms, repeat=n):
+        r = np.array(blocks, dtype=float).sum(axis=0)
+        stat.append(12 / (n * k * (k + 1)) * (r**2).sum() - 3 * n * (k + 1))
+    stat = np.array(stat)
+    smallest = np.mean(stat >= stat.max() - 1e-12)
+    assert C.min_pvalue("friedman", n, treatments=k) == pytest.approx(smallest)
+
+
+def test_min_pvalue_spearman_and_bad_input():
+    assert C.min_pvalue("spearman", 1, units=5) == pytest.approx(2 / 120)
+    assert C.min_pvalue("spearman", 2, units=4) == pytest.approx(2 / 24**2)
+    with pytest.raises(ValueError, match="Unknown test 'ttest'"):
+        C.min_pvalue("ttest", 3)
+    with pytest.raises(ValueError, match="units ≥ 2"):
+        C.min_pvalue("spearman", 3, units=1)
+
+
+# -- exact permutation tests of Spearman's rho -------------------------------------------------
+def _profiles(values_per_seed):
+    rows = [(s, d + 1, v) for s, vals in enumerate(values_per_seed) for d, v in enumerate(vals)]
+    return pd.DataFrame(rows, columns=["seed", "depth", "v"])
+
+
+def test_perfect_spearman_over_five_units_has_p_one_over_120():
+    t = C.rank_correlation_test(_profiles([[0.1, 0.2, 0.4, 0.5, 0.9]]), "depth", "v")
+    row = t.per_seed.iloc[0]
+    assert row["rho"] == pytest.approx(1.0)
+    assert row["p_greater"] == pytest.approx(1 / 120)
+    assert row["p"] == pytest.approx(2 / 120)
+    assert t.evidence.verdict == "supported"
+
+
+def test_per_seed_p_is_not_reported_when_it_cannot_reach_alpha():
+    # 4 units: the smallest two-sided p is 2/24 = 0.083 > 0.05, so no per-seed test is run,
+    # but three seeds pooled can reach alpha.
+    t = C.rank_correlation_test(_profiles([[1, 2, 3, 4]] * 3), "depth", "v")
+    assert t.per_seed["p"].isna().all()
+    assert t.per_seed["p_greater"].tolist() == pytest.approx([1 / 24] * 3)
+    assert t.evidence.pvalue == pytest.approx(2 / 24**3)
+    assert t.evidence.verdict == "supported"
+
+
+def test_pooled_null_matches_brute_force_enumeration():
+    seeds = [[0.3, 0.1, 0.4, 0.2], [0.5, 0.2, 0.9, 0.7]]
+    t = C.rank_correlation_test(_profiles(seeds), "depth", "v")
+    x = np.arange(1, 5)
+    observed = np.mean([stats.spearmanr(x, s).statistic for s in seeds])
+    means = []
+    for p0, p1 in product(permutations(range(4)), repeat=2):
+        r0 = stats.spearmanr(x, np.array(seeds[0])[list(p0)]).statistic
+        r1 = stats.spearmanr(x, np.array(seeds[1])[list(p1)]).statistic
+        means.append((r0 + r1) / 2)
+    means = np.array(means)
+    greater = np.mean(means >= observed - 1e-9)
+    less = np.mean(means <= observed + 1e-9)
+    assert t.evidence.estimate == pytest.approx(observed)
+    assert t.evidence.pvalue == pytest.approx(min(1, 2 * min(greater, less)))
+
+
+def test_decreasing_profile_is_contradicted_and_flat_seed_is_left_out():
+    t = C.rank_correlation_test(_profiles([[5, 4, 3, 2, 1]] * 2 + [[1, 1, 1, 1, 1]]), "depth", "v")
+    assert t.evidence.verdict == "contradicted"
+    assert t.evidence.n == 2
+    assert np.isnan(t.per_seed["rho"].iloc[2])
+
+
+# -- paired comparisons --------------------------------------------------------------------------
+def test_two_seed_comparison_is_undecided_and_not_run():
+    # Even a one-sided test over 2 pairs has smallest p 1/4 > 0.05: it can never reject.
+    a, b = np.array([0.90, 0.91]), np.array([0.50, 0.52])
+    ev = C.paired_comparison(a, b)
+    assert ev.verdict == "undecided" and ev.strength == "none"
+    assert np.isnan(ev.pvalue)
+    assert "smallest attainable two-sided p" in ev.reason and "0.5 > α" in ev.reason
+    assert ev.posterior is not None  # the Bayesian test still reports its posterior
+
+
+def test_clear_simulated_effect_is_supported_and_opposite_contradicted():
+    rng = np.random.default_rng(7)
+    b = rng.normal(0.70, 0.03, 10)
+    a = b + 0.05 + rng.normal(0, 0.01, 10)
+    up = C.paired_comparison(a, b)
+    assert up.verdict == "supported" and up.strength == "strong"
+    assert up.pvalue == pytest.approx(2 / 2**10)
+    assert up.posterior[0] > 0.95
+    down = C.paired_comparison(b, a)
+    assert down.verdict == "contradicted" and down.strength == "strong"
+    # For the loss, lower is better: the same numbers read the other way.
+    assert C.paired_comparison(a, b, higher_is_better=False).verdict == "contradicted"
+
+
+def test_no_effect_is_undecided_and_tiny_differences_are_practically_equivalent():
+    rng = np.random.default_rng(3)
+    b = rng.normal(0.7, 0.05, 12)
+    noisy = C.paired_comparison(b + rng.normal(0, 0.05, 12), b, rope=0.0)
+    assert noisy.verdict == "undecided"
+    tiny = C.paired_comparison(b + rng.normal(0, 0.001, 12), b, rope=0.02)
+    assert tiny.verdict == "contradicted" and "practically equivalent" in tiny.reason
+    assert tiny.posterior[1] >= 0.95
+
+
+def test_wilcoxon_exact_with_ties_uses_full_enumeration():
+    d = np.array([1.0, 1.0, 2.0, -1.0, 3.0, 3.0])
+    signs = np.array(list(product([-1, 1], repeat=len(d))))
+    ranks = stats.rankdata(np.abs(d))
+    t_obs = (ranks * (d > 0)).sum()
+    t_all = (ranks * (signs > 0)).sum(axis=1)
+    expected = min(1, 2 * min(np.mean(t_all >= t_obs), np.mean(t_all <= t_obs)))
+    assert C.wilcoxon_exact(d) == pytest.approx(expected)
+
+
+def test_paired_comparison_bad_input():
+    with pytest.raises(ValueError, match="rope must be ≥ 0"):
+        C.paired_comparison([1, 2, 3], [1, 2, 3], rope=-0.1)
+    with pytest.raises(ValueError, match="same length"):
+        C.paired_comparison([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match="alpha must lie in"):
+        C.paired_comparison([1, 2, 3], [0, 1, 2], alpha=1.5)
+
+
+# -- decision, Holm and combination --------------------------------------------------------------
+def _ev(p, estimate=1.0, min_p=0.001, posterior=None):
+    return C.decide(C.Evidence("x", "t", estimate, 5, "seeds", p, min_p, posterior=posterior))
+
+
+def test_strength_rule():
+    assert _ev(0.005).strength == "strong"
+    assert _ev(0.03).strength == "moderate"
+    assert _ev(0.005, posterior=(0.8, 0.1, 0.1)).strength == "moderate"
+    lean = _ev(0.15, estimate=-0.3)
+    assert lean.verdict == "undecided" and lean.strength == "weak" and "opposite" in lean.reason
+    assert _ev(0.6).strength == "none"
+    assert _ev(0.01, min_p=0.25).verdict == "undecided"
+
+
+def test_holm_adjustment_can_undo_a_raw_rejection():
+    parts = [_ev(0.03), _ev(0.04)]
+    assert [p.verdict for p in parts] == ["supported", "supported"]
+    adjusted = C.holm_decide(parts)
+    assert [p.verdict for p in adjusted] == ["undecided", "undecided"]
+    assert adjusted[0].p_adjusted == pytest.approx(0.06)
+
+
+def test_combine_universal_claim():
+    sup, con, und = _ev(0.001), _ev(0.03, estimate=-1), _ev(0.5)
+    assert C.combine([sup, _ev(0.03)]).verdict == "supported"
+    assert C.combine([sup, _ev(0.03)]).strength == "moderate"
+    assert C.combine([sup, con, und]).verdict == "contradicted"
+    mixed = C.combine([sup, und])
+    assert mixed.verdict == "undecided" and mixed.strength == "weak"
+    assert C.combine([und]).strength == "none"
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        C.Evidence("x", "t", 1.0, 3, "seeds", 0.1, 0.1, verdict="holds")
+
+
+# -- best-rank claims ----------------------------------------------------------------------------
+def test_best_rank_evidence():
+    rng = np.random.default_rng(0)
+    algs = ["ctrl", "a", "b", "c"]
+    few = pd.DataFrame(rng.normal(size=(4, 3)), index=algs)
+    ev, nem = C.best_rank_evidence(few, "ctrl")
+    assert ev.verdict == "undecided" and "cannot tell the treatments apart" in ev.reason
+    assert nem.empty  # no post-hoc test after a Friedman test that does not reject
+    base = rng.normal(size=12)
+    clear = pd.DataFrame([base + 3, base + 2, base + 1, base], index=algs)
+    ev, nem = C.best_rank_evidence(clear, "ctrl")
+    assert ev.verdict == "undecided"  # first, but Nemenyi does not separate it from "a"
+    assert len(nem) == 3
+    # Always first, the others shuffled behind it: separated from every one of them.
+    best = pd.DataFrame(rng.normal(size=(6, 12)), index=[*algs, "d", "e"])
+    best.loc["ctrl"] = 10.0
+    ev, nem = C.best_rank_evidence(best, "ctrl")
+    assert ev.verdict == "supported" and (nem["p"] <= 0.05).all()
+    assert C.best_rank_evidence(best, "ctrl", higher_is_better=False)[0].verdict == "contradicted"
+    assert C.best_rank_evidence(clear, "c")[0].verdict == "contradicted"
+    with pytest.raises(ValueError, match="not a complete row"):
+        C.best_rank_evidence(clear, "zzz")
+
+
+# -- C1 and the scorecard on a synthetic analytics table ----------------------------------------
+def _analytics(slope, seeds=3, clients=2, units=5):
+    rng = np.random.default_rng(1)
+    rows = []
+    for s in range(seeds):
+        for c in range(clients):
+            for d in range(1, units + 1):
+                v = 0.5 + slope * d + rng.normal(0, 0.01)
+                rows.append(
+                    ("toy", "local", s, c, "first", 0, f"u{d}", d, "cka_dissimilarity", v, NO_OTHER)
+                )
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def test_c1_and_scorecard():
+    up = C.c1_divergence_grows(_analytics(0.1), profile="toy profile")
+    assert up.verdict.verdict == "supported"
+    down = C.c1_divergence_grows(_analytics(-0.1))
+    assert down.verdict.verdict == "contradicted"
+    card = C.scorecard([up, down])
+    assert list(card["verdict"]) == ["supported", "contradicted"]
+    assert card["chapter"].iloc[0] == "{doc}`02_layerwise_divergence`"
+    assert card["profile"].iloc[0] == "toy profile"
+    assert "| claim |" in C.markdown_table(card)
+    with pytest.raises(ValueError, match="stages present"):
+        C.unit_profiles(_analytics(0.1), ["cka_dissimilarity"], "local", "final")
+
+
+# -- timings -------------------------------------------------------------------------------------
+def test_timed_warms_up_and_repeats():
+    from playerfl_core import layer_studies as S
+
+    calls = {"a": 0, "b": 0}
+
+    def a():
+        calls["a"] += 1
+
+    def b():
+        calls["b"] += 1
+
+    times = S.timed([a, b], repeats=7, warmup=3)
+    assert times.shape == (7, 2) and (times >= 0).all()
+    assert calls == {"a": 10, "b": 10}
+    with pytest.raises(ValueError, match="repeats must be ≥ 5"):
+        S.timed([a], repeats=1)
+
+
+def test_metric_cost_reports_medians_and_spread():
+    import torch
+
+    from playerfl_core import layer_studies as S
+    from playerfl_core.models import HeartMLP
+
+    torch.manual_seed(0)
+    model = HeartMLP()
+    x, y = torch.randn(32, 10), torch.randint(0, 5, (32,))
+    cost = S.metric_cost(model, x, y, n_probes=2, repeats=5, warmup=1)
+    assert cost["repeats"] == 5
+    for key in ("sensitivity", "hessian_trace", "ratio"):
+        med = cost[key if key == "ratio" else f"{key}_s"]
+        assert cost[f"{key}_q1"] <= cost[f"{key}_q3"]
+        if key != "ratio":
+            assert cost[f"{key}_q1"] <= med <= cost[f"{key}_q3"]
+    assert cost["ratio"] == pytest.approx(cost["hessian_trace_s"] / cost["sensitivity_s"])
