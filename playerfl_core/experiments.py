@@ -141,11 +141,23 @@ def code_fingerprint() -> str:
     return h.hexdigest()[:12]
 
 
-RUN_MODULES = ("engine", "models", "units", "sensitivity", "profiles", "results")
+RUN_MODULES = (
+    "engine",
+    "models",
+    "units",
+    "sensitivity",
+    "profiles",
+    "results",
+    "scoring",
+    "losses",
+)
 """Modules of ``playerfl_core`` whose code decides a run's numbers (besides ``algorithms/``)."""
 
 
 # -- one run ----------------------------------------------------------------------------------
+def options_tag(loss: str, augment: bool) -> str:
+    """``""`` for the default training options, else ``_focal`` and/or ``_augment``."""
+    return ("_focal" if loss == "focal" else "") + ("_augment" if augment else "")
 
 
 @dataclass(frozen=True)
@@ -157,8 +169,10 @@ class RunSpec:
     lr: float
     seed: int
     profile: str = "quick"
-    eval_protocol: str = "deployed"
+    eval_timing: str = "after_aggregation"
     rounds: int | None = None
+    loss: str = "cross_entropy"
+    augment: bool = False
 
     def config(self, device: str | None = None) -> RunConfig:
         return make_config(
@@ -168,7 +182,9 @@ class RunSpec:
             lr=self.lr,
             rounds=self.rounds,
             device=device,
-            eval_protocol=self.eval_protocol,
+            eval_timing=self.eval_timing,
+            loss=self.loss,
+            augment=self.augment,
             progress=False,
         )
 
@@ -195,7 +211,7 @@ class RunSpec:
         rounds = f"_r{self.rounds}" if self.rounds is not None else ""
         return (
             f"{self.dataset}_{self.algorithm}_lr{self.lr:g}_s{self.seed}_"
-            f"{self.eval_protocol}{rounds}_{digest[:8]}"
+            f"{self.eval_timing}{rounds}{options_tag(self.loss, self.augment)}_{digest[:8]}"
         )
 
 
@@ -405,8 +421,10 @@ def run_grid(
     tune_seeds=None,
     fixed_lr: dict | None = None,
     store: str | Path | None = None,
-    eval_protocol: str = "deployed",
+    eval_timing: str = "after_aggregation",
     rounds: int | None = None,
+    loss: str = "cross_entropy",
+    augment: bool = False,
     device: str | None = None,
     workers: int | None = None,
     threads: int = 1,
@@ -421,13 +439,14 @@ def run_grid(
 
     ``seeds``/``lrs``/``tune_seeds`` override :data:`GRIDS` for every dataset. ``fixed_lr``
     maps ``(dataset, algorithm)`` to a learning rate and skips tuning for those pairs (e.g. to
-    rerun chosen LRs under ``eval_protocol="authors"``). ``compute=False`` only loads and raises
-    :class:`MissingResultsError` naming the command that computes what is missing.
+    rerun chosen LRs under ``eval_timing="before_aggregation"``). ``compute=False`` only loads
+    and raises :class:`MissingResultsError` naming the command that computes what is missing.
     ``recompute_stale`` recomputes stored runs made by different code (see
     :func:`code_fingerprint`); ``fresh`` recomputes everything. ``workers``
     processes run in parallel on the CPU (default: 2 when the CPU has ≥ 2 cores and device is
     CPU, else 1). The combined tables are also written to ``<store>/<name>.csv`` and
-    ``<name>-status.csv`` (``name`` defaults to ``grid-<eval_protocol>``).
+    ``<name>-status.csv`` (``name`` defaults to ``grid-<eval_timing>``, plus ``-focal`` and
+    ``-augment`` for those training options; ``loss``/``augment`` as in ``RunConfig``).
     """
     datasets = (
         [d.strip() for d in datasets.split(",")] if isinstance(datasets, str) else list(datasets)
@@ -451,7 +470,7 @@ def run_grid(
                 tune_specs, lr_known = [], float(fixed_lr[(ds, alg)])
             else:
                 tune_specs = [
-                    RunSpec(ds, alg, lr, t, profile, eval_protocol, rounds)
+                    RunSpec(ds, alg, lr, t, profile, eval_timing, rounds, loss, augment)
                     for lr in s["lrs"]
                     for t in s["tune_seeds"]
                 ]
@@ -468,7 +487,7 @@ def run_grid(
     def eval_specs(key, lr):
         ds, alg = key
         return [
-            RunSpec(ds, alg, lr, seed, profile, eval_protocol, rounds)
+            RunSpec(ds, alg, lr, seed, profile, eval_timing, rounds, loss, augment)
             for seed in plan[key]["seeds"]
         ]
 
@@ -567,7 +586,7 @@ def run_grid(
         torch.set_num_threads(previous_threads)
 
     result = _collect(plan, records, store, spec_stage, eval_specs, code, computed)
-    name = name or f"grid-{eval_protocol}"
+    name = name or f"grid-{eval_timing}{options_tag(loss, augment).replace('_', '-')}"
     if computed or not (store.root / f"{name}.csv").exists():
         from playerfl_core.results import save_table
 
