@@ -12,6 +12,7 @@ import os
 import urllib.error
 import urllib.request
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,6 +81,13 @@ class FederatedData:
     source: str = ""
     notes: str = ""
     params: dict = field(default_factory=dict)
+    focal_loss: dict | None = None
+    """The authors' focal-loss parameters for this dataset (``{"gamma", "alpha"}``, reference
+    §4.1), used when a run asks for ``loss="focal"``; None: the authors trained with plain
+    cross-entropy."""
+    augmentation: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None = None
+    """The authors' training-time augmentation (``augment(x_batch, generator)``, on the batch's
+    device), used when a run asks for ``augment=True``; None: they had none."""
 
     def __post_init__(self) -> None:
         self.input_shape = tuple(int(d) for d in self.input_shape)

@@ -16,13 +16,36 @@ import pandas as pd
 from tqdm import tqdm
 
 from playerfl_core.algorithms import ALGORITHMS, get_algorithm
-from playerfl_core.engine import DivergenceError, run_federated
+from playerfl_core.engine import EVAL_TIMINGS, DivergenceError, run_federated
+from playerfl_core.losses import LOSSES
 from playerfl_core.profiles import PROFILE_NAMES, make_config
 from playerfl_core.results import save_table
 
 
 def _parse_list(text: str, cast=str) -> list:
     return [cast(t) for t in text.split(",") if t.strip()]
+
+
+def add_training_options(parser: argparse.ArgumentParser) -> None:
+    """Options that change what is trained or scored (:class:`playerfl_core.RunConfig`)."""
+    parser.add_argument(
+        "--eval-timing",
+        choices=EVAL_TIMINGS,
+        default="after_aggregation",
+        help="when clients are scored: after_aggregation (the model they deploy, default) or "
+        "before_aggregation (right after local training, as the authors' code, ref. §5.2)",
+    )
+    parser.add_argument(
+        "--loss",
+        choices=LOSSES,
+        default="cross_entropy",
+        help="training loss; 'focal': the authors' focal loss (Heart, ref. §4.1)",
+    )
+    parser.add_argument(
+        "--augment",
+        action="store_true",
+        help="augment training batches as the authors did (Fashion-MNIST, ref. §2.2)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,12 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--rounds", type=int, help="override the profile's number of rounds")
     run.add_argument("--lr", type=float, help="override the profile's learning rate")
     run.add_argument("--device", help="cpu or cuda (default: cuda when present)")
-    run.add_argument(
-        "--eval-protocol",
-        choices=["deployed", "authors"],
-        default="deployed",
-        help="'authors': score FedAvg-style methods before aggregation (ref. §5.2)",
-    )
+    add_training_options(run)
 
     grid = sub.add_parser(
         "grid",
@@ -64,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--lrs", help="learning-rate grid, comma-separated (default: per dataset)")
     grid.add_argument("--tune-seeds", help="seeds the LR is tuned on (default: per dataset)")
     grid.add_argument("--store", help="store directory (default: <repo>/results/<profile>)")
-    grid.add_argument("--eval-protocol", choices=["deployed", "authors"], default="deployed")
+    add_training_options(grid)
     grid.add_argument("--rounds", type=int, help="override the profile's number of rounds")
     grid.add_argument("--device", help="cpu or cuda (default: cuda when present)")
     grid.add_argument("--workers", type=int, help="parallel CPU processes (default: 2 on CPU)")
@@ -134,7 +152,9 @@ def cmd_grid(args) -> int:
         lrs=_parse_list(args.lrs, float) if args.lrs else None,
         tune_seeds=_parse_list(args.tune_seeds, int) if args.tune_seeds else None,
         store=args.store,
-        eval_protocol=args.eval_protocol,
+        eval_timing=args.eval_timing,
+        loss=args.loss,
+        augment=args.augment,
         rounds=args.rounds,
         device=args.device,
         workers=args.workers,
@@ -186,7 +206,8 @@ def cmd_status(args) -> int:
         print(f"{root}: no finished runs")
         return 0
     frame = pd.DataFrame(records)
-    counts = frame.groupby(["dataset", "eval_protocol", "status"]).size().rename("runs")
+    keys = [k for k in ("dataset", "eval_timing", "loss", "augment", "status") if k in frame]
+    counts = frame.groupby(keys).size().rename("runs")
     print(f"{root}: {len(frame)} runs, {frame['seconds'].sum():.0f} s of compute")
     print(counts.reset_index().to_string(index=False))
     bad = frame[frame["status"] != "ok"]
@@ -215,7 +236,9 @@ def cmd_run(args) -> int:
                 rounds=args.rounds,
                 lr=args.lr,
                 device=args.device,
-                eval_protocol=args.eval_protocol,
+                eval_timing=args.eval_timing,
+                loss=args.loss,
+                augment=args.augment,
                 progress=False,
             )
             tables.append(run_federated(data, name, config).table())

@@ -165,11 +165,23 @@ def code_fingerprint() -> str:
     return h.hexdigest()[:12]
 
 
-RUN_MODULES = ("engine", "models", "units", "sensitivity", "profiles", "results")
+RUN_MODULES = (
+    "engine",
+    "models",
+    "units",
+    "sensitivity",
+    "profiles",
+    "results",
+    "scoring",
+    "losses",
+)
 """Modules of ``playerfl_core`` whose code decides a run's numbers (besides ``algorithms/``)."""
 
 
 # -- one run ----------------------------------------------------------------------------------
+def options_tag(loss: str, augment: bool) -> str:
+    """``""`` for the default training options, else ``_focal`` and/or ``_augment``."""
+    return ("_focal" if loss == "focal" else "") + ("_augment" if augment else "")
 
 
 @dataclass(frozen=True)
@@ -181,8 +193,10 @@ class RunSpec:
     lr: float
     seed: int
     profile: str = "quick"
-    eval_protocol: str = "deployed"
+    eval_timing: str = "after_aggregation"
     rounds: int | None = None
+    loss: str = "cross_entropy"
+    augment: bool = False
 
     def config(self, device: str | None = None) -> RunConfig:
         return make_config(
@@ -192,7 +206,9 @@ class RunSpec:
             lr=self.lr,
             rounds=self.rounds,
             device=device,
-            eval_protocol=self.eval_protocol,
+            eval_timing=self.eval_timing,
+            loss=self.loss,
+            augment=self.augment,
             progress=False,
         )
 
@@ -234,10 +250,10 @@ class RunSpec:
             json.dumps(self.fingerprint(), sort_keys=True, default=str).encode()
         ).hexdigest()
         rounds = f"_r{self.rounds}" if self.rounds is not None else ""
-        timing = "" if self.eval_protocol == "deployed" else f"_{self.eval_protocol}"
+        timing = "" if self.eval_timing == "after_aggregation" else f"_{self.eval_timing}"
         return (
-            f"{self.dataset}_{self.algorithm}_lr{self.lr:g}_s{self.seed}{timing}{rounds}_"
-            f"{digest[:8]}"
+            f"{self.dataset}_{self.algorithm}_lr{self.lr:g}_s{self.seed}{timing}{rounds}"
+            f"{options_tag(self.loss, self.augment)}_{digest[:8]}"
         )
 
 
@@ -478,8 +494,10 @@ def run_grid(
     tune_seeds=None,
     fixed_lr: dict | None = None,
     store: str | Path | None = None,
-    eval_protocol: str = "deployed",
+    eval_timing: str = "after_aggregation",
     rounds: int | None = None,
+    loss: str = "cross_entropy",
+    augment: bool = False,
     device: str | None = None,
     workers: int | None = None,
     threads: int = 1,
@@ -495,13 +513,14 @@ def run_grid(
 
     ``seeds``/``lrs``/``tune_seeds`` override :data:`GRIDS` for every dataset. ``fixed_lr``
     maps ``(dataset, algorithm)`` to a learning rate and skips tuning for those pairs (e.g. to
-    rerun chosen LRs under ``eval_protocol="authors"``). ``compute=False`` only loads and raises
-    :class:`MissingResultsError` naming the command that computes what is missing.
+    rerun chosen LRs under ``eval_timing="before_aggregation"``). ``compute=False`` only loads
+    and raises :class:`MissingResultsError` naming the command that computes what is missing.
     ``recompute_stale`` recomputes stored runs made by different code (see
     :func:`code_fingerprint`); ``fresh`` recomputes everything. ``workers``
     processes run in parallel on the CPU (default: 2 when the CPU has ≥ 2 cores and device is
     CPU, else 1). The combined tables are also written to ``<store>/<name>.csv`` and
-    ``<name>-status.csv`` (``name`` defaults to ``grid-<eval_protocol>``).
+    ``<name>-status.csv`` (``name`` defaults to ``grid-<eval_timing>``, plus ``-focal`` and
+    ``-augment`` for those training options; ``loss``/``augment`` as in ``RunConfig``).
 
     ``splits`` adds the split sweep: ``prefix_p0`` … ``prefix_pL`` per dataset, each run at the
     learning rate tuned for PLayer-FL (which is then added to the algorithms), so the split is
@@ -542,7 +561,7 @@ def run_grid(
                 tune_specs, lr_known = [], float(fixed_lr[(ds, alg)])
             else:
                 tune_specs = [
-                    RunSpec(ds, alg, lr, t, profile, eval_protocol, rounds)
+                    RunSpec(ds, alg, lr, t, profile, eval_timing, rounds, loss, augment)
                     for lr in s["lrs"]
                     for t in s["tune_seeds"]
                 ]
@@ -562,7 +581,7 @@ def run_grid(
     def eval_specs(key, lr):
         ds, alg = key
         return [
-            RunSpec(ds, alg, lr, seed, profile, eval_protocol, rounds)
+            RunSpec(ds, alg, lr, seed, profile, eval_timing, rounds, loss, augment)
             for seed in plan[key]["seeds"]
         ]
 
@@ -592,7 +611,7 @@ def run_grid(
                 p["widened"].append(extra)
                 p["lrs"] = tuple(sorted({*p["lrs"], extra}, reverse=True))
                 new = [
-                    RunSpec(ds, alg, extra, t, profile, eval_protocol, rounds)
+                    RunSpec(ds, alg, extra, t, profile, eval_timing, rounds, loss, augment)
                     for t in p["tune_seeds"]
                 ]
                 p["tune"] = [*p["tune"], *new]
@@ -677,7 +696,7 @@ def run_grid(
         torch.set_num_threads(previous_threads)
 
     result = _collect(plan, records, store, spec_stage, eval_specs, code, computed)
-    name = name or f"grid-{eval_protocol}"
+    name = name or f"grid-{eval_timing}{options_tag(loss, augment).replace('_', '-')}"
     if computed or not (store.root / f"{name}.csv").exists():
         from playerfl_core.results import save_table
 

@@ -523,7 +523,7 @@ def _check_runs(data, rounds=2, **config_kw):
 
 def test_all_algorithms_run_on_heart_both_protocols(heart):
     deployed = _check_runs(heart, rounds=1)
-    authors = _check_runs(heart, rounds=1, eval_protocol="authors")
+    authors = _check_runs(heart, rounds=1, eval_timing="before_aggregation")
     # the server step never touches a personal model: both protocols score the same models
     # FedLAMA deploys the average of the clients' current models, which synchronising leaves as is
     for name in ("local", "pfedme", "ditto", "pfedla", "fedlama"):

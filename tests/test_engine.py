@@ -140,13 +140,13 @@ def test_table_is_long_and_tidy(heart):
     assert set(best.groupby("client")["round"].nunique()) == {1}
 
 
-def test_authors_protocol_scores_fedavg_before_aggregation(heart):
+def test_before_aggregation_scores_fedavg_before_aggregation(heart):
     deployed = run_federated(heart, "fedavg", config()).table()
-    authors = run_federated(heart, "fedavg", config(eval_protocol="authors")).table()
+    authors = run_federated(heart, "fedavg", config(eval_timing="before_aggregation")).table()
     pick = lambda t: t[t.split == "test"]["value"].to_numpy()  # noqa: E731
     assert not np.allclose(pick(deployed), pick(authors))
     local_d = run_federated(heart, "local", config()).table()
-    local_a = run_federated(heart, "local", config(eval_protocol="authors")).table()
+    local_a = run_federated(heart, "local", config(eval_timing="before_aggregation")).table()
     np.testing.assert_array_equal(pick(local_d), pick(local_a))
 
 
@@ -221,8 +221,8 @@ def test_unknown_algorithm_and_bad_parameters_are_explained():
         get_algorithm("playerfl", treshold=1.0)
     with pytest.raises(ValueError, match="lr must be"):
         config(lr=-1)
-    with pytest.raises(ValueError, match="eval_protocol"):
-        config(eval_protocol="global")
+    with pytest.raises(ValueError, match="eval_timing must be one of"):
+        config(eval_timing="authors")
 
 
 # -- the command line -------------------------------------------------------------------------

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from playerfl_core.algorithms.base import Algorithm
 from playerfl_core.engine import DivergenceError
@@ -117,7 +116,7 @@ class PFedMe(Algorithm):
             for x, y in client.batches():
                 for _ in range(self.K):
                     opt.zero_grad(set_to_none=True)
-                    loss = F.cross_entropy(theta(x), y)
+                    loss = client.loss(theta(x), y)
                     prox = sum(
                         ((t - w.detach()) ** 2).sum()
                         for t, w in zip(t_params, w_params, strict=True)
