@@ -145,7 +145,7 @@ def build(variant: Variant, module, root, seed: int, params: dict) -> FederatedD
             "variant": variant.name,
             "kind": variant.kind,
             "alpha": variant.alpha,
-        },  # fmt: skip
+        },
     )
 
 

@@ -133,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--rounds", type=int, help="override the profile's number of rounds")
     sweep.add_argument("--splits", help="only these p, comma-separated (default: 0..L)")
     sweep.add_argument("--device", help="cpu or cuda (default: cuda when present)")
+    sweep.add_argument(
+        "--workers", type=int, default=1, help="parallel CPU processes (results do not change)"
+    )
 
     status = sub.add_parser("status", help="summarise a store: runs per status, failures")
     status.add_argument("--store", help="store directory (default: <repo>/results/<profile>)")
@@ -263,6 +266,7 @@ def cmd_sweep(args) -> int:
             rounds=args.rounds,
             device=args.device,
             splits=_parse_list(args.splits, int) if args.splits else None,
+            workers=args.workers,
         )
     except (DataError, DivergenceError) as err:
         print(f"playerfl: {err}", file=sys.stderr)

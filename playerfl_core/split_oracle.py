@@ -32,7 +32,7 @@ from playerfl_core.algorithms.playerfl_random import random_split
 from playerfl_core.algorithms.prefix import parse_prefix_name, prefix_name
 from playerfl_core.layer_studies import bootstrap_interval
 from playerfl_core.metrics import client_weights
-from playerfl_core.results import SERVER, client_scores
+from playerfl_core.results import COLUMNS, SERVER, client_scores
 from playerfl_core.sensitivity import DEFAULT_THRESHOLD, relative_rises, server_split
 
 RUN = ["dataset", "lr", "seed"]
@@ -83,45 +83,115 @@ def run_sweep(
     data_loader: Callable | None = None,
     splits: Iterable[int] | None = None,
     progress: bool = True,
+    workers: int = 1,
 ) -> pd.DataFrame:
     """Every split p = 0 … L (or ``splits``) on every seed, at one learning rate (the
     profile's unless ``lr``): the long results table, one ``prefix_p{p}`` run per (seed, p).
 
     The data of seed s is ``data_loader(s)`` (default ``data_prep.load(dataset, profile,
-    seed=s)``). Same arguments, same machine: the same table.
+    seed=s)``). Same arguments, same machine: the same table (see :func:`run_sweeps`).
     """
+    return run_sweeps(
+        [dataset], seeds, profile, lr, rounds, device, data_loader, splits, progress, workers
+    )
+
+
+def run_sweeps(
+    datasets: Iterable[str],
+    seeds: Iterable[int],
+    profile: str = "quick",
+    lr: float | None = None,
+    rounds: int | None = None,
+    device: str | None = None,
+    data_loader: Callable | None = None,
+    splits: Iterable[int] | None = None,
+    progress: bool = True,
+    workers: int = 1,
+) -> pd.DataFrame:
+    """:func:`run_sweep` for several datasets, with ``workers`` CPU processes sharing the runs.
+
+    Every run uses one CPU thread, in a worker or not, so the table does not depend on
+    ``workers`` (CNN kernels differ in the last bits across thread counts). ``data_loader``
+    (seed → data) works with one dataset and ``workers=1`` only.
+    """
+    import torch
+
+    from playerfl_core.profiles import make_config
+
+    datasets, seeds = list(datasets), [int(s) for s in seeds]
+    if data_loader is not None and (len(datasets) != 1 or workers > 1):
+        raise ValueError("data_loader needs exactly one dataset and workers=1.")
+    jobs = []
+    for ds in datasets:
+        for seed in seeds:
+            data = data_loader(seed) if data_loader else _sweep_data(ds, profile, seed)
+            width = make_config(ds, profile, seed=seed, lr=lr, rounds=rounds).width
+            units = model_units(data, width)
+            check_sweepable(units, ds)
+            ps = range(len(units) + 1) if splits is None else [int(p) for p in splits]
+            bad = [p for p in ps if not 0 <= p <= len(units)]
+            if bad:
+                raise ValueError(
+                    f"splits {bad} are outside the valid range 0..{len(units)} for {ds!r} "
+                    f"(units {', '.join(units)})."
+                )
+            jobs += [(ds, profile, seed, p, lr, rounds, device) for p in ps]
+    bar = tqdm(total=len(jobs), desc="sweep", unit="run", disable=not progress)
+    tables: list = [None] * len(jobs)
+    if workers <= 1:
+        previous = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            for i, job in enumerate(jobs):
+                loader = data_loader or (lambda s, ds=job[0]: _sweep_data(ds, profile, s))
+                tables[i] = _sweep_run(*job, data=loader(job[2]))
+                bar.update()
+        finally:
+            torch.set_num_threads(previous)
+    else:
+        import concurrent.futures as cf
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        with cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_one_thread) as pool:
+            futures = {pool.submit(_sweep_run, *job): i for i, job in enumerate(jobs)}
+            for fut in cf.as_completed(futures):
+                tables[futures[fut]] = fut.result()
+                bar.update()
+    bar.close()
+    return pd.concat(tables, ignore_index=True)
+
+
+_DATA: dict = {}
+
+
+def _sweep_data(dataset: str, profile: str, seed: int):
+    from data_prep import load
+
+    key = (dataset, profile, seed)
+    if key not in _DATA:
+        if len(_DATA) >= 8:
+            _DATA.pop(next(iter(_DATA)))
+        _DATA[key] = load(dataset, profile=profile, seed=seed)
+    return _DATA[key]
+
+
+def _one_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _sweep_run(dataset, profile, seed, p, lr, rounds, device, data=None) -> pd.DataFrame:
+    """One prefix run of a sweep (a module-level function so worker processes can run it)."""
     from playerfl_core.engine import run_federated
     from playerfl_core.profiles import make_config
 
-    if data_loader is None:
-        from data_prep import load
-
-        def data_loader(s):
-            return load(dataset, profile=profile, seed=s)
-
-    seeds = [int(s) for s in seeds]
-    tables, data = [], {}
-    jobs = []
-    for seed in seeds:
-        data[seed] = data_loader(seed)
-        config = make_config(dataset, profile, seed=seed, lr=lr, rounds=rounds, device=device)
-        units = model_units(data[seed], config.width)
-        check_sweepable(units, dataset)
-        ps = range(len(units) + 1) if splits is None else [int(p) for p in splits]
-        bad = [p for p in ps if not 0 <= p <= len(units)]
-        if bad:
-            raise ValueError(
-                f"splits {bad} are outside the valid range 0..{len(units)} for {dataset!r} "
-                f"(units {', '.join(units)})."
-            )
-        jobs += [(seed, p) for p in ps]
-    bar = tqdm(jobs, desc=f"sweep {dataset}", unit="run", disable=not progress)
-    for seed, p in bar:
-        config = make_config(
-            dataset, profile, seed=seed, lr=lr, rounds=rounds, device=device, progress=False
-        )
-        tables.append(run_federated(data[seed], prefix_name(p), config).table())
-    return pd.concat(tables, ignore_index=True)
+    data = data if data is not None else _sweep_data(dataset, profile, seed)
+    config = make_config(
+        dataset, profile, seed=seed, lr=lr, rounds=rounds, device=device, progress=False
+    )
+    return run_federated(data, prefix_name(p), config).table()
 
 
 # -- scores per split ----------------------------------------------------------------------
@@ -141,8 +211,9 @@ def _split_scores(
     table: pd.DataFrame, split: str, metric: str, selection: str, weighting: str
 ) -> pd.DataFrame:
     scores = client_scores(table, metric, split, selection)
-    merged = scores.merge(client_weights(table, weighting), on=["dataset", "algorithm", "lr",
-                                                                "seed", "client"])  # fmt: skip
+    merged = scores.merge(
+        client_weights(table, weighting), on=["dataset", "algorithm", "lr", "seed", "client"]
+    )
     merged["wv"] = merged["value"] * merged["weight"]
     out = merged.groupby(["dataset", "algorithm", "lr", "seed"], as_index=False).agg(
         wv=("wv", "sum"), w=("weight", "sum")
@@ -165,8 +236,9 @@ def sweep_scores(
     rows = sweep_rows(table).drop(columns="p")
     val = _split_scores(rows, "val", metric, selection, weighting).rename(columns={"value": "val"})
     test = _split_scores(rows, "test", metric, selection, weighting)
-    out = val.merge(test.rename(columns={"value": "test"}), on=["dataset", "algorithm", "lr",
-                                                                  "seed"])  # fmt: skip
+    out = val.merge(
+        test.rename(columns={"value": "test"}), on=["dataset", "algorithm", "lr", "seed"]
+    )
     out["p"] = out.pop("algorithm").map(parse_prefix_name).astype(int)
     return out[[*RUN, "p", "val", "test"]].sort_values([*RUN, "p"], ignore_index=True)
 
@@ -381,8 +453,9 @@ def c5_table(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") 
         if candidates:
             drawn = random_split(int(key[2]), n_units, p_rule)
             rows.append((*key, p_rule, "random (drawn)", drawn, mine - test[drawn]))
-            rows.append((*key, p_rule, "random (expected)", -1,
-                         mine - float(test[candidates].mean())))  # fmt: skip
+            rows.append(
+                (*key, p_rule, "random (expected)", -1, mine - float(test[candidates].mean()))
+            )
     return pd.DataFrame(rows, columns=[*RUN, "p_rule", "other", "p_other", "diff"])
 
 
@@ -393,8 +466,9 @@ def c5_summary(c5: pd.DataFrame) -> pd.DataFrame:
     for (ds, other), g in c5.groupby(["dataset", "other"], sort=False):
         m, lo, hi = interval(g["diff"])
         rows.append((ds, other, m, lo, hi, len(g), effect_verdict(m, lo, hi, len(g))["verdict"]))
-    return pd.DataFrame(rows, columns=["dataset", "other", "mean", "lo", "hi", "n_seeds",
-                                       "verdict"])  # fmt: skip
+    return pd.DataFrame(
+        rows, columns=["dataset", "other", "mean", "lo", "hi", "n_seeds", "verdict"]
+    )
 
 
 def reference_table(
@@ -457,11 +531,33 @@ def stability_summary(splits: pd.DataFrame, oracle: pd.Series | Mapping) -> pd.D
         counts = g["p_rule"].value_counts()
         po = oracle.get(ds, np.nan) if hasattr(oracle, "get") else np.nan
         gap = (g["p_rule"] - po).abs()
-        rows.append((ds, var, len(g), int(counts.idxmax()), float(counts.max() / len(g)),
-                     int(len(counts)), po, float((gap == 0).mean()),
-                     float((gap <= 1).mean())))  # fmt: skip
-    return pd.DataFrame(rows, columns=["dataset", "variant", "n_seeds", "modal_p", "modal_share",
-                                       "distinct", "p_oracle", "same", "within_one"])  # fmt: skip
+        rows.append(
+            (
+                ds,
+                var,
+                len(g),
+                int(counts.idxmax()),
+                float(counts.max() / len(g)),
+                int(len(counts)),
+                po,
+                float((gap == 0).mean()),
+                float((gap <= 1).mean()),
+            )
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "dataset",
+            "variant",
+            "n_seeds",
+            "modal_p",
+            "modal_share",
+            "distinct",
+            "p_oracle",
+            "same",
+            "within_one",
+        ],
+    )
 
 
 def dataset_oracle(scores: pd.DataFrame, on: str = "val") -> dict[str, int]:
@@ -484,8 +580,9 @@ def near_threshold_regret(reg: pd.DataFrame, margin: float = 0.25) -> pd.DataFra
 
 def variant_regrets(scores: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
     """:func:`regrets` for every rule variant on the same seeds (the ablation), stacked."""
-    return pd.concat([regrets(scores, rules, v) for v in rules["variant"].unique()],
-                     ignore_index=True)  # fmt: skip
+    return pd.concat(
+        [regrets(scores, rules, v) for v in rules["variant"].unique()], ignore_index=True
+    )
 
 
 # -- heterogeneity --------------------------------------------------------------------------
@@ -536,11 +633,64 @@ def heterogeneity_summary(
             continue
         ref = refs[refs["dataset"] == f["dataset"]]
         m, lo, hi = interval(r["regret"])
-        rows.append({**f.to_dict(),
-                     "p_rule": int(r["p_rule"].mode().iloc[0]),
-                     "p_oracle": int(r["p_oracle"].mode().iloc[0]),
-                     "rule_ps": r["p_rule"].tolist(), "oracle_ps": r["p_oracle"].tolist(),
-                     "regret": m, "lo": lo, "hi": hi,
-                     "playerfl": ref["playerfl"].mean(), "local": ref["local"].mean(),
-                     "fedavg": ref["fedavg"].mean(), "n_seeds": len(r)})  # fmt: skip
+        rows.append(
+            {
+                **f.to_dict(),
+                "p_rule": int(r["p_rule"].mode().iloc[0]),
+                "p_oracle": int(r["p_oracle"].mode().iloc[0]),
+                "rule_ps": r["p_rule"].tolist(),
+                "oracle_ps": r["p_oracle"].tolist(),
+                "regret": m,
+                "lo": lo,
+                "hi": hi,
+                "playerfl": ref["playerfl"].mean(),
+                "local": ref["local"].mean(),
+                "fedavg": ref["fedavg"].mean(),
+                "n_seeds": len(r),
+            }
+        )
     return pd.DataFrame(rows)
+
+
+# -- stored or computed ---------------------------------------------------------------------
+def load_sweeps(path) -> pd.DataFrame | None:
+    """A stored sweep table (CSV or parquet, the long results table) or None when absent, so
+    a chapter uses stored results when they exist and computes a small version otherwise."""
+    from pathlib import Path
+
+    from playerfl_core.results import load_table
+
+    if path is None or not Path(path).exists():
+        return None
+    if str(path).endswith(".parquet"):
+        table = pd.read_parquet(path)
+        missing = set(COLUMNS) - set(table.columns)
+        if missing:
+            raise ValueError(f"{path} is not a results table: columns {sorted(missing)} missing.")
+        return table
+    return load_table(path)
+
+
+def sweeps(
+    datasets: Iterable[str],
+    seeds: Iterable[int],
+    profile: str = "quick",
+    stored: pd.DataFrame | None = None,
+    progress: bool = True,
+    **run_options,
+) -> pd.DataFrame:
+    """The sweep rows of ``datasets`` from ``stored`` where it has them (every seed it holds),
+    the others computed with :func:`run_sweeps` on ``seeds``. Returns one long table."""
+    parts, missing = [], []
+    for ds in datasets:
+        have = None
+        if stored is not None:
+            rows = stored[stored["dataset"] == ds]
+            have = rows[rows["algorithm"].map(parse_prefix_name).notna()]
+        if have is not None and len(have):
+            parts.append(have)
+        else:
+            missing.append(ds)
+    if missing:
+        parts.append(run_sweeps(missing, seeds, profile, progress=progress, **run_options))
+    return pd.concat(parts, ignore_index=True)

@@ -121,6 +121,15 @@ def test_a_grid_spec_can_name_a_sweep_run(tmp_path, heart_runs):
     assert (stored["metric"] == mine["metric"]).all()
 
 
+def test_a_sweep_does_not_depend_on_the_number_of_workers():
+    one = O.run_sweep("heart", [1], rounds=2, splits=[0, 4], device="cpu", progress=False)
+    two = O.run_sweep(
+        "heart", [1], rounds=2, splits=[0, 4], device="cpu", progress=False, workers=2
+    )
+    assert one.equals(two)
+    assert list(one["algorithm"].unique()) == ["prefix_p0", "prefix_p4"]
+
+
 # -- the random split (C5) -----------------------------------------------------------------
 def test_random_split_never_draws_the_rules_split():
     for seed, n_units in itertools.product(range(40), (3, 4, 5)):
@@ -268,3 +277,19 @@ def test_cli_sweep_writes_one_algorithm_per_split_at_one_lr(tmp_path, capsys):
     assert set(table["lr"]) == {0.02}
     assert main(["sweep", "--dataset", "heart", "--splits", "9", "--out", str(out)]) == 2
     assert "valid range 0..4" in capsys.readouterr().err
+
+
+def test_stability_counts_splits_within_one_unit_of_the_oracle():
+    splits = pd.DataFrame(
+        {"dataset": "d", "variant": "paper", "seed": range(5), "p_rule": [1, 1, 2, 3, 1]}
+    )
+    row = O.stability_summary(splits, {"d": 2}).iloc[0]
+    assert (row["modal_p"], row["modal_share"], row["distinct"]) == (1, 0.6, 3)
+    assert (row["same"], row["within_one"]) == (0.2, 1.0)
+    row = O.stability_summary(splits, {"d": 3}).iloc[0]
+    assert (row["same"], row["within_one"]) == (0.2, 0.4)
+    scores = pd.DataFrame(
+        {"dataset": "d", "lr": 0.1, "seed": [0, 0, 1, 1], "p": [0, 1, 0, 1],
+         "val": [0.5, 0.4, 0.1, 0.3], "test": [1.0, 0.0, 1.0, 0.0]}
+    )  # fmt: skip
+    assert O.dataset_oracle(scores) == {"d": 1}  # mean validation 0.35 against 0.3
