@@ -52,7 +52,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from playerfl_core.algorithms import ALGORITHMS, get_algorithm
+from playerfl_core.algorithms import ALGORITHMS, get_algorithm, is_algorithm
 from playerfl_core.engine import DivergenceError, RunConfig, run_federated
 from playerfl_core.metrics import best_val_loss, choose_lr
 from playerfl_core.profiles import LR_GRIDS, PROFILE_NAMES, SIZE_OF, make_config
@@ -139,8 +139,11 @@ def _algorithms(algorithms) -> list[str]:
         )
     )
     for name in names:
-        if name not in ALGORITHMS:
-            raise ValueError(f"Unknown algorithm {name!r}. Available: {', '.join(ALGORITHMS)}.")
+        if not is_algorithm(name):
+            raise ValueError(
+                f"Unknown algorithm {name!r}. Available: {', '.join(ALGORITHMS)}, or "
+                "prefix_p<k> for the split sweep."
+            )
     return names
 
 
