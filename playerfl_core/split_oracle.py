@@ -654,14 +654,18 @@ def heterogeneity_summary(
 
 # -- stored or computed ---------------------------------------------------------------------
 def load_sweeps(path) -> pd.DataFrame | None:
-    """A stored sweep table (CSV or parquet, the long results table) or None when absent, so
-    a chapter uses stored results when they exist and computes a small version otherwise."""
+    """A stored sweep table (CSV or parquet, the long results table, or a committed archive
+    folder, verified on loading) or None when absent, so a chapter uses stored results when
+    they exist and computes a small version otherwise."""
     from pathlib import Path
 
+    from playerfl_core.archive import MANIFEST_FILE, load_archive
     from playerfl_core.results import load_table
 
     if path is None or not Path(path).exists():
         return None
+    if Path(path).is_dir() and (Path(path) / MANIFEST_FILE).exists():
+        return load_archive(path)[0]
     if str(path).endswith(".parquet"):
         table = pd.read_parquet(path)
         missing = set(COLUMNS) - set(table.columns)
