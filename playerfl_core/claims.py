@@ -224,6 +224,8 @@ def combine(parts: Sequence[Evidence]) -> Verdict:
     """The verdict of a universal claim from its decided parts (rule 5 of the module)."""
     if not parts:
         return Verdict("undecided", "none", "no part could be tested")
+    if len(parts) == 1:
+        return Verdict(parts[0].verdict, parts[0].strength, parts[0].reason)
     order = {s: i for i, s in enumerate(STRENGTHS)}
     counts = {v: sum(p.verdict == v for p in parts) for v in VERDICTS}
     summary = ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]) + f" of {len(parts)}"
@@ -485,7 +487,7 @@ def best_rank_evidence(
         return decide(base), empty
     if fr.pvalue > alpha:
         ev = decide(replace(base, estimate=0.0))
-        lean = "weak" if fr.pvalue <= LEAN_P else "none"
+        lean = "none"  # a Friedman test has no direction: nothing leans towards the claim
         reason = (
             f"Friedman p = {fr.pvalue:.2g} > α = {alpha:g} over {n} {blocks}: the data cannot "
             f"tell the treatments apart; {where}"
