@@ -837,7 +837,8 @@ def describe_profile(profile: str, *tables: pd.DataFrame) -> str:
     datasets = sorted({d for t in tables for d in t["dataset"].unique()})
     lo, hi = (min(seeds), max(seeds)) if seeds else (0, 0)
     span = f"{lo}" if lo == hi else f"{lo}–{hi}"
-    return f"{profile}: {len(datasets)} datasets, {span} seeds"
+    plural = "s" if len(datasets) != 1 else ""
+    return f"{profile}: {len(datasets)} dataset{plural}, {span} seeds"
 
 
 def scorecard(claims: Sequence[Claim], links: bool = True) -> pd.DataFrame:
