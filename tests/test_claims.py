@@ -269,3 +269,47 @@ def test_metric_cost_reports_medians_and_spread():
         if key != "ratio":
             assert cost[f"{key}_q1"] <= med <= cost[f"{key}_q3"]
     assert cost["ratio"] == pytest.approx(cost["hessian_trace_s"] / cost["sensitivity_s"])
+
+
+# -- C3-C5 on a synthetic results table ---------------------------------------------------------
+def _results(
+    effect,
+    seeds=8,
+    datasets=("d1", "d2", "d3"),
+    algs=("playerfl", "playerfl_random", "local", "fedavg", "x", "y"),
+):
+    """One-round runs, 3 clients; ``playerfl`` scores ``effect`` above every other algorithm."""
+    from playerfl_core.results import COLUMNS as RESULT_COLUMNS
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for ds in datasets:
+        for seed in range(seeds):
+            base = rng.uniform(0.4, 0.6, 3)
+            for a in algs:
+                lift = effect if a == "playerfl" else rng.normal(0, 0.005)
+                for c in range(3):
+                    f1 = float(base[c] + lift + rng.normal(0, 0.002))
+                    rows.append((ds, a, 0.01, seed, c, 0, "train", "n_samples", 10, 10))
+                    rows.append((ds, a, 0.01, seed, c, 0, "val", "loss", 0.1, 5))
+                    for metric in ("macro_f1", "accuracy", "loss"):
+                        rows.append((ds, a, 0.01, seed, c, 0, "test", metric, f1, 5))
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def test_c3_c5_from_results_table():
+    better = _results(0.05)
+    c5 = C.c5_beats_random(better)
+    assert c5.verdict.verdict == "supported" and c5.parts["n"].iloc[0] == 24
+    assert C.c3_best_rank(better).verdict.verdict == "supported"
+    worse = _results(-0.05)
+    assert C.c5_beats_random(worse).verdict.verdict == "contradicted"
+    assert C.c3_best_rank(worse).verdict.verdict == "contradicted"
+    two_seeds = _results(0.05, seeds=1, datasets=("d1", "d2"))
+    c5_small = C.c5_beats_random(two_seeds)
+    assert c5_small.verdict.verdict == "undecided" and "not run" in c5_small.parts["reason"].iloc[0]
+    c4 = C.c4_fairness_and_ipr(better)
+    assert list(c4.parts["part"]) == ["fairness", "IPR"]
+    assert c4.verdict.verdict in C.VERDICTS
+    with pytest.raises(ValueError, match="C5 needs runs of"):
+        C.c5_beats_random(better[better["algorithm"] != "playerfl_random"])
