@@ -556,16 +556,16 @@ CLAIMS = {
     ),
     "C3": (
         "PLayer-FL has the best mean macro-F1 rank among all algorithms",
-        "04_playerfl_vs_baselines",
+        "05_playerfl_vs_baselines",
     ),
     "C4": (
         "PLayer-FL is the fairest (lowest variance of client macro-F1) and has the highest "
         "incentivized participation rate",
-        "04_playerfl_vs_baselines",
+        "05_playerfl_vs_baselines",
     ),
     "C5": (
         "The sensitivity-chosen split beats a random split (PLayer-FL vs PLayer-FL-Random)",
-        "04_playerfl_vs_baselines",
+        "05_playerfl_vs_baselines",
     ),
 }
 """Claim id → (statement, chapter): the claims the chapters test."""

@@ -1,6 +1,6 @@
 """Experiment grids (dataset × algorithm × learning rate × seed) with a resumable on-disk store.
 
-The protocol (chapter 04 states it in prose):
+The protocol (chapter 05 states it in prose):
 
 1. **Tune** each algorithm's learning rate per dataset on the *tuning seeds*: run every LR of
    the grid and keep the one with the lowest mean (over tuning seeds) of

@@ -1,6 +1,6 @@
 """Headline scores, fairness, incentives, ranks and tests, computed from the results table only.
 
-The protocol, stated once (chapter 04 repeats it in prose):
+The protocol, stated once (chapter 05 repeats it in prose):
 
 * **Per client and run.** A client's score is its *test* metric at the round with its lowest
   *validation* loss (:func:`playerfl_core.results.select_rounds`, ``selection="best_val"``), as
