@@ -459,6 +459,25 @@ def test_pfedme_outer_step_on_a_hand_built_quadratic():
     torch.testing.assert_close(w, torch.tensor([0.6, -0.8, 0.5], dtype=torch.float64))
 
 
+def test_pfedme_adam_outer_step_feeds_the_envelope_gradient_to_adam():
+    """outer='adam': the client's Adam takes λ(w − θ) as the gradient of w, so w moves towards
+    θ, by Adam's rescaled step rather than ηλ(w − θ)."""
+    me = PFedMe(lam=4.0, outer="adam")
+    me.setup(SimpleNamespace(config=SimpleNamespace(lr=0.1), clients=[]))
+    w = nn.Parameter(torch.tensor([1.0, -2.0, 0.5, 3.0]))
+    theta = torch.tensor([0.0, 1.0, 0.5, 2.0])
+    ref = nn.Parameter(w.detach().clone())
+    client = SimpleNamespace(optimizer=torch.optim.Adam([w], lr=0.1, amsgrad=True))
+    ref_opt = torch.optim.Adam([ref], lr=0.1, amsgrad=True)
+    for _ in range(3):
+        me._envelope_step(client, [w], [theta])
+        ref_opt.zero_grad()
+        ref.grad = 4.0 * (ref.detach() - theta)
+        ref_opt.step()
+        assert torch.equal(w.detach(), ref.detach())
+    assert (w.detach() - theta).abs().sum() < torch.tensor([1.0, 3.0, 0.0, 1.0]).sum()
+
+
 class OuterProbe(PFedMe):
     """Records w before and after one client's local update, and θ after it."""
 
@@ -865,6 +884,8 @@ def lama_with_table(discrepancy, sizes, tau_base=2, phi=2):
         ({"a": 4.0, "b": 1.0, "c": 3.0, "d": 2.0}, dict.fromkeys("abcd", 10), {"b", "d", "c"}),
         # equal discrepancies: δ = 1 − λ exactly at two units is not "exceeds", so three
         ({"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0}, dict.fromkeys("abcd", 5), {"a", "b", "c"}),
+        # only the order matters, not the scale (a total discrepancy below 1 still counts)
+        ({"a": 4e-3, "b": 1e-3, "c": 3e-3, "d": 2e-3}, dict.fromkeys("abcd", 10), {"b", "d", "c"}),
         # a big low-discrepancy unit: λ = .9 after it, δ = 90/(90 + 500) ≈ .15 > .1
         ({"big": 1.0, "small": 50.0}, {"big": 90, "small": 10}, {"big"}),
         # the least discrepant unit first, even when listed last; sizes weigh the shares:
