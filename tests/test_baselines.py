@@ -142,10 +142,11 @@ def shares(clients) -> list[float]:
 
 
 # -- registry ---------------------------------------------------------------------------------
-def test_registry_order_and_hyperparameters():
-    assert list(ALGORITHMS) == ORDER
-    assert get_algorithm("fedprox", mu=0.5).mu == 0.5
-    assert get_algorithm("pfedme").hyperparameters() == {
+DEFAULTS = {  # reference §1.2, except pFedMe (the pFedMe paper's λ, K, β; see its docstring)
+    "local": {},
+    "fedavg": {},
+    "fedprox": {"mu": 0.1},
+    "pfedme": {
         "lam": 15.0,
         "K": 5,
         "personal_lr": None,
@@ -153,7 +154,24 @@ def test_registry_order_and_hyperparameters():
         "eta": None,
         "outer": "sgd",
         "inner": "adam",
-    }
+    },
+    "ditto": {"lam": 0.1},
+    "finetune": {"finetune_epochs": 1},
+    "fedbabu": {"finetune_epochs": 1, "finetune": "full"},
+    "fedlp": {"p": 0.7},
+    "fedlama": {"tau_base": 2, "phi": 2},
+    "pfedla": {"hn_lr": 0.01, "embedding_dim": None, "hidden_dim": None},
+    "playerfl": {"threshold": 1.0},
+    "playerfl_random": {"threshold": 1.0},
+}
+
+
+def test_registry_order_and_hyperparameters():
+    assert list(ALGORITHMS) == ORDER
+    assert {name: get_algorithm(name).hyperparameters() for name in ORDER} == DEFAULTS
+    assert get_algorithm("fedprox", mu=0.5).mu == 0.5
+    with pytest.raises(ValueError, match="unknown_algo"):
+        get_algorithm("unknown_algo")
     with pytest.raises(ValueError, match="unknown hyper-parameters"):
         get_algorithm("ditto", mu=1)
     base = get_algorithm("fedavg").deploys
@@ -212,9 +230,9 @@ class BabuProbe(FedBABU):
         self.heads.append([get_params(c.model, self.head_names) for c in run.clients])
 
 
-def test_fedbabu_head_stays_at_initialisation(heart):
+def test_fedbabu_head_stays_at_initialisation(toy):
     babu = BabuProbe()
-    r = run(heart, babu, rounds=3)
+    r = toy_run(toy, babu, rounds=3)
     assert babu.head_names == ["fc4.weight", "fc4.bias"]
     assert not babu.uploaded & set(babu.head_names)  # the head never leaves a client
     assert len(babu.heads) == 6
@@ -247,16 +265,16 @@ class LPProbe(FedLP):
             assert params_equal(all_params(c.model), run.global_params)
 
 
-def test_fedlp_unit_kept_by_nobody_is_unchanged(heart):
+def test_fedlp_unit_kept_by_nobody_is_unchanged(toy):
     lp = LPProbe(p=0.4)
-    run(heart, lp, rounds=4)
+    toy_run(toy, lp, rounds=4)
     assert lp.nobody, "no unit was dropped by every client; pick another p or seed"
     assert all(lp.nobody)
     assert not any(lp.somebody)
 
 
-def test_fedlp_coins_are_seeded(heart):
-    a, b = run(heart, "fedlp", rounds=2), run(heart, "fedlp", rounds=2)
+def test_fedlp_coins_are_seeded(toy):
+    a, b = toy_run(toy, "fedlp"), toy_run(toy, "fedlp")
     pd.testing.assert_frame_equal(a.table(), b.table(), check_exact=True)
 
 
@@ -276,9 +294,9 @@ class LamaDeployProbe(FedLAMA):
         return model
 
 
-def test_fedlama_scores_the_global_model_every_round(heart):
+def test_fedlama_scores_the_global_model_every_round(toy):
     lama = LamaDeployProbe()  # τ' = φ = 2: rounds 0, 2 synchronise nothing
-    r = run(heart, lama, rounds=4)
+    r = toy_run(toy, lama, rounds=4)
     shares = np.array([c.n_train for c in r.clients], dtype=float)
     shares /= shares.sum()
     assert sorted(lama.scored) == [0, 1, 2, 3]
@@ -315,17 +333,17 @@ class LamaProbe(FedLAMA):
                     assert not torch.equal(values[0], values[1])  # really each client's own
 
 
-def test_fedlama_unsynchronised_units_keep_local_values(heart):
+def test_fedlama_unsynchronised_units_keep_local_values(toy):
     lama = LamaProbe(tau_base=1, phi=2)
-    r = run(heart, lama, rounds=6)
+    r = toy_run(toy, lama, rounds=6)
     assert lama.synced and lama.unsynced
     intervals = r.table().query("metric.str.startswith('interval/')")
     assert set(intervals["value"]) == {1.0, 2.0}
 
 
-def test_fedlama_default_skips_round_zero(heart):
+def test_fedlama_default_skips_round_zero(toy):
     lama = LamaProbe()
-    run(heart, lama, rounds=2)
+    toy_run(toy, lama, rounds=2)
     assert lama.due(0) == () and lama.unsynced > 0
 
 
@@ -359,9 +377,9 @@ class LAProbe(PFedLA):
         self.copies = new_copies
 
 
-def test_pfedla_hypernetwork_trains_by_descent(heart):
+def test_pfedla_hypernetwork_trains_by_descent(toy):
     la = LAProbe()
-    run(heart, la, rounds=2)
+    toy_run(toy, la, rounds=2)
     before, after = la.hn_states[1], la.hn_states[2]  # round 1, when the copies differ
     last_round_change = [float((b - a).abs().max()) for a, b in zip(before, after, strict=True)]
     assert min(last_round_change) > 1e-6, last_round_change
@@ -409,10 +427,10 @@ class MeProbe(PFedMe):
         )
 
 
-def test_pfedme_personal_model_is_pulled_to_w_by_lambda(heart):
+def test_pfedme_personal_model_is_pulled_to_w_by_lambda(toy):
     weak, strong = MeProbe(lam=0.1), MeProbe(lam=100.0, beta=0.5)
-    r = run(heart, weak, rounds=1)
-    run(heart, strong, rounds=1)
+    r = toy_run(toy, weak, rounds=1)
+    toy_run(toy, strong, rounds=1)
     assert min(weak.gaps) > 0 and min(strong.gaps) > 0  # θ_i is not the local copy w_i
     assert np.mean(strong.gaps) < 0.5 * np.mean(weak.gaps)
     # K inner steps per mini-batch, then w_i itself moves towards θ_i
@@ -423,9 +441,9 @@ def test_pfedme_personal_model_is_pulled_to_w_by_lambda(heart):
     assert weak.mixing_ok == [True] and strong.mixing_ok == [True]
 
 
-def test_pfedme_literal_envelope_step_is_guarded(heart):
+def test_pfedme_literal_envelope_step_is_guarded(toy):
     with pytest.raises(ValueError, match="eta"):
-        run(heart, "pfedme", rounds=1, eta=1.0, lam=15.0)
+        toy_run(toy, PFedMe(eta=1.0, lam=15.0), rounds=1)
 
 
 def test_pfedme_outer_step_on_a_hand_built_quadratic():
@@ -439,6 +457,25 @@ def test_pfedme_outer_step_on_a_hand_built_quadratic():
     expected = w_before - 0.1 * 4.0 * (w_before - theta)  # = [0.6, -0.8, 0.5]
     torch.testing.assert_close(w, expected, rtol=0, atol=1e-15)
     torch.testing.assert_close(w, torch.tensor([0.6, -0.8, 0.5], dtype=torch.float64))
+
+
+def test_pfedme_adam_outer_step_feeds_the_envelope_gradient_to_adam():
+    """outer='adam': the client's Adam takes λ(w − θ) as the gradient of w, so w moves towards
+    θ, by Adam's rescaled step rather than ηλ(w − θ)."""
+    me = PFedMe(lam=4.0, outer="adam")
+    me.setup(SimpleNamespace(config=SimpleNamespace(lr=0.1), clients=[]))
+    w = nn.Parameter(torch.tensor([1.0, -2.0, 0.5, 3.0]))
+    theta = torch.tensor([0.0, 1.0, 0.5, 2.0])
+    ref = nn.Parameter(w.detach().clone())
+    client = SimpleNamespace(optimizer=torch.optim.Adam([w], lr=0.1, amsgrad=True))
+    ref_opt = torch.optim.Adam([ref], lr=0.1, amsgrad=True)
+    for _ in range(3):
+        me._envelope_step(client, [w], [theta])
+        ref_opt.zero_grad()
+        ref.grad = 4.0 * (ref.detach() - theta)
+        ref_opt.step()
+        assert torch.equal(w.detach(), ref.detach())
+    assert (w.detach() - theta).abs().sum() < torch.tensor([1.0, 3.0, 0.0, 1.0]).sum()
 
 
 class OuterProbe(PFedMe):
@@ -458,10 +495,10 @@ class OuterProbe(PFedMe):
 
 
 @pytest.mark.parametrize("eta", [None, 0.02])
-def test_pfedme_local_update_moves_w_by_eta_lambda_towards_theta(heart, eta):
+def test_pfedme_local_update_moves_w_by_eta_lambda_towards_theta(toy, eta):
     """One mini-batch per round: after the K inner steps, w_i ← w_i − ηλ(w_i − θ_i) exactly."""
     probe = OuterProbe(lam=15.0, eta=eta)
-    r = run(heart, probe, rounds=1, config_kw={"batch_size": 10_000})
+    r = toy_run(toy, probe, rounds=1, batch_size=10_000)
     step = (eta if eta is not None else r.config.lr) * 15.0
     for before, after, theta in probe.records:
         assert not params_equal(before, theta)
@@ -470,13 +507,13 @@ def test_pfedme_local_update_moves_w_by_eta_lambda_towards_theta(heart, eta):
             torch.testing.assert_close(after[n], expected, rtol=0, atol=1e-6)
 
 
-def test_pfedme_unstable_outer_step_is_recorded_as_diverged(heart):
+def test_pfedme_unstable_outer_step_is_recorded_as_diverged(toy):
     """A grid lr with η·λ ≥ 2 is refused before round 0, as a divergence naming the values."""
     with pytest.raises(DivergenceError, match=r"eta=0\.5 \(the run lr\), lam=15, eta·lam=7\.5"):
-        run(heart, "pfedme", rounds=1, config_kw={"lr": 0.5})
+        toy_run(toy, "pfedme", rounds=1, lr=0.5)
     with pytest.raises(ValueError, match="outer must be"):
-        run(heart, "pfedme", rounds=1, outer="rmsprop")
-    run(heart, "pfedme", rounds=1, outer="adam", config_kw={"lr": 0.5})  # Adam: no such bound
+        toy_run(toy, PFedMe(outer="rmsprop"), rounds=1)
+    toy_run(toy, PFedMe(outer="adam"), rounds=1, lr=0.5)  # Adam: no such bound
 
 
 # -- PLayer-FL-Random -------------------------------------------------------------------------
@@ -847,6 +884,8 @@ def lama_with_table(discrepancy, sizes, tau_base=2, phi=2):
         ({"a": 4.0, "b": 1.0, "c": 3.0, "d": 2.0}, dict.fromkeys("abcd", 10), {"b", "d", "c"}),
         # equal discrepancies: δ = 1 − λ exactly at two units is not "exceeds", so three
         ({"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0}, dict.fromkeys("abcd", 5), {"a", "b", "c"}),
+        # only the order matters, not the scale (a total discrepancy below 1 still counts)
+        ({"a": 4e-3, "b": 1e-3, "c": 3e-3, "d": 2e-3}, dict.fromkeys("abcd", 10), {"b", "d", "c"}),
         # a big low-discrepancy unit: λ = .9 after it, δ = 90/(90 + 500) ≈ .15 > .1
         ({"big": 1.0, "small": 50.0}, {"big": 90, "small": 10}, {"big"}),
         # the least discrepant unit first, even when listed last; sizes weigh the shares:
