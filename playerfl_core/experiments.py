@@ -294,7 +294,9 @@ class Store:
 _DATA_CACHE: dict = {}
 
 
-def _load_data(dataset: str, profile: str, seed: int):
+def load_data_cached(dataset: str, profile: str, seed: int):
+    """``data_prep.load`` with a small per-process cache: a worker reuses a seed's federation
+    across the algorithms and splits it runs on it."""
     from data_prep import load
 
     key = (dataset, profile, seed)
@@ -325,7 +327,9 @@ def execute(
     table, status, error, info = None, OK, "", {}
     try:
         run = run_federated(
-            _load_data(spec.dataset, spec.profile, spec.seed), spec.algorithm, spec.config(device)
+            load_data_cached(spec.dataset, spec.profile, spec.seed),
+            spec.algorithm,
+            spec.config(device),
         )
         table, info = run.table(), run.info
         bad = table[~np.isfinite(table["value"].astype(float))]
@@ -482,7 +486,7 @@ def split_algorithms(dataset: str, profile: str) -> list[str]:
     from playerfl_core.models import build_model
     from playerfl_core.units import unit_names
 
-    data = _load_data(dataset, profile, 0)
+    data = load_data_cached(dataset, profile, 0)
     model = build_model(data.model, data.num_classes, data.input_shape, 1.0, 0)
     return [f"{SPLIT_PREFIX}{k}" for k in range(len(unit_names(model)) + 1)]
 

@@ -162,18 +162,11 @@ def run_sweeps(
     return pd.concat(tables, ignore_index=True)
 
 
-_DATA: dict = {}
-
-
 def _sweep_data(dataset: str, profile: str, seed: int):
-    from data_prep import load
+    """The federation of one seed, from the grid's small per-process cache."""
+    from playerfl_core.experiments import load_data_cached
 
-    key = (dataset, profile, seed)
-    if key not in _DATA:
-        if len(_DATA) >= 8:
-            _DATA.pop(next(iter(_DATA)))
-        _DATA[key] = load(dataset, profile=profile, seed=seed)
-    return _DATA[key]
+    return load_data_cached(dataset, profile, seed)
 
 
 def _one_thread() -> None:
