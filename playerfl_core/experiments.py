@@ -607,14 +607,17 @@ def run_grid(
         return True
 
     def resolve() -> None:
-        """Choose the LR of every pair whose tuning runs have all finished; widen at an edge."""
+        """Choose the LR of every pair whose tuning runs have all finished; widen at an edge.
+
+        A pair widens again at once when its added runs are already stored (a resumed grid).
+        """
         for (ds, alg), p in plan.items():
-            if p["lr"] is None and p["tune"] and all(done(sp) for sp in p["tune"]):
+            while p["lr"] is None and p["tune"] and all(done(sp) for sp in p["tune"]):
                 lr = _chosen_lr(p["tune"], records, store)
                 extra = widened_lr(lr, p["lrs"]) if len(p["widened"]) < p["widen"] else None
                 if extra is None:
                     p["lr"] = lr
-                    continue
+                    break
                 p["widened"].append(extra)
                 p["lrs"] = tuple(sorted({*p["lrs"], extra}, reverse=True))
                 new = [

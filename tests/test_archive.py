@@ -122,6 +122,21 @@ def test_tuning_widens_the_grid_at_an_edge_and_says_so(tmp_path):
     assert tried[-1] == pytest.approx(1e-4 * (1e-4 / 3e-5) ** widen, rel=1e-2)
     assert grid.note().count("WIDENED: heart/fedavg") == widen
     assert grid.lr_at_edges().loc["heart", "widened"] == widen
+    # Loading the stored grid replays the widening without computing anything.
+    loaded = run_grid(
+        "heart",
+        "fedavg",
+        "standard",
+        seeds=[0],
+        lrs=[1e-4, 3e-5],
+        tune_seeds=[100],
+        rounds=2,
+        workers=1,
+        progress=False,
+        store=tmp_path,
+        compute=False,
+    )
+    assert loaded.chosen["lr"].tolist() == grid.chosen["lr"].tolist()
 
 
 def test_committed_standard_archive_is_complete_and_recomputes_exactly():
