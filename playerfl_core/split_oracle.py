@@ -480,8 +480,9 @@ def reference_table(
 # -- verdicts (to be replaced by playerfl_core.claims when it lands) -------------------------
 def evidence_strength(n_seeds: int, lo: float, hi: float) -> str:
     """ "strong" (≥ 10 seeds), "moderate" (≥ 5) or "weak" (3–4), from the number of seeds the
-    interval rests on; "none" with no interval or fewer than 3 seeds (a bootstrap over two
-    values is just their range, not evidence)."""
+    interval rests on, for a verdict the interval decides (the verdict functions call an
+    undecided one "inconclusive", whatever the seeds); "none" with no interval or fewer than 3
+    seeds (a bootstrap over two values is just their range, not evidence)."""
     if not (np.isfinite(lo) and np.isfinite(hi)) or n_seeds < 3:
         return "none"
     return "strong" if n_seeds >= 10 else "moderate" if n_seeds >= 5 else "weak"
@@ -494,7 +495,7 @@ def effect_verdict(mean: float, lo: float, hi: float, n_seeds: int) -> dict:
     if strength == "none":
         return {"verdict": "undecided", "strength": "none"}
     word = "supported" if lo > 0 else "contradicted" if hi < 0 else "undecided"
-    return {"verdict": word, "strength": strength}
+    return {"verdict": word, "strength": strength if word != "undecided" else "inconclusive"}
 
 
 def regret_verdict(
@@ -509,6 +510,7 @@ def regret_verdict(
     if strength == "none":
         return {"verdict": "undecided", "strength": "none", "tolerance": tolerance}
     word = "contradicted" if lo > tolerance else "supported" if hi < tolerance else "undecided"
+    strength = strength if word != "undecided" else "inconclusive"
     return {"verdict": word, "strength": strength, "tolerance": tolerance}
 
 

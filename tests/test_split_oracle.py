@@ -260,6 +260,7 @@ def test_verdicts_follow_the_interval_and_never_speak_on_two_seeds():
     assert O.regret_verdict(0.0, -0.01, 0.01, 10) == {
         "verdict": "supported", "strength": "strong", "tolerance": 0.02}  # fmt: skip
     assert O.regret_verdict(0.02, 0.0, 0.05, 6)["verdict"] == "undecided"
+    assert O.regret_verdict(0.02, 0.0, 0.05, 12)["strength"] == "inconclusive"
     assert O.regret_verdict(0.1, 0.05, 0.2, 2)["verdict"] == "undecided"
     assert O.effect_verdict(-0.1, -0.2, -0.05, 4) == {"verdict": "contradicted", "strength": "weak"}
 
