@@ -108,6 +108,23 @@ def adam_implementation(device: str) -> dict:
     return {"fused": True} if torch.device(device).type == "cuda" else {"foreach": True}
 
 
+_MODE_DEPENDENT = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._NormBase)
+
+
+def mode_matters(model: nn.Module) -> bool:
+    """Whether train/eval mode changes what ``model`` computes (dropout, batch norm).
+
+    Switching modes walks every submodule; for models without such layers (the model zoo's
+    today) it is pure overhead, paid twice per evaluation and once per epoch, so the engine
+    skips it. Cached on the model.
+    """
+    flag = model.__dict__.get("_mode_matters")
+    if flag is None:
+        flag = any(isinstance(m, _MODE_DEPENDENT) for m in model.modules())
+        model.__dict__["_mode_matters"] = flag
+    return flag
+
+
 def client_seed(seed: int, client_id: int, stream: str = "shuffle") -> int:
     """A stable per-client seed, identical for every algorithm of a run."""
     return zlib.crc32(f"{seed}/{client_id}/{stream}".encode())
@@ -188,7 +205,8 @@ class Client:
         """
         model = model if model is not None else self.model
         optimizer = optimizer if optimizer is not None else self.optimizer
-        model.train()
+        if mode_matters(model):
+            model.train()
         total = torch.zeros((), device=self.x["train"].device)
         seen = 0
         for _ in range(epochs or self.config.local_epochs):
@@ -214,14 +232,16 @@ class Client:
         for split in splits:
             if len(self.y[split]) == 0:
                 raise ValueError(f"Client {self.name!r} has an empty {split} split.")
-        was_training = model.training
-        model.eval()
+        was_training, toggle = model.training, mode_matters(model)
+        if toggle:
+            model.eval()
         bs = self.config.eval_batch_size
         out = [
             torch.cat([model(x[i : i + bs]) for i in range(0, len(x), bs)])
             for x in (self.x[s] for s in splits)
         ]
-        model.train(was_training)
+        if toggle:
+            model.train(was_training)
         return out
 
     def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:

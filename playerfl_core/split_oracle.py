@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from playerfl_core.algorithms.playerfl_random import random_split
 from playerfl_core.algorithms.prefix import parse_prefix_name, prefix_name
+from playerfl_core.claims import interval_verdict
 from playerfl_core.layer_studies import bootstrap_interval
 from playerfl_core.metrics import client_weights
 from playerfl_core.results import COLUMNS, SERVER, client_scores
@@ -458,7 +459,7 @@ def c5_summary(c5: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (ds, other), g in c5.groupby(["dataset", "other"], sort=False):
         m, lo, hi = interval(g["diff"])
-        rows.append((ds, other, m, lo, hi, len(g), effect_verdict(m, lo, hi, len(g))["verdict"]))
+        rows.append((ds, other, m, lo, hi, len(g), interval_verdict(lo, hi, len(g)).verdict))
     return pd.DataFrame(
         rows, columns=["dataset", "other", "mean", "lo", "hi", "n_seeds", "verdict"]
     )
@@ -475,43 +476,6 @@ def reference_table(
         test = g.set_index("p")["test"]
         rows.append((*key, test[int(rule[key])], test[0], test[int(g["p"].max())]))
     return pd.DataFrame(rows, columns=[*RUN, "playerfl", "local", "fedavg"])
-
-
-# -- verdicts (to be replaced by playerfl_core.claims when it lands) -------------------------
-def evidence_strength(n_seeds: int, lo: float, hi: float) -> str:
-    """ "strong" (≥ 10 seeds), "moderate" (≥ 5) or "weak" (3–4), from the number of seeds the
-    interval rests on, for a verdict the interval decides (the verdict functions call an
-    undecided one "inconclusive", whatever the seeds); "none" with no interval or fewer than 3
-    seeds (a bootstrap over two values is just their range, not evidence)."""
-    if not (np.isfinite(lo) and np.isfinite(hi)) or n_seeds < 3:
-        return "none"
-    return "strong" if n_seeds >= 10 else "moderate" if n_seeds >= 5 else "weak"
-
-
-def effect_verdict(mean: float, lo: float, hi: float, n_seeds: int) -> dict:
-    """A claimed positive effect read from its CI: "supported" (interval above 0),
-    "contradicted" (below 0), else "undecided"; with the evidence strength."""
-    strength = evidence_strength(n_seeds, lo, hi)
-    if strength == "none":
-        return {"verdict": "undecided", "strength": "none"}
-    word = "supported" if lo > 0 else "contradicted" if hi < 0 else "undecided"
-    return {"verdict": word, "strength": strength if word != "undecided" else "inconclusive"}
-
-
-def regret_verdict(
-    mean: float, lo: float, hi: float, n_seeds: int, tolerance: float = 0.02
-) -> dict:
-    """The claim "the rule picks a split as good as the validation oracle's":
-    "contradicted" when the regret's CI lies above ``tolerance`` (the oracle is reliably better
-    by more than that), "supported" when it lies below ``tolerance`` (the rule is within it),
-    else "undecided"; with the evidence strength. ``tolerance`` is in the score's units
-    (0.02 = two points of macro-F1)."""
-    strength = evidence_strength(n_seeds, lo, hi)
-    if strength == "none":
-        return {"verdict": "undecided", "strength": "none", "tolerance": tolerance}
-    word = "contradicted" if lo > tolerance else "supported" if hi < tolerance else "undecided"
-    strength = strength if word != "undecided" else "inconclusive"
-    return {"verdict": word, "strength": strength, "tolerance": tolerance}
 
 
 # -- stability ------------------------------------------------------------------------------

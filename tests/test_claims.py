@@ -313,3 +313,45 @@ def test_c3_c5_from_results_table():
     assert c4.verdict.verdict in C.VERDICTS
     with pytest.raises(ValueError, match="C5 needs runs of"):
         C.c5_beats_random(better[better["algorithm"] != "playerfl_random"])
+
+
+# -- verdicts read from an interval (the split study) ---------------------------------------------
+def test_interval_verdict_follows_the_interval_and_never_speaks_on_two_seeds():
+    v = C.interval_verdict(0.05, 0.2, 10, bound=0.02, claim="below")
+    assert (v.verdict, v.strength) == ("contradicted", "strong")
+    v = C.interval_verdict(-0.01, 0.01, 10, bound=0.02, claim="below")
+    assert (v.verdict, v.strength) == ("supported", "strong")
+    assert C.interval_verdict(0.0, 0.05, 6, bound=0.02, claim="below").verdict == "undecided"
+    assert C.interval_verdict(0.0, 0.05, 12, bound=0.02, claim="below").strength == "none"
+    assert C.interval_verdict(0.05, 0.2, 2, bound=0.02, claim="below").verdict == "undecided"
+    v = C.interval_verdict(-0.2, -0.05, 4)
+    assert (v.verdict, v.strength) == ("contradicted", "weak")
+    assert C.interval_verdict(0.01, 0.3, 7).strength == "moderate"
+    with pytest.raises(ValueError, match="'above' or 'below'"):
+        C.interval_verdict(0.0, 1.0, 10, claim="sideways")
+
+
+def test_split_verdicts_on_hand_built_summaries():
+    regret = pd.DataFrame(
+        {"dataset": ["a", "b"], "mean": [0.0, 0.1], "lo": [-0.01, 0.05], "hi": [0.01, 0.15],
+         "n_seeds": [10, 10]})  # fmt: skip
+    c5 = pd.DataFrame(
+        {"dataset": ["a", "a"], "other": ["random (expected)", "p=0"], "mean": [0.05, -0.1],
+         "lo": [0.02, -0.2], "hi": [0.08, -0.05], "n_seeds": [10, 10]})  # fmt: skip
+    het = pd.DataFrame(
+        {"dataset": ["h1", "h2", "h3"], "family": ["label skew", "feature skew", "mixed"],
+         "regret": [0.0, 0.1, 0.03], "lo": [-0.01, 0.05, -0.02], "hi": [0.01, 0.2, 0.08],
+         "n_seeds": [5, 5, 5]})  # fmt: skip
+    out = C.split_verdicts(regret, c5, het, tolerance=0.02)
+    got = out.set_index(["claim", "dataset"])["verdict"].to_dict()
+    assert got == {
+        ("oracle", "a"): "supported", ("oracle", "b"): "contradicted", ("C5", "a"): "supported",
+        ("oracle", "h1"): "supported", ("oracle", "h2"): "contradicted",
+        ("oracle", "h3"): "undecided"}  # fmt: skip
+    text = C.split_verdict_lines(out, label=str.upper)
+    assert "- A, \"the rule's split is as good" in text and "**supported**" in text
+    assert (
+        "as good as the oracle on 1 of 3 federations, worse on 1, undecided on 1 (5 seeds" in text
+    )
+    with pytest.raises(ValueError, match="tolerance"):
+        C.split_verdicts(regret, c5, het, tolerance=0)

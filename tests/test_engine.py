@@ -205,6 +205,28 @@ def test_adam_uses_the_multi_tensor_path_with_unchanged_results(heart):
     )
 
 
+def test_train_and_eval_modes_are_honoured_only_where_they_matter(heart):
+    """The engine skips train/eval switching for models without dropout or batch norm (pure
+    overhead), but a model with dropout must still train in train mode and be scored in eval
+    mode (deterministic logits), and be left in the mode it was found in."""
+    from playerfl_core.engine import Client, mode_matters
+    from playerfl_core.models import build_model
+
+    plain = build_model(heart.model, heart.num_classes, heart.input_shape, 1.0, 0)
+    assert not mode_matters(plain)
+    model = build_model(heart.model, heart.num_classes, heart.input_shape, 1.0, 0)
+    model.fc2.append(torch.nn.Dropout(0.5))
+    assert mode_matters(model)
+    client = Client(0, heart.clients[0], model, config())
+    first, second = (client.logits(model, ("test",))[0] for _ in range(2))
+    assert torch.equal(first, second) and model.training
+    seen = []
+    hook = model.fc2.register_forward_hook(lambda m, i, o: seen.append(m.training))
+    client.train_epoch()
+    hook.remove()
+    assert seen and all(seen)
+
+
 def test_nan_loss_raises_a_clear_divergence_error(heart):
     broken = dataclasses.replace(heart, clients=list(heart.clients))
     bad = dataclasses.replace(broken.clients[0], x_train=broken.clients[0].x_train.clone())

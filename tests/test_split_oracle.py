@@ -255,16 +255,6 @@ def test_first_epoch_sensitivities_give_playerfls_split(heart, heart_runs):
     assert pooled == pytest.approx(recorded, rel=1e-12)
 
 
-def test_verdicts_follow_the_interval_and_never_speak_on_two_seeds():
-    assert O.regret_verdict(0.1, 0.05, 0.2, 10)["verdict"] == "contradicted"
-    assert O.regret_verdict(0.0, -0.01, 0.01, 10) == {
-        "verdict": "supported", "strength": "strong", "tolerance": 0.02}  # fmt: skip
-    assert O.regret_verdict(0.02, 0.0, 0.05, 6)["verdict"] == "undecided"
-    assert O.regret_verdict(0.02, 0.0, 0.05, 12)["strength"] == "inconclusive"
-    assert O.regret_verdict(0.1, 0.05, 0.2, 2)["verdict"] == "undecided"
-    assert O.effect_verdict(-0.1, -0.2, -0.05, 4) == {"verdict": "contradicted", "strength": "weak"}
-
-
 # -- the command line ----------------------------------------------------------------------
 def test_cli_sweep_writes_one_algorithm_per_split_at_one_lr(tmp_path, capsys):
     from playerfl_core.cli import main
