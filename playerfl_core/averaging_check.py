@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from playerfl_core.sensitivity import sensitivity_from_gradient
 from playerfl_core.units import unit_names, unit_params
