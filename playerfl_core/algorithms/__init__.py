@@ -39,6 +39,34 @@ FAMILIES: dict[str, type[Algorithm]] = {Prefix.name: Prefix}
 split p, named ``prefix_p{p}`` in results tables and grids."""
 
 
+def describe_algorithms(names=None) -> list[dict]:
+    """One row per algorithm (default: every registered one, in order): what each client shares,
+    which model it deploys, the key hyper-parameter with its default, and the paper. Read from
+    the classes' declarative attributes, so the book's table cannot drift from the code."""
+    rows = []
+    for name in names if names is not None else ALGORITHMS:
+        if name not in ALGORITHMS:
+            raise ValueError(f"Unknown algorithm {name!r}. Available: {', '.join(ALGORITHMS)}.")
+        cls = ALGORITHMS[name]
+        key = cls.key_hyperparameter
+        if key is not None and key not in cls.defaults():
+            raise ValueError(
+                f"{name}: key_hyperparameter {key!r} is not one of its hyper-parameters "
+                f"{sorted(cls.defaults())}."
+            )
+        rows.append(
+            {
+                "algorithm": name,
+                "shares": cls.shares,
+                "deploys": cls.deploys,
+                "key_hyperparameter": key,
+                "default": cls.defaults()[key] if key is not None else None,
+                "paper": cls.paper,
+            }
+        )
+    return rows
+
+
 def is_algorithm(name: str) -> bool:
     """True for a name :func:`get_algorithm` accepts without extra hyper-parameters."""
     return name in ALGORITHMS or parse_prefix_name(name) is not None
@@ -62,4 +90,11 @@ def get_algorithm(name: str, **hyperparameters) -> Algorithm:
     return ALGORITHMS[name](**hyperparameters)
 
 
-__all__ = ["ALGORITHMS", "FAMILIES", "Algorithm", "get_algorithm", "is_algorithm"]
+__all__ = [
+    "ALGORITHMS",
+    "FAMILIES",
+    "Algorithm",
+    "describe_algorithms",
+    "get_algorithm",
+    "is_algorithm",
+]

@@ -20,6 +20,14 @@ class Algorithm:
 
     name = "fedavg"
     deploys = "the aggregated global model (all units averaged) received at the end of the round"
+    # What a reader needs to place the algorithm (the book's table of algorithms); descriptive
+    # only, nothing reads them during a run.
+    shares = "every unit, every round"
+    """What each client uploads to the server."""
+    key_hyperparameter: str | None = None
+    """The hyper-parameter that sets the method apart (a key of :meth:`defaults`), or None."""
+    paper = "McMahan et al., 2017"
+    """The method's paper, as author-year."""
 
     def __init__(self, **hyperparameters):
         unknown = set(hyperparameters) - set(self.defaults())

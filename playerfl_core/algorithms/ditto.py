@@ -38,6 +38,9 @@ class Ditto(Algorithm):
     """
 
     name = "ditto"
+    shares = "every unit of the global model w (never the personal model v)"
+    key_hyperparameter = "lam"
+    paper = "Li et al., 2021"
     deploys = "the client's personal model v (trained with a pull λ towards the global model)"
 
     @classmethod

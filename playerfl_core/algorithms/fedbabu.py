@@ -22,6 +22,9 @@ class FedBABU(Algorithm):
     """
 
     name = "fedbabu"
+    shares = "every unit but the head (the head stays frozen at the common initialisation)"
+    key_hyperparameter = "finetune_epochs"
+    paper = "Oh et al., 2022"
     deploys = (
         "rounds 0..R-1: the federated body with the frozen initial head; round R: that model "
         "fine-tuned (all units by default) on the client's own training data"

@@ -36,6 +36,9 @@ class FedLAMA(Algorithm):
     """
 
     name = "fedlama"
+    shares = "every unit, but unit l only every τ_l rounds (adapted from the units' discrepancy)"
+    key_hyperparameter = "tau_base"
+    paper = "Lee et al., 2023"
     deploys = (
         "the global model: the training-size-weighted average of all clients' current models "
         "(all units), every round"

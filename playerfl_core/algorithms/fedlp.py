@@ -21,6 +21,9 @@ class FedLP(Algorithm):
     """
 
     name = "fedlp"
+    shares = "each unit with probability p, drawn per client and round"
+    key_hyperparameter = "p"
+    paper = "Zhu et al., 2023"
     deploys = "the full global model (each unit averaged over the clients that uploaded it)"
 
     @classmethod

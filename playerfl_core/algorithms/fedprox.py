@@ -45,6 +45,9 @@ class FedProx(Algorithm):
     """
 
     name = "fedprox"
+    shares = "every unit, every round (as FedAvg)"
+    key_hyperparameter = "mu"
+    paper = "Li et al., 2020"
     deploys = "the aggregated global model received at the end of the round (as FedAvg)"
 
     @classmethod

@@ -14,6 +14,9 @@ class FineTune(Algorithm):
     and deploys the result (before that, it deploys the global model)."""
 
     name = "finetune"
+    shares = "every unit, every round; nothing during the final fine-tuning"
+    key_hyperparameter = "finetune_epochs"
+    paper = "Wang et al., 2019 (local adaptation)"
     deploys = (
         "rounds 0..R-1: the aggregated global model; round R: the final global model fine-tuned "
         "on the client's own training data"

@@ -5,6 +5,9 @@ from playerfl_core.algorithms.base import Algorithm
 
 class Local(Algorithm):
     name = "local"
+    shares = "nothing"
+    key_hyperparameter = None
+    paper = "none (the no-federation baseline)"
     deploys = "the client's own locally trained model"
 
     def shared_units(self, run, client, rnd):

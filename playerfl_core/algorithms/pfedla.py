@@ -65,6 +65,12 @@ class PFedLA(Algorithm):
     """
 
     name = "pfedla"
+    shares = (
+        "its update of every unit; the server mixes the clients' copies with weights learned "
+        "per client"
+    )
+    key_hyperparameter = "hn_lr"
+    paper = "Ma et al., 2022"
     deploys = (
         "the client's personalised model: its layer-wise mixture of the clients' copies after "
         "local training"

@@ -39,6 +39,12 @@ class PrefixFederation(Algorithm):
 
 class PLayerFL(PrefixFederation):
     name = "playerfl"
+    shares = (
+        "units 1..p, with p chosen after the first epoch from the clients' sensitivities "
+        "(L numbers each, once)"
+    )
+    key_hyperparameter = "threshold"
+    paper = "Elhussein & Gürsoy, 2025"
 
     @classmethod
     def defaults(cls):

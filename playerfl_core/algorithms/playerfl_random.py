@@ -24,6 +24,9 @@ class PLayerFLRandom(PrefixFederation):
     """
 
     name = "playerfl_random"
+    shares = "units 1..p, with p drawn at random from 1..L−1, never PLayer-FL's p*"
+    key_hyperparameter = "threshold"
+    paper = "Elhussein & Gürsoy, 2025 (ablation)"
 
     @classmethod
     def defaults(cls):

@@ -37,6 +37,9 @@ class Prefix(PrefixFederation):
     """Federate exactly the first ``p`` units; p ∈ 0..L is checked against the model."""
 
     name = "prefix"
+    shares = "units 1..p, for a fixed p"
+    key_hyperparameter = "p"
+    paper = "none (this book's split sweep)"
 
     @classmethod
     def defaults(cls):

@@ -1,0 +1,36 @@
+"""The book's table of algorithms is read from the classes: every one must describe itself."""
+
+import pytest
+
+from playerfl_core.algorithms import ALGORITHMS, Algorithm, describe_algorithms
+
+
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_every_algorithm_describes_itself(name):
+    cls = ALGORITHMS[name]
+    for attribute in ("shares", "deploys", "paper"):
+        assert isinstance(getattr(cls, attribute), str) and getattr(cls, attribute).strip()
+    if name != "fedavg":  # FedAvg's answers are the base class's; the others must declare theirs
+        assert cls.paper != Algorithm.paper, f"{name} inherits FedAvg's paper"
+        assert cls.shares != Algorithm.shares, f"{name} inherits FedAvg's 'shares'"
+    key = cls.key_hyperparameter
+    assert key is None or key in cls.defaults(), (name, key)
+
+
+def test_table_rows_follow_the_registry_and_carry_the_defaults():
+    rows = describe_algorithms()
+    assert [r["algorithm"] for r in rows] == list(ALGORITHMS)
+    by_name = {r["algorithm"]: r for r in rows}
+    assert by_name["fedprox"]["key_hyperparameter"] == "mu"
+    assert by_name["fedprox"]["default"] == ALGORITHMS["fedprox"].defaults()["mu"]
+    assert by_name["playerfl"]["default"] == ALGORITHMS["playerfl"]().threshold
+    assert by_name["local"]["key_hyperparameter"] is None and by_name["local"]["default"] is None
+    assert by_name["local"]["shares"] == "nothing"
+
+
+def test_bad_names_and_keys_are_reported(monkeypatch):
+    with pytest.raises(ValueError, match="Unknown algorithm 'fedsgd'"):
+        describe_algorithms(["fedsgd"])
+    monkeypatch.setattr(ALGORITHMS["fedprox"], "key_hyperparameter", "muu")
+    with pytest.raises(ValueError, match="fedprox: key_hyperparameter 'muu'"):
+        describe_algorithms(["fedprox"])
