@@ -10,7 +10,7 @@ averaged every round and units p+1..L stay local. The authors' code hard-codes p
 
 import math
 
-from playerfl_core.algorithms.base import Algorithm
+from playerfl_core.algorithms.base import Algorithm, at_least
 from playerfl_core.engine import DivergenceError
 from playerfl_core.results import SERVER
 from playerfl_core.sensitivity import (
@@ -46,6 +46,10 @@ class PLayerFL(PrefixFederation):
     @classmethod
     def defaults(cls):
         return {"threshold": DEFAULT_THRESHOLD}
+
+    @classmethod
+    def valid(cls):
+        return {"threshold": at_least(0)}
 
     def server_step(self, run, rnd):
         if self.p is None:
