@@ -11,6 +11,7 @@ Most algorithms are FedAvg plus a different answer to one question.
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 
@@ -114,7 +115,7 @@ class Algorithm:
 
 
 def _number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def at_least(low: float, strict: bool = False):
