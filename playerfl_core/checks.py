@@ -21,6 +21,10 @@ class OptionError(ValueError):
     """A bad option or parameter; the message names it, its value and the valid range."""
 
 
+class OptionWarning(UserWarning):
+    """An option was accepted after a correction (e.g. duplicate seeds dropped)."""
+
+
 def int_list(text, option: str, minimum: int = 0, dedupe: bool = True) -> list[int]:
     """Comma-separated integers ≥ ``minimum``; duplicates are dropped with a warning."""
     values = []
@@ -100,14 +104,15 @@ def positive_int(value, option: str, minimum: int = 1):
     return int(value)
 
 
-def positive_float(value, option: str):
-    """``value`` (None passes) as a finite number > 0."""
+def positive_float(value, option: str, maximum: float = math.inf):
+    """``value`` (None passes) as a finite number in (0, maximum]."""
     if value is None:
         return None
+    valid = f"a finite number > 0{f' and ≤ {maximum:.3g}' if maximum < math.inf else ''}"
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise OptionError(f"{option}: {value!r} is outside the valid range (a number > 0).")
-    if not math.isfinite(value):
-        raise OptionError(f"{option}: {value!r} is not finite (valid: a finite number > 0).")
+        raise OptionError(f"{option}: {value!r} is outside the valid range ({valid}).")
+    if not math.isfinite(value) or value > maximum:
+        raise OptionError(f"{option}: {value!r} is outside the valid range ({valid}).")
     return float(value)
 
 
@@ -200,6 +205,7 @@ def _deduped(values: list, option: str) -> list:
         warnings.warn(
             f"{option}: duplicate values {dup} ignored (each runs once, else its rows would be "
             "counted twice).",
+            OptionWarning,
             stacklevel=3,
         )
     return unique

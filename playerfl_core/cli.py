@@ -20,7 +20,7 @@ from data_prep.base import DataError
 from playerfl_core import checks
 from playerfl_core.algorithms import ALGORITHMS, get_algorithm
 from playerfl_core.archive import ArchiveError
-from playerfl_core.engine import EVAL_TIMINGS, DivergenceError, run_federated
+from playerfl_core.engine import EVAL_TIMINGS, LR_MAX, DivergenceError, run_federated
 from playerfl_core.experiments import DamagedRunError
 from playerfl_core.losses import LOSSES
 from playerfl_core.profiles import PROFILE_NAMES, make_config
@@ -264,7 +264,7 @@ def cmd_run(args) -> int:
     out = checks.output_file(args.out)
     settings = dict(
         rounds=checks.positive_int(args.rounds, "--rounds"),
-        lr=checks.positive_float(args.lr, "--lr"),
+        lr=checks.positive_float(args.lr, "--lr", maximum=LR_MAX),
         device=checks.device(args.device),
         eval_timing=args.eval_timing,
         loss=args.loss,
@@ -306,7 +306,7 @@ def cmd_sweep(args) -> int:
     seeds = checks.int_list(args.seeds, "--seeds")
     out = checks.output_file(args.out)
     settings = dict(
-        lr=checks.positive_float(args.lr, "--lr"),
+        lr=checks.positive_float(args.lr, "--lr", maximum=LR_MAX),
         rounds=checks.positive_int(args.rounds, "--rounds"),
         device=checks.device(args.device),
     )
@@ -330,8 +330,17 @@ def cmd_sweep(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    warnings.simplefilter("default")  # duplicate-value warnings reach the user
-    warnings.formatwarning = lambda msg, cat, *a, **k: f"playerfl: warning: {msg}\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", checks.OptionWarning)  # e.g. duplicate seeds dropped
+        warnings.showwarning = _show_warning
+        return _dispatch(args)
+
+
+def _show_warning(message, category, *args, **kwargs) -> None:
+    print(f"playerfl: warning: {message}", file=sys.stderr)
+
+
+def _dispatch(args) -> int:
     try:
         if args.command == "run":
             return cmd_run(args)
