@@ -389,22 +389,18 @@ class Store:
     def _check_csv(self, rec: dict, data: bytes) -> None:
         name, path = rec["run_id"], self.runs / f"{rec['run_id']}.csv"
         fix = "The file was cut short, emptied or edited; the grid recomputes the run."
-        expected = rec.get("csv_sha256")
-        if expected is not None:
-            if hashlib.sha256(data).hexdigest() != expected:
-                n = max(data.count(b"\n") - 1, 0)
-                raise DamagedRunError(
-                    f"{name}: {path} does not match its recorded SHA-256 ({n} rows, "
-                    f"{rec.get('rows', '?')} recorded). {fix}"
-                )
-            return
+        expected, n = rec.get("csv_sha256"), max(data.count(b"\n") - 1, 0)
+        if expected is not None and hashlib.sha256(data).hexdigest() != expected:
+            raise DamagedRunError(
+                f"{name}: {path} does not match its recorded SHA-256 ({n} rows, "
+                f"{rec.get('rows', '?')} recorded). {fix}"
+            )
         # legacy run (stored before checksums): check what can be checked without one
-        if not data.startswith(CSV_HEADER) or not data.endswith(b"\n"):
+        if expected is None and (not data.startswith(CSV_HEADER) or not data.endswith(b"\n")):
             raise DamagedRunError(
                 f"{name}: {path} is empty, truncated or not a results table (stored before "
                 f"checksums, so only its header and last line can be checked). {fix}"
             )
-        n = data.count(b"\n") - 1
         if rec.get("rows") is not None and n != rec["rows"]:
             raise DamagedRunError(f"{name}: {path} has {n} rows, {rec['rows']} recorded. {fix}")
 
@@ -1053,10 +1049,14 @@ class _Timer:
                     continue
 
     def add(self, rec: dict) -> None:
-        if rec.get("seconds") is None or rec.get("status") != OK:
+        """Count a finished run's time; anything unreadable (a damaged record) is skipped."""
+        if not isinstance(rec, dict) or rec.get("status") != OK:
             return
-        self.by_pair.setdefault((rec["dataset"], rec["algorithm"]), []).append(rec["seconds"])
-        self.by_dataset.setdefault(rec["dataset"], []).append(rec["seconds"])
+        seconds, dataset = rec.get("seconds"), rec.get("dataset")
+        if not isinstance(seconds, int | float) or not math.isfinite(seconds) or not dataset:
+            return
+        self.by_pair.setdefault((dataset, rec.get("algorithm")), []).append(seconds)
+        self.by_dataset.setdefault(dataset, []).append(seconds)
 
     def estimate(self, specs) -> float:
         total = 0.0
