@@ -62,14 +62,14 @@ def float_list(text, option: str, positive: bool = True) -> list[float]:
     return _deduped(values, option)
 
 
-def name_list(text, option: str, valid, kind: str) -> list[str]:
+def name_list(text, option: str, valid, kind: str, hint: str = "") -> list[str]:
     """Comma-separated names, each accepted by ``valid`` (a callable or a collection)."""
     names = _items(text, option)
     accept = valid if callable(valid) else (lambda n: n in valid)
     for name in names:
         if not accept(name):
-            shown = "" if callable(valid) else f"; valid: {', '.join(map(str, valid))}"
-            raise OptionError(f"{option}: unknown {kind} {name!r}{shown}.")
+            shown = hint or ("" if callable(valid) else f"valid: {', '.join(map(str, valid))}")
+            raise OptionError(f"{option}: unknown {kind} {name!r}{'; ' if shown else ''}{shown}.")
     return _deduped(names, option)
 
 

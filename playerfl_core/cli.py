@@ -151,7 +151,7 @@ def cmd_grid(args) -> int:
     out = checks.output_file(args.out)
     result = run_grid(
         checks.dataset_list(args.datasets),
-        checks.name_list(args.algorithms, "--algorithms", _known_algorithm, "algorithm")
+        checks.name_list(args.algorithms, "--algorithms", _known_algorithm, "algorithm", ALGS)
         if args.algorithms != "all"
         else "all",
         args.profile,
@@ -181,6 +181,9 @@ def cmd_grid(args) -> int:
         print(f"wrote {path} ({len(result.table)} rows)")
     crashed = result.failures["status"].eq("error").any() if len(result.failures) else False
     return 3 if crashed else 0  # diverged LRs are an expected outcome of tuning
+
+
+ALGS = f"available: {', '.join(ALGORITHMS)}, prefix_p<k>, or 'all'"
 
 
 def _known_algorithm(name: str) -> bool:
@@ -256,7 +259,7 @@ def cmd_run(args) -> int:
     names = (
         list(ALGORITHMS)
         if args.algorithms == "all"
-        else checks.name_list(args.algorithms, "--algorithms", _known_algorithm, "algorithm")
+        else checks.name_list(args.algorithms, "--algorithms", _known_algorithm, "algorithm", ALGS)
     )
     for name in names:
         get_algorithm(name)  # fail fast on a typo, before any training

@@ -69,17 +69,22 @@ class RunConfig:
 
     def __post_init__(self):
         for name in ("rounds", "batch_size", "local_epochs", "eval_batch_size"):
-            _check(self, name, _is_int(getattr(self, name), 1), "integers ≥ 1")
-        _check(self, "seed", _is_int(self.seed, 0) and self.seed < 2**63, "integers 0 … 2^63 − 1")
+            _check(self, name, _is_int(getattr(self, name), 1), "an integer ≥ 1")
         _check(
-            self, "lr", _is_real(self.lr) and 0 < self.lr <= LR_MAX, f"numbers in (0, {LR_MAX:.3g}]"
+            self, "seed", _is_int(self.seed, 0) and self.seed < 2**63, "an integer in 0 … 2^63 − 1"
         )
-        _check(self, "width", _is_real(self.width) and self.width > 0, "finite numbers > 0")
+        _check(
+            self,
+            "lr",
+            _is_real(self.lr) and 0 < self.lr <= LR_MAX,
+            f"a number in (0, {LR_MAX:.3g}]",
+        )
+        _check(self, "width", _is_real(self.width) and self.width > 0, "a finite number > 0")
         _check(
             self,
             "weight_decay",
             _is_real(self.weight_decay) and self.weight_decay >= 0,
-            "finite numbers ≥ 0",
+            "a finite number ≥ 0",
         )
         _check(self, "progress", isinstance(self.progress, bool), "True or False")
         _check_device(self.device)
@@ -124,7 +129,7 @@ def _is_real(value) -> bool:
 
 def _check(config, name: str, ok: bool, valid: str) -> None:
     if not ok:
-        raise ValueError(f"RunConfig.{name}: {getattr(config, name)!r} is invalid; valid: {valid}.")
+        raise ValueError(f"RunConfig: {name} must be {valid}, got {getattr(config, name)!r}.")
 
 
 def _check_device(device) -> None:

@@ -354,12 +354,30 @@ BAD_API = {
     "fedbabu finetune typo": (lambda: get_algorithm("fedbabu", finetune="all"), "finetune="),
     "prefix p negative": (lambda: get_algorithm("prefix", p=-1), "p must be an integer"),
     "unknown hyper-parameter": (lambda: get_algorithm("fedprox", nu=1), "unknown hyper"),
-    "config lr too large": (lambda: RunConfig(rounds=1, lr=1e300, batch_size=8), "lr: 1e+300"),
-    "config rounds zero": (lambda: RunConfig(rounds=0, lr=0.1, batch_size=8), "rounds: 0"),
-    "config seed negative": (lambda: RunConfig(1, 0.1, 8, seed=-1), "seed: -1"),
-    "config width zero": (lambda: RunConfig(1, 0.1, 8, width=0.0), "width: 0.0"),
-    "config weight decay nan": (lambda: RunConfig(1, 0.1, 8, weight_decay=math.nan), "weight_"),
-    "config device typo": (lambda: RunConfig(1, 0.1, 8, device="gpu"), "device: 'gpu'"),
+    "config lr too large": (
+        lambda: RunConfig(rounds=1, lr=1e300, batch_size=8),
+        "lr must be a number in (0, 3.4e+38], got 1e+300",
+    ),
+    "config rounds zero": (
+        lambda: RunConfig(rounds=0, lr=0.1, batch_size=8),
+        "rounds must be an integer ≥ 1, got 0",
+    ),
+    "config seed negative": (
+        lambda: RunConfig(1, 0.1, 8, seed=-1),
+        "seed must be an integer in 0 … 2^63 − 1, got -1",
+    ),
+    "config width zero": (
+        lambda: RunConfig(1, 0.1, 8, width=0.0),
+        "width must be a finite number > 0, got 0.0",
+    ),
+    "config weight decay nan": (
+        lambda: RunConfig(1, 0.1, 8, weight_decay=math.nan),
+        "weight_decay must be a finite number ≥ 0, got nan",
+    ),
+    "config device typo": (
+        lambda: RunConfig(1, 0.1, 8, device="gpu"),
+        "device: 'gpu' is not a device",
+    ),
     "data alpha nan": (lambda: data_prep.load("digits", alpha=math.nan), "alpha=nan"),
     "data alpha zero": (lambda: data_prep.load("digits", alpha=0), "alpha=0"),
     "data n_clients zero": (lambda: data_prep.load("digits", n_clients=0), "n_clients=0"),
