@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from .augment import random_affine_perspective
-from .base import DataError, FederatedData
+from .base import DataError, FederatedData, sha256sum
 from .partition import dirichlet_label_skew, label_skew, split_clients
 
 DEBIAN_DIR = Path("/usr/share/datasets/fashion-mnist")
@@ -27,6 +27,25 @@ FILES = (
     "t10k-images-idx3-ubyte",
     "t10k-labels-idx1-ubyte",
 )
+GZ_MD5 = {
+    "train-images-idx3-ubyte": "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
+    "train-labels-idx1-ubyte": "25c81989df183df01b3e8a0aad5dffbe",
+    "t10k-images-idx3-ubyte": "bef4ecab320f06d8554ea6380940ec79",
+    "t10k-labels-idx1-ubyte": "bb300cfdad3c16e7a12a480ee83cd310",
+}
+"""MD5 of the four ``.gz`` files as published by Zalando (github.com/zalandoresearch/
+fashion-mnist, "Get the Data"); torchvision checks them when it downloads. Debian's
+``dataset-fashion-mnist`` recompresses the files, so its ``.gz`` bytes (not their contents)
+differ; what is read is checked by :data:`RAW_SHA256`."""
+RAW_SHA256 = {
+    "train-images-idx3-ubyte": "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888",
+    "train-labels-idx1-ubyte": "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9",
+    "t10k-images-idx3-ubyte": "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
+    "t10k-labels-idx1-ubyte": "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34",
+}
+"""SHA-256 of the decompressed idx files, the bytes actually read: the contents of the
+published archives (the same values are recorded independently by other public projects
+for the archives matching Zalando's MD5s; Debian's package decompresses to exactly these)."""
 MEAN, STD = 0.2860, 0.3530  # the authors' normalisation constants
 CLASSES = [
     "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
@@ -68,8 +87,20 @@ def prepare(root: Path, debian_dir: Path = DEBIAN_DIR) -> str:
         if (dest / f).is_file():
             continue
         tmp = dest / f"{f}.part"
-        with gzip.open(debian_dir / f"{f}.gz", "rb") as src, open(tmp, "wb") as out:
-            shutil.copyfileobj(src, out, 1 << 20)
+        try:
+            with gzip.open(debian_dir / f"{f}.gz", "rb") as src, open(tmp, "wb") as out:
+                shutil.copyfileobj(src, out, 1 << 20)
+        except (OSError, EOFError) as err:
+            tmp.unlink(missing_ok=True)
+            raise DataError(
+                f"cannot decompress {debian_dir / f'{f}.gz'} ({err}); reinstall it with "
+                "`apt-get install --reinstall dataset-fashion-mnist`"
+            ) from err
+        try:
+            check_file(tmp, f)
+        except DataError:
+            tmp.unlink(missing_ok=True)
+            raise
         tmp.replace(dest / f)
     return f"fmnist: decompressed {len(FILES)} files from {debian_dir} into {dest}"
 
@@ -89,6 +120,31 @@ def _acquire(root: Path) -> str:
         except Exception as e:  # network errors surface as many exception types
             raise DataError(f"{no_local} (download attempt failed: {e})") from e
         return f"torchvision download into {raw_dir(root)}"
+
+
+def check_file(path: Path, name: str) -> None:
+    """DataError unless ``path`` holds the published contents of idx file ``name``."""
+    path = Path(path)
+    actual = sha256sum(path)
+    if actual != RAW_SHA256[name]:
+        raise DataError(
+            f"Fashion-MNIST file {path} is corrupt or truncated ({path.stat().st_size} bytes; "
+            f"sha256 {actual}, expected {RAW_SHA256[name]}). Delete it and run "
+            "`python -m data_prep.prepare` (or let torchvision download it again)."
+        )
+
+
+def check_raw(root: Path) -> None:
+    """Verify the four decompressed idx files (each once per process while unchanged)."""
+    for f in FILES:
+        path = raw_dir(root) / f
+        stat = path.stat()
+        _check_cached(str(path), f, stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=16)
+def _check_cached(path: str, name: str, size: int, mtime_ns: int) -> None:
+    check_file(Path(path), name)
 
 
 @lru_cache(maxsize=2)
@@ -118,6 +174,7 @@ def load(
     """A seeded random subset of the training images, Dirichlet label skew, 64/16/20 splits."""
     root = Path(root)
     origin = _acquire(root)
+    check_raw(root)
     data, targets = _read_train(str(root))
     n = n_clients * samples_per_client
     if not 0 < n <= len(targets):

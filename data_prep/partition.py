@@ -7,6 +7,7 @@ federation and nothing depends on global RNG state or call order elsewhere.
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -30,7 +31,12 @@ def dirichlet_label_skew(
     minimum, which can leave a client unable to form val/test splits).
     """
     labels = np.asarray(labels)
-    if n_clients < 1 or alpha <= 0:
+    if (
+        isinstance(n_clients, bool)
+        or int(n_clients) != n_clients
+        or n_clients < 1
+        or not (isinstance(alpha, numbers.Real) and math.isfinite(alpha) and alpha > 0)
+    ):
         raise DataError(
             f"need n_clients >= 1 and a Dirichlet alpha > 0 (valid range: alpha > 0; 0.05 is "
             f"strong label skew, 10 nearly IID), got n_clients={n_clients}, alpha={alpha}"
@@ -123,7 +129,7 @@ def iid_partition(n: int, n_clients: int, rng: np.random.Generator) -> list[np.n
     The baseline of a feature-skew federation: every client draws from the same label mix, so
     whatever heterogeneity there is comes from the inputs alone.
     """
-    if not 1 <= n_clients <= n:
+    if isinstance(n_clients, bool) or int(n_clients) != n_clients or not 1 <= n_clients <= n:
         raise DataError(
             f"n_clients must be in 1..{n} (the number of samples) for an IID split, got {n_clients}"
         )

@@ -8,6 +8,7 @@ arguments) and a `load(root, seed, **params) -> FederatedData` function, then ad
 from __future__ import annotations
 
 import inspect
+import numbers
 from pathlib import Path
 
 from . import base, digits, fmnist, heart, skew
@@ -54,6 +55,8 @@ def load(
         )
     if profile not in PROFILES:
         raise DataError(f"unknown profile {profile!r}; available: {', '.join(PROFILES)}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise DataError(f"seed must be an integer ≥ 0, got {seed!r}")
     module = DATASETS[variant.base if variant is not None else name]
     accepted = [p for p in inspect.signature(module.load).parameters if p not in ("root", "seed")]
     unknown = sorted(set(overrides) - set(accepted))

@@ -84,16 +84,21 @@ def pack(store, profile: str, out: str | Path | None = None, command: str = "") 
     reader sees what was excluded. Both files are written atomically.
     """
     out = Path(out) if out is not None else archive_dir(profile)
-    records = [json.loads(f.read_text()) for f in sorted(store.runs.glob("*.json"))]
+    records, damaged = store.scan()
+    if damaged:
+        raise ArchiveError(
+            f"{store.root} holds {len(damaged)} damaged runs; run the grid again to recompute "
+            "them, then pack:\n  " + "\n  ".join(list(damaged.values())[:5])
+        )
     if not records:
         raise ArchiveError(f"{store.root} holds no finished runs; run `playerfl grid` first.")
     tables, entries = [], []
     for rec in tqdm(records, desc=f"pack {profile}", unit="run"):
-        entry = {k: v for k, v in rec.items() if k not in ("info", "error")}
+        entry = {k: v for k, v in rec.items() if k not in ("info", "error", "csv_sha256")}
         entry["error"] = str(rec.get("error", ""))[-500:]
         entry["info"] = rec.get("info", {})
         if rec["status"] == "ok":
-            table = pd.read_csv(store.runs / f"{rec['run_id']}.csv")[COLUMNS]
+            table = store.rows(rec["run_id"])[COLUMNS]
             entry["rows"], entry["sha256"] = len(table), table_digest(table)
             tables.append(table.assign(run_id=rec["run_id"]))
         entries.append(entry)
@@ -145,7 +150,9 @@ def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
 
 
 def unpack(path: str | Path, store) -> int:
-    """Write a verified archive's runs into ``store`` (files already there are kept).
+    """Write a verified archive's runs into ``store`` (intact files already there are kept;
+    damaged ones are replaced by the archive's copy). Each run's JSON records its CSV's row
+    count and SHA-256, which the store checks on every read.
 
     Returns the number of runs written.
     """
@@ -155,12 +162,15 @@ def unpack(path: str | Path, store) -> int:
     store.runs.mkdir(parents=True, exist_ok=True)
     for entry in manifest["runs"]:
         run_id = entry["run_id"]
-        if (store.runs / f"{run_id}.json").exists():
+        if store.checked_record(run_id) is not None:
             continue
-        if entry["status"] == "ok":
-            rows = groups[run_id][COLUMNS]
-            atomic_write(store.runs / f"{run_id}.csv", lambda p, r=rows: r.to_csv(p, index=False))
         record = {k: v for k, v in entry.items() if k not in ("rows", "sha256")}
+        if entry["status"] == "ok":
+            # The store's own check (row count + SHA-256 of the CSV bytes) for the rows just
+            # verified against the archive's checksum.
+            data = groups[run_id][COLUMNS].to_csv(index=False).encode()
+            record.update(rows=len(groups[run_id]), csv_sha256=hashlib.sha256(data).hexdigest())
+            atomic_write(store.runs / f"{run_id}.csv", lambda p, d=data: p.write_bytes(d))
         text = json.dumps(record, indent=1, sort_keys=True, default=str)
         atomic_write(store.runs / f"{run_id}.json", lambda p, t=text: p.write_text(t))
         written += 1

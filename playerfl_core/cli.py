@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 import pandas as pd
 from tqdm import tqdm
 
+from data_prep.base import DataError
+from playerfl_core import checks
 from playerfl_core.algorithms import ALGORITHMS, get_algorithm
-from playerfl_core.engine import EVAL_TIMINGS, DivergenceError, run_federated
+from playerfl_core.archive import ArchiveError
+from playerfl_core.engine import EVAL_TIMINGS, LR_MAX, DivergenceError, run_federated
+from playerfl_core.experiments import DamagedRunError
 from playerfl_core.losses import LOSSES
 from playerfl_core.profiles import PROFILE_NAMES, make_config
 from playerfl_core.results import save_table
-
-
-def _parse_list(text: str, cast=str) -> list:
-    return [cast(t) for t in text.split(",") if t.strip()]
 
 
 def add_training_options(parser: argparse.ArgumentParser) -> None:
@@ -147,20 +148,23 @@ def cmd_grid(args) -> int:
     from playerfl_core.experiments import run_grid
     from playerfl_core.results import save_table
 
+    out = checks.output_file(args.out)
     result = run_grid(
-        _parse_list(args.datasets),
-        args.algorithms,
+        checks.dataset_list(args.datasets),
+        checks.name_list(args.algorithms, "--algorithms", _known_algorithm, "algorithm", ALGS)
+        if args.algorithms != "all"
+        else "all",
         args.profile,
-        seeds=_parse_list(args.seeds, int) if args.seeds else None,
-        lrs=_parse_list(args.lrs, float) if args.lrs else None,
-        tune_seeds=_parse_list(args.tune_seeds, int) if args.tune_seeds else None,
+        seeds=checks.int_list(args.seeds, "--seeds") if args.seeds else None,
+        lrs=checks.float_list(args.lrs, "--lrs") if args.lrs else None,
+        tune_seeds=checks.int_list(args.tune_seeds, "--tune-seeds") if args.tune_seeds else None,
         store=args.store,
         eval_timing=args.eval_timing,
         loss=args.loss,
         augment=args.augment,
-        rounds=args.rounds,
-        device=args.device,
-        workers=args.workers,
+        rounds=checks.positive_int(args.rounds, "--rounds"),
+        device=checks.device(args.device),
+        workers=checks.positive_int(args.workers, "--workers"),
         fresh=args.fresh,
         recompute_stale=args.recompute_stale,
         retry_errors=not args.no_retry,
@@ -172,11 +176,20 @@ def cmd_grid(args) -> int:
     )
     print(result.chosen.to_string(index=False))
     print(result.note())
-    if args.out:
-        path = save_table(result.table, args.out)
+    if out:
+        path = save_table(result.table, out)
         print(f"wrote {path} ({len(result.table)} rows)")
     crashed = result.failures["status"].eq("error").any() if len(result.failures) else False
     return 3 if crashed else 0  # diverged LRs are an expected outcome of tuning
+
+
+ALGS = f"available: {', '.join(ALGORITHMS)}, prefix_p<k>, or 'all'"
+
+
+def _known_algorithm(name: str) -> bool:
+    from playerfl_core.algorithms import is_algorithm
+
+    return is_algorithm(name)
 
 
 def cmd_archive(args) -> int:
@@ -184,6 +197,8 @@ def cmd_archive(args) -> int:
     from playerfl_core.experiments import Store, default_store
 
     path = args.archive or archive_dir(args.profile)
+    checks.positive_int(args.sample, "--sample")
+    checks.positive_int(args.seed, "--seed", minimum=0)
     if args.action == "pack":
         store = Store(args.store or default_store(args.profile))
         out = pack(store, args.profile, path, command=" ".join(["playerfl", *sys.argv[1:]]))
@@ -198,86 +213,137 @@ def cmd_archive(args) -> int:
 
 
 def cmd_status(args) -> int:
-    import json
-    from pathlib import Path
+    from playerfl_core.experiments import Store, default_store
 
-    from playerfl_core.experiments import default_store
-
-    root = Path(args.store) if args.store else default_store(args.profile)
-    records = [json.loads(f.read_text()) for f in sorted((root / "runs").glob("*.json"))]
-    if not records:
+    root = checks.existing_store(args.store) if args.store else default_store(args.profile)
+    if not root.is_dir():
+        print(f"{root}: no store yet (no grid has run with profile {args.profile!r})")
+        return 0
+    store = Store(root)
+    records, damaged = store.scan()
+    if not records and not damaged:
         print(f"{root}: no finished runs")
         return 0
-    frame = pd.DataFrame(records)
-    keys = [k for k in ("dataset", "eval_timing", "loss", "augment", "status") if k in frame]
-    counts = frame.groupby(keys).size().rename("runs")
-    print(f"{root}: {len(frame)} runs, {frame['seconds'].sum():.0f} s of compute")
-    print(counts.reset_index().to_string(index=False))
-    bad = frame[frame["status"] != "ok"]
-    for _, r in bad.iterrows():
-        last = str(r["error"]).strip().splitlines()[-1] if r["error"] else ""
-        print(f"  {r['status']}: {r['run_id']}: {last}")
+    if records:
+        frame = pd.DataFrame(records)
+        keys = [k for k in ("dataset", "eval_timing", "loss", "augment", "status") if k in frame]
+        counts = frame.groupby(keys, dropna=False).size().rename("runs")
+        seconds = pd.to_numeric(frame.get("seconds"), errors="coerce").sum()
+        print(f"{root}: {len(frame)} runs, {seconds:.0f} s of compute")
+        print(counts.reset_index().to_string(index=False))
+        for _, r in frame[frame["status"] != "ok"].iterrows():
+            error = r.get("error")
+            last = str(error).strip().splitlines()[-1] if isinstance(error, str) and error else ""
+            print(f"  {r['status']}: {r['run_id']}: {last}")
+        sealed = frame["csv_sha256"].notna() if "csv_sha256" in frame else False
+        legacy = int(((frame["status"] == "ok") & ~sealed).sum())
+        if legacy:
+            print(
+                f"  {legacy} finished runs were stored before checksums (legacy): their files "
+                "are checked for header, complete last line and recorded row count only."
+            )
+    if damaged:
+        print(f"{len(damaged)} damaged runs (not counted above; `playerfl grid` recomputes them):")
+        for problem in damaged.values():
+            print(f"  damaged: {problem}")
     return 0
 
 
 def cmd_run(args) -> int:
     from data_prep import DataError, load
+    from playerfl_core.divergence import check_table
 
-    names = list(ALGORITHMS) if args.algorithms == "all" else _parse_list(args.algorithms)
+    dataset = checks.dataset_list(args.dataset, "--dataset")
+    if len(dataset) != 1:
+        raise checks.OptionError(f"--dataset: give one dataset, got {args.dataset!r}.")
+    names = (
+        list(ALGORITHMS)
+        if args.algorithms == "all"
+        else checks.name_list(args.algorithms, "--algorithms", _known_algorithm, "algorithm", ALGS)
+    )
     for name in names:
         get_algorithm(name)  # fail fast on a typo, before any training
-    seeds = _parse_list(args.seeds, int)
-    tables = []
+    seeds = checks.int_list(args.seeds, "--seeds")
+    out = checks.output_file(args.out)
+    settings = dict(
+        rounds=checks.positive_int(args.rounds, "--rounds"),
+        lr=checks.positive_float(args.lr, "--lr", maximum=LR_MAX),
+        device=checks.device(args.device),
+        eval_timing=args.eval_timing,
+        loss=args.loss,
+        augment=args.augment,
+        progress=False,
+    )
+    for seed in seeds:  # every RunConfig field checked before any training
+        make_config(args.dataset, args.profile, seed=seed, **settings)
+    tables, diverged = [], []
     jobs = [(seed, name) for seed in seeds for name in names]
     try:
         for seed, name in tqdm(jobs, desc=f"playerfl {args.dataset}", unit="run"):
             data = load(args.dataset, profile=args.profile, seed=seed)
-            config = make_config(
-                args.dataset,
-                args.profile,
-                seed=seed,
-                rounds=args.rounds,
-                lr=args.lr,
-                device=args.device,
-                eval_timing=args.eval_timing,
-                loss=args.loss,
-                augment=args.augment,
-                progress=False,
-            )
-            tables.append(run_federated(data, name, config).table())
-    except (DataError, DivergenceError) as err:
+            config = make_config(args.dataset, args.profile, seed=seed, **settings)
+            try:
+                tables.append(check_table(run_federated(data, name, config).table()))
+            except DivergenceError as err:  # the other runs' rows are kept
+                diverged.append(f"{name} seed {seed}: {err}")
+    except DataError as err:
         print(f"playerfl: {err}", file=sys.stderr)
         return 2
-    path = save_table(pd.concat(tables, ignore_index=True), args.out)
+    for line in diverged:
+        print(f"playerfl: diverged (no rows written): {line}", file=sys.stderr)
+    if not tables:
+        print("playerfl: every run diverged; nothing written.", file=sys.stderr)
+        return 3
+    path = save_table(pd.concat(tables, ignore_index=True), out)
     print(f"wrote {path} ({sum(len(t) for t in tables)} rows)")
-    return 0
+    return 3 if diverged else 0
 
 
 def cmd_sweep(args) -> int:
     from data_prep import DataError
     from playerfl_core.split_oracle import run_sweep
 
+    dataset = checks.dataset_list(args.dataset, "--dataset")
+    if len(dataset) != 1:
+        raise checks.OptionError(f"--dataset: give one dataset, got {args.dataset!r}.")
+    seeds = checks.int_list(args.seeds, "--seeds")
+    out = checks.output_file(args.out)
+    settings = dict(
+        lr=checks.positive_float(args.lr, "--lr", maximum=LR_MAX),
+        rounds=checks.positive_int(args.rounds, "--rounds"),
+        device=checks.device(args.device),
+    )
+    make_config(args.dataset, args.profile, **settings)
     try:
         table = run_sweep(
             args.dataset,
-            _parse_list(args.seeds, int),
+            seeds,
             args.profile,
-            lr=args.lr,
-            rounds=args.rounds,
-            device=args.device,
-            splits=_parse_list(args.splits, int) if args.splits else None,
-            workers=args.workers,
+            **settings,
+            splits=checks.int_list(args.splits, "--splits") if args.splits else None,
+            workers=checks.positive_int(args.workers, "--workers"),
         )
     except (DataError, DivergenceError) as err:
         print(f"playerfl: {err}", file=sys.stderr)
         return 2
-    path = save_table(table, args.out)
+    path = save_table(table, out)
     print(f"wrote {path} ({len(table)} rows, algorithms {', '.join(table['algorithm'].unique())})")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", checks.OptionWarning)  # e.g. duplicate seeds dropped
+        warnings.showwarning = _show_warning
+        return _dispatch(args)
+
+
+def _show_warning(message, category, *args, **kwargs) -> None:
+    print(f"playerfl: warning: {message}", file=sys.stderr)
+
+
+def _dispatch(args) -> int:
     try:
         if args.command == "run":
             return cmd_run(args)
@@ -289,7 +355,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_archive(args)
         if args.command == "sweep":
             return cmd_sweep(args)
-    except ValueError as err:
+    except KeyboardInterrupt as err:
+        print(f"playerfl: {err or 'interrupted'}", file=sys.stderr)
+        return 130
+    except (ValueError, DataError, ArchiveError, DamagedRunError) as err:
         print(f"playerfl: {err}", file=sys.stderr)
         return 2
     return 1

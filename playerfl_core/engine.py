@@ -68,12 +68,26 @@ class RunConfig:
     progress: bool = True
 
     def __post_init__(self):
-        if self.rounds < 1:
-            raise ValueError(f"rounds must be ≥ 1, got {self.rounds}.")
-        if not (self.lr > 0 and np.isfinite(self.lr)):
-            raise ValueError(f"lr must be a positive number, got {self.lr}.")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size must be ≥ 1, got {self.batch_size}.")
+        for name in ("rounds", "batch_size", "local_epochs", "eval_batch_size"):
+            _check(self, name, _is_int(getattr(self, name), 1), "an integer ≥ 1")
+        _check(
+            self, "seed", _is_int(self.seed, 0) and self.seed < 2**63, "an integer in 0 … 2^63 − 1"
+        )
+        _check(
+            self,
+            "lr",
+            _is_real(self.lr) and 0 < self.lr <= LR_MAX,
+            f"a number in (0, {LR_MAX:.3g}]",
+        )
+        _check(self, "width", _is_real(self.width) and self.width > 0, "a finite number > 0")
+        _check(
+            self,
+            "weight_decay",
+            _is_real(self.weight_decay) and self.weight_decay >= 0,
+            "a finite number ≥ 0",
+        )
+        _check(self, "progress", isinstance(self.progress, bool), "True or False")
+        _check_device(self.device)
         if self.eval_timing not in EVAL_TIMINGS:
             raise ValueError(
                 f"eval_timing must be one of {EVAL_TIMINGS}, got {self.eval_timing!r}."
@@ -95,6 +109,45 @@ class RunConfig:
                 f"augment=True needs a training augmentation; {data.name!r} defines none (the "
                 "authors augmented Fashion-MNIST only). Use augment=False."
             )
+
+
+LR_MAX = float(np.finfo(np.float32).max)
+"""Largest learning rate a float32 optimizer can hold (a larger one crashes inside Adam)."""
+
+
+def _is_int(value, minimum: int) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= minimum
+
+
+def _is_real(value) -> bool:
+    return (
+        isinstance(value, int | float | np.number)
+        and not isinstance(value, bool)
+        and bool(np.isfinite(value))
+    )
+
+
+def _check(config, name: str, ok: bool, valid: str) -> None:
+    if not ok:
+        raise ValueError(f"RunConfig: {name} must be {valid}, got {getattr(config, name)!r}.")
+
+
+def _check_device(device) -> None:
+    """The device must exist on this machine: checked before any data is moved or trained."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(
+            f"RunConfig.device: {device!r} is not a device ({err}); use cpu or cuda."
+        ) from None
+    if dev.type == "cuda" and (
+        not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()
+    ):
+        raise ValueError(
+            f"RunConfig.device: {device!r}, but this machine has "
+            f"{torch.cuda.device_count() if torch.cuda.is_available() else 'no'} CUDA devices; "
+            "use cpu."
+        )
 
 
 def adam_implementation(device: str) -> dict:

@@ -20,8 +20,10 @@ so notebooks run from ``chapters/`` see the same files). Each finished run write
 manifest entry: status, error, seconds, code fingerprint), each to a temporary file that is then
 renamed. A run counts as finished only once its JSON exists, so a grid killed at any moment and
 started again recomputes nothing that finished, loses nothing and duplicates nothing (one file
-per run id). Runs that diverge (NaN/inf loss) are recorded with status ``diverged`` and no rows;
-they are never averaged in, and :meth:`GridResult.note` lists them. Runs that crashed for
+per run id). Runs that diverge (a non-finite value or a loss above
+:data:`playerfl_core.divergence.LOSS_BOUND`, or non-finite PLayer-FL sensitivities) are recorded
+with status ``diverged`` and no rows; they are never retried nor averaged in, and
+:meth:`GridResult.note` lists them. Runs that crashed for
 another reason (``error``) are retried on the next start.
 
 Runs execute with one CPU thread each (``threads=1``): results then do not depend on how many
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import hashlib
+import io
 import json
 import math
 import multiprocessing
@@ -53,10 +56,12 @@ import torch
 from tqdm import tqdm
 
 from playerfl_core.algorithms import ALGORITHMS, get_algorithm, is_algorithm
+from playerfl_core.divergence import check_table
 from playerfl_core.engine import DivergenceError, RunConfig, run_federated
 from playerfl_core.metrics import best_val_loss, choose_lr
 from playerfl_core.profiles import LR_GRIDS, PROFILE_NAMES, SIZE_OF, make_config
 from playerfl_core.results import COLUMNS, atomic_write
+from playerfl_core.workers import init_worker, interrupts_as_keyboard, stop_workers
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -260,35 +265,144 @@ class RunSpec:
         )
 
 
+class DamagedRunError(RuntimeError):
+    """A stored run's files are missing, truncated or do not match its recorded checksum."""
+
+
+STATUSES = (OK, DIVERGED, ERROR)
+CSV_HEADER = (",".join(COLUMNS) + "\n").encode()
+
+
 class Store:
-    """One directory of finished runs: ``runs/<run_id>.csv`` + ``runs/<run_id>.json``."""
+    """One directory of finished runs: ``runs/<run_id>.csv`` + ``runs/<run_id>.json``.
+
+    The JSON records the CSV's row count (``rows``) and the SHA-256 of its bytes
+    (``csv_sha256``); every read checks both, so a file cut short, emptied, edited or deleted
+    is *damaged*: reported by name (:attr:`damaged`), treated as never finished (a grid
+    recomputes it, ``playerfl status`` lists it), never summed in. Runs stored before checksums
+    existed (*legacy*: no ``csv_sha256``) are checked for what can be checked without one: a
+    readable JSON naming its status, and a CSV with the results header, a complete last line
+    and, when recorded, the right row count.
+    """
 
     def __init__(self, root: str | Path):
         self.root = Path(root).expanduser().resolve()
         self.runs = self.root / "runs"
+        self.damaged: dict[str, str] = {}
+        """run_id -> what is wrong, for every damaged run this object has read."""
 
     def __repr__(self):
         return f"Store({str(self.root)!r})"
 
     def record(self, spec: RunSpec) -> dict | None:
-        """The manifest entry of a finished run, or None if it never finished."""
-        path = self.runs / f"{spec.run_id}.json"
+        """The manifest entry of a finished, intact run; None if it never finished or is
+        damaged (then :attr:`damaged` says why)."""
+        return self.checked_record(spec.run_id)
+
+    def checked_record(self, run_id: str) -> dict | None:
+        path = self.runs / f"{run_id}.json"
         if not path.exists():
             return None
-        return json.loads(path.read_text())
+        try:
+            rec = self._read_record(path)
+            if rec["status"] == OK:
+                self._check_csv(rec, self._csv_bytes(run_id))
+        except DamagedRunError as err:
+            self.damaged[run_id] = str(err)
+            return None
+        self.damaged.pop(run_id, None)
+        return rec
+
+    def scan(self) -> tuple[list[dict], dict[str, str]]:
+        """Every intact record in the store, and ``{run_id: problem}`` for the damaged ones."""
+        records, damaged = [], {}
+        for path in sorted(self.runs.glob("*.json")) if self.runs.is_dir() else []:
+            rec = self.checked_record(path.stem)
+            if rec is not None:
+                records.append(rec)
+            elif path.stem in self.damaged:
+                damaged[path.stem] = self.damaged[path.stem]
+        return records, damaged
 
     def table(self, spec: RunSpec) -> pd.DataFrame:
-        return pd.read_csv(self.runs / f"{spec.run_id}.csv")
+        """The run's rows, checked against its record (raises :class:`DamagedRunError`)."""
+        return self.rows(spec.run_id)
 
-    def write(self, spec: RunSpec, table: pd.DataFrame | None, record: dict) -> None:
-        """Rows first, manifest last, each by temp file + rename: the JSON marks completion."""
-        self.runs.mkdir(parents=True, exist_ok=True)
-        if table is not None:
-            atomic_write(
-                self.runs / f"{spec.run_id}.csv", lambda p: table[COLUMNS].to_csv(p, index=False)
+    def rows(self, run_id: str) -> pd.DataFrame:
+        """:meth:`table` by run id."""
+        path = self.runs / f"{run_id}.json"
+        data = self._csv_bytes(run_id)
+        self._check_csv(self._read_record(path), data)
+        table = pd.read_csv(io.BytesIO(data))
+        if table[[c for c in COLUMNS if c != "value"]].isna().any().any():
+            raise DamagedRunError(
+                f"{run_id}: {path.with_suffix('.csv')} has empty fields; the file is "
+                "damaged. Delete it and its .json; the grid recomputes the run."
             )
+        return table
+
+    def write(self, spec: RunSpec, table: pd.DataFrame | None, record: dict) -> dict:
+        """Rows first, manifest last, each by temp file + rename: the JSON marks completion.
+
+        The manifest records the rows' count and SHA-256, which every later read checks.
+        """
+        self.runs.mkdir(parents=True, exist_ok=True)
+        record = dict(record)
+        if table is not None:
+            data = table[COLUMNS].to_csv(index=False).encode()
+            record.update(rows=len(table), csv_sha256=hashlib.sha256(data).hexdigest())
+            atomic_write(self.runs / f"{spec.run_id}.csv", lambda p: p.write_bytes(data))
         text = json.dumps(record, indent=1, sort_keys=True, default=str)
         atomic_write(self.runs / f"{spec.run_id}.json", lambda p: p.write_text(text))
+        return record
+
+    # -- checks -----------------------------------------------------------------------------
+    def _read_record(self, path: Path) -> dict:
+        fix = "Delete it; the grid recomputes the run."
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise DamagedRunError(f"{path.stem}: {path} is unreadable ({err}). {fix}") from err
+        if not isinstance(rec, dict) or rec.get("status") not in STATUSES:
+            got = rec.get("status") if isinstance(rec, dict) else type(rec).__name__
+            raise DamagedRunError(
+                f"{path.stem}: {path} is not a run record (status {got!r}, want one of "
+                f"{STATUSES}). {fix}"
+            )
+        if rec.get("run_id", path.stem) != path.stem:
+            raise DamagedRunError(
+                f"{path.stem}: {path} records run {rec['run_id']!r}, not its file name. {fix}"
+            )
+        rec.setdefault("run_id", path.stem)
+        return rec
+
+    def _csv_bytes(self, run_id: str) -> bytes:
+        path = self.runs / f"{run_id}.csv"
+        try:
+            return path.read_bytes()
+        except OSError as err:
+            raise DamagedRunError(
+                f"{run_id}: its rows ({path}) are missing or unreadable ({err.strerror}). "
+                "The grid recomputes the run."
+            ) from err
+
+    def _check_csv(self, rec: dict, data: bytes) -> None:
+        name, path = rec["run_id"], self.runs / f"{rec['run_id']}.csv"
+        fix = "The file was cut short, emptied or edited; the grid recomputes the run."
+        expected, n = rec.get("csv_sha256"), max(data.count(b"\n") - 1, 0)
+        if expected is not None and hashlib.sha256(data).hexdigest() != expected:
+            raise DamagedRunError(
+                f"{name}: {path} does not match its recorded SHA-256 ({n} rows, "
+                f"{rec.get('rows', '?')} recorded). {fix}"
+            )
+        # legacy run (stored before checksums): check what can be checked without one
+        if expected is None and (not data.startswith(CSV_HEADER) or not data.endswith(b"\n")):
+            raise DamagedRunError(
+                f"{name}: {path} is empty, truncated or not a results table (stored before "
+                f"checksums, so only its header and last line can be checked). {fix}"
+            )
+        if rec.get("rows") is not None and n != rec["rows"]:
+            raise DamagedRunError(f"{name}: {path} has {n} rows, {rec['rows']} recorded. {fix}")
 
 
 _DATA_CACHE: dict = {}
@@ -316,8 +430,9 @@ def execute(
 ) -> dict:
     """Run one spec and write it to the store; return its manifest entry (never raises).
 
-    Divergence (:class:`DivergenceError`, or any non-finite value in the table) gives status
-    ``diverged`` and no rows; any other exception gives ``error`` with the traceback's tail.
+    Divergence (:class:`DivergenceError`, or a table that :mod:`playerfl_core.divergence`
+    calls diverged: a non-finite value or a loss above its bound) gives status ``diverged``
+    and no rows; any other exception gives ``error`` with the traceback's tail.
     """
     store = Store(store_root)
     previous = torch.get_num_threads()
@@ -331,14 +446,7 @@ def execute(
             spec.algorithm,
             spec.config(device),
         )
-        table, info = run.table(), run.info
-        bad = table[~np.isfinite(table["value"].astype(float))]
-        if len(bad):
-            first = bad.iloc[0]
-            raise DivergenceError(
-                f"non-finite {first['split']} {first['metric']} at round {first['round']} "
-                f"(client {first['client']})"
-            )
+        table, info = check_table(run.table()), run.info
     except DivergenceError as err:
         table, status, error = None, DIVERGED, str(err)
     except Exception:  # noqa: BLE001 - recorded, shown, retried; never silently averaged in
@@ -361,15 +469,14 @@ def execute(
             if k in ("split_p", "federated_units", "hyperparameters", "deploys")
         },
     }
-    store.write(spec, table, record)
-    return record
-
-
-def _init_worker(threads: int) -> None:
-    torch.set_num_threads(threads)
+    return store.write(spec, table, record)
 
 
 # -- the grid ---------------------------------------------------------------------------------
+
+
+class GridInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped a grid; its message says how to resume."""
 
 
 class MissingResultsError(FileNotFoundError):
@@ -667,45 +774,60 @@ def run_grid(
     )
     pool = _make_pool(workers if n_left > 1 else 1, threads)
     previous_threads = torch.get_num_threads()
+    interrupted = False
     try:
-        pending: dict[cf.Future, RunSpec] = {}
-        while True:
-            # Longest expected run first, at most `workers` in flight: the slow runs (large
-            # datasets, pFedMe) do not end up alone at the tail while other workers idle.
-            queue = sorted(
-                (sp for sp in ready if sp not in pending.values()),
-                key=lambda sp: -timer.estimate([sp]),
-            )
-            for sp in queue[: max(workers, 1) - len(pending)]:
-                pending[pool.submit(execute, sp, str(store.root), device, threads, code)] = sp
-            if not pending:
-                break
-            finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
-            for fut in finished:
-                sp = pending.pop(fut)
-                try:
-                    records[sp] = fut.result()
-                except cf.process.BrokenProcessPool as err:
-                    raise RuntimeError(
-                        "A grid worker process died. From a script, call run_grid under "
-                        "`if __name__ == '__main__':` (spawned workers re-import the script), "
-                        "or pass workers=1. Finished runs are stored; calling again resumes."
-                    ) from err
-                computed += 1
-                timer.add(records[sp])
-            resolve()
-            ready, n_left = todo()
-            left = dict.fromkeys([*pending.values(), *ready, *_unscheduled(plan, eval_specs)])
-            eta = timer.estimate(left) / max(workers, 1)
-            bar.total = max(bar.total, bar.n + len(finished) + n_left)  # widening adds runs
-            bar.set_postfix_str(f"~{_fmt(eta)} left", refresh=False)
-            bar.update(len(finished))
+        with interrupts_as_keyboard():
+            pending: dict[cf.Future, RunSpec] = {}
+            while True:
+                # Longest expected run first, at most `workers` in flight: the slow runs (large
+                # datasets, pFedMe) do not end up alone at the tail while other workers idle.
+                queue = sorted(
+                    (sp for sp in ready if sp not in pending.values()),
+                    key=lambda sp: -timer.estimate([sp]),
+                )
+                for sp in queue[: max(workers, 1) - len(pending)]:
+                    pending[pool.submit(execute, sp, str(store.root), device, threads, code)] = sp
+                if not pending:
+                    break
+                finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+                for fut in finished:
+                    sp = pending.pop(fut)
+                    try:
+                        records[sp] = fut.result()
+                    except cf.process.BrokenProcessPool as err:
+                        raise RuntimeError(
+                            "A grid worker process died. From a script, call run_grid under "
+                            "`if __name__ == '__main__':` (spawned workers re-import the script), "
+                            "or pass workers=1. Finished runs are stored; calling again resumes."
+                        ) from err
+                    computed += 1
+                    timer.add(records[sp])
+                resolve()
+                ready, n_left = todo()
+                left = dict.fromkeys([*pending.values(), *ready, *_unscheduled(plan, eval_specs)])
+                eta = timer.estimate(left) / max(workers, 1)
+                bar.total = max(bar.total, bar.n + len(finished) + n_left)  # widening adds runs
+                bar.set_postfix_str(f"~{_fmt(eta)} left", refresh=False)
+                bar.update(len(finished))
+    except KeyboardInterrupt as err:
+        interrupted = True
+        stop_workers(pool)
+        raise GridInterrupted(
+            f"grid stopped ({err or 'Ctrl-C'}). The runs finished so far are stored in "
+            f"{store.root}; run the same command again to resume (nothing finished is "
+            "recomputed)."
+        ) from None
     finally:
         bar.close()
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
         torch.set_num_threads(previous_threads)
 
     result = _collect(plan, records, store, spec_stage, eval_specs, code, computed)
+    result.notes += [
+        f"DAMAGED, recomputed: {problem}"
+        for run_id, problem in store.damaged.items()
+        if any(sp.run_id == run_id for sp in records)
+    ]
     name = name or f"grid-{eval_timing}{options_tag(loss, augment).replace('_', '-')}"
     if computed or not (store.root / f"{name}.csv").exists():
         from playerfl_core.results import save_table
@@ -752,8 +874,8 @@ def _make_pool(workers: int, threads: int):
         return _InlineExecutor()
     return cf.ProcessPoolExecutor(
         max_workers=workers,
-        initializer=_init_worker,
-        initargs=(threads,),
+        initializer=init_worker,
+        initargs=(threads, os.getpid()),
         mp_context=multiprocessing.get_context("spawn"),
     )
 
@@ -898,8 +1020,15 @@ def _missing_message(missing, store, profile, datasets, algorithms) -> str:
     shown = ", ".join(sp.run_id for sp in missing[:3])
     more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
     algs = "all" if algorithms == list(ALGORITHMS) else ",".join(algorithms)
+    damaged = [store.damaged[sp.run_id] for sp in missing if sp.run_id in store.damaged]
+    damaged_text = (
+        f"{len(damaged)} of them are damaged:\n  " + "\n  ".join(damaged[:5]) + "\n"
+        if damaged
+        else ""
+    )
     return (
-        f"{len(missing)} runs are not in {store.root} ({shown}{more}). Compute them with:\n"
+        f"{len(missing)} runs are not in {store.root} ({shown}{more}). {damaged_text}"
+        "Compute them with:\n"
         f"  playerfl grid --datasets {','.join(datasets)} --algorithms {algs} "
         f"--profile {profile} --store {store.root}\n"
         "(the paper profile is meant for a GPU)."
@@ -920,10 +1049,14 @@ class _Timer:
                     continue
 
     def add(self, rec: dict) -> None:
-        if rec.get("seconds") is None or rec.get("status") != OK:
+        """Count a finished run's time; anything unreadable (a damaged record) is skipped."""
+        if not isinstance(rec, dict) or rec.get("status") != OK:
             return
-        self.by_pair.setdefault((rec["dataset"], rec["algorithm"]), []).append(rec["seconds"])
-        self.by_dataset.setdefault(rec["dataset"], []).append(rec["seconds"])
+        seconds, dataset = rec.get("seconds"), rec.get("dataset")
+        if not isinstance(seconds, int | float) or not math.isfinite(seconds) or not dataset:
+            return
+        self.by_pair.setdefault((dataset, rec.get("algorithm")), []).append(seconds)
+        self.by_dataset.setdefault(dataset, []).append(seconds)
 
     def estimate(self, specs) -> float:
         total = 0.0

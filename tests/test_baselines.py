@@ -511,7 +511,7 @@ def test_pfedme_unstable_outer_step_is_recorded_as_diverged(toy):
     """A grid lr with η·λ ≥ 2 is refused before round 0, as a divergence naming the values."""
     with pytest.raises(DivergenceError, match=r"eta=0\.5 \(the run lr\), lam=15, eta·lam=7\.5"):
         toy_run(toy, "pfedme", rounds=1, lr=0.5)
-    with pytest.raises(ValueError, match="outer must be"):
+    with pytest.raises(ValueError, match=r"outer='rmsprop' is outside the valid range"):
         toy_run(toy, PFedMe(outer="rmsprop"), rounds=1)
     toy_run(toy, PFedMe(outer="adam"), rounds=1, lr=0.5)  # Adam: no such bound
 

@@ -268,7 +268,7 @@ def test_cli_writes_the_long_results_table(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--dataset", "heart", "--algorithms", "fedx"], "Unknown algorithm 'fedx'"),
+        (["--dataset", "heart", "--algorithms", "fedx"], "--algorithms: unknown algorithm 'fedx'"),
         (["--dataset", "mnist9"], "unknown dataset 'mnist9'"),
     ],
 )

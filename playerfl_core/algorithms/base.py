@@ -10,6 +10,9 @@ Most algorithms are FedAvg plus a different answer to one question.
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import torch
 
 from playerfl_core.units import get_params, param_names, set_params, unit_names
@@ -38,10 +41,23 @@ class Algorithm:
             )
         for key, value in {**self.defaults(), **hyperparameters}.items():
             setattr(self, key, value)
+        for key, (accepts, valid) in self.valid().items():
+            value = getattr(self, key)
+            if not accepts(value):
+                raise ValueError(
+                    f"{self.name}: hyper-parameter {key}={value!r} is outside the valid range "
+                    f"({valid})."
+                )
 
     @classmethod
     def defaults(cls) -> dict:
         """Hyper-parameters with their defaults (reference §1.2)."""
+        return {}
+
+    @classmethod
+    def valid(cls) -> dict:
+        """Per hyper-parameter: ``(accepts(value) -> bool, the valid range in words)``, checked
+        when the algorithm is built, so a bad value fails before any training."""
         return {}
 
     def hyperparameters(self) -> dict:
@@ -101,3 +117,38 @@ class Algorithm:
         """Optional last step after the final round; return True to evaluate it as one more
         round (index ``rounds``)."""
         return False
+
+
+# -- hyper-parameter ranges (for ``valid``) --------------------------------------------------
+
+
+def _number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def at_least(low: float, strict: bool = False):
+    """A finite number ≥ ``low`` (> ``low`` when ``strict``)."""
+    return (
+        (lambda v: _number(v) and (v > low if strict else v >= low)),
+        f"a finite number {'>' if strict else '≥'} {low:g}",
+    )
+
+
+def between(low: float, high: float):
+    """A finite number in [low, high]."""
+    return (lambda v: _number(v) and low <= v <= high), f"a number in [{low:g}, {high:g}]"
+
+
+def integer(low: int):
+    """An integer ≥ ``low``."""
+    return (lambda v: _number(v) and int(v) == v and v >= low), f"an integer ≥ {low}"
+
+
+def one_of(*values):
+    return (lambda v: v in values), f"one of {values}"
+
+
+def optional(rule):
+    """``rule``, or None (the algorithm's documented fallback)."""
+    accepts, valid = rule
+    return (lambda v: v is None or accepts(v)), f"None or {valid}"

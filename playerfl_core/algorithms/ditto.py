@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import torch
 
-from playerfl_core.algorithms.base import Algorithm
+from playerfl_core.algorithms.base import Algorithm, at_least
 from playerfl_core.engine import client_seed
 
 from .fedprox import all_params, proximal_penalty
@@ -46,6 +46,10 @@ class Ditto(Algorithm):
     @classmethod
     def defaults(cls):
         return {"lam": 0.1}
+
+    @classmethod
+    def valid(cls):
+        return {"lam": at_least(0)}
 
     def setup(self, run):
         for c in run.clients:

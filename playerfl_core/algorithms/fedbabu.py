@@ -10,7 +10,7 @@ the head, like the authors' code, reference §6.7); the authors also used two un
 of the image models (§10.2 item 13), we use the last unit only.
 """
 
-from playerfl_core.algorithms.base import Algorithm
+from playerfl_core.algorithms.base import Algorithm, integer, one_of
 from playerfl_core.units import param_names, unit_names
 
 
@@ -33,6 +33,10 @@ class FedBABU(Algorithm):
     @classmethod
     def defaults(cls):
         return {"finetune_epochs": 1, "finetune": "full"}
+
+    @classmethod
+    def valid(cls):
+        return {"finetune_epochs": integer(1), "finetune": one_of("full", "head")}
 
     @staticmethod
     def head(model) -> str:

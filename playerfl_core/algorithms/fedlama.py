@@ -22,7 +22,7 @@ FedLAMA's scores.
 
 import torch
 
-from playerfl_core.algorithms.base import Algorithm
+from playerfl_core.algorithms.base import Algorithm, integer
 from playerfl_core.results import SERVER
 from playerfl_core.units import param_names, set_params, unit_names, unit_sizes
 
@@ -47,6 +47,10 @@ class FedLAMA(Algorithm):
     @classmethod
     def defaults(cls):
         return {"tau_base": 2, "phi": 2}
+
+    @classmethod
+    def valid(cls):
+        return {"tau_base": integer(1), "phi": integer(1)}
 
     def setup(self, run):
         if (

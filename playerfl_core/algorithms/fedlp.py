@@ -8,7 +8,7 @@ is then sent to every client, as FedAvg. Fewer uploads cut communication; p = 1 
 
 import numpy as np
 
-from playerfl_core.algorithms.base import Algorithm
+from playerfl_core.algorithms.base import Algorithm, between
 from playerfl_core.engine import client_seed
 from playerfl_core.units import unit_names
 
@@ -29,6 +29,10 @@ class FedLP(Algorithm):
     @classmethod
     def defaults(cls):
         return {"p": 0.7}
+
+    @classmethod
+    def valid(cls):
+        return {"p": between(0, 1)}
 
     def setup(self, run):
         if not 0 <= self.p <= 1:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 import torch
 from torch import nn
 
-from playerfl_core.algorithms.base import Algorithm
+from playerfl_core.algorithms.base import Algorithm, at_least
 from playerfl_core.units import get_params
 
 
@@ -53,6 +53,10 @@ class FedProx(Algorithm):
     @classmethod
     def defaults(cls):
         return {"mu": 0.1}
+
+    @classmethod
+    def valid(cls):
+        return {"mu": at_least(0)}
 
     def local_update(self, run, client, rnd):
         anchor = all_params(client.model)

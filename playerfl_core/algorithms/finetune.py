@@ -6,7 +6,7 @@ best-validation selection later chooses per client between the federated rounds 
 adapted model (the authors keep the extra epoch only if it lowers validation loss, §6.6).
 """
 
-from playerfl_core.algorithms.base import Algorithm
+from playerfl_core.algorithms.base import Algorithm, integer
 
 
 class FineTune(Algorithm):
@@ -25,6 +25,10 @@ class FineTune(Algorithm):
     @classmethod
     def defaults(cls):
         return {"finetune_epochs": 1}
+
+    @classmethod
+    def valid(cls):
+        return {"finetune_epochs": integer(1)}
 
     def finish(self, run):
         for c in run.clients:

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from playerfl_core.algorithms.base import Algorithm
+from playerfl_core.algorithms.base import Algorithm, at_least, integer, optional
 from playerfl_core.engine import client_seed
 from playerfl_core.results import SERVER
 from playerfl_core.units import param_names, set_params, unit_names
@@ -79,6 +79,14 @@ class PFedLA(Algorithm):
     @classmethod
     def defaults(cls):
         return {"hn_lr": 0.01, "embedding_dim": None, "hidden_dim": None}
+
+    @classmethod
+    def valid(cls):
+        return {
+            "hn_lr": at_least(0, strict=True),
+            "embedding_dim": optional(integer(1)),
+            "hidden_dim": optional(integer(1)),
+        }
 
     def setup(self, run):
         emb, hid = HN_SIZES.get(run.data.name, (32, 64))

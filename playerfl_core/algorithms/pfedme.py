@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from playerfl_core.algorithms.base import Algorithm
+from playerfl_core.algorithms.base import Algorithm, at_least, integer, one_of, optional
 from playerfl_core.engine import DivergenceError
 from playerfl_core.units import set_params
 
@@ -75,6 +75,18 @@ class PFedMe(Algorithm):
             "eta": None,
             "outer": "sgd",
             "inner": "adam",
+        }
+
+    @classmethod
+    def valid(cls):
+        return {
+            "lam": at_least(0),
+            "K": integer(1),
+            "personal_lr": optional(at_least(0, strict=True)),
+            "beta": at_least(0, strict=True),
+            "eta": optional(at_least(0, strict=True)),
+            "outer": one_of("sgd", "adam"),
+            "inner": one_of("sgd", "adam"),
         }
 
     def setup(self, run):

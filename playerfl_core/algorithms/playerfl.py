@@ -8,7 +8,10 @@ averaged every round and units p+1..L stay local. The authors' code hard-codes p
 (reference §6.11); here it is computed online, as the paper describes.
 """
 
-from playerfl_core.algorithms.base import Algorithm
+import math
+
+from playerfl_core.algorithms.base import Algorithm, at_least
+from playerfl_core.engine import DivergenceError
 from playerfl_core.results import SERVER
 from playerfl_core.sensitivity import (
     DEFAULT_THRESHOLD,
@@ -50,6 +53,10 @@ class PLayerFL(PrefixFederation):
     def defaults(cls):
         return {"threshold": DEFAULT_THRESHOLD}
 
+    @classmethod
+    def valid(cls):
+        return {"threshold": at_least(0)}
+
     def server_step(self, run, rnd):
         if self.p is None:
             self.record_split(run, self.choose(run))
@@ -63,6 +70,11 @@ class PLayerFL(PrefixFederation):
             for unit, value in s.items():
                 run.log(c.id, 0, "train", f"sensitivity/{unit}", value, c.n_train)
         avg = average_sensitivities(per_client, run.weights)
+        if not all(math.isfinite(v) for v in avg.values()):
+            raise DivergenceError(
+                f"non-finite federation sensitivities after the first epoch {avg}: training "
+                f"blew up; lower the learning rate (now {run.config.lr:g})"
+            )
         for unit, value in avg.items():
             run.log(SERVER, 0, "server", f"sensitivity/{unit}", value)
         run.info["sensitivity"] = avg

@@ -10,6 +10,7 @@ stays local, as in PLayer-FL). The authors' code redraws a prefix of its configu
 
 import numpy as np
 
+from playerfl_core.algorithms.base import at_least
 from playerfl_core.algorithms.playerfl import PLayerFL, PrefixFederation
 from playerfl_core.engine import client_seed
 from playerfl_core.results import SERVER
@@ -31,6 +32,10 @@ class PLayerFLRandom(PrefixFederation):
     @classmethod
     def defaults(cls):
         return {"threshold": DEFAULT_THRESHOLD}
+
+    @classmethod
+    def valid(cls):
+        return {"threshold": at_least(0)}
 
     def setup(self, run):
         super().setup(run)

@@ -1,0 +1,542 @@
+"""Fault injection: bad input, damaged stores, divergence and killed processes (issue 14).
+
+Every case asserts either a clear message (naming the option or file, the bad value and what
+is valid) before any training, or the correct recovery. Kept fast: Heart, quick profile, one
+or two rounds, grids of a few runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+import torch
+
+import data_prep
+from data_prep import DataError, fmnist
+from playerfl_core import cli
+from playerfl_core.algorithms import get_algorithm
+from playerfl_core.archive import pack, unpack
+from playerfl_core.divergence import LOSS_BOUND, divergence
+from playerfl_core.engine import RunConfig
+from playerfl_core.experiments import (
+    DIVERGED,
+    OK,
+    MissingResultsError,
+    RunSpec,
+    Store,
+    load_grid,
+    run_grid,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+GRID = dict(seeds=(0, 1), lrs=(0.01,), rounds=1, workers=1, progress=False)
+"""A two-run grid (Heart, Local, one LR so no tuning, one round): seconds."""
+
+
+def _grid(store, **kw):
+    return run_grid(["heart"], ["local"], "quick", store=store, **{**GRID, **kw})
+
+
+def _sorted(table: pd.DataFrame) -> pd.DataFrame:
+    keys = ["dataset", "algorithm", "lr", "seed", "client", "round", "split", "metric"]
+    return table.sort_values(keys).reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """A finished two-run store and its table (copied, never modified, by the tests)."""
+    root = tmp_path_factory.mktemp("reference")
+    result = _grid(root)
+    assert result.computed == 2
+    return root, _sorted(result.table)
+
+
+@pytest.fixture
+def store_copy(reference, tmp_path):
+    root, table = reference
+    shutil.copytree(root, tmp_path / "store")
+    return tmp_path / "store", table
+
+
+def _run_cli(argv, capsys) -> tuple[int, str]:
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+# -- 1. a self-verifying store ---------------------------------------------------------------
+
+
+def _truncate_half(path: Path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _cut_at_line(path: Path):  # a clean cut at a line boundary: only the checksum sees it
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[: len(lines) // 2]))
+
+
+def _edit_one_value(path: Path):  # same length, one digit changed
+    data = bytearray(path.read_bytes())
+    i = data.rindex(b",", 0, len(data) - 2) - 1  # a digit of the last row's value
+    data[i] = ord("1") if data[i] != ord("1") else ord("2")
+    path.write_bytes(bytes(data))
+
+
+DAMAGES = {
+    "csv cut in half": ("csv", _truncate_half),
+    "csv cut at a line": ("csv", _cut_at_line),
+    "csv emptied": ("csv", lambda p: p.write_bytes(b"")),
+    "csv deleted": ("csv", lambda p: p.unlink()),
+    "csv value edited": ("csv", _edit_one_value),
+    "csv row appended": ("csv", lambda p: p.write_bytes(p.read_bytes() + p.read_bytes()[-80:])),
+    "csv random bytes": ("csv", lambda p: p.write_bytes(os.urandom(p.stat().st_size))),
+    "json cut in half": ("json", _truncate_half),
+    "json emptied": ("json", lambda p: p.write_text("")),
+    "json is {}": ("json", lambda p: p.write_text("{}")),
+    "json is a list": ("json", lambda p: p.write_text("[1, 2]")),
+    "json unknown status": ("json", lambda p: _edit_json(p, status="finished")),
+    "json names another run": ("json", lambda p: _edit_json(p, run_id="heart_other")),
+    "json wrong row count": ("json", lambda p: _edit_json(p, rows=3)),
+    "json binary garbage": ("json", lambda p: p.write_bytes(b"\xff\xfe\x00garbage")),
+}
+
+
+def _edit_json(path: Path, **changes):
+    rec = json.loads(path.read_text())
+    rec.update(changes)
+    path.write_text(json.dumps(rec))
+
+
+def _victim(root: Path) -> str:
+    spec = RunSpec("heart", "local", 0.01, 1, "quick", rounds=1)
+    assert (root / "runs" / f"{spec.run_id}.json").exists()
+    return spec.run_id
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_run_is_named_by_status_and_recomputed_by_the_grid(damage, store_copy, capsys):
+    root, table = store_copy
+    run_id = _victim(root)
+    kind, harm = DAMAGES[damage]
+    harm(root / "runs" / f"{run_id}.{kind}")
+
+    code, out = _run_cli(["status", "--store", str(root)], capsys)
+    assert code == 0 and "1 damaged runs" in out and f"damaged: {run_id}" in out, out
+    assert "1 runs" in out  # the intact run still counts; the damaged one does not
+
+    with pytest.raises(MissingResultsError, match=run_id):
+        load_grid(["heart"], ["local"], "quick", store=root, **GRID)
+
+    result = _grid(root)
+    assert result.computed == 1  # exactly the damaged run
+    assert any(run_id in n and "DAMAGED" in n for n in result.notes)
+    pd.testing.assert_frame_equal(_sorted(result.table), table)
+    assert Store(root).scan()[1] == {}
+
+
+def test_a_deleted_manifest_means_not_finished_and_is_recomputed(store_copy):
+    root, table = store_copy
+    (root / "runs" / f"{_victim(root)}.json").unlink()
+    result = _grid(root)
+    assert result.computed == 1
+    pd.testing.assert_frame_equal(_sorted(result.table), table)
+
+
+def test_legacy_runs_without_checksums_still_load_and_truncation_is_caught(store_copy, capsys):
+    root, table = store_copy
+    for f in (root / "runs").glob("*.json"):
+        rec = json.loads(f.read_text())
+        for key in ("csv_sha256", "rows"):
+            rec.pop(key)
+        f.write_text(json.dumps(rec))
+    result = _grid(root)
+    assert result.computed == 0
+    pd.testing.assert_frame_equal(_sorted(result.table), table)
+    code, out = _run_cli(["status", "--store", str(root)], capsys)
+    assert "2 finished runs were stored before checksums (legacy)" in out
+
+    _truncate_half(root / "runs" / f"{_victim(root)}.csv")
+    result = _grid(root)
+    assert result.computed == 1
+    pd.testing.assert_frame_equal(_sorted(result.table), table)
+
+
+def test_unpacked_archive_runs_carry_checksums_and_damage_is_caught(store_copy, tmp_path):
+    root, _ = store_copy
+    archive = pack(Store(root), "quick", tmp_path / "archive", command="test")
+    again = Store(tmp_path / "again")
+    assert unpack(archive, again) == 2
+    records, damaged = again.scan()
+    assert damaged == {} and all(r["csv_sha256"] and r["rows"] > 0 for r in records)
+    _cut_at_line(again.runs / f"{_victim(again.root)}.csv")
+    assert _victim(again.root) in again.scan()[1]
+    assert unpack(archive, again) == 1  # the damaged run is restored from the archive
+    assert again.scan()[1] == {}
+
+
+# -- 3. divergence -------------------------------------------------------------------------
+
+
+def _table(values, metric="loss"):
+    return pd.DataFrame(
+        {
+            "dataset": "heart",
+            "algorithm": "local",
+            "lr": 0.1,
+            "seed": 0,
+            "client": 0,
+            "round": range(len(values)),
+            "split": "val",
+            "metric": metric,
+            "value": values,
+            "n_samples": 10,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "values, diverged",
+    [
+        ([2.3, 51.0], False),  # the committed store's largest loss
+        ([2.3, LOSS_BOUND], False),
+        ([2.3, 3e23], True),  # issue 14's probe
+        ([2.3, math.nan], True),
+        ([2.3, math.inf], True),
+    ],
+)
+def test_loss_bound(values, diverged):
+    assert (divergence(_table(values)) is not None) == diverged
+
+
+def test_a_large_accuracy_is_not_a_loss():
+    assert divergence(_table([1e6], metric="n_samples")) is None
+
+
+def test_divergence_is_stored_not_retried_and_excluded_visibly(tmp_path, capsys):
+    kw = dict(seeds=(0,), lrs=(1e6,), rounds=1, workers=1, progress=False, store=tmp_path)
+    result = run_grid(["heart"], ["local", "playerfl"], "quick", **kw)
+    assert result.computed == 2
+    assert set(result.status["status"]) == {DIVERGED}  # playerfl: infinite sensitivities
+    assert "sensitivities" in result.status.set_index("algorithm").loc["playerfl", "error"]
+    local_error = result.status.set_index("algorithm").loc["local", "error"]
+    assert "above the divergence bound" in local_error or "non-finite" in local_error
+    assert len(result.table) == 0 and "EXCLUDED (diverged" in result.note()
+    again = run_grid(["heart"], ["local", "playerfl"], "quick", **kw)
+    assert again.computed == 0  # not retried
+    code, out = _run_cli(["status", "--store", str(tmp_path)], capsys)
+    assert out.count("diverged: heart_") == 2
+
+
+def test_playerfl_run_keeps_the_other_algorithms_rows(tmp_path, capsys):
+    out = tmp_path / "run.csv"
+    argv = ["run", "--dataset", "heart", "--algorithms", "local,pfedme", "--rounds", "1"]
+    code, text = _run_cli([*argv, "--lr", "0.2", "--out", str(out)], capsys)
+    assert code == 3 and "diverged (no rows written): pfedme" in text  # eta·lam = 3 ≥ 2
+    table = pd.read_csv(out)
+    assert set(table["algorithm"]) == {"local"} and len(table) > 0
+
+
+# -- 4. validate before computing ------------------------------------------------------------
+
+BAD_CLI = {
+    "seeds not integers": (["grid", "--seeds", "0,abc"], ["--seeds", "'abc'"]),
+    "seeds negative": (["grid", "--seeds", "-1"], ["--seeds", "-1", "≥ 0"]),
+    "seeds empty entry": (["grid", "--seeds", "0,,1"], ["--seeds", "empty entry"]),
+    "unknown dataset": (["grid", "--datasets", "nosuch"], ["--datasets", "unknown dataset"]),
+    "unknown algorithm": (["grid", "--algorithms", "local,nosuch"], ["--algorithms", "nosuch"]),
+    "lrs not numbers": (["grid", "--lrs", "0.1,abc"], ["--lrs", "'abc'"]),
+    "lrs negative": (["grid", "--lrs", "0.1,-1"], ["--lrs", "'-1'", "> 0"]),
+    "lrs nan": (["grid", "--lrs", "nan"], ["--lrs", "'nan'"]),
+    "tune seeds bad": (["grid", "--tune-seeds", "x"], ["--tune-seeds", "'x'"]),
+    "grid rounds zero": (["grid", "--rounds", "0"], ["--rounds", "0", "≥ 1"]),
+    "grid workers zero": (["grid", "--workers", "0"], ["--workers", "0", "≥ 1"]),
+    "grid device typo": (["grid", "--device", "gpu"], ["--device", "'gpu'"]),
+    "store typo": (["status", "--store", "/nonexistent/storx"], ["--store", "does not exist"]),
+    "run dataset unknown": (
+        ["run", "--dataset", "hart", "--out", "{tmp}/o.csv"],
+        ["--dataset", "unknown dataset 'hart'"],
+    ),
+    "run seeds bad": (
+        ["run", "--dataset", "heart", "--seeds", "0,abc", "--out", "{tmp}/o.csv"],
+        ["--seeds", "'abc'"],
+    ),
+    "run out is a folder": (
+        ["run", "--dataset", "heart", "--out", "{tmp}"],
+        ["--out", "directory"],
+    ),
+    "run out under a file": (
+        ["run", "--dataset", "heart", "--out", "{tmp}/file.txt/o.csv"],
+        ["--out", "is a file"],
+    ),
+    "run lr negative": (
+        ["run", "--dataset", "heart", "--lr", "-5", "--out", "{tmp}/o.csv"],
+        ["--lr", "-5", "> 0"],
+    ),
+    "run lr too large": (
+        ["run", "--dataset", "heart", "--lr", "1e300", "--out", "{tmp}/o.csv"],
+        ["--lr", "1e+300", "≤ 3.4e+38"],
+    ),
+    "run lr infinite": (
+        ["run", "--dataset", "heart", "--lr", "inf", "--out", "{tmp}/o.csv"],
+        ["--lr", "inf"],
+    ),
+    "run rounds negative": (
+        ["run", "--dataset", "heart", "--rounds", "-2", "--out", "{tmp}/o.csv"],
+        ["--rounds", "-2"],
+    ),
+    "run device typo": (
+        ["run", "--dataset", "heart", "--device", "cdua", "--out", "{tmp}/o.csv"],
+        ["--device", "'cdua'"],
+    ),
+    "sweep splits bad": (
+        ["sweep", "--dataset", "heart", "--splits", "0,x", "--out", "{tmp}/o.csv"],
+        ["--splits", "'x'"],
+    ),
+    "archive sample zero": (["archive", "verify", "--sample", "0"], ["--sample", "0"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CLI))
+def test_bad_options_are_named_before_any_training(case, tmp_path, capsys):
+    argv, expected = BAD_CLI[case]
+    (tmp_path / "file.txt").write_text("x")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    if argv[0] == "grid":
+        argv += ["--store", str(tmp_path / "store")]
+    start = time.process_time()
+    code, out = _run_cli(argv, capsys)
+    assert code == 2, out
+    assert "Traceback" not in out
+    for text in expected:
+        assert text in out, (text, out)
+    assert time.process_time() - start < 5  # no training happened
+    assert not (tmp_path / "store" / "runs").exists()
+    assert not list(tmp_path.glob("**/*.tmp")) and not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_on_a_cpu_machine_is_refused_before_training(tmp_path, capsys):
+    argv = ["run", "--dataset", "heart", "--device", "cuda", "--out", str(tmp_path / "o.csv")]
+    code, out = _run_cli(argv, capsys)
+    assert code == 2 and "--device: 'cuda', but this machine has no CUDA" in out
+
+
+def test_duplicate_seeds_are_dropped_with_a_warning(tmp_path, capsys):
+    out = tmp_path / "o.csv"
+    argv = ["run", "--dataset", "heart", "--algorithms", "local", "--rounds", "1"]
+    code, text = _run_cli([*argv, "--seeds", "0,0", "--out", str(out)], capsys)
+    assert code == 0 and "warning: --seeds: duplicate values [0] ignored" in text
+    assert pd.read_csv(out).duplicated().sum() == 0
+
+
+BAD_API = {
+    "fedprox mu negative": (lambda: get_algorithm("fedprox", mu=-5), "mu=-5"),
+    "ditto lam nan": (lambda: get_algorithm("ditto", lam=math.nan), "lam=nan"),
+    "playerfl threshold nan": (lambda: get_algorithm("playerfl", threshold=math.nan), "threshold"),
+    "fedlp p above 1": (lambda: get_algorithm("fedlp", p=1.5), "p=1.5"),
+    "pfedme K zero": (lambda: get_algorithm("pfedme", K=0), "K=0"),
+    "pfedme outer typo": (lambda: get_algorithm("pfedme", outer="sdg"), "outer='sdg'"),
+    "fedlama phi fraction": (lambda: get_algorithm("fedlama", phi=1.5), "phi=1.5"),
+    "pfedla hn_lr zero": (lambda: get_algorithm("pfedla", hn_lr=0), "hn_lr=0"),
+    "fedbabu finetune typo": (lambda: get_algorithm("fedbabu", finetune="all"), "finetune="),
+    "prefix p negative": (lambda: get_algorithm("prefix", p=-1), "p must be an integer"),
+    "unknown hyper-parameter": (lambda: get_algorithm("fedprox", nu=1), "unknown hyper"),
+    "config lr too large": (
+        lambda: RunConfig(rounds=1, lr=1e300, batch_size=8),
+        "lr must be a number in (0, 3.4e+38], got 1e+300",
+    ),
+    "config rounds zero": (
+        lambda: RunConfig(rounds=0, lr=0.1, batch_size=8),
+        "rounds must be an integer ≥ 1, got 0",
+    ),
+    "config seed negative": (
+        lambda: RunConfig(1, 0.1, 8, seed=-1),
+        "seed must be an integer in 0 … 2^63 − 1, got -1",
+    ),
+    "config width zero": (
+        lambda: RunConfig(1, 0.1, 8, width=0.0),
+        "width must be a finite number > 0, got 0.0",
+    ),
+    "config weight decay nan": (
+        lambda: RunConfig(1, 0.1, 8, weight_decay=math.nan),
+        "weight_decay must be a finite number ≥ 0, got nan",
+    ),
+    "config device typo": (
+        lambda: RunConfig(1, 0.1, 8, device="gpu"),
+        "device: 'gpu' is not a device",
+    ),
+    "data alpha nan": (lambda: data_prep.load("digits", alpha=math.nan), "alpha=nan"),
+    "data alpha zero": (lambda: data_prep.load("digits", alpha=0), "alpha=0"),
+    "data n_clients zero": (lambda: data_prep.load("digits", n_clients=0), "n_clients=0"),
+    "data seed negative": (lambda: data_prep.load("heart", seed=-1), "seed must be"),
+    "data unknown option": (lambda: data_prep.load("heart", alpha=1.0), "does not take"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_API))
+def test_bad_constructor_arguments_name_the_parameter(case):
+    make, expected = BAD_API[case]
+    with pytest.raises((ValueError, DataError)) as err:
+        make()
+    assert expected in str(err.value), str(err.value)
+
+
+# -- 5. data integrity -------------------------------------------------------------------------
+
+
+def _fmnist_copy(tmp_path) -> Path:
+    src = fmnist.raw_dir(data_prep.base.data_root())
+    if not fmnist._have_raw(data_prep.base.data_root()):
+        pytest.skip("Fashion-MNIST raw files absent (python -m data_prep.prepare)")
+    dest = fmnist.raw_dir(tmp_path)
+    dest.mkdir(parents=True)
+    for f in fmnist.FILES:
+        (dest / f).symlink_to(src / f)
+    return dest
+
+
+@pytest.mark.parametrize(
+    "harm",
+    [
+        lambda p: p.write_bytes(os.urandom(p.stat().st_size)),  # random bytes, right size
+        lambda p: p.write_bytes(p.read_bytes()[:1000]),  # truncated idx file
+    ],
+    ids=["random-bytes", "truncated"],
+)
+def test_a_corrupt_fashion_mnist_file_is_named(harm, tmp_path):
+    raw = _fmnist_copy(tmp_path)
+    victim = raw / "train-labels-idx1-ubyte"
+    data = victim.read_bytes()
+    victim.unlink()
+    victim.write_bytes(data)
+    harm(victim)
+    with pytest.raises(DataError, match="train-labels-idx1-ubyte is corrupt or truncated"):
+        data_prep.load("fmnist", seed=0, data_root=tmp_path)
+
+
+def test_the_fashion_mnist_files_in_use_match_the_published_contents():
+    root = data_prep.base.data_root()
+    if not fmnist._have_raw(root):
+        pytest.skip("Fashion-MNIST raw files absent")
+    fmnist.check_raw(root)
+
+
+# -- 2. processes that end together ----------------------------------------------------------
+
+
+def _cli_env() -> dict:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OMP_NUM_THREADS": "1",
+        "TQDM_DISABLE": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+KILL_GRID = [
+    "grid", "--datasets", "heart", "--algorithms", "local,fedavg", "--profile", "quick",
+    "--lrs", "0.01", "--seeds", "0,1,2,3,4,5", "--rounds", "2", "--workers", "2",
+]  # fmt: skip
+
+
+def _start_grid(store: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "playerfl_core.cli", *KILL_GRID, "--store", str(store)],
+        env=_cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_runs(proc, store: Path, n: int = 1, timeout: float = 300) -> list[psutil.Process]:
+    """Wait until ``n`` runs are stored; return the grid's worker processes (alive)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = list((store / "runs").glob("*.json")) if (store / "runs").exists() else []
+        children = psutil.Process(proc.pid).children(recursive=True)
+        if len(done) >= n and len(children) >= 2:
+            return children
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError("the grid stored no run in time")
+
+
+def _gone(procs: list[psutil.Process]) -> bool:
+    alive = []
+    for p in procs:
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                alive.append(p)
+        except psutil.NoSuchProcess:
+            continue
+    return not alive
+
+
+def test_kill_9_of_a_grid_leaves_no_worker_and_a_restart_gives_the_same_table(tmp_path):
+    store = tmp_path / "killed"
+    proc = _start_grid(store)
+    children = _wait_for_runs(proc, store)
+    stored_at_kill = len(list((store / "runs").glob("*.json")))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    time.sleep(10)
+    assert _gone(children), [(p.pid, p.cmdline()) for p in children if p.is_running()]
+    assert stored_at_kill < 12  # the kill came mid-grid
+
+    restart = subprocess.run(
+        [sys.executable, "-m", "playerfl_core.cli", *KILL_GRID, "--store", str(store)],
+        env=_cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert restart.returncode == 0, restart.stderr
+    whole = run_grid(
+        ["heart"],
+        ["local", "fedavg"],
+        "quick",
+        seeds=range(6),
+        lrs=(0.01,),
+        rounds=2,
+        workers=1,
+        progress=False,
+        store=tmp_path / "whole",
+    )
+    resumed = pd.read_csv(store / "grid-after_aggregation.csv")
+    pd.testing.assert_frame_equal(
+        _sorted(resumed), _sorted(pd.read_csv(tmp_path / "whole" / "grid-after_aggregation.csv"))
+    )
+    assert len(whole.table) == len(resumed)
+
+
+def test_sigterm_stops_a_grid_cleanly_with_a_resume_hint(tmp_path):
+    store = tmp_path / "termed"
+    proc = _start_grid(store)
+    children = _wait_for_runs(proc, store)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "SIGTERM" in err and "run the same command again to resume" in err
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 10
+    while not _gone(children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _gone(children)
+    records, damaged = Store(store).scan()
+    assert records and damaged == {}
+    assert all(r["status"] == OK for r in records)
