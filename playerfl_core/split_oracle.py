@@ -152,13 +152,24 @@ def run_sweeps(
     else:
         import concurrent.futures as cf
         import multiprocessing
+        import os
+
+        from playerfl_core.workers import init_worker, interrupts_as_keyboard, stop_workers
 
         ctx = multiprocessing.get_context("spawn")
-        with cf.ProcessPoolExecutor(workers, mp_context=ctx, initializer=_one_thread) as pool:
-            futures = {pool.submit(_sweep_run, *job): i for i, job in enumerate(jobs)}
-            for fut in cf.as_completed(futures):
-                tables[futures[fut]] = fut.result()
-                bar.update()
+        pool = cf.ProcessPoolExecutor(
+            workers, mp_context=ctx, initializer=init_worker, initargs=(1, os.getpid())
+        )
+        try:
+            with interrupts_as_keyboard():
+                futures = {pool.submit(_sweep_run, *job): i for i, job in enumerate(jobs)}
+                for fut in cf.as_completed(futures):
+                    tables[futures[fut]] = fut.result()
+                    bar.update()
+        except BaseException:  # Ctrl-C, SIGTERM or a failed run: no worker outlives the sweep
+            stop_workers(pool)
+            raise
+        pool.shutdown()
     bar.close()
     return pd.concat(tables, ignore_index=True)
 
@@ -170,14 +181,11 @@ def _sweep_data(dataset: str, profile: str, seed: int):
     return load_data_cached(dataset, profile, seed)
 
 
-def _one_thread() -> None:
-    import torch
-
-    torch.set_num_threads(1)
-
-
 def _sweep_run(dataset, profile, seed, p, lr, rounds, device, data=None) -> pd.DataFrame:
-    """One prefix run of a sweep (a module-level function so worker processes can run it)."""
+    """One prefix run of a sweep (a module-level function so worker processes can run it).
+    Raises :class:`~playerfl_core.engine.DivergenceError` when the run diverged (a non-finite
+    value or a loss above :data:`~playerfl_core.divergence.LOSS_BOUND`)."""
+    from playerfl_core.divergence import check_table
     from playerfl_core.engine import run_federated
     from playerfl_core.profiles import make_config
 
@@ -185,7 +193,7 @@ def _sweep_run(dataset, profile, seed, p, lr, rounds, device, data=None) -> pd.D
     config = make_config(
         dataset, profile, seed=seed, lr=lr, rounds=rounds, device=device, progress=False
     )
-    return run_federated(data, prefix_name(p), config).table()
+    return check_table(run_federated(data, prefix_name(p), config).table())
 
 
 # -- scores per split ----------------------------------------------------------------------

@@ -255,6 +255,14 @@ def test_first_epoch_sensitivities_give_playerfls_split(heart, heart_runs):
     assert pooled == pytest.approx(recorded, rel=1e-12)
 
 
+def test_a_diverged_split_run_stops_the_sweep_with_a_clear_message(heart):
+    from playerfl_core.engine import DivergenceError
+
+    with pytest.raises(DivergenceError, match="above the divergence bound"):
+        O.run_sweeps(["heart"], [0], lr=10.0, rounds=1, splits=[0], data_loader=lambda s: heart,
+                     device="cpu", progress=False)  # fmt: skip
+
+
 # -- the command line ----------------------------------------------------------------------
 def test_cli_sweep_writes_one_algorithm_per_split_at_one_lr(tmp_path, capsys):
     from playerfl_core.cli import main
