@@ -18,7 +18,7 @@ from torch import nn
 
 import data_prep
 from data_prep.base import ClientData, FederatedData
-from playerfl_core.algorithms import ALGORITHMS, get_algorithm
+from playerfl_core.algorithms import ALGORITHMS, get_algorithm, is_algorithm
 from playerfl_core.algorithms.ditto import Ditto
 from playerfl_core.algorithms.fedbabu import FedBABU
 from playerfl_core.algorithms.fedlama import FedLAMA
@@ -29,9 +29,11 @@ from playerfl_core.algorithms.pfedla import PFedLA
 from playerfl_core.algorithms.pfedme import PFedMe
 from playerfl_core.algorithms.playerfl import PLayerFL
 from playerfl_core.algorithms.playerfl_random import PLayerFLRandom
+from playerfl_core.algorithms.prefix import RULE_METRIC, Prefix, parse_prefix_name
 from playerfl_core.engine import DivergenceError, RunConfig, run_federated
 from playerfl_core.models import UnitModel
 from playerfl_core.profiles import make_config
+from playerfl_core.results import SERVER
 from playerfl_core.sensitivity import choose_split, federation_sensitivity
 from playerfl_core.units import (
     get_params,
@@ -1107,3 +1109,79 @@ def test_fedbabu_fine_tunes_what_it_says(toy, mode):
         body_moved = [not torch.equal(after[n], before[n]) for n in after if n not in head]
         assert all(body_moved) if mode == "full" else not any(body_moved)
         assert params_equal(deployed, after)
+
+
+# -- Prefix federation: the split sweep's algorithm ----------------------------------------------
+def test_prefix_names_round_trip_and_only_exact_names_parse():
+    algo = get_algorithm("prefix_p2")
+    assert algo.p == algo.split == 2 and algo.name == "prefix_p2"
+    assert algo.hyperparameters() == {"p": 2}
+    assert get_algorithm("prefix", p=3).name == "prefix_p3"
+    assert parse_prefix_name("prefix_p12") == 12
+    for name in ("prefix", "prefix_p", "prefix_px", "xprefix_p1", "prefix_p1x", "prefix_p-1"):
+        assert parse_prefix_name(name) is None, name
+        assert not is_algorithm(name), name
+    assert is_algorithm("prefix_p0") and is_algorithm("fedavg")
+
+
+@pytest.mark.parametrize(
+    ("hp", "message"),
+    [
+        ({}, r"prefix needs the split p \(number of federated units, 0..L\)"),
+        ({"p": -1}, r"p must be an integer in 0..L .* got -1"),
+        ({"p": 1.5}, r"p must be an integer in 0..L .* got 1.5"),
+        ({"p": True}, r"p must be an integer in 0..L .* got True"),
+    ],
+)
+def test_prefix_rejects_a_missing_or_bad_split(hp, message):
+    with pytest.raises(ValueError, match=message):
+        Prefix(**hp)
+
+
+def test_prefix_beyond_the_model_names_the_valid_range(toy):
+    with pytest.raises(ValueError, match=r"p = 5 is outside the valid range 0..4 for 'toy'"):
+        toy_run(toy, get_algorithm("prefix_p5"), rounds=1)
+
+
+def test_prefix_p0_is_local_and_p_all_is_fedavg(toy, fedavg_toy):
+    """Federating no unit is Local, federating all L units is FedAvg (bit for bit)."""
+    n_units = len(unit_names(fedavg_toy.clients[0].model))
+    local = toy_run(toy, "local")
+    pd.testing.assert_frame_equal(
+        scores(toy_run(toy, "prefix_p0")), scores(local), check_exact=True
+    )
+    full = toy_run(toy, f"prefix_p{n_units}")
+    pd.testing.assert_frame_equal(scores(full), scores(fedavg_toy), check_exact=True)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_prefix_averages_exactly_units_1_to_p_by_sample_share(toy, p):
+    rec = probe(Prefix, p=p)
+    r = toy_run(toy, rec, rounds=2)
+    units = unit_names(r.clients[0].model)
+    federated = set(param_names(r.clients[0].model, units[:p]))
+    assert r.info["split_p"] == p and r.info["federated_units"] == list(units[:p])
+    assert r.info["hyperparameters"] == {"p": p} and r.algorithm_name == f"prefix_p{p}"
+    for record in rec.rounds:
+        assert all(sent == federated for sent in record["sent"].values())
+        check_average(record, r.clients, record["sent"])
+        for cid, after in enumerate(record["after"]):  # the averaged prefix comes back
+            for n, value in after.items():
+                target = record["global"][n] if n in federated else record["trained"][cid][n]
+                assert torch.equal(value, target), (p, n)
+
+
+def test_prefix_records_the_rules_split_and_equals_playerfl_there(toy):
+    """Every sweep run logs the split PLayer-FL's rule would choose on the same first-epoch
+    models, and the prefix run at that split is the PLayer-FL run."""
+    playerfl = toy_run(toy, "playerfl")
+    rule_p = playerfl.info["split_p"]
+    for p in {rule_p, rule_p % 3 + 1}:
+        r = toy_run(toy, get_algorithm("prefix", p=p))
+        assert r.info["rule_split_p"] == rule_p and r.info["split_p"] == p
+        table = r.table()
+        server = table[table["client"] == SERVER]
+        assert server.set_index("metric").loc[RULE_METRIC, "value"] == rule_p
+        assert server.set_index("metric").loc["split_p", "value"] == p
+    at_rule = toy_run(toy, get_algorithm("prefix", p=rule_p))
+    pd.testing.assert_frame_equal(scores(at_rule), scores(playerfl), check_exact=True)
