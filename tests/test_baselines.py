@@ -25,7 +25,7 @@ from playerfl_core.algorithms.fedlama import FedLAMA
 from playerfl_core.algorithms.fedlp import FedLP
 from playerfl_core.algorithms.fedprox import FedProx
 from playerfl_core.algorithms.finetune import FineTune
-from playerfl_core.algorithms.pfedla import PFedLA
+from playerfl_core.algorithms.pfedla import HN_SIZES, HyperNetwork, PFedLA
 from playerfl_core.algorithms.pfedme import PFedMe
 from playerfl_core.algorithms.playerfl import PLayerFL
 from playerfl_core.algorithms.playerfl_random import PLayerFLRandom
@@ -347,6 +347,57 @@ def test_fedlama_default_skips_round_zero(toy):
     lama = LamaProbe()
     toy_run(toy, lama, rounds=2)
     assert lama.due(0) == () and lama.unsynced > 0
+
+
+@pytest.mark.parametrize(("tau_base", "phi"), [(0, 2), (1.5, 2), (2, 0), (2, 1.5)])
+def test_fedlama_rejects_intervals_that_are_not_whole_rounds(tau_base, phi):
+    with pytest.raises(ValueError, match=r"tau_base and phi must be integers ≥ 1, got"):
+        FedLAMA(tau_base=tau_base, phi=phi).setup(None)  # checked before the run is touched
+
+
+class TwoUnitNet(UnitModel):
+    units = ("a", "b")
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(2, 2), nn.Linear(2, 1)
+
+
+def test_fedlama_global_model_is_the_weighted_average_on_hand_built_clients():
+    """FedLAMA deploys Σ_i w_i x_i (Lee et al., 2023: the global model is the weighted average of
+    the local models). Only a parameter *all* clients hold identically may be copied: here a.weight
+    agrees on clients 1 and 2 only, b.weight on clients 0 and 2 only."""
+    weights = {0: 0.5, 1: 0.3, 2: 0.2}
+    models = [TwoUnitNet() for _ in weights]
+    values = {
+        "a.weight": [torch.full((2, 2), v) for v in (1.0, 2.0, 2.0)],
+        "a.bias": [torch.full((2,), 4.0)] * 3,
+        "b.weight": [torch.full((1, 2), v) for v in (3.0, -1.0, 3.0)],
+        "b.bias": [torch.full((1,), v) for v in (0.0, 1.0, 2.0)],
+    }
+    for i, model in enumerate(models):
+        set_params(model, {n: v[i] for n, v in values.items()})
+    fake = SimpleNamespace(
+        weights=weights,
+        clients=[SimpleNamespace(id=i, model=m) for i, m in enumerate(models)],
+        new_model=TwoUnitNet,
+        log=lambda *args, **kwargs: None,
+    )
+    lama = FedLAMA()
+    lama.setup(fake)
+    lama.local_update(fake, SimpleNamespace(train_epoch=lambda: 0.0), 0)
+    deployed = all_params(lama.deployed_model(fake, fake.clients[0]))
+    for n, v in values.items():
+        expected = sum(weights[i] * v[i] for i in weights)
+        torch.testing.assert_close(deployed[n], expected, rtol=0, atol=1e-6, msg=n)
+
+
+def test_fedlama_scores_do_not_depend_on_the_evaluation_timing(toy):
+    """The weighted average of the clients' models is the same before and after synchronising
+    (the module docstring's claim), so scoring before aggregation scores the same model."""
+    after = toy_run(toy, "fedlama", rounds=4)
+    before = toy_run(toy, "fedlama", rounds=4, eval_timing="before_aggregation")
+    pd.testing.assert_frame_equal(scores(before), scores(after), rtol=1e-5, atol=1e-6)
 
 
 # -- pFedLA -----------------------------------------------------------------------------------
@@ -923,6 +974,15 @@ def test_fedlama_interval_rule():
     ]
 
 
+def test_fedlama_resets_intervals_every_phi_tau_rounds(toy):
+    """Lee et al. (2023): the intervals are adjusted once every φτ' iterations (here rounds),
+    so with τ' = φ = 2 the logged intervals take effect at rounds 0, 4 and 8."""
+    table = toy_run(toy, "fedlama", rounds=8).table()
+    logged = table[table["metric"].str.startswith("interval/")]
+    assert sorted(set(logged["round"])) == [0, 4, 8]
+    assert set(logged["split"]) == {"server"} and set(logged["client"]) == {SERVER}
+
+
 class LamaDiscrepancyProbe(FedLAMA):
     """Records, at each synchronisation, the discrepancy computed from the clients' uploads."""
 
@@ -1021,6 +1081,36 @@ def test_pfedla_mixes_with_the_clients_own_weights_and_updates_its_own_copy(toy)
             torch.testing.assert_close(got[n], init[n], rtol=0, atol=1e-6)
     # the hypernetworks differ per client, so later mixtures differ per client
     assert not params_equal(la.received[-1][1], la.received[-2][1])
+
+
+def test_pfedla_hypernetwork_is_an_mlp_with_a_softmax_over_clients():
+    """The per-unit hypernetwork (module docstring): α_u = softmax(W₂ ReLU(W₁ e + b₁) + b₂),
+    one weight per client; computed here by hand from its parameters."""
+    torch.manual_seed(0)
+    hn = HyperNetwork(("a", "b"), num_clients=3, embedding_dim=4, hidden_dim=6)
+    alphas = hn()
+    for u in ("a", "b"):
+        first, last = hn.mlps[u][0], hn.mlps[u][-1]
+        hidden = torch.clamp(first.weight @ hn.embedding + first.bias, min=0)
+        logits = last.weight @ hidden + last.bias
+        expected = torch.exp(logits) / torch.exp(logits).sum()
+        torch.testing.assert_close(alphas[u], expected)
+        assert (first.weight @ hn.embedding + first.bias).min() < 0  # the ReLU matters here
+
+
+def test_pfedla_hypernetwork_sizes(toy):
+    """Reference §1.2 sizes per dataset, (32, 64) for others, and explicit overrides."""
+    la = PFedLA()
+    toy_run(toy, la, rounds=1)
+    mlp = la.hypernets[0].mlps["fc1"]
+    assert la.hypernets[0].embedding.shape == (32,) and mlp[0].out_features == 64
+    assert mlp[-1].out_features == len(toy.clients) and len(la.hypernets) == len(toy.clients)
+    la = PFedLA(embedding_dim=5, hidden_dim=7)
+    toy_run(toy, la, rounds=1)
+    assert (
+        la.hypernets[1].embedding.shape == (5,) and la.hypernets[1].mlps["fc4"][0].out_features == 7
+    )
+    assert HN_SIZES["heart"] == (16, 16) and HN_SIZES["fmnist"] == (32, 64)
 
 
 # -- PLayer-FL: the split comes from the trained clients' share-weighted sensitivities ------------
