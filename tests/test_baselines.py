@@ -1111,6 +1111,24 @@ def test_pfedla_hypernetwork_sizes(toy):
         la.hypernets[1].embedding.shape == (5,) and la.hypernets[1].mlps["fc4"][0].out_features == 7
     )
     assert HN_SIZES["heart"] == (16, 16) and HN_SIZES["fmnist"] == (32, 64)
+    as_heart = FederatedData("heart", toy.clients, 3, (4,), "heart_mlp", ["a", "b", "c"])
+    la = PFedLA()
+    toy_run(as_heart, la, rounds=1)
+    assert (
+        la.hypernets[0].embedding.shape == (16,)
+        and la.hypernets[0].mlps["fc1"][0].out_features == 16
+    )
+
+
+def test_pfedla_hypernetworks_are_seeded_by_the_run_seed(toy):
+    """Same seed, same hypernetworks; another run seed, other ones (no fixed global seed)."""
+    embeddings = []
+    for seed in (0, 0, 1):
+        la = PFedLA()
+        toy_run(toy, la, rounds=1, seed=seed)
+        embeddings.append(la.hypernets[0].embedding.detach().clone())
+    assert torch.equal(embeddings[0], embeddings[1])
+    assert not torch.equal(embeddings[0], embeddings[2])
 
 
 # -- PLayer-FL: the split comes from the trained clients' share-weighted sensitivities ------------
