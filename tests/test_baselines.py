@@ -28,7 +28,7 @@ from playerfl_core.algorithms.finetune import FineTune
 from playerfl_core.algorithms.pfedla import HN_SIZES, HyperNetwork, PFedLA
 from playerfl_core.algorithms.pfedme import PFedMe
 from playerfl_core.algorithms.playerfl import PLayerFL
-from playerfl_core.algorithms.playerfl_random import PLayerFLRandom
+from playerfl_core.algorithms.playerfl_random import PLayerFLRandom, random_split
 from playerfl_core.algorithms.prefix import RULE_METRIC, Prefix, parse_prefix_name
 from playerfl_core.engine import DivergenceError, RunConfig, run_federated
 from playerfl_core.models import UnitModel
@@ -582,6 +582,15 @@ def test_playerfl_random_avoids_playerfls_split():
         assert r.info["federated_units"] == list(unit_names(r.clients[0].model)[:p])
         drawn.add(p)
     assert len(drawn) > 1, drawn
+
+
+def test_random_split_is_seeded_and_uniform_over_the_other_splits():
+    """PLayer-FL-Random draws p uniformly from {1, …, L−1} \\ {p*}, reproducibly per seed."""
+    draws = [random_split(seed, 5, 2) for seed in range(200)]
+    assert draws == [random_split(seed, 5, 2) for seed in range(200)]
+    counts = np.bincount(draws, minlength=5)
+    assert counts[0] == counts[2] == 0 and counts[1:].sum() == 200
+    assert all(40 < counts[p] < 95 for p in (1, 3, 4))  # ≈ 200/3 each
 
 
 def test_playerfl_random_needs_three_units():
@@ -1202,6 +1211,10 @@ def test_finetune_adapts_the_final_global_model_locally(toy, epochs):
         assert not params_equal(after, before) and params_equal(deployed, after)
         assert steps == epochs * -(-c.n_train // r.config.batch_size)
     assert sorted(set(r.table().query("split == 'test'")["round"])) == [0, 1, 2]
+    tuned = r.table().query("split == 'train' and metric == 'loss' and round == 2")
+    assert tuned["client"].tolist() == [0, 1, 2]  # the fine-tuning epoch's loss, per client
+    assert tuned["n_samples"].tolist() == [c.n_train for c in r.clients]
+    assert (tuned["value"] > 0).all()
 
 
 @pytest.mark.parametrize("mode", ["full", "head"])
