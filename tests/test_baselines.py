@@ -280,6 +280,20 @@ def test_fedlp_coins_are_seeded(toy):
     pd.testing.assert_frame_equal(a.table(), b.table(), check_exact=True)
 
 
+def test_fedlp_coins_depend_on_the_run_seed_the_client_and_the_round():
+    """Each (run seed, client, round) has its own coins: reproducible, yet not one fixed pattern."""
+    fedlp = FedLP(p=0.5)
+
+    def coins(seed, cid):
+        run = SimpleNamespace(config=SimpleNamespace(seed=seed))
+        client = SimpleNamespace(id=cid, model=TwoUnitNet())
+        return [fedlp.shared_units(run, client, rnd) for rnd in range(20)]
+
+    assert coins(0, 0) == coins(0, 0)
+    assert coins(0, 0) != coins(1, 0) and coins(0, 0) != coins(0, 1)
+    assert len(set(coins(0, 0))) > 1
+
+
 # -- FedLAMA ----------------------------------------------------------------------------------
 class LamaDeployProbe(FedLAMA):
     """Records, every round, the models the clients are scored on and the clients' own models."""
