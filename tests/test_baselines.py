@@ -18,20 +18,22 @@ from torch import nn
 
 import data_prep
 from data_prep.base import ClientData, FederatedData
-from playerfl_core.algorithms import ALGORITHMS, get_algorithm
+from playerfl_core.algorithms import ALGORITHMS, get_algorithm, is_algorithm
 from playerfl_core.algorithms.ditto import Ditto
 from playerfl_core.algorithms.fedbabu import FedBABU
 from playerfl_core.algorithms.fedlama import FedLAMA
 from playerfl_core.algorithms.fedlp import FedLP
 from playerfl_core.algorithms.fedprox import FedProx
 from playerfl_core.algorithms.finetune import FineTune
-from playerfl_core.algorithms.pfedla import PFedLA
+from playerfl_core.algorithms.pfedla import HN_SIZES, HyperNetwork, PFedLA
 from playerfl_core.algorithms.pfedme import PFedMe
 from playerfl_core.algorithms.playerfl import PLayerFL
-from playerfl_core.algorithms.playerfl_random import PLayerFLRandom
+from playerfl_core.algorithms.playerfl_random import PLayerFLRandom, random_split
+from playerfl_core.algorithms.prefix import RULE_METRIC, Prefix, parse_prefix_name
 from playerfl_core.engine import DivergenceError, RunConfig, run_federated
 from playerfl_core.models import UnitModel
 from playerfl_core.profiles import make_config
+from playerfl_core.results import SERVER
 from playerfl_core.sensitivity import choose_split, federation_sensitivity
 from playerfl_core.units import (
     get_params,
@@ -278,6 +280,20 @@ def test_fedlp_coins_are_seeded(toy):
     pd.testing.assert_frame_equal(a.table(), b.table(), check_exact=True)
 
 
+def test_fedlp_coins_depend_on_the_run_seed_the_client_and_the_round():
+    """Each (run seed, client, round) has its own coins: reproducible, yet not one fixed pattern."""
+    fedlp = FedLP(p=0.5)
+
+    def coins(seed, cid):
+        run = SimpleNamespace(config=SimpleNamespace(seed=seed))
+        client = SimpleNamespace(id=cid, model=TwoUnitNet())
+        return [fedlp.shared_units(run, client, rnd) for rnd in range(20)]
+
+    assert coins(0, 0) == coins(0, 0)
+    assert coins(0, 0) != coins(1, 0) and coins(0, 0) != coins(0, 1)
+    assert len(set(coins(0, 0))) > 1
+
+
 # -- FedLAMA ----------------------------------------------------------------------------------
 class LamaDeployProbe(FedLAMA):
     """Records, every round, the models the clients are scored on and the clients' own models."""
@@ -345,6 +361,57 @@ def test_fedlama_default_skips_round_zero(toy):
     lama = LamaProbe()
     toy_run(toy, lama, rounds=2)
     assert lama.due(0) == () and lama.unsynced > 0
+
+
+@pytest.mark.parametrize(("tau_base", "phi"), [(0, 2), (1.5, 2), (2, 0), (2, 1.5)])
+def test_fedlama_rejects_intervals_that_are_not_whole_rounds(tau_base, phi):
+    with pytest.raises(ValueError, match=r"tau_base and phi must be integers ≥ 1, got"):
+        FedLAMA(tau_base=tau_base, phi=phi).setup(None)  # checked before the run is touched
+
+
+class TwoUnitNet(UnitModel):
+    units = ("a", "b")
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(2, 2), nn.Linear(2, 1)
+
+
+def test_fedlama_global_model_is_the_weighted_average_on_hand_built_clients():
+    """FedLAMA deploys Σ_i w_i x_i (Lee et al., 2023: the global model is the weighted average of
+    the local models). Only a parameter *all* clients hold identically may be copied: here a.weight
+    agrees on clients 1 and 2 only, b.weight on clients 0 and 2 only."""
+    weights = {0: 0.5, 1: 0.3, 2: 0.2}
+    models = [TwoUnitNet() for _ in weights]
+    values = {
+        "a.weight": [torch.full((2, 2), v) for v in (1.0, 2.0, 2.0)],
+        "a.bias": [torch.full((2,), 4.0)] * 3,
+        "b.weight": [torch.full((1, 2), v) for v in (3.0, -1.0, 3.0)],
+        "b.bias": [torch.full((1,), v) for v in (0.0, 1.0, 2.0)],
+    }
+    for i, model in enumerate(models):
+        set_params(model, {n: v[i] for n, v in values.items()})
+    fake = SimpleNamespace(
+        weights=weights,
+        clients=[SimpleNamespace(id=i, model=m) for i, m in enumerate(models)],
+        new_model=TwoUnitNet,
+        log=lambda *args, **kwargs: None,
+    )
+    lama = FedLAMA()
+    lama.setup(fake)
+    lama.local_update(fake, SimpleNamespace(train_epoch=lambda: 0.0), 0)
+    deployed = all_params(lama.deployed_model(fake, fake.clients[0]))
+    for n, v in values.items():
+        expected = sum(weights[i] * v[i] for i in weights)
+        torch.testing.assert_close(deployed[n], expected, rtol=0, atol=1e-6, msg=n)
+
+
+def test_fedlama_scores_do_not_depend_on_the_evaluation_timing(toy):
+    """The weighted average of the clients' models is the same before and after synchronising
+    (the module docstring's claim), so scoring before aggregation scores the same model."""
+    after = toy_run(toy, "fedlama", rounds=4)
+    before = toy_run(toy, "fedlama", rounds=4, eval_timing="before_aggregation")
+    pd.testing.assert_frame_equal(scores(before), scores(after), rtol=1e-5, atol=1e-6)
 
 
 # -- pFedLA -----------------------------------------------------------------------------------
@@ -529,6 +596,15 @@ def test_playerfl_random_avoids_playerfls_split():
         assert r.info["federated_units"] == list(unit_names(r.clients[0].model)[:p])
         drawn.add(p)
     assert len(drawn) > 1, drawn
+
+
+def test_random_split_is_seeded_and_uniform_over_the_other_splits():
+    """PLayer-FL-Random draws p uniformly from {1, …, L−1} \\ {p*}, reproducibly per seed."""
+    draws = [random_split(seed, 5, 2) for seed in range(200)]
+    assert draws == [random_split(seed, 5, 2) for seed in range(200)]
+    counts = np.bincount(draws, minlength=5)
+    assert counts[0] == counts[2] == 0 and counts[1:].sum() == 200
+    assert all(40 < counts[p] < 95 for p in (1, 3, 4))  # ≈ 200/3 each
 
 
 def test_playerfl_random_needs_three_units():
@@ -921,6 +997,15 @@ def test_fedlama_interval_rule():
     ]
 
 
+def test_fedlama_resets_intervals_every_phi_tau_rounds(toy):
+    """Lee et al. (2023): the intervals are adjusted once every φτ' iterations (here rounds),
+    so with τ' = φ = 2 the logged intervals take effect at rounds 0, 4 and 8."""
+    table = toy_run(toy, "fedlama", rounds=8).table()
+    logged = table[table["metric"].str.startswith("interval/")]
+    assert sorted(set(logged["round"])) == [0, 4, 8]
+    assert set(logged["split"]) == {"server"} and set(logged["client"]) == {SERVER}
+
+
 class LamaDiscrepancyProbe(FedLAMA):
     """Records, at each synchronisation, the discrepancy computed from the clients' uploads."""
 
@@ -1021,6 +1106,54 @@ def test_pfedla_mixes_with_the_clients_own_weights_and_updates_its_own_copy(toy)
     assert not params_equal(la.received[-1][1], la.received[-2][1])
 
 
+def test_pfedla_hypernetwork_is_an_mlp_with_a_softmax_over_clients():
+    """The per-unit hypernetwork (module docstring): α_u = softmax(W₂ ReLU(W₁ e + b₁) + b₂),
+    one weight per client; computed here by hand from its parameters."""
+    torch.manual_seed(0)
+    hn = HyperNetwork(("a", "b"), num_clients=3, embedding_dim=4, hidden_dim=6)
+    alphas = hn()
+    for u in ("a", "b"):
+        first, last = hn.mlps[u][0], hn.mlps[u][-1]
+        hidden = torch.clamp(first.weight @ hn.embedding + first.bias, min=0)
+        logits = last.weight @ hidden + last.bias
+        expected = torch.exp(logits) / torch.exp(logits).sum()
+        torch.testing.assert_close(alphas[u], expected)
+        assert (first.weight @ hn.embedding + first.bias).min() < 0  # the ReLU matters here
+
+
+def test_pfedla_hypernetwork_sizes(toy):
+    """Reference §1.2 sizes per dataset, (32, 64) for others, and explicit overrides."""
+    la = PFedLA()
+    toy_run(toy, la, rounds=1)
+    mlp = la.hypernets[0].mlps["fc1"]
+    assert la.hypernets[0].embedding.shape == (32,) and mlp[0].out_features == 64
+    assert mlp[-1].out_features == len(toy.clients) and len(la.hypernets) == len(toy.clients)
+    la = PFedLA(embedding_dim=5, hidden_dim=7)
+    toy_run(toy, la, rounds=1)
+    assert (
+        la.hypernets[1].embedding.shape == (5,) and la.hypernets[1].mlps["fc4"][0].out_features == 7
+    )
+    assert HN_SIZES["heart"] == (16, 16) and HN_SIZES["fmnist"] == (32, 64)
+    as_heart = FederatedData("heart", toy.clients, 3, (4,), "heart_mlp", ["a", "b", "c"])
+    la = PFedLA()
+    toy_run(as_heart, la, rounds=1)
+    assert (
+        la.hypernets[0].embedding.shape == (16,)
+        and la.hypernets[0].mlps["fc1"][0].out_features == 16
+    )
+
+
+def test_pfedla_hypernetworks_are_seeded_by_the_run_seed(toy):
+    """Same seed, same hypernetworks; another run seed, other ones (no fixed global seed)."""
+    embeddings = []
+    for seed in (0, 0, 1):
+        la = PFedLA()
+        toy_run(toy, la, rounds=1, seed=seed)
+        embeddings.append(la.hypernets[0].embedding.detach().clone())
+    assert torch.equal(embeddings[0], embeddings[1])
+    assert not torch.equal(embeddings[0], embeddings[2])
+
+
 # -- PLayer-FL: the split comes from the trained clients' share-weighted sensitivities ------------
 class SplitProbe(PLayerFL):
     def server_step(self, run, rnd):
@@ -1092,6 +1225,10 @@ def test_finetune_adapts_the_final_global_model_locally(toy, epochs):
         assert not params_equal(after, before) and params_equal(deployed, after)
         assert steps == epochs * -(-c.n_train // r.config.batch_size)
     assert sorted(set(r.table().query("split == 'test'")["round"])) == [0, 1, 2]
+    tuned = r.table().query("split == 'train' and metric == 'loss' and round == 2")
+    assert tuned["client"].tolist() == [0, 1, 2]  # the fine-tuning epoch's loss, per client
+    assert tuned["n_samples"].tolist() == [c.n_train for c in r.clients]
+    assert (tuned["value"] > 0).all()
 
 
 @pytest.mark.parametrize("mode", ["full", "head"])
@@ -1107,3 +1244,79 @@ def test_fedbabu_fine_tunes_what_it_says(toy, mode):
         body_moved = [not torch.equal(after[n], before[n]) for n in after if n not in head]
         assert all(body_moved) if mode == "full" else not any(body_moved)
         assert params_equal(deployed, after)
+
+
+# -- Prefix federation: the split sweep's algorithm ----------------------------------------------
+def test_prefix_names_round_trip_and_only_exact_names_parse():
+    algo = get_algorithm("prefix_p2")
+    assert algo.p == algo.split == 2 and algo.name == "prefix_p2"
+    assert algo.hyperparameters() == {"p": 2}
+    assert get_algorithm("prefix", p=3).name == "prefix_p3"
+    assert parse_prefix_name("prefix_p12") == 12
+    for name in ("prefix", "prefix_p", "prefix_px", "xprefix_p1", "prefix_p1x", "prefix_p-1"):
+        assert parse_prefix_name(name) is None, name
+        assert not is_algorithm(name), name
+    assert is_algorithm("prefix_p0") and is_algorithm("fedavg")
+
+
+@pytest.mark.parametrize(
+    ("hp", "message"),
+    [
+        ({}, r"prefix needs the split p \(number of federated units, 0..L\)"),
+        ({"p": -1}, r"p must be an integer in 0..L .* got -1"),
+        ({"p": 1.5}, r"p must be an integer in 0..L .* got 1.5"),
+        ({"p": True}, r"p must be an integer in 0..L .* got True"),
+    ],
+)
+def test_prefix_rejects_a_missing_or_bad_split(hp, message):
+    with pytest.raises(ValueError, match=message):
+        Prefix(**hp)
+
+
+def test_prefix_beyond_the_model_names_the_valid_range(toy):
+    with pytest.raises(ValueError, match=r"p = 5 is outside the valid range 0..4 for 'toy'"):
+        toy_run(toy, get_algorithm("prefix_p5"), rounds=1)
+
+
+def test_prefix_p0_is_local_and_p_all_is_fedavg(toy, fedavg_toy):
+    """Federating no unit is Local, federating all L units is FedAvg (bit for bit)."""
+    n_units = len(unit_names(fedavg_toy.clients[0].model))
+    local = toy_run(toy, "local")
+    pd.testing.assert_frame_equal(
+        scores(toy_run(toy, "prefix_p0")), scores(local), check_exact=True
+    )
+    full = toy_run(toy, f"prefix_p{n_units}")
+    pd.testing.assert_frame_equal(scores(full), scores(fedavg_toy), check_exact=True)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_prefix_averages_exactly_units_1_to_p_by_sample_share(toy, p):
+    rec = probe(Prefix, p=p)
+    r = toy_run(toy, rec, rounds=2)
+    units = unit_names(r.clients[0].model)
+    federated = set(param_names(r.clients[0].model, units[:p]))
+    assert r.info["split_p"] == p and r.info["federated_units"] == list(units[:p])
+    assert r.info["hyperparameters"] == {"p": p} and r.algorithm_name == f"prefix_p{p}"
+    for record in rec.rounds:
+        assert all(sent == federated for sent in record["sent"].values())
+        check_average(record, r.clients, record["sent"])
+        for cid, after in enumerate(record["after"]):  # the averaged prefix comes back
+            for n, value in after.items():
+                target = record["global"][n] if n in federated else record["trained"][cid][n]
+                assert torch.equal(value, target), (p, n)
+
+
+def test_prefix_records_the_rules_split_and_equals_playerfl_there(toy):
+    """Every sweep run logs the split PLayer-FL's rule would choose on the same first-epoch
+    models, and the prefix run at that split is the PLayer-FL run."""
+    playerfl = toy_run(toy, "playerfl")
+    rule_p = playerfl.info["split_p"]
+    for p in {rule_p, rule_p % 3 + 1}:
+        r = toy_run(toy, get_algorithm("prefix", p=p))
+        assert r.info["rule_split_p"] == rule_p and r.info["split_p"] == p
+        table = r.table()
+        server = table[table["client"] == SERVER]
+        assert server.set_index("metric").loc[RULE_METRIC, "value"] == rule_p
+        assert server.set_index("metric").loc["split_p", "value"] == p
+    at_rule = toy_run(toy, get_algorithm("prefix", p=rule_p))
+    pd.testing.assert_frame_equal(scores(at_rule), scores(playerfl), check_exact=True)

@@ -20,6 +20,7 @@ from playerfl_core.sensitivity import (
     full_gradient,
     relative_rises,
     sensitivity_from_gradient,
+    server_split,
 )
 
 
@@ -135,6 +136,48 @@ def test_cumulative_and_relative_rise_by_hand():
     np.testing.assert_array_equal(cumulative_sensitivity([0.0, 0.0, 2.0]), [0.0, 0.0, 2.0])
     np.testing.assert_array_equal(relative_rises([0.0, 0.0, 2.0]), [np.inf, np.inf])
     np.testing.assert_array_equal(relative_rises([0.0, 1.0, 2.0]), [np.inf, 2.0])
+
+
+def test_curve_and_rises_at_real_magnitudes():
+    """Real sensitivities are far below 1: F_l = Σ_{k≤l} s_k / s_1 normalises by any s_1 > 0,
+    the rise s_{l+1} / Σ_{k≤l} s_k divides by any positive cumulative sum, and only s_1 = 0
+    leaves the curve unnormalised (values exact in binary)."""
+    np.testing.assert_array_equal(cumulative_sensitivity([0.5, 0.5, 1.0]), [1.0, 2.0, 4.0])
+    np.testing.assert_array_equal(cumulative_sensitivity([0.0, 1.0, 2.0]), [0.0, 1.0, 3.0])
+    np.testing.assert_array_equal(relative_rises([0.25, 0.5, 0.375]), [2.0, 0.5])
+    assert choose_split([0.25, 0.5, 0.375], 1.5) == 1
+
+
+# per-unit sensitivities of three clients; unnormalised weights (the pools must divide by Σw)
+POOL_CLIENTS = {
+    0: {"a": 1.0, "b": 16.0, "c": 1.0},
+    1: {"a": 1.0, "b": 1.0, "c": 1.0},
+    2: {"a": 1.0, "b": 4.0, "c": 1.0},
+}
+POOL_WEIGHTS = {0: 2.0, 1: 1.0, 2: 1.0}
+
+
+@pytest.mark.parametrize(
+    ("aggregate", "pooled_b"),
+    [
+        ("mean", (2 * 16.0 + 1.0 + 4.0) / 4),  # Σ w s / Σ w = 9.25
+        ("median", 4.0),  # unweighted median over clients
+        ("geomean", 2**2.5),  # exp(Σ w log s / Σ w) = (16² · 1 · 4)^(1/4)
+    ],
+)
+def test_server_split_pools_each_unit_by_its_definition(aggregate, pooled_b):
+    """Every unit pools to 1 except b, so the first rise is exactly pooled_b / 1: the split is 1
+    just below it and 2 (no rise exceeds t; the head stays local) just above it."""
+    below, above = pooled_b * (1 - 1e-9), pooled_b * (1 + 1e-9)
+    assert server_split(POOL_CLIENTS, POOL_WEIGHTS, below, aggregate) == 1
+    assert server_split(POOL_CLIENTS, POOL_WEIGHTS, above, aggregate) == 2
+
+
+def test_server_split_default_is_the_weighted_mean_and_bad_pools_are_named():
+    assert server_split(POOL_CLIENTS, POOL_WEIGHTS, 9.0) == 1
+    assert server_split(POOL_CLIENTS, POOL_WEIGHTS, 9.5) == 2
+    with pytest.raises(ValueError, match=r"aggregate must be one of .*'mean'.* got 'max'"):
+        server_split(POOL_CLIENTS, POOL_WEIGHTS, aggregate="max")
 
 
 # rises of [2, 2, 8, 1]: l=1: 2/2 = 1.0, l=2: 8/4 = 2.0, l=3: 1/12 (all exact in binary)
