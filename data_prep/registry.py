@@ -10,10 +10,16 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from . import base, digits, fmnist, heart, skew
+from . import base, cifar10, digits, emnist, fmnist, heart, skew
 from .base import DataError, FederatedData
 
-DATASETS = {"fmnist": fmnist, "heart": heart, "digits": digits}
+DATASETS = {
+    "fmnist": fmnist,
+    "heart": heart,
+    "digits": digits,
+    "emnist": emnist,
+    "cifar10": cifar10,
+}
 PROFILES = ("quick", "standard", "paper")
 SIZE_OF = {"quick": "quick", "standard": "quick", "paper": "paper"}
 """Data size of each profile: ``standard`` runs more seeds at the quick sizes."""
