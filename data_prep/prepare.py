@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import cifar10, emnist, fmnist, heart
+from . import cifar10, emnist, fmnist, heart, isic2019
 from .base import DataError, data_root
 
 
@@ -24,6 +24,7 @@ STEPS = {
     "digits": _digits,
     "emnist": emnist.prepare,
     "cifar10": cifar10.prepare,
+    "isic2019": isic2019.prepare,
 }
 """Dataset -> ``prepare(root) -> one-line status`` (raises DataError when files are missing)."""
 

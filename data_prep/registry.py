@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from . import base, cifar10, digits, emnist, fmnist, heart, skew
+from . import base, cifar10, digits, emnist, fmnist, heart, isic2019, skew
 from .base import DataError, FederatedData
 
 DATASETS = {
@@ -19,6 +19,7 @@ DATASETS = {
     "digits": digits,
     "emnist": emnist,
     "cifar10": cifar10,
+    "isic2019": isic2019,
 }
 PROFILES = ("quick", "standard", "paper")
 SIZE_OF = {"quick": "quick", "standard": "quick", "paper": "paper"}

@@ -39,6 +39,10 @@ PROFILES: dict[str, dict[str, dict]] = {
         "quick": {"rounds": 10, "batch_size": 32, "lr": 1e-3, "width": 0.25},
         "paper": {"rounds": 100, "batch_size": 128, "lr": 1e-3, "width": 1.0},
     },
+    "isic2019": {
+        "quick": {"rounds": 10, "batch_size": 32, "lr": 1e-3, "width": 0.25},
+        "paper": {"rounds": 60, "batch_size": 128, "lr": 1e-3, "width": 1.0},
+    },
 }
 
 LR_GRIDS: dict[str, dict[str, list[float]]] = {
@@ -47,6 +51,7 @@ LR_GRIDS: dict[str, dict[str, list[float]]] = {
     "digits": {"quick": [5e-3, 2e-3], "paper": [5e-3, 1e-3, 5e-4, 1e-4]},
     "emnist": {"quick": [3e-3, 1e-3], "paper": [5e-3, 1e-3, 5e-4, 1e-4]},
     "cifar10": {"quick": [3e-3, 1e-3], "paper": [5e-3, 1e-3, 5e-4]},
+    "isic2019": {"quick": [3e-3, 1e-3], "paper": [5e-3, 1e-3, 5e-4, 1e-4]},
 }
 """Learning rates tried when tuning on validation data (paper grids from reference §1.1)."""
 

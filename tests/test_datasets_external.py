@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import data_prep
-from data_prep import DataError, cifar10, emnist
+from data_prep import DataError, cifar10, emnist, isic2019
 
 # --- writers of the real layouts ------------------------------------------------------------
 
@@ -153,3 +153,80 @@ def test_cifar_missing_files_say_what_and_where(tmp_path):
     for part in ("data_batch_1", "data_batch_5", str(tmp_path / "cifar-10-batches-py"),
                  cifar10.ARCHIVE, cifar10.ARCHIVE_MD5):  # fmt: skip
         assert part in msg
+
+
+# --- Fed-ISIC-2019 --------------------------------------------------------------------------
+
+ISIC_CENTRES = (  # FLamby's `dataset` strings (lesion-id prefix + HAM sub-dataset)
+    "BCN_nan", "HAM_vidir_molemax", "HAM_vidir_modern", "HAM_rosendahl", "MSK4nan",
+    "HAM_vienna_dias",
+)  # fmt: skip
+
+
+def write_isic(root, per_centre=12, seed=0):
+    """FLamby's preprocessed layout: JPEGs (shorter side 224 in the real files; smaller here),
+    the ground-truth CSV with one-hot columns, the FL metadata CSV with the `dataset` column."""
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    where = root / isic2019.FOLDER
+    (where / isic2019.IMAGES).mkdir(parents=True)
+    gt, meta, k = [], [], 0
+    for centre in ISIC_CENTRES:
+        for i in range(per_centre):
+            name = f"ISIC_{k:07d}"
+            k += 1
+            category = isic2019.ONE_HOT[i % 6]  # MEL, NV, BCC, AK, BKL, DF
+            row = {"image": name, **{c: float(c == category) for c in isic2019.ONE_HOT}}
+            gt.append(row)
+            meta.append({"image": name, "age_approx": 50.0, "anatom_site_general": "torso",
+                         "sex": "male", "dataset": centre})  # fmt: skip
+            pixels = rng.integers(0, 256, size=(30, 40, 3)).astype(np.uint8)
+            Image.fromarray(pixels).save(where / isic2019.IMAGES / f"{name}.jpg")
+    import pandas as pd
+
+    pd.DataFrame(gt).to_csv(where / isic2019.GROUND_TRUTH, index=False)
+    pd.DataFrame(meta).to_csv(where / isic2019.METADATA, index=False)
+    return where
+
+
+def test_isic_centres_classes_crops(tmp_path):
+    write_isic(tmp_path)
+    fd = data_prep.load("isic2019", data_root=tmp_path, image_size=16, max_per_centre=6)
+    # alphabetical centre order read from the metadata, first four kept
+    assert [c.name for c in fd.clients] == [
+        "BCN_nan", "HAM_rosendahl", "HAM_vidir_modern", "HAM_vidir_molemax",
+    ]  # fmt: skip
+    assert fd.class_names == ["BCC", "BKL", "MEL", "NV"] and fd.model == "isic_cnn"
+    for c in fd.clients:
+        # 12 images, 8 of the kept classes (AK, DF dropped), capped at 6: test ceil(1.2) = 2,
+        # val ceil(0.8) = 1, train 3
+        assert c.sizes() == {"train": 3, "val": 1, "test": 2}
+        assert tuple(c.x_train.shape[1:]) == (3, 16, 16)
+    uncapped = data_prep.load("isic2019", data_root=tmp_path, image_size=16, max_per_centre=99)
+    assert all(sum(c.sizes().values()) == 8 for c in uncapped.clients)
+    labels = torch.cat([torch.cat([c.y_train, c.y_val, c.y_test]) for c in uncapped.clients])
+    # per centre: MEL, NV, BCC, BKL twice each -> codes 2, 3, 0, 1
+    assert torch.bincount(labels, minlength=4).tolist() == [8, 8, 8, 8]
+
+
+def test_isic_bad_image_and_csv_give_data_error(tmp_path):
+    where = write_isic(tmp_path)
+    jpg = where / isic2019.IMAGES / "ISIC_0000001.jpg"
+    jpg.write_bytes(jpg.read_bytes()[:40])
+    with pytest.raises(DataError, match="ISIC_0000001.jpg is not a readable image"):
+        data_prep.load("isic2019", data_root=tmp_path, image_size=16)
+    jpg.unlink()
+    with pytest.raises(DataError, match="ISIC_0000001.jpg is listed in the CSVs but missing"):
+        data_prep.load("isic2019", data_root=tmp_path, image_size=16)
+    (where / isic2019.METADATA).write_text("image,age_approx\nISIC_0000000,50\n")
+    with pytest.raises(DataError, match=r"Metadata_FL.csv lacks columns \['dataset'\]"):
+        data_prep.load("isic2019", data_root=tmp_path, image_size=16)
+
+
+def test_isic_missing_files_say_what_and_where(tmp_path):
+    with pytest.raises(DataError) as err:
+        data_prep.load("isic2019", data_root=tmp_path)
+    for part in (isic2019.IMAGES, isic2019.GROUND_TRUTH, isic2019.METADATA,
+                 str(tmp_path / "isic2019"), "FLamby", "CC BY-NC"):  # fmt: skip
+        assert part in str(err.value)
