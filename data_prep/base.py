@@ -221,3 +221,20 @@ def missing_files(name: str, folder: Path, files: list[str], how: str) -> DataEr
         f"{name}: missing {', '.join(absent) or ', '.join(files)} in {folder} "
         f"(set $PLAYERFL_DATA or pass data_root to change the data folder). {how}"
     )
+
+
+def check_complete(path: Path, dataset: str) -> None:
+    """Raise DataError when a plain-text file does not end with a newline: a download or copy
+    that stopped early leaves a cut last line that a CSV parser would silently accept."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        return  # gzip's own end-of-stream check catches truncation when reading
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            raise DataError(f"{dataset}: {path} is empty; copy it again")
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) != b"\n":
+            raise DataError(
+                f"{dataset}: {path} does not end with a newline: it is truncated; copy it again"
+            )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import cifar10, emnist, fmnist, heart, isic2019
+from . import cifar10, emnist, fmnist, heart, isic2019, mimic3, sent140
 from .base import DataError, data_root
 
 
@@ -25,6 +25,8 @@ STEPS = {
     "emnist": emnist.prepare,
     "cifar10": cifar10.prepare,
     "isic2019": isic2019.prepare,
+    "sent140": sent140.prepare,
+    "mimic3": mimic3.prepare,
 }
 """Dataset -> ``prepare(root) -> one-line status`` (raises DataError when files are missing)."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from . import base, cifar10, digits, emnist, fmnist, heart, isic2019, skew
+from . import base, cifar10, digits, emnist, fmnist, heart, isic2019, mimic3, sent140, skew
 from .base import DataError, FederatedData
 
 DATASETS = {
@@ -20,6 +20,8 @@ DATASETS = {
     "emnist": emnist,
     "cifar10": cifar10,
     "isic2019": isic2019,
+    "sent140": sent140,
+    "mimic3": mimic3,
 }
 PROFILES = ("quick", "standard", "paper")
 SIZE_OF = {"quick": "quick", "standard": "quick", "paper": "paper"}
