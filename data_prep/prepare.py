@@ -38,7 +38,7 @@ def statuses(root: Path) -> dict[str, tuple[bool, str]]:
         try:
             out[name] = (True, step(root))
         except DataError as e:
-            out[name] = (False, f"{name}: not available. {e}")
+            out[name] = (False, f"{name}: not available. {str(e).removeprefix(name + ': ')}")
     return out
 
 

@@ -489,3 +489,15 @@ def test_one_round_of_every_algorithm(federations, name):
         assert len(scores) >= data.n_clients, (name, algorithm)
         assert np.isfinite(table["value"].astype(float)).all(), (name, algorithm)
     assert len(unit_names(run.clients[0].model)) >= 5
+
+
+def test_published_numbers_beside_federations_not_run():
+    from playerfl_core import published as P
+
+    out = P.published_beside_missing("accuracy", ["fmnist", "heart"], present={"emnist": True})
+    keys = list(dict.fromkeys(k for k, _ in out.columns))
+    assert keys == ["emnist", "cifar", "isic", "sent140", "mimic"]
+    assert set(out[("cifar", "ours")]) == {"not run here: files not present"}
+    assert set(out[("emnist", "ours")]) == {"not run here: files present, not run"}
+    assert out[("mimic", "published")].equals(P.published_wide("accuracy")["mimic"])
+    assert set(P.REGISTRY_NAMES.values()) <= set(data_prep.available_datasets())
