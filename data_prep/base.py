@@ -89,9 +89,9 @@ class FederatedData:
     """The authors' training-time augmentation (``augment(x_batch, generator)``, on the batch's
     device), used when a run asks for ``augment=True``; None: they had none."""
     model_args: dict = field(default_factory=dict)
-    """What the model needs from the data beyond shapes (``playerfl_core.models.model_for``): a
-    text federation's word embeddings and position-table size. Empty for the image and tabular
-    federations."""
+    """What the model needs from the data beyond shapes (the model zoo's ``model_for`` passes
+    it on): a text federation's word embeddings and position-table size. Empty for the image
+    and tabular federations."""
 
     def __post_init__(self) -> None:
         self.input_shape = tuple(int(d) for d in self.input_shape)

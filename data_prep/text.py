@@ -20,7 +20,7 @@ import torch
 
 from .base import DataError, missing_files
 
-PAD_INDEX = 0  # compact index of padding; playerfl_core.models.PAD_INDEX masks it
+PAD_INDEX = 0  # compact index of padding; the text model masks it (models.PAD_INDEX)
 VOCAB, WEIGHTS = "vocab.txt", "model.safetensors"
 EMBEDDING_SUFFIX = "word_embeddings.weight"
 

@@ -121,6 +121,7 @@ def test_cifar_layout_sizes_channels_and_statistics(tmp_path):
     undone = (x * std + mean).mean(dim=(0, 2, 3))
     assert torch.allclose(undone, torch.tensor(raw.mean(axis=(0, 2, 3))).float(), atol=1e-4)
     assert "CIFAR-100" in fd.notes and "verify=False" in fd.source
+    assert cifar10.MEAN == pytest.approx((0.4914, 0.4822, 0.4465), abs=1e-4)  # CIFAR-10's own
 
 
 def test_cifar_checks_official_md5_before_unpickling(tmp_path):
