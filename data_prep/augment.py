@@ -89,3 +89,32 @@ def random_affine_perspective(
     grid = (src[..., :2] / src[..., 2:]).view(b, h, w, 2)
     out = F.grid_sample(x - fill, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
     return out + fill
+
+
+def random_flips_light(
+    x: torch.Tensor,
+    generator: torch.Generator,
+    *,
+    mean: tuple[float, ...],
+    std: tuple[float, ...],
+    brightness: float = 0.15,
+    contrast: float = 0.1,
+) -> torch.Tensor:
+    """Per image: a horizontal, vertical or both-axis flip with probability 0.5 (the three
+    equally likely, as albumentations' ``Flip``), then pixel' = a·pixel + b with contrast
+    a ∈ [1 − contrast, 1 + contrast] and brightness b ∈ [−brightness, brightness] (pixels in
+    [0, 1]), applied to normalised images ``x = (pixel − mean)/std``."""
+    b = x.shape[0]
+    dev, dt = x.device, x.dtype
+    u = torch.rand(b, 4, generator=generator, device=dev, dtype=dt)
+    flip = u[:, 0] < 0.5
+    kind = (u[:, 1] * 3).floor()  # 0: horizontal, 1: vertical, 2: both
+    h_flip = (flip & (kind != 1))[:, None, None, None]
+    v_flip = (flip & (kind != 0))[:, None, None, None]
+    x = torch.where(h_flip, x.flip(-1), x)
+    x = torch.where(v_flip, x.flip(-2), x)
+    a = (1 + (2 * u[:, 2] - 1) * contrast)[:, None, None, None]
+    shift = ((2 * u[:, 3] - 1) * brightness)[:, None, None, None]
+    m = torch.tensor(mean, device=dev, dtype=dt).view(1, -1, 1, 1)
+    s = torch.tensor(std, device=dev, dtype=dt).view(1, -1, 1, 1)
+    return a * x + (a * m - m + shift) / s

@@ -88,6 +88,10 @@ class FederatedData:
     augmentation: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None = None
     """The authors' training-time augmentation (``augment(x_batch, generator)``, on the batch's
     device), used when a run asks for ``augment=True``; None: they had none."""
+    model_args: dict = field(default_factory=dict)
+    """What the model needs from the data beyond shapes (the model zoo's ``model_for`` passes
+    it on): a text federation's word embeddings and position-table size. Empty for the image
+    and tabular federations."""
 
     def __post_init__(self) -> None:
         self.input_shape = tuple(int(d) for d in self.input_shape)
@@ -199,3 +203,38 @@ def download(url: str, dest: Path | str, sha256: str, timeout: float = 30.0) -> 
         raise DataError(f"downloaded {url}: {e}") from None
     os.replace(tmp, dest)
     return dest
+
+
+def md5sum(path: Path) -> str:
+    """MD5 of a file: the digest torchvision publishes for the EMNIST and CIFAR archives."""
+    h = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def missing_files(name: str, folder: Path, files: list[str], how: str) -> DataError:
+    """The error a loader raises when raw files are absent: which, where, how to get them."""
+    absent = [f for f in files if not (Path(folder) / f).exists()]
+    return DataError(
+        f"{name}: missing {', '.join(absent) or ', '.join(files)} in {folder} "
+        f"(set $PLAYERFL_DATA or pass data_root to change the data folder). {how}"
+    )
+
+
+def check_complete(path: Path, dataset: str) -> None:
+    """Raise DataError when a plain-text file does not end with a newline: a download or copy
+    that stopped early leaves a cut last line that a CSV parser would silently accept."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        return  # gzip's own end-of-stream check catches truncation when reading
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            raise DataError(f"{dataset}: {path} is empty; copy it again")
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) != b"\n":
+            raise DataError(
+                f"{dataset}: {path} does not end with a newline: it is truncated; copy it again"
+            )

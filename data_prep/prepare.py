@@ -1,6 +1,8 @@
-"""Fetch or unpack every dataset's raw files once: `python -m data_prep.prepare [--root DIR]`.
+"""Fetch, unpack or check every dataset's raw files once, and report each one's status:
+`python -m data_prep.prepare [--root DIR]`.
 
-Safe to rerun: files already in place are verified, not fetched again.
+Safe to rerun: files already in place are verified, not fetched again. A dataset whose files
+are missing is reported with what to put where; it does not stop the others.
 """
 
 from __future__ import annotations
@@ -8,8 +10,36 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import fmnist, heart
+from . import cifar10, emnist, fmnist, heart, isic2019, mimic3, sent140
 from .base import DataError, data_root
+
+
+def _digits(root: Path) -> str:
+    return "digits: nothing to do (ships with scikit-learn)"
+
+
+STEPS = {
+    "fmnist": fmnist.prepare,
+    "heart": heart.prepare,
+    "digits": _digits,
+    "emnist": emnist.prepare,
+    "cifar10": cifar10.prepare,
+    "isic2019": isic2019.prepare,
+    "sent140": sent140.prepare,
+    "mimic3": mimic3.prepare,
+}
+"""Dataset -> ``prepare(root) -> one-line status`` (raises DataError when files are missing)."""
+
+
+def statuses(root: Path) -> dict[str, tuple[bool, str]]:
+    """Per dataset: (ready, one-line account); runs every preparation step."""
+    out = {}
+    for name, step in STEPS.items():
+        try:
+            out[name] = (True, step(root))
+        except DataError as e:
+            out[name] = (False, f"{name}: not available. {str(e).removeprefix(name + ': ')}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,12 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     root = (args.root or data_root()).expanduser().resolve()
     print(f"data root: {root}")
-    try:
-        print(fmnist.prepare(root))
-    except DataError as e:
-        print(f"fmnist: skipped. {e}")
-    print(heart.prepare(root))
-    print("digits: nothing to do (ships with scikit-learn)")
+    for _, line in statuses(root).values():
+        print(line)
     return 0
 
 

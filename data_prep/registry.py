@@ -11,10 +11,19 @@ import inspect
 import numbers
 from pathlib import Path
 
-from . import base, digits, fmnist, heart, skew
+from . import base, cifar10, digits, emnist, fmnist, heart, isic2019, mimic3, sent140, skew
 from .base import DataError, FederatedData
 
-DATASETS = {"fmnist": fmnist, "heart": heart, "digits": digits}
+DATASETS = {
+    "fmnist": fmnist,
+    "heart": heart,
+    "digits": digits,
+    "emnist": emnist,
+    "cifar10": cifar10,
+    "isic2019": isic2019,
+    "sent140": sent140,
+    "mimic3": mimic3,
+}
 PROFILES = ("quick", "standard", "paper")
 SIZE_OF = {"quick": "quick", "standard": "quick", "paper": "paper"}
 """Data size of each profile: ``standard`` runs more seeds at the quick sizes."""

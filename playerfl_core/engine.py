@@ -33,7 +33,7 @@ from torch import nn
 from tqdm import tqdm
 
 from playerfl_core.losses import LOSSES, authors_focal_loss
-from playerfl_core.models import UnitModel, build_model
+from playerfl_core.models import UnitModel, model_for
 from playerfl_core.results import COLUMNS
 from playerfl_core.scoring import METRICS, score_logits, score_many, summarise
 
@@ -328,7 +328,7 @@ class Run:
     def new_model(self) -> UnitModel:
         """A fresh model with the run's common initial weights."""
         d, c = self.data, self.config
-        return build_model(d.model, d.num_classes, d.input_shape, c.width, c.seed).to(c.device)
+        return model_for(d, c.width, c.seed).to(c.device)
 
     def log(self, client: int, rnd: int, split: str, metric: str, value: float, n: int = 0):
         """Append one fact to the long results table."""
@@ -418,4 +418,4 @@ def run_federated(data, algorithm, config: RunConfig) -> Run:
 
 
 def _fresh(data, config: RunConfig) -> UnitModel:
-    return build_model(data.model, data.num_classes, data.input_shape, config.width, config.seed)
+    return model_for(data, config.width, config.seed)

@@ -590,11 +590,11 @@ SPLIT_PREFIX = "prefix_p"
 
 def split_algorithms(dataset: str, profile: str) -> list[str]:
     """``prefix_p0`` … ``prefix_pL`` for the model of ``dataset`` (L its number of units)."""
-    from playerfl_core.models import build_model
+    from playerfl_core.models import model_for
     from playerfl_core.units import unit_names
 
     data = load_data_cached(dataset, profile, 0)
-    model = build_model(data.model, data.num_classes, data.input_shape, 1.0, 0)
+    model = model_for(data, 1.0, 0)
     return [f"{SPLIT_PREFIX}{k}" for k in range(len(unit_names(model)) + 1)]
 
 

@@ -27,7 +27,8 @@ def _init_weights(model: nn.Module) -> None:
     for m in model.modules():
         if isinstance(m, (nn.Linear, nn.Conv2d)):
             nn.init.kaiming_normal_(m.weight)
-            nn.init.zeros_(m.bias)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
 
 
 def _conv_block(c_in: int, c_out: int, kernel: int, pool: bool) -> nn.Sequential:
@@ -90,21 +91,179 @@ class DigitsCNN(UnitModel):
         _init_weights(self)
 
 
-MODELS = {"fmnist_cnn": FMNISTCNN, "heart_mlp": HeartMLP, "digits_cnn": DigitsCNN}
+class CIFARCNN(UnitModel):
+    """The paper's CIFAR CNN (reference §3.2): five 3×3 conv units with the authors' padding 2
+    (each conv grows the map by 2 pixels), dropout 0.3, global average pool, fc1, fc2."""
+
+    units = ("layer1", "layer2", "layer3", "layer4", "layer5", "fc1", "fc2")
+
+    def __init__(self, num_classes: int = 10, in_channels: int = 3, width: float = 1.0):
+        super().__init__()
+        c = [in_channels] + [max(1, round(k * width)) for k in (64, 128, 256, 512, 512)]
+        pools = (False, True, False, True, False)
+        for i, pool in enumerate(pools):
+            layers = [nn.Conv2d(c[i], c[i + 1], 3, padding=2), nn.ReLU()]
+            if pool:
+                layers.append(nn.MaxPool2d(2))
+            layers.append(nn.Dropout(0.3))
+            if i == len(pools) - 1:
+                layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+            setattr(self, f"layer{i + 1}", nn.Sequential(*layers))
+        hidden = max(1, round(100 * width)) if width < 1 else 100
+        self.fc1 = nn.Sequential(nn.Linear(c[-1], hidden), nn.ReLU())
+        self.fc2 = nn.Linear(hidden, num_classes)
+        _init_weights(self)
+
+
+class ISICCNN(UnitModel):
+    """The paper's ISIC CNN (reference §3.3): five 3×3 conv units (the last three pool and drop
+    out 0.2), global average pool, fc1 (256), fc2. Any input size works (global pooling)."""
+
+    units = ("layer1", "layer2", "layer3", "layer4", "layer5", "fc1", "fc2")
+
+    def __init__(self, num_classes: int = 4, in_channels: int = 3, width: float = 1.0):
+        super().__init__()
+        c = [in_channels] + [max(1, round(k * width)) for k in (32, 64, 128, 256, 512)]
+        for i in range(5):
+            layers = [nn.Conv2d(c[i], c[i + 1], 3, padding=1), nn.ReLU()]
+            if i >= 2:
+                layers += [nn.MaxPool2d(2), nn.Dropout(0.2)]
+            if i == 4:
+                layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+            setattr(self, f"layer{i + 1}", nn.Sequential(*layers))
+        hidden = max(1, round(256 * width))
+        self.fc1 = nn.Sequential(nn.Linear(c[-1], hidden), nn.ReLU())
+        self.fc2 = nn.Linear(hidden, num_classes)
+        _init_weights(self)
+
+
+PAD_INDEX = 0
+"""Token index of padding in every text federation (``data_prep.text``): masked in attention."""
+
+
+class SingleHeadAttention(nn.Module):
+    """One attention head without biases; padded keys get zero weight (−∞ before softmax)."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.key = nn.Linear(dim, dim, bias=False)
+        self.query = nn.Linear(dim, dim, bias=False)
+        self.value = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        scores = self.query(x) @ self.key(x).transpose(-2, -1) / x.shape[-1] ** 0.5
+        scores = scores.masked_fill(~keep[:, None, :], float("-inf"))
+        return torch.softmax(scores, dim=-1) @ self.value(x)
+
+
+def _unit_rows(weight: torch.Tensor) -> torch.Tensor:
+    """Rows scaled to unit L2 norm; zero rows (padding) stay zero."""
+    return weight / weight.norm(dim=1, keepdim=True).clamp_min(1e-12)
+
+
+class TextTransformer(UnitModel):
+    """The paper's one-block, single-head transformer (reference §3.5), padding masked.
+
+    Input: token indices stored as float32 ``[B, T]`` (exact below 2^24; the data contract
+    keeps every input float32), index ``PAD_INDEX`` = padding. The token table starts from the
+    given static word embeddings (``embeddings`` ``[V, d]``, row 0 = padding = zeros), the
+    position table (``max_len`` rows) from N(0, 1); both rows then L2-normalised, as the
+    authors' init. x1 = x0 + proj1(attention1(x0)); x2 = x1 + resid1(fc1(x1)); fc2 reads x2 at
+    position 0 ([CLS]). No LayerNorm, no dropout. ``width`` scales fc1's 4·d hidden units.
+    """
+
+    units = (
+        "token_embedding_table1",
+        "position_embedding_table1",
+        "attention1",
+        "proj1",
+        "fc1",
+        "resid1",
+        "fc2",
+    )
+
+    def __init__(
+        self,
+        num_classes: int,
+        seq_len: int,
+        embeddings: torch.Tensor,
+        max_len: int,
+        width: float = 1.0,
+    ):
+        super().__init__()
+        if seq_len > max_len:
+            raise ValueError(f"sequence length {seq_len} exceeds the position table ({max_len}).")
+        vocab, dim = embeddings.shape
+        self.token_embedding_table1 = nn.Embedding(vocab, dim)
+        self.position_embedding_table1 = nn.Embedding(max_len, dim)
+        self.attention1 = SingleHeadAttention(dim)
+        self.proj1 = nn.Linear(dim, dim)
+        self.fc1 = nn.Sequential(nn.Linear(dim, max(1, round(4 * dim * width))), nn.ReLU())
+        self.resid1 = nn.Linear(self.fc1[0].out_features, dim)
+        self.fc2 = nn.Linear(dim, num_classes)
+        _init_weights(self)
+        with torch.no_grad():
+            self.token_embedding_table1.weight.copy_(_unit_rows(embeddings.float()))
+            self.token_embedding_table1.weight[PAD_INDEX].zero_()
+            nn.init.normal_(self.position_embedding_table1.weight)
+            self.position_embedding_table1.weight.copy_(
+                _unit_rows(self.position_embedding_table1.weight)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tokens = x.long()
+        keep = tokens != PAD_INDEX
+        positions = torch.arange(tokens.shape[1], device=tokens.device).expand_as(tokens)
+        h = self.token_embedding_table1(tokens) + self.position_embedding_table1(positions)
+        h = h + self.proj1(self.attention1(h, keep))
+        h = h + self.resid1(self.fc1(h))
+        return self.fc2(h[:, 0])
+
+
+MODELS = {
+    "fmnist_cnn": FMNISTCNN,
+    "heart_mlp": HeartMLP,
+    "digits_cnn": DigitsCNN,
+    "cifar_cnn": CIFARCNN,
+    "isic_cnn": ISICCNN,
+    "text_transformer": TextTransformer,
+}
+INPUT_ARGUMENT = {"heart_mlp": "in_features", "text_transformer": "seq_len"}
+"""The constructor argument that receives ``input_shape[0]`` (default ``in_channels``)."""
 
 
 def build_model(
-    name: str, num_classes: int, input_shape: tuple[int, ...], width: float, seed: int
+    name: str,
+    num_classes: int,
+    input_shape: tuple[int, ...],
+    width: float,
+    seed: int,
+    **model_args,
 ) -> UnitModel:
     """Build a model with seeded weights, without touching the global RNG.
 
     The same ``seed`` gives bit-identical initial weights, so every algorithm of a run starts
     from the same model (the authors' code does not do this, reference §10.1 item 5).
+    ``model_args`` are what the data fixes beyond shapes (``FederatedData.model_args``: a text
+    federation's word embeddings and position-table size).
     """
     if name not in MODELS:
         raise ValueError(f"Unknown model {name!r}; available: {sorted(MODELS)}.")
-    channels_or_features = input_shape[0]
-    kwarg = "in_features" if name == "heart_mlp" else "in_channels"
+    kwarg = INPUT_ARGUMENT.get(name, "in_channels")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return MODELS[name](num_classes=num_classes, width=width, **{kwarg: channels_or_features})
+        return MODELS[name](
+            num_classes=num_classes, width=width, **{kwarg: input_shape[0]}, **model_args
+        )
+
+
+def model_for(data, width: float, seed: int) -> UnitModel:
+    """The model ``data`` (a ``FederatedData``) trains, with seeded weights."""
+    return build_model(
+        data.model,
+        data.num_classes,
+        data.input_shape,
+        width,
+        seed,
+        **(getattr(data, "model_args", None) or {}),
+    )

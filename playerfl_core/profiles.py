@@ -29,12 +29,39 @@ PROFILES: dict[str, dict[str, dict]] = {
         "quick": {"rounds": 10, "batch_size": 32, "lr": 2e-3, "width": 1.0},
         "paper": {"rounds": 30, "batch_size": 32, "lr": 1e-3, "width": 1.0},
     },
+    # The paper's other five federations (reference §1.1: batch, rounds, default LR). Their
+    # quick settings are untried defaults: the files are not on the machine that built the book.
+    "emnist": {
+        "quick": {"rounds": 10, "batch_size": 32, "lr": 3e-3, "width": 0.25},
+        "paper": {"rounds": 75, "batch_size": 128, "lr": 1e-3, "width": 1.0},
+    },
+    "cifar10": {
+        "quick": {"rounds": 10, "batch_size": 32, "lr": 1e-3, "width": 0.25},
+        "paper": {"rounds": 100, "batch_size": 128, "lr": 1e-3, "width": 1.0},
+    },
+    "isic2019": {
+        "quick": {"rounds": 10, "batch_size": 32, "lr": 1e-3, "width": 0.25},
+        "paper": {"rounds": 60, "batch_size": 128, "lr": 1e-3, "width": 1.0},
+    },
+    "sent140": {
+        "quick": {"rounds": 5, "batch_size": 64, "lr": 1e-3, "width": 1.0},
+        "paper": {"rounds": 50, "batch_size": 64, "lr": 1e-3, "width": 1.0},
+    },
+    "mimic3": {
+        "quick": {"rounds": 5, "batch_size": 64, "lr": 1e-4, "width": 1.0},
+        "paper": {"rounds": 25, "batch_size": 64, "lr": 1e-4, "width": 1.0},
+    },
 }
 
 LR_GRIDS: dict[str, dict[str, list[float]]] = {
     "fmnist": {"quick": [3e-3, 1e-3], "paper": [5e-3, 1e-3, 5e-4, 1e-4]},
     "heart": {"quick": [3e-2, 1e-2, 3e-3], "paper": [5e-1, 1e-1, 5e-2, 1e-2, 5e-3]},
     "digits": {"quick": [5e-3, 2e-3], "paper": [5e-3, 1e-3, 5e-4, 1e-4]},
+    "emnist": {"quick": [3e-3, 1e-3], "paper": [5e-3, 1e-3, 5e-4, 1e-4]},
+    "cifar10": {"quick": [3e-3, 1e-3], "paper": [5e-3, 1e-3, 5e-4]},
+    "isic2019": {"quick": [3e-3, 1e-3], "paper": [5e-3, 1e-3, 5e-4, 1e-4]},
+    "sent140": {"quick": [1e-3, 1e-4], "paper": [1e-3, 5e-4, 1e-4, 8e-5]},
+    "mimic3": {"quick": [1e-3, 1e-4], "paper": [1e-3, 5e-4, 1e-4, 8e-5]},
 }
 """Learning rates tried when tuning on validation data (paper grids from reference §1.1)."""
 

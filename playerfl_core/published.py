@@ -240,3 +240,41 @@ def published_wide(name: str, datasets: list[str] | None = None) -> pd.DataFrame
     cols = [d for d in DATASETS.values() if d in wide.columns]
     wide = wide[cols]
     return wide if datasets is None else wide[datasets]
+
+
+REGISTRY_NAMES = {
+    "fmnist": "fmnist",
+    "emnist": "emnist",
+    "cifar": "cifar10",
+    "isic": "isic2019",
+    "heart": "heart",
+    "sent140": "sent140",
+    "mimic": "mimic3",
+}
+"""The published tables' dataset keys → ``data_prep`` registry names."""
+
+
+def published_beside_missing(
+    name: str, ran: list[str], present: dict[str, bool] | None = None
+) -> pd.DataFrame:
+    """The published column of table ``name`` for each paper federation not in ``ran``, beside
+    an "ours" column saying why it was not run here (for a reproduction chapter).
+
+    ``ran``: the published keys (``fmnist``, ``heart``, ...) of the federations run here;
+    ``present``: registry name → whether its files are on this machine (default: asked of
+    ``data_prep.prepare.statuses``, which prepares nothing that is absent).
+    """
+    if present is None:
+        from data_prep.base import data_root
+        from data_prep.prepare import statuses
+
+        present = {k: ok for k, (ok, _) in statuses(data_root()).items()}
+    theirs = published_wide(name)
+    cols = {}
+    for key in theirs.columns:
+        if key in ran:
+            continue
+        why = "files present, not run" if present.get(REGISTRY_NAMES[key]) else "files not present"
+        cols[(key, "ours")] = pd.Series(f"not run here: {why}", index=theirs.index)
+        cols[(key, "published")] = theirs[key]
+    return pd.DataFrame(cols)

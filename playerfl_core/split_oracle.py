@@ -57,10 +57,10 @@ def sweep_algorithms(n_units: int) -> list[str]:
 
 def model_units(data, width: float = 1.0) -> tuple[str, ...]:
     """The layer units of the model ``data`` trains (no training, no data needed)."""
-    from playerfl_core.models import build_model
+    from playerfl_core.models import model_for
     from playerfl_core.units import unit_names
 
-    return unit_names(build_model(data.model, data.num_classes, data.input_shape, width, 0))
+    return unit_names(model_for(data, width, 0))
 
 
 def check_sweepable(units: Sequence[str], dataset: str) -> None:
