@@ -3,7 +3,7 @@
 ``quick``: a 2-core CPU in minutes (CI, students): fewer rounds and, for FMNIST, a narrower CNN
 with the same five layer units. ``standard``: the quick sizes with enough seeds and learning rates
 to decide a comparison (its grid lives in :data:`playerfl_core.experiments.GRIDS`; its results are
-computed once and committed). ``paper``: the paper's sizes (reference §1.1), meant for a GPU.
+computed once and committed). ``paper``: the paper's sizes (appendix §1.1), meant for a GPU.
 Data sizes per profile live with each dataset in ``data_prep``.
 """
 
@@ -36,7 +36,7 @@ LR_GRIDS: dict[str, dict[str, list[float]]] = {
     "heart": {"quick": [3e-2, 1e-2, 3e-3], "paper": [5e-1, 1e-1, 5e-2, 1e-2, 5e-3]},
     "digits": {"quick": [5e-3, 2e-3], "paper": [5e-3, 1e-3, 5e-4, 1e-4]},
 }
-"""Learning rates tried when tuning on validation data (paper grids from reference §1.1)."""
+"""Learning rates tried when tuning on validation data (paper grids from appendix §1.1)."""
 
 
 def make_config(dataset: str, profile: str = "quick", **overrides) -> RunConfig:
