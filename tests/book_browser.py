@@ -23,7 +23,8 @@ PAGE_TIMEOUT_MS = 300_000  # generous: the test machine may be shared and slow
 # Text a reader sees, outside code blocks and typeset math.
 _VISIBLE_TEXT_JS = """() => {
   const skip = 'PRE, CODE, SCRIPT, STYLE, NOSCRIPT, TEXTAREA, MJX-CONTAINER';
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const root = document.body || document.documentElement;
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
   const parts = [];
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
     const el = n.parentElement;
@@ -110,6 +111,23 @@ def dead_internal_links(root: Path, page: Path, hrefs: list[str]) -> list[str]:
     return dead
 
 
+def redirect_target(page: Path) -> str | None:
+    """The URL of a page that only redirects (meta refresh), else None."""
+    match = re.search(
+        r"""<meta[^>]+http-equiv=["']refresh["'][^>]+content=["'][^"']*url=([^"']+)["']""",
+        page.read_text(encoding="utf-8", errors="replace"),
+        re.IGNORECASE,
+    )
+    return match.group(1).strip() if match else None
+
+
+def _resolve(rel: str, href: str) -> str:
+    """`href` as written in the page `rel`, made absolute from the site root."""
+    from urllib.parse import urljoin
+
+    return urljoin("/" + rel, href)
+
+
 def check_pages(root: Path, pages: list[Path], screenshot_dir: Path, chromium: str) -> dict:
     """Problems per page (relative path -> list of strings); empty lists mean the page is fine."""
     from playwright.sync_api import sync_playwright
@@ -123,6 +141,11 @@ def check_pages(root: Path, pages: list[Path], screenshot_dir: Path, chromium: s
         try:
             for page_path in pages:
                 rel = page_path.relative_to(root).as_posix()
+                target = redirect_target(page_path)
+                if target is not None:  # a bare redirect (the book's index.html): no content
+                    dead = dead_internal_links(root, page_path, [_resolve(rel, target)])
+                    problems[rel] = [f"dead internal link: {d}" for d in dead]
+                    continue
                 problems[rel] = _check_one(browser, base, root, page_path, rel, screenshot_dir)
         finally:
             browser.close()
