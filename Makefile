@@ -10,11 +10,12 @@ LIBRARY   := $(shell find playerfl_core data_prep -name '*.py' 2>/dev/null)
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export TQDM_DISABLE := 1
 
-.PHONY: book test html setup data execute lint clean standard
+.PHONY: book test html setup data browser execute lint clean standard
 
 book: setup data execute html
 
-test: setup data
+# The browser test (tests/test_browser.py) opens every page of the freshly built HTML in Chromium.
+test: setup data browser html
 	$(PY) -m pytest tests
 	$(PY) -m pytest --nbval-lax --nbval-current-env chapters
 
@@ -36,6 +37,15 @@ data: setup
 	  apt-get update -qq && apt-get install -y -qq dataset-fashion-mnist; fi
 	$(PY) -m data_prep.prepare
 
+# Debian's Chromium drives the browser test; installed as root where apt is available.
+browser:
+	@if ! command -v chromium >/dev/null && command -v apt-get >/dev/null \
+	   && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && apt-get install -y -qq chromium; fi
+	@command -v chromium >/dev/null || { echo "The browser test needs Chromium:" \
+	  "apt-get install -y chromium, or set PLAYERFL_CHROMIUM=/path/to/chromium" >&2; \
+	  [ -n "$$PLAYERFL_CHROMIUM" ]; }
+
 execute: $(EXECUTED)
 
 # A chapter is re-executed (in place, quick profile) only when it or the library changed.
@@ -45,6 +55,9 @@ _build/.executed/%.stamp: chapters/%.ipynb $(LIBRARY) | setup
 
 html: setup
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	@test -f _build/html/_static/mathjax/tex-chtml.js || { echo "MathJax was not copied into" \
+	  "_build/html/_static/mathjax: is sphinx-mathjax-offline (requirements.txt) installed?" >&2; \
+	  exit 1; }
 
 # The committed standard-profile evidence (measured: 13265 CPU-seconds, about 1.9 hours on
 # 2 cores; resumable: run it again). Heterogeneity federations: every split, 5 seeds, at the

@@ -1,6 +1,6 @@
 """Training-time image augmentation on the device, drawn from a caller-supplied generator.
 
-The authors augment Fashion-MNIST training images (reference §2.2) with torchvision's PIL
+The authors augment Fashion-MNIST training images (appendix §2.2) with torchvision's PIL
 transforms: a random rotation in [−10°, +10°], a random affine (translation up to 10 % of the
 size in x and y, scale in [0.9, 1.1]) and, with probability 0.5, a random perspective warp
 (distortion 0.2). :func:`random_affine_perspective` draws the same kinds of transforms for a

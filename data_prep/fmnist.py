@@ -203,7 +203,7 @@ def load(
             f"[0,1] then normalised with mean {MEAN}, std {STD}. Dirichlet(alpha={alpha}) label "
             f"skew (client sizes vary; min {min_per_client} per client, redrawn otherwise), "
             f"label skew (mean TV) {skew:.3f}; per client a shuffled 64/16/20 split. Training "
-            "augmentation (the authors' rotation, shift, scale and perspective warp, reference "
+            "augmentation (the authors' rotation, shift, scale and perspective warp, appendix "
             "§2.2) only when a run sets augment=True; none by default."
         ),
         augmentation=functools.partial(random_affine_perspective, fill=-MEAN / STD),

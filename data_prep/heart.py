@@ -130,7 +130,7 @@ def _features(df: pd.DataFrame, medians: dict[str, float] | None) -> pd.DataFram
 
 
 FOCAL_LOSS = {"gamma": 3.0, "alpha": (0.12939189, 0.18108108, 0.22331081, 0.22364865, 0.24256757)}
-"""The authors' focal loss for Heart (reference §4.1): γ = 3 and one α per class 0-4."""
+"""The authors' focal loss for Heart (appendix §4.1): γ = 3 and one α per class 0-4."""
 
 
 def load(root: Path, seed: int, split_seed: int | None = None) -> FederatedData:

@@ -1,7 +1,8 @@
 """playerfl_core: the library behind the PLayer-FL book.
 
 Data flows one way: ``data_prep`` → :func:`run_federated` (an algorithm on the engine) → the long
-results table → metrics and figures.
+results table → metrics and figures. "Appendix §x.y" in docstrings and messages points to the
+book's appendix "The authors' code, read closely", which summarises the authors' repository.
 """
 
 from playerfl_core.algorithms import ALGORITHMS, get_algorithm

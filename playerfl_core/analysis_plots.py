@@ -26,7 +26,7 @@ METRIC_LABELS = {
     "cka_dissimilarity": "1 − CKA (mean over other clients)",
     "cka": "linear CKA",
 }
-DATASET_LABELS = {"fmnist": "FMNIST", "heart": "Heart", "digits": "Digits"}
+DATASET_LABELS = {"fmnist": "Fashion-MNIST", "heart": "Heart", "digits": "Digits"}
 ALGO_COLORS = {"local": "#1f77b4", "fedavg": "#d62728"}
 STAGE_STYLES = {"first": "--", "final": "-"}
 

@@ -2,7 +2,7 @@
 
 The paper's evidence (claims C1 and C2) rests on these quantities. The authors measure them on a
 single mini-batch, call the nuclear norm of one Hessian-vector product a "Hessian eigenvalue sum"
-and an angular Procrustes distance "CKA" (reference §8, §10.4). Here each quantity is what its
+and an angular Procrustes distance "CKA" (appendix §8, §10.4). Here each quantity is what its
 name says. For a client with training data (x, y), L = mean cross-entropy over all of it, and a
 layer unit k with n_k parameters θ (weights and biases):
 
@@ -70,7 +70,7 @@ def gradient_statistics(
     gradient.
 
     ``grad_variance`` is the unbiased variance of the entries of ∂L/∂θ over the unit's
-    parameters: the authors' "gradient variance" (reference §8.3), but with the gradient of the
+    parameters: the authors' "gradient variance" (appendix §8.3), but with the gradient of the
     loss over all of the client's training data rather than of one mini-batch, so it measures
     how spread the unit's gradient is, not sampling noise (that is :func:`gradient_noise`).
     ``batch_size`` only sets memory use.
@@ -203,7 +203,7 @@ def hessian_unit(
     eigenvalue: power iteration, i.e. the eigenvalue largest in *magnitude*. Probes are drawn
     from torch's RNG inside ``fork_rng`` seeded with ``seed``, so results are reproducible and
     the global RNG is untouched. pyhessian quirks handled: ``.grad`` is cleared before the
-    object is built (leftovers from an earlier build double the Hessian, stack_notes §3), the
+    object is built (leftovers from an earlier build double the Hessian, a pyhessian quirk), the
     model's modes are restored (it calls ``eval()``), its create_graph warning is silenced, and
     its ``trace`` stops early when the running mean is negative, so it is called until
     ``n_probes`` samples exist (one uninterrupted probe stream). ``eig_iters=0`` skips the

@@ -34,18 +34,18 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
         choices=EVAL_TIMINGS,
         default="after_aggregation",
         help="when clients are scored: after_aggregation (the model they deploy, default) or "
-        "before_aggregation (right after local training, as the authors' code, ref. §5.2)",
+        "before_aggregation (right after local training, as the authors' code, appendix §5.2)",
     )
     parser.add_argument(
         "--loss",
         choices=LOSSES,
         default="cross_entropy",
-        help="training loss; 'focal': the authors' focal loss (Heart, ref. §4.1)",
+        help="training loss; 'focal': the authors' focal loss (Heart, appendix §4.1)",
     )
     parser.add_argument(
         "--augment",
         action="store_true",
-        help="augment training batches as the authors did (Fashion-MNIST, ref. §2.2)",
+        help="augment training batches as the authors did (Fashion-MNIST, appendix §2.2)",
     )
 
 

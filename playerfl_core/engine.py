@@ -9,7 +9,7 @@ One round (every algorithm):
 
 ``eval_timing="before_aggregation"`` moves step 3 before step 2, so FedAvg-style methods are
 scored on "received global model + one local epoch". That reproduces one choice of the authors'
-code: *when* models are scored (reference §5.2, §10.1 item 1). It does not reproduce their other
+code: *when* models are scored (appendix §5.2, §10.1 item 1). It does not reproduce their other
 choices: their loss (a modified focal loss on Heart, §4.1: ``loss="focal"`` gives it, but the
 logged val/test loss stays cross-entropy), their Fashion-MNIST augmentation (§2.2:
 ``augment=True`` gives a close device-side version), and their model selection (§5.3: they keep
@@ -214,7 +214,7 @@ class Client:
         self.state: dict = {}
 
     def make_optimizer(self, params, lr: float | None = None) -> torch.optim.Optimizer:
-        """Adam with AMSGrad and L2 weight decay, as the reference evaluation code (§4.2)."""
+        """Adam with AMSGrad and L2 weight decay, as the authors' evaluation (appendix §4.2)."""
         return torch.optim.Adam(
             params,
             lr=lr or self.config.lr,

@@ -120,7 +120,7 @@ from the 10 evaluation seeds; computed once and committed (:mod:`playerfl_core.a
 The quick sizes keep the three-dataset, twelve-algorithm grid (132 runs, about 510 CPU-seconds
 on one thread each, run two at a time) under five minutes on a 2-core CPU; Fashion-MNIST is two
 thirds of the cost.
-The paper sizes follow the reference's run counts (§1.1) and are meant for a GPU through
+The paper sizes follow the authors' run counts (appendix §1.1) and are meant for a GPU through
 ``playerfl grid``."""
 
 

@@ -72,9 +72,9 @@ REFERENCE_SPLITS = {
     "heart": {"paper_transition": 2, "authors_config": 1},
 }
 """Number of federated units p per source. ``authors_config``: the hard-coded lists of the
-authors' code (reference §6.11: FMNIST layer1–3, Heart fc1). ``paper_transition``: the
+authors' code (appendix §6.11: FMNIST layer1–3, Heart fc1). ``paper_transition``: the
 transition layer of the paper's table, federated up to and including it (FMNIST Conv3, Heart
-FC2; reference §8.6 and anchors §C item 2). No published value exists for digits."""
+FC2; appendix §8.6). No published value exists for digits."""
 
 
 # -- one measurement -----------------------------------------------------------------------------
@@ -124,7 +124,7 @@ ANALYTICS_RUNS = {
     "paper": {"fmnist": {"seeds": 3}, "heart": {"seeds": 5}, "digits": {"seeds": 3}},
 }
 """Seeds, rounds and measurement sizes of the analytics runs per profile and dataset.
-``paper``: the authors' analytics runs (reference §8.1: FMNIST 3, Heart 5), the training
+``paper``: the authors' analytics runs (appendix §8.1: FMNIST 3, Heart 5), the training
 profile's rounds and :data:`ANALYTICS_PROFILES` ``["paper"]``. ``quick``: fewer seeds, rounds
 (FMNIST 3, digits 5; "final" then means after those rounds) and, for the conv nets, Hessians on
 fewer samples and probes, so a chapter runs in about a minute on 2 CPU cores."""

@@ -19,7 +19,7 @@ LOSSES = ("cross_entropy", "focal")
 def authors_focal_loss(
     logits: torch.Tensor, y: torch.Tensor, gamma: float, alpha: Sequence[float]
 ) -> torch.Tensor:
-    """The authors' focal loss (reference §4.1), as implemented, not the textbook one.
+    """The authors' focal loss (appendix §4.1), as implemented, not the textbook one.
 
     With p = softmax(logits) and CE_i = −log p_{i,y_i}, every sample i and class c get a weight
     w_ic = α_c·(1 − p_ic)^γ for the true class c = y_i and w_ic = (1 − α_c)·p_ic^γ for every

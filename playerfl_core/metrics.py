@@ -6,13 +6,14 @@ The protocol, stated once (chapter 05 repeats it in prose):
   *validation* loss (:func:`playerfl_core.results.select_rounds`, ``selection="best_val"``), as
   each silo would keep its best-validated model; ``selection="last"`` gives the final round.
 * **Per run (headline).** The clients' weighted mean with **training-set shares** as weights
-  (``weighting="train"``), the weights FedAvg aggregates with and the reference uses (§7). In
-  our splits every client's test set is a fixed fraction of its data, so test-size weights give
-  nearly the same number; ``weighting="test"`` and ``"uniform"`` exist to show that.
+  (``weighting="train"``), the weights FedAvg aggregates with and the authors' code uses
+  (appendix §7). In our splits every client's test set is a fixed fraction of its data, so
+  test-size weights give nearly the same number; ``weighting="test"`` and ``"uniform"`` exist
+  to show that.
 * **Per algorithm and dataset.** The median over seeds, with a seeded percentile-bootstrap 95 %
-  CI of the median (the reference's CI is unseeded and collapses to the median below 5 runs).
+  CI of the median (the authors' CI is unseeded and collapses to the median below 5 runs).
 * **Fairness.** For each client the median over seeds of its score; fairness is the population
-  variance (``ddof=0``) of these medians across clients (reference §7). Lower is fairer.
+  variance (``ddof=0``) of these medians across clients (appendix §7). Lower is fairer.
 * **IPR** (incentivized participation rate). The share of clients whose median score is
   strictly better than both their median under ``local`` and under ``fedavg`` (for the loss:
   strictly lower). It is undefined (NaN) for the two reference algorithms themselves.
@@ -285,7 +286,7 @@ def friedman(
 
     ``orientation="algorithms"``: rows (algorithms) are the treatments, columns the blocks —
     the test of "do the algorithms differ?". ``"authors"`` passes the columns as treatments,
-    as the reference code does (§7); its p-value tests whether the *datasets* differ.
+    as the authors' code does (appendix §7); its p-value tests whether the *datasets* differ.
     Rows with a missing cell are dropped (listed in ``dropped``). Fewer than 3 treatments or 2
     blocks give NaN with a message instead of an exception.
     """

@@ -2,7 +2,7 @@
 
 A *layer unit* is a direct child module whose name is listed in ``model.units``; partial
 federation (PLayer-FL, FedBABU, FedLP, ...) speaks only in units and prefixes of units, never in
-substring matches of parameter names (the authors' substring matching is fragile, reference §10.5).
+substring matches of parameter names (the authors' substring matching is fragile, appendix §10.5).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class UnitModel(nn.Module):
 
 
 def _init_weights(model: nn.Module) -> None:
-    """Kaiming-normal weights and zero biases, as in the reference models (§3)."""
+    """Kaiming-normal weights and zero biases, as in the authors' models (appendix §3)."""
     for m in model.modules():
         if isinstance(m, (nn.Linear, nn.Conv2d)):
             nn.init.kaiming_normal_(m.weight)
@@ -243,7 +243,7 @@ def build_model(
     """Build a model with seeded weights, without touching the global RNG.
 
     The same ``seed`` gives bit-identical initial weights, so every algorithm of a run starts
-    from the same model (the authors' code does not do this, reference §10.1 item 5).
+    from the same model (the authors' code does not do this, appendix §10.1 item 5).
     ``model_args`` are what the data fixes beyond shapes (``FederatedData.model_args``: a text
     federation's word embeddings and position-table size).
     """

@@ -3,7 +3,7 @@
 ``quick``: a 2-core CPU in minutes (CI, students): fewer rounds and, for FMNIST, a narrower CNN
 with the same five layer units. ``standard``: the quick sizes with enough seeds and learning rates
 to decide a comparison (its grid lives in :data:`playerfl_core.experiments.GRIDS`; its results are
-computed once and committed). ``paper``: the paper's sizes (reference §1.1), meant for a GPU.
+computed once and committed). ``paper``: the paper's sizes (appendix §1.1), meant for a GPU.
 Data sizes per profile live with each dataset in ``data_prep``.
 """
 
@@ -63,7 +63,7 @@ LR_GRIDS: dict[str, dict[str, list[float]]] = {
     "sent140": {"quick": [1e-3, 1e-4], "paper": [1e-3, 5e-4, 1e-4, 8e-5]},
     "mimic3": {"quick": [1e-3, 1e-4], "paper": [1e-3, 5e-4, 1e-4, 8e-5]},
 }
-"""Learning rates tried when tuning on validation data (paper grids from reference §1.1)."""
+"""Learning rates tried when tuning on validation data (paper grids from appendix §1.1)."""
 
 
 def make_config(dataset: str, profile: str = "quick", **overrides) -> RunConfig:

@@ -1,6 +1,6 @@
-"""The published PLayer-FL numbers (the authors' ``results/README.md``, reference §9), as data.
+"""The published PLayer-FL numbers (the authors' ``results/README.md``, appendix §9), as data.
 
-Copied verbatim from the reference's tables so the reproduction report can set our numbers
+Copied verbatim from the authors' tables so the reproduction report can set our numbers
 beside them; nothing here is computed. Accuracy is in %, fairness is a variance of client
 medians, IPR is in %, and the loss scale is doubtful (the README header says "×1e-4"). Cells
 are "median ± CI half-width" where the README prints one.
@@ -49,7 +49,7 @@ FRIEDMAN_P = {
     "fairness_loss": "< 5e-3",
     "ipr_loss": "0.084",
 }
-"""Friedman p-values as printed (computed with datasets as treatments: reference §7)."""
+"""Friedman p-values as printed (computed with datasets as treatments: appendix §7)."""
 
 _LEARNING_RATES = """
 Algorithm|FMNIST|EMNIST|CIFAR|ISIC|Heart|Sent140|MIMIC

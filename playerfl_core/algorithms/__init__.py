@@ -32,7 +32,7 @@ ALGORITHMS: dict[str, type[Algorithm]] = {
         PLayerFLRandom,
     )
 }
-"""In the reference's order (§1.2); ``finetune`` is the authors' "LocalAdaptation"."""
+"""In the authors' order (appendix §1.2); ``finetune`` is the authors' "LocalAdaptation"."""
 
 FAMILIES: dict[str, type[Algorithm]] = {Prefix.name: Prefix}
 """Algorithms that need a hyper-parameter to exist (not part of 'all'): ``prefix`` with its

@@ -51,7 +51,7 @@ class Algorithm:
 
     @classmethod
     def defaults(cls) -> dict:
-        """Hyper-parameters with their defaults (reference §1.2)."""
+        """Hyper-parameters with their defaults (appendix §1.2)."""
         return {}
 
     @classmethod

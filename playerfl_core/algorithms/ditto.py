@@ -3,7 +3,7 @@
 Each round every client (1) trains the received global model w for one local epoch on its plain
 loss, which the server averages (FedAvg), and (2) trains its persistent personal model v on
 task loss + (λ/2)‖v − w‖², w being the global model it received this round. Clients deploy v.
-The authors' code averaged the personal models instead (reference §6.5, §10.2 item 9).
+The authors' code averaged the personal models instead (appendix §6.5, §10.2 item 9).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def batch_stream(client, generator: torch.Generator):
 
 
 class Ditto(Algorithm):
-    """Ditto with λ = 0.1 (reference §1.2).
+    """Ditto with λ = 0.1 (appendix §1.2).
 
     The personal model draws its mini-batches from its own copy of the client's shuffle stream,
     so within a round it sees the same batches as the global model, and with λ = 0 it is exactly

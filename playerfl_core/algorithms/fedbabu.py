@@ -6,7 +6,7 @@ optimiser) and only body units are averaged: a fixed head makes all clients lear
 the same classifier, which the paper shows generalises better than training head and body
 together. After the last round every client fine-tunes locally and deploys the result. We
 fine-tune the full model, as FedBABU does for personalisation (``finetune="head"`` tunes only
-the head, like the authors' code, reference §6.7); the authors also used two units as the head
+the head, like the authors' code, appendix §6.7); the authors also used two units as the head
 of the image models (§10.2 item 13), we use the last unit only.
 """
 

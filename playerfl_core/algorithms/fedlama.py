@@ -8,7 +8,7 @@ new average), normalised by the interval and the unit's size. Every φτ' rounds
 reset as in the paper: sort units by normalised discrepancy (ascending), grow the prefix until
 its share of the total discrepancy δ exceeds 1 − λ, λ being its share of the parameters; those
 units get φτ', the rest τ'. This follows the paper's code, at the granularity of layer units.
-The authors' comparator (reference §6.9) redistributed the full stale model every round,
+The authors' comparator (appendix §6.9) redistributed the full stale model every round,
 discarding the local progress of unsynchronised layers; here it is kept.
 
 FedLAMA is a communication-saving FedAvg, not a personalised method: what it deploys, and what
@@ -28,7 +28,7 @@ from playerfl_core.units import param_names, set_params, unit_names, unit_sizes
 
 
 class FedLAMA(Algorithm):
-    """Base interval τ' = 2 and multiplier φ = 2 (reference §1.2); τ' = φ = 1 is FedAvg.
+    """Base interval τ' = 2 and multiplier φ = 2 (appendix §1.2); τ' = φ = 1 is FedAvg.
 
     Intervals count rounds (one local epoch each). Clients train on their own copies between
     synchronisations, but every client deploys the global model: the weighted average (training

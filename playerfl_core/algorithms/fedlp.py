@@ -14,7 +14,7 @@ from playerfl_core.units import unit_names
 
 
 class FedLP(Algorithm):
-    """Layer-preserving rate p = 0.7 (reference §1.2).
+    """Layer-preserving rate p = 0.7 (appendix §1.2).
 
     The coins come from a generator seeded by (run seed, client, round), so a run is
     reproducible and independent of any global random state. Clients deploy the global model.

@@ -37,7 +37,7 @@ def all_params(model: nn.Module) -> dict[str, torch.Tensor]:
 
 
 class FedProx(Algorithm):
-    """FedAvg with a proximal local objective (μ = 0.1, reference §1.2).
+    """FedAvg with a proximal local objective (μ = 0.1, appendix §1.2).
 
     The anchor w_global is the model the client holds when the round starts, i.e. the global
     model it received (or the common initialisation in round 0). With μ = 0 it is FedAvg.

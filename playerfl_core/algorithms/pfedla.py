@@ -6,7 +6,7 @@ trainable embedding → one MLP per layer unit → softmax over clients, giving 
 Δ_i = trained − received. The server sets θ_i ← θ_i + Δ_i and trains client i's hypernetwork
 through the mixing: Δ_i is the descent direction of the client loss at the mixed parameters, so
 −Δ_i stands in for their gradient and the chain rule gives
-φ_i ← φ_i − η_hn · (∂ mixed / ∂φ_i)ᵀ(−Δ_i). The authors' comparator (reference §6.10) took
+φ_i ← φ_i − η_hn · (∂ mixed / ∂φ_i)ᵀ(−Δ_i). The authors' comparator (appendix §6.10) took
 that gradient through detached tensors, so its hypernetwork never trained.
 
 In round 0 all copies are equal, so the mixture does not depend on α and the hypernetwork
@@ -33,7 +33,7 @@ HN_SIZES = {
     "sentiment": (64, 128),
     "mimic": (64, 128),
 }
-"""(embedding dim, hidden dim) per dataset, reference §1.2; others use (32, 64)."""
+"""(embedding dim, hidden dim) per dataset, appendix §1.2; others use (32, 64)."""
 
 
 class HyperNetwork(nn.Module):
@@ -60,7 +60,7 @@ class HyperNetwork(nn.Module):
 class PFedLA(Algorithm):
     """pFedLA with a dedicated hypernetwork per client, as the paper; hypernetwork lr 0.01.
 
-    ``embedding_dim``/``hidden_dim`` default to the reference's per-dataset sizes. Clients
+    ``embedding_dim``/``hidden_dim`` default to the authors' per-dataset sizes. Clients
     deploy the personalised model they have just trained.
     """
 

@@ -7,7 +7,7 @@ mini-batch it first solves, approximately (K steps), the Moreau-envelope subprob
 
 then takes a step on the envelope, whose gradient is λ(w_i − θ_i):  w_i ← w_i − η·λ(w_i − θ_i).
 The server mixes w ← (1 − β)·w + β·avg_i(w_i). Clients deploy θ_i, the model fitted to their
-own data yet tied to the global model by λ. The authors' code (reference §6.4) trains a personal
+own data yet tied to the global model by λ. The authors' code (appendix §6.4) trains a personal
 model with a proximal term instead: no inner loop, no K, no β.
 
 Steps. The outer (envelope) step is the published one by default (``outer="sgd"``):
@@ -22,7 +22,7 @@ variant, not pFedMe.
 The inner problem only has to be solved approximately (the paper's δ-approximate θ̂), by any
 solver; the paper takes K gradient steps with a separate personal learning rate. By default
 (``inner="adam"``) the K steps are taken by a personal Adam with AMSGrad, the optimiser every
-other local objective in this engine uses (reference §4.2), with learning rate ``personal_lr``
+other local objective in this engine uses (appendix §4.2), with learning rate ``personal_lr``
 (default: the run's), so the learning-rate grids tuned for Adam stay meaningful for θ;
 ``inner="sgd"`` takes the paper's plain gradient steps θ ← θ − personal_lr·∇h. Following the
 published code, θ_i restarts from the received w at the start of each round and is
@@ -48,7 +48,7 @@ class UnstableEnvelopeStepError(DivergenceError, ValueError):
 class PFedMe(Algorithm):
     """pFedMe with λ = 15, K = 5, β = 1 (the pFedMe paper's settings).
 
-    λ = 15 rather than the authors' 0.1 (reference §1.2): in the authors' code λ weights a
+    λ = 15 rather than the authors' 0.1 (appendix §1.2): in the authors' code λ weights a
     proximal term of a different algorithm, whereas in pFedMe λ is the Moreau-envelope parameter,
     for which the pFedMe paper uses 15 on every benchmark. β = 1 is the paper's plain variant
     (β > 1 is its accelerated one). ``eta`` is the outer learning rate η and ``personal_lr``

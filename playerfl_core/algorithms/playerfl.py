@@ -5,7 +5,7 @@ sensitivities s_k on its training data and reports them (only L numbers leave th
 the server averages them (training-size weights) and picks the split p with
 :func:`~playerfl_core.sensitivity.choose_split`. From then on, round 0 included, units 1..p are
 averaged every round and units p+1..L stay local. The authors' code hard-codes p per dataset
-(reference §6.11); here it is computed online, as the paper describes.
+(appendix §6.11); here it is computed online, as the paper describes.
 """
 
 import math

@@ -5,7 +5,7 @@ adds nothing. After the first local epoch the split PLayer-FL would choose, p*, 
 exactly as PLayer-FL does; then p is drawn uniformly from {1, …, L−1} \\ {p*} with a generator
 seeded by the run seed. So p is never PLayer-FL's split and never the whole model (the head
 stays local, as in PLayer-FL). The authors' code redraws a prefix of its configured layer list
-(reference §6.12), which is the same idea with a hard-coded p*.
+(appendix §6.12), which is the same idea with a hard-coded p*.
 """
 
 import numpy as np
