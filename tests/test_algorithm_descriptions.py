@@ -26,6 +26,9 @@ def test_table_rows_follow_the_registry_and_carry_the_defaults():
     assert by_name["playerfl"]["default"] == ALGORITHMS["playerfl"]().threshold
     assert by_name["local"]["key_hyperparameter"] is None and by_name["local"]["default"] is None
     assert by_name["local"]["shares"] == "nothing"
+    for name, row in by_name.items():  # the docstring's columns: shares, deploys, paper
+        cls = ALGORITHMS[name]
+        assert (row["shares"], row["deploys"], row["paper"]) == (cls.shares, cls.deploys, cls.paper)
 
 
 def test_bad_names_and_keys_are_reported(monkeypatch):

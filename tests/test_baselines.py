@@ -1324,3 +1324,86 @@ def test_prefix_records_the_rules_split_and_equals_playerfl_there(toy):
         assert server.set_index("metric").loc["split_p", "value"] == p
     at_rule = toy_run(toy, get_algorithm("prefix", p=rule_p))
     pd.testing.assert_frame_equal(scores(at_rule), scores(playerfl), check_exact=True)
+
+
+# -- pFedMe: the ranges of its hyper-parameters, the personal learning rate, the reported loss --
+def pfedme_setup(lr=0.01, **hyperparameters):
+    """pFedMe's checks before round 0, on a run without clients."""
+    me = PFedMe(**hyperparameters)
+    me.setup(SimpleNamespace(config=SimpleNamespace(lr=lr), clients=[]))
+    return me
+
+
+def test_pfedme_hyperparameter_ranges():
+    """K ≥ 1 (K = 1 is one inner step); λ ≥ 0; β, η and the personal lr strictly positive."""
+    pfedme_setup(K=1)
+    pfedme_setup(lam=0.0, outer="adam")  # λ = 0: θ fits the client alone, no envelope step
+    for option in ("personal_lr", "beta", "eta"):
+        with pytest.raises(ValueError, match=rf"{option}=0\.0 is outside the valid range"):
+            PFedMe(**{option: 0.0})
+    with pytest.raises(ValueError, match=r"K=0 is outside the valid range"):
+        PFedMe(K=0)
+
+
+@pytest.mark.parametrize(("eta", "lam"), [(0.125, 16.0), (0.25, 10.0)])
+def test_pfedme_envelope_step_bound_is_open(eta, lam):
+    """Plain gradient descent on the λ-smooth envelope needs ηλ < 2: ηλ = 2 oscillates around θ,
+    larger diverges; both are refused before round 0, ηλ just below 2 is accepted."""
+    with pytest.raises(DivergenceError, match="eta·lam"):
+        pfedme_setup(eta=eta, lam=lam)
+    pfedme_setup(eta=eta, lam=1.99 / eta)
+
+
+def test_pfedme_adam_outer_step_refuses_eta():
+    """outer='adam' steps with the run's learning rate: an explicit eta would be ignored."""
+    with pytest.raises(ValueError, match="eta=0.01 is the step of outer='sgd'"):
+        pfedme_setup(outer="adam", eta=0.01)
+
+
+def test_pfedme_personal_adam_takes_personal_lr(toy):
+    """inner='adam': the personal model's Adam steps with personal_lr, not the run's lr."""
+    r = toy_run(toy, PFedMe(personal_lr=0.003), rounds=1, lr=0.01)
+    for c in r.clients:
+        group = c.state["personal_optimizer"].param_groups[0]
+        assert isinstance(c.state["personal_optimizer"], torch.optim.Adam)
+        assert group["lr"] == 0.003
+
+
+class LossProbe(PFedMe):
+    """Records the loss each local update reports and the model w it started from."""
+
+    def setup(self, run):
+        super().setup(run)
+        self.records = []
+
+    def local_update(self, run, client, rnd):
+        w = all_params(client.model)
+        self.records.append((client, w, super().local_update(run, client, rnd)))
+        return self.records[-1][2]
+
+
+def test_pfedme_reports_the_sample_weighted_mean_training_loss(toy):
+    """With steps too small to move θ or w (1e-30), every mini-batch's loss is the received
+    model's, so the reported loss, the per-sample mean over the epoch's mini-batches, is the
+    received model's mean training loss, whatever the batching."""
+    me = LossProbe(inner="sgd", personal_lr=1e-30, eta=1e-30)
+    r = toy_run(toy, me, rounds=1, batch_size=8)
+    for client, w, reported in me.records:
+        model = r.new_model()
+        set_params(model, w)
+        with torch.no_grad():
+            expected = float(client.loss(model(client.x["train"]), client.y["train"]))
+        assert reported == pytest.approx(expected, rel=1e-5)
+
+
+def test_pfedme_server_mixes_with_beta_above_one(toy):
+    """β = 2 (the paper's accelerated variant): w ← −w + 2·avg(w_i), not the plain average."""
+    beta = 2.0
+    rec = probe(PFedMe, beta=beta)
+    r = toy_run(toy, rec, rounds=2)
+    w = shares(r.clients)
+    for record in rec.rounds:
+        for n, value in record["global"].items():
+            avg = sum(w[i] * record["trained"][i][n] for i in range(len(w)))
+            expected = (1 - beta) * record["previous"][n] + beta * avg
+            torch.testing.assert_close(value, expected, rtol=0, atol=1e-6)

@@ -231,3 +231,18 @@ def test_average_sensitivities_weighs_clients_by_the_given_weights():
     # weights need not sum to 1, and a client without sensitivities does not count
     unnormalised = {0: 2.0, 1: 1.0, 2: 1.0, 3: 100.0}
     assert average_sensitivities(per_client, unnormalised) == pytest.approx({"a": 2.5, "b": 6.0})
+
+
+def test_federation_sensitivity_on_a_subsample_is_the_subsamples_metric():
+    """max_batches and generator reach the gradient: s_k of the subsample drawn by the seed."""
+    model = ThreeUnits()
+    x, y = data(n=20)
+    gen = torch.Generator().manual_seed(5)
+    s = federation_sensitivity(model, x, y, batch_size=3, max_batches=2, generator=gen)
+    idx = torch.randperm(20, generator=torch.Generator().manual_seed(5))[:6]
+    loss = F.cross_entropy(model(x[idx]), y[idx])
+    names = [n for n, _ in model.named_parameters()]
+    exact = dict(zip(names, torch.autograd.grad(loss, list(model.parameters())), strict=True))
+    assert s == pytest.approx(by_definition(model, exact), rel=1e-5)
+    full = federation_sensitivity(model, x, y, batch_size=3)
+    assert s != pytest.approx(full, rel=1e-3)  # the subsample is not the whole data
