@@ -1354,6 +1354,13 @@ def test_pfedme_envelope_step_bound_is_open(eta, lam):
     pfedme_setup(eta=eta, lam=1.99 / eta)
 
 
+def test_pfedme_envelope_step_with_lam_zero_is_refused_with_a_message():
+    """λ = 0 makes the envelope step w ← w − ηλ(w − θ) a no-op: refused, with a message (not a
+    division by zero while writing it)."""
+    with pytest.raises(DivergenceError, match="With lam = 0 the envelope step never moves w"):
+        pfedme_setup(eta=0.01, lam=0.0)
+
+
 def test_pfedme_adam_outer_step_refuses_eta():
     """outer='adam' steps with the run's learning rate: an explicit eta would be ignored."""
     with pytest.raises(ValueError, match="eta=0.01 is the step of outer='sgd'"):

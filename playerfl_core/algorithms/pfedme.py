@@ -108,8 +108,13 @@ class PFedMe(Algorithm):
                 f"pfedme: the envelope step w ← w − eta·lam·(w − θ) needs 0 < eta·lam < 2, "
                 f"else w overshoots θ and diverges; got eta={self.outer_lr:g}"
                 f"{'' if self.eta is not None else ' (the run lr)'}, lam={self.lam:g}, "
-                f"eta·lam={self.outer_lr * self.lam:g}. Use eta < {2 / self.lam:g} "
-                "(or a smaller lr), a smaller lam, or outer='adam'."
+                f"eta·lam={self.outer_lr * self.lam:g}. "
+                + (
+                    f"Use eta < {2 / self.lam:g} (or a smaller lr), a smaller lam, or outer='adam'."
+                    if self.lam > 0
+                    else "With lam = 0 the envelope step never moves w: use lam > 0, or "
+                    "outer='adam'."
+                )
             )
         for c in run.clients:
             personal = run.new_model()
