@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
+from data_prep.registry import federation, is_registered
 from playerfl_core.plots import label
 
 METRIC_LABELS = {
@@ -26,7 +27,6 @@ METRIC_LABELS = {
     "cka_dissimilarity": "1 − CKA (mean over other clients)",
     "cka": "linear CKA",
 }
-DATASET_LABELS = {"fmnist": "Fashion-MNIST", "heart": "Heart", "digits": "Digits"}
 ALGO_COLORS = {"local": "#1f77b4", "fedavg": "#d62728"}
 STAGE_STYLES = {"first": "--", "final": "-"}
 
@@ -36,7 +36,8 @@ def metric_label(metric: str) -> str:
 
 
 def dataset_label(name: str) -> str:
-    return DATASET_LABELS.get(name, name)
+    """The display name a registered federation declares (``Federation.label``), else ``name``."""
+    return federation(name).display_name if is_registered(name) else name
 
 
 def _units(frame: pd.DataFrame) -> list[str]:
