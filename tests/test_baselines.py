@@ -31,7 +31,7 @@ from playerfl_core.algorithms.playerfl import PLayerFL
 from playerfl_core.algorithms.playerfl_random import PLayerFLRandom, random_split
 from playerfl_core.algorithms.prefix import RULE_METRIC, Prefix, parse_prefix_name
 from playerfl_core.engine import DivergenceError, RunConfig, run_federated
-from playerfl_core.models import UnitModel
+from playerfl_core.models import MODELS, UnitModel
 from playerfl_core.profiles import make_config
 from playerfl_core.results import SERVER
 from playerfl_core.sensitivity import choose_split, federation_sensitivity
@@ -1402,3 +1402,320 @@ def test_pfedme_reports_the_sample_weighted_mean_training_loss(toy):
         with torch.no_grad():
             expected = float(client.loss(model(client.x["train"]), client.y["train"]))
         assert reported == pytest.approx(expected, rel=1e-5)
+
+
+class BatchLossProbe(PFedMe):
+    """Records every mini-batch loss the inner steps compute, with its batch size."""
+
+    def setup(self, run):
+        super().setup(run)
+        self.records = []
+
+    def local_update(self, run, client, rnd):
+        seen, task_loss = [], client.loss
+
+        def recording_loss(out, y):
+            value = task_loss(out, y)
+            seen.append((value.detach().clone(), len(y)))
+            return value
+
+        client.loss = recording_loss
+        try:
+            reported = super().local_update(run, client, rnd)
+        finally:
+            client.loss = task_loss
+        self.records.append((seen[self.K - 1 :: self.K], reported))  # each batch's last step
+        return reported
+
+
+def test_pfedme_accumulates_its_training_loss_in_float64(toy):
+    """The reported loss is Σ nᵦ·lossᵦ / Σ nᵦ over the batches' last inner step, summed in
+    float64 (as the stored results were computed), bit for bit; a float32 sum differs."""
+    me = BatchLossProbe()
+    toy_run(toy, me, rounds=2)
+    float32_differs = False
+    for batches, reported in me.records:
+        total, total32, n = 0.0, torch.zeros(()), 0
+        for loss, size in batches:
+            total += float(loss) * size
+            total32 += loss * size
+            n += size
+        assert reported == total / n
+        float32_differs |= float(total32 / n) != total / n
+    assert float32_differs  # the test can tell the two sums apart
+
+
+# -- hyper-parameter ranges: bools, infinities and the bounds each algorithm declares ------------
+@pytest.mark.parametrize(
+    ("name", "key", "value"),
+    [
+        ("fedprox", "mu", True),  # a bool is not a number here, though Python says it is
+        ("fedprox", "mu", "0.1"),
+        ("fedprox", "mu", float("inf")),
+        ("fedprox", "mu", float("nan")),
+        ("fedlp", "p", True),
+        ("fedlp", "p", 1.5),
+        ("fedlp", "p", float("nan")),
+        ("pfedla", "hn_lr", 0.0),  # a hypernetwork that never learns is refused
+        ("pfedla", "hn_lr", float("inf")),
+        ("playerfl", "threshold", -0.1),
+        ("playerfl_random", "threshold", -0.1),
+    ],
+)
+def test_out_of_range_hyperparameters_are_refused_naming_the_option(name, key, value):
+    with pytest.raises(ValueError, match=rf"{name}: hyper-parameter {key}=.* outside the valid"):
+        get_algorithm(name, **{key: value})
+
+
+@pytest.mark.parametrize(
+    ("name", "hp"),
+    [
+        ("fedlp", {"p": 0}),
+        ("fedlp", {"p": 1}),
+        ("pfedla", {"hn_lr": 1e-9, "embedding_dim": 1, "hidden_dim": 1}),
+        ("playerfl", {"threshold": 0.5}),
+        ("playerfl_random", {"threshold": 0}),
+        ("playerfl_random", {"threshold": 0.5}),
+    ],
+)
+def test_hyperparameters_at_the_edges_of_their_ranges_are_accepted(name, hp):
+    assert get_algorithm(name, **hp).hyperparameters() == {**DEFAULTS[name], **hp}
+
+
+def test_a_named_prefix_run_refuses_unknown_hyperparameters():
+    """``prefix_p2`` with a misspelt option must fail, not silently drop it."""
+    with pytest.raises(ValueError, match=r"prefix: unknown hyper-parameters \['mu'\]"):
+        get_algorithm("prefix_p2", mu=0.1)
+
+
+# -- the rows each algorithm adds to the results table (the contract with the analysis) ----------
+ENGINE_TRAIN_METRICS = ("n_samples", "weight")
+
+
+def algorithm_rows(run_) -> pd.DataFrame:
+    """Every row but the engine's own (val/test scores, n_samples, weight, the round's training
+    loss of rounds 0..R−1): what the algorithm itself logged."""
+    t = run_.table()
+    engine = t["split"].isin(["val", "test"]) | t["metric"].isin(ENGINE_TRAIN_METRICS)
+    engine |= (t["split"] == "train") & (t["metric"] == "loss") & (t["round"] < run_.config.rounds)
+    return t[~engine].reset_index(drop=True)
+
+
+def keyed(rows: pd.DataFrame) -> dict:
+    """(client, round, split, metric, n_samples) -> value, one entry per row."""
+    keys = list(
+        zip(
+            rows["client"],
+            rows["round"],
+            rows["split"],
+            rows["metric"],
+            rows["n_samples"],
+            strict=True,
+        )
+    )
+    assert len(set(keys)) == len(keys), "a fact was logged twice"
+    return dict(zip(keys, rows["value"], strict=True))
+
+
+def sensitivity_rows(run_) -> dict:
+    """PLayer-FL's round-0 sensitivity rows: each client's own (with its sample count), then the
+    server's average (no samples), one per unit."""
+    units = unit_names(run_.clients[0].model)
+    rows = {}
+    for c in run_.clients:
+        for u in units:
+            rows[(c.id, 0, "train", f"sensitivity/{u}", c.n_train)] = None
+    for u in units:
+        rows[(SERVER, 0, "server", f"sensitivity/{u}", 0)] = run_.info["sensitivity"][u]
+    return rows
+
+
+def check_rows(got: dict, expected: dict):
+    """Same keys; the values given (not None) match exactly."""
+    assert sorted(got, key=str) == sorted(expected, key=str)
+    for key, value in expected.items():
+        if value is not None:
+            assert got[key] == pytest.approx(value, rel=1e-12), key
+
+
+def test_ditto_logs_the_global_models_training_loss(toy, fedavg_toy):
+    """Ditto's global model trains exactly as FedAvg's, so its ``loss_global`` rows are FedAvg's
+    training-loss rows, per client and round, with the client's sample count."""
+    r = toy_run(toy, "ditto")
+    fedavg = fedavg_toy.table().query("split == 'train' and metric == 'loss'")
+    expected = {
+        (c, rnd, "train", "loss_global", n): v
+        for c, rnd, n, v in zip(
+            fedavg["client"], fedavg["round"], fedavg["n_samples"], fedavg["value"], strict=True
+        )
+    }
+    assert len(expected) == 2 * len(toy.clients)
+    check_rows(keyed(algorithm_rows(r)), expected)
+
+
+def test_fedlp_logs_how_many_units_each_client_kept(toy):
+    rec = probe(FedLP, p=0.5)
+    r = toy_run(toy, rec, rounds=3)
+    expected = {}
+    for rnd, record in enumerate(rec.rounds):
+        for c in r.clients:
+            kept = {unit_of(n) for n in record["sent"][c.id]}
+            expected[(c.id, rnd, "train", "kept_units", c.n_train)] = len(kept)
+    assert len(set(expected.values())) > 1  # not one constant count
+    check_rows(keyed(algorithm_rows(r)), expected)
+
+
+def test_playerfl_logs_the_sensitivities_and_its_split(toy):
+    r = toy_run(toy, "playerfl")
+    expected = sensitivity_rows(r) | {(SERVER, 0, "server", "split_p", 0): r.info["split_p"]}
+    check_rows(keyed(algorithm_rows(r)), expected)
+
+
+def test_playerfl_random_logs_both_splits(toy):
+    r = toy_run(toy, "playerfl_random")
+    assert r.info["split_p"] != r.info["playerfl_split_p"]
+    expected = sensitivity_rows(r) | {
+        (SERVER, 0, "server", "playerfl_split_p", 0): r.info["playerfl_split_p"],
+        (SERVER, 0, "server", "split_p", 0): r.info["split_p"],
+    }
+    check_rows(keyed(algorithm_rows(r)), expected)
+    assert r.info["federated_units"] == list(unit_names(r.clients[0].model)[: r.info["split_p"]])
+
+
+def test_prefix_logs_the_rules_split_and_its_own(toy):
+    r = toy_run(toy, "prefix_p1")
+    expected = sensitivity_rows(r) | {
+        (SERVER, 0, "server", RULE_METRIC, 0): r.info["rule_split_p"],
+        (SERVER, 0, "server", "split_p", 0): 1,
+    }
+    check_rows(keyed(algorithm_rows(r)), expected)
+
+
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_fedbabu_logs_and_scores_the_fine_tuning_round(toy, epochs):
+    """Round R is the fine-tuning: ``finetune_epochs`` epochs with a fresh optimiser, its
+    training loss logged per client, and the fine-tuned models scored."""
+    rounds = 2
+    babu = FedBABU(finetune_epochs=epochs)
+    r = toy_run(toy, babu, rounds=rounds)
+    rows = keyed(algorithm_rows(r))
+    assert sorted(rows) == [(c.id, rounds, "train", "loss", c.n_train) for c in r.clients]
+    assert all(v > 0 for v in rows.values())
+    assert sorted(set(r.table().query("split == 'test'")["round"])) == [0, 1, 2]
+    for c in r.clients:
+        steps = int(max(s["step"] for s in c.optimizer.state.values()))
+        assert steps == epochs * -(-c.n_train // r.config.batch_size)
+
+
+class AlphaProbe(PFedLA):
+    """Records the hypernetworks' weights α after each server step."""
+
+    def setup(self, run):
+        super().setup(run)
+        self.after_step = []
+
+    def server_step(self, run, rnd):
+        super().server_step(run, rnd)
+        with torch.no_grad():
+            self.after_step.append({c: self.alphas(c) for c in range(len(run.clients))})
+
+
+def test_pfedla_records_each_clients_weights_after_the_step(toy):
+    la = AlphaProbe()
+    r = toy_run(toy, la, rounds=2)
+    recorded = r.info["pfedla_alpha"]
+    units = unit_names(r.clients[0].model)
+    assert sorted(recorded) == [0, 1, 2]
+    for cid, per_unit in recorded.items():
+        assert list(per_unit) == list(units)
+        for u, alpha in per_unit.items():
+            assert alpha == la.after_step[-1][cid][u].tolist()
+            assert len(alpha) == len(toy.clients) and sum(alpha) == pytest.approx(1)
+    assert recorded[0] != recorded[1]
+
+
+# -- the interface: every hook is told the run and the round it acts in ----------------------
+def hook_recorder(cls, **hp):
+    """``cls`` recording the (run, round) each hook receives, under the round being stepped."""
+
+    class HookRecorder(cls):
+        def setup(self, run):
+            super().setup(run)
+            self.calls, self.stepping = [], None
+
+        def _seen(self, hook, run, rnd):
+            self.calls.append((hook, run, rnd, self.stepping))
+
+        def local_update(self, run, client, rnd):
+            self.stepping = rnd
+            self._seen("local_update", run, rnd)
+            return super().local_update(run, client, rnd)
+
+        def upload(self, run, client, rnd):
+            self._seen("upload", run, rnd)
+            return super().upload(run, client, rnd)
+
+        def shared_units(self, run, client, rnd):
+            self._seen("shared_units", run, rnd)
+            return super().shared_units(run, client, rnd)
+
+        def aggregate(self, run, rnd, uploads):
+            self._seen("aggregate", run, rnd)
+            return super().aggregate(run, rnd, uploads)
+
+        def distribute(self, run, rnd, updated):
+            self._seen("distribute", run, rnd)
+            return super().distribute(run, rnd, updated)
+
+    HookRecorder.__name__ = f"{cls.__name__}HookRecorder"
+    return HookRecorder(**hp)
+
+
+@pytest.mark.parametrize("name", [*ALGORITHMS, "prefix_p2"])
+def test_every_hook_receives_the_run_and_the_current_round(toy, name):
+    cls, hp = (Prefix, {"p": 2}) if name == "prefix_p2" else (ALGORITHMS[name], {})
+    rec = hook_recorder(cls, **hp)
+    r = toy_run(toy, rec, rounds=2)
+    assert rec.calls
+    for hook, run_, rnd, stepping in rec.calls:
+        assert run_ is r and rnd == stepping, (name, hook, rnd, stepping)
+    hooks = {hook for hook, *_ in rec.calls}
+    if name != "pfedla":  # pFedLA's server works on the clients' updates, not uploads
+        assert {"upload", "shared_units"} <= hooks, (name, hooks)
+    if name not in ("local", "pfedla"):
+        assert {"aggregate", "distribute"} <= hooks, (name, hooks)
+
+
+# -- models with few units: PLayer-FL-Random needs three, the prefix sweep's rule two -----------
+class NUnitNet(UnitModel):
+    """A chain of ``n`` linear units (the model zoo's signature), for the unit-count edges."""
+
+    n = 3
+
+    def __init__(self, num_classes=3, in_channels=4, width=1.0):
+        super().__init__()
+        self.units = tuple(f"l{i}" for i in range(1, self.n + 1))
+        sizes = [in_channels] + [6] * (self.n - 1) + [num_classes]
+        for i, u in enumerate(self.units):
+            setattr(self, u, nn.Linear(sizes[i], sizes[i + 1]))
+
+
+def with_units(monkeypatch, toy, n: int) -> FederatedData:
+    """The toy federation on an ``n``-unit chain model."""
+    monkeypatch.setitem(MODELS, "chain", type(f"Chain{n}", (NUnitNet,), {"n": n}))
+    return FederatedData("toy", toy.clients, 3, (4,), "chain", ["a", "b", "c"])
+
+
+def test_playerfl_random_runs_on_three_units(toy, monkeypatch):
+    r = toy_run(with_units(monkeypatch, toy, 3), "playerfl_random", rounds=1)
+    assert len(unit_names(r.clients[0].model)) == 3
+    assert r.info["split_p"] in (1, 2) and r.info["split_p"] != r.info["playerfl_split_p"]
+
+
+@pytest.mark.parametrize(("n_units", "has_rule"), [(1, False), (2, True), (3, True)])
+def test_prefix_records_the_rules_split_from_two_units_on(toy, monkeypatch, n_units, has_rule):
+    """The rule needs two units; a sweep run on a two-unit model still records it."""
+    r = toy_run(with_units(monkeypatch, toy, n_units), get_algorithm("prefix", p=1), rounds=1)
+    assert ("rule_split_p" in r.info) == has_rule
+    logged = r.table().query("client == @SERVER")["metric"].tolist()
+    assert (RULE_METRIC in logged) == has_rule and "split_p" in logged
