@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from playerfl_core.analysis_plots import dataset_label
+from playerfl_core.style import dataset_label, marker_color
 
-RULE_COLOR, ORACLE_COLOR = "#d62728", "#2ca02c"
+RULE_COLOR, ORACLE_COLOR = marker_color("rule"), marker_color("oracle")
 
 
 def _panels(n: int, size=(3.6, 2.8), ncols: int = 3):
