@@ -21,7 +21,7 @@ METRICS = {
 """Each evaluation metric: title, scale and digits of its table."""
 
 
-def _by_algorithm(frame: pd.DataFrame) -> pd.DataFrame:
+def by_algorithm(frame: pd.DataFrame) -> pd.DataFrame:
     """Algorithms (index) and datasets (columns) in display names."""
     out = frame.rename(index=algorithm_label)
     return out.rename(columns=lambda c: dataset_label(c) if isinstance(c, str) else c)
@@ -47,7 +47,7 @@ def grid_sizes(grid, table: pd.DataFrame, datasets) -> pd.DataFrame:
 def chosen_lrs(grid, order, datasets) -> pd.DataFrame:
     """The learning rate chosen per algorithm and dataset."""
     chosen = grid.chosen.pivot(index="algorithm", columns="dataset", values="lr")
-    return _by_algorithm(chosen.reindex(order)[list(datasets)].map(lambda v: f"{v:g}"))
+    return by_algorithm(chosen.reindex(order)[list(datasets)].map(lambda v: f"{v:g}"))
 
 
 def lr_edges(grid) -> tuple[pd.DataFrame, str]:
@@ -62,7 +62,7 @@ def ci_tables(table: pd.DataFrame, order, n_boot: int):
     """Per metric: the bootstrap summary, and its "median [95 % CI]" table for the page."""
     summaries = {m: M.summarize(table, m, n_boot=n_boot) for m in METRICS}
     shown = {
-        title: _by_algorithm(M.format_ci(summaries[m], scale, digits, order))
+        title: by_algorithm(M.format_ci(summaries[m], scale, digits, order))
         for m, (title, scale, digits) in METRICS.items()
     }
     return summaries, shown
@@ -91,7 +91,7 @@ def fairness_and_ipr(table: pd.DataFrame, order):
 
 def fairness_table(fair: dict) -> pd.DataFrame:
     """Variance across clients of their median macro-F1, ×1e3."""
-    return _by_algorithm((1e3 * fair["macro_f1"]).round(3))
+    return by_algorithm((1e3 * fair["macro_f1"]).round(3))
 
 
 def ipr_table(incent: dict, others) -> pd.DataFrame:
@@ -239,7 +239,7 @@ def best_vs_last(table: pd.DataFrame, summaries: dict, order, datasets) -> pd.Da
     )
     both["gain"] = both["median_best"] - both["median_last"]
     gain = both.pivot(index="algorithm", columns="dataset", values="gain")
-    return _by_algorithm(gain.reindex(order)[list(datasets)].round(3))
+    return by_algorithm(gain.reindex(order)[list(datasets)].round(3))
 
 
 def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5, order):
