@@ -12,7 +12,6 @@ from playerfl_core import claims as C
 from playerfl_core import layer_studies as S
 from playerfl_core.analysis_plots import metric_label
 from playerfl_core.profiles import make_config
-from playerfl_core.prose import counted
 from playerfl_core.style import dataset_label
 
 REFERENCE_NAMES = {
@@ -265,7 +264,6 @@ def batch_numbers(batches: pd.DataFrame, counts) -> dict:
     few, most = min(counts), max(counts)
     return {
         "batch_few": few,
-        "batch_few_text": counted(few, "mini-batch", "mini-batches"),
         "batch_most": most,
         "batch_agree_few": float(batches[batches["batches"] == few]["agree"].mean()),
         "batch_agree_most": float(batches[batches["batches"] == most]["agree"].mean()),
