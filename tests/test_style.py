@@ -142,3 +142,15 @@ def test_the_same_algorithm_has_the_same_colour_in_every_chapter_figure():
     name = style.algorithm_label("playerfl")
     assert by_row[name] == client[name] == bar_colours[name] == style.algorithm_color("playerfl")
     plt.close("all")
+
+
+def test_claim_reasons_name_algorithms_by_display_name():
+    from playerfl_core import claims as C
+
+    rng = np.random.default_rng(0)
+    wide = pd.DataFrame(rng.normal(size=(3, 12)), index=["playerfl", "fedavg", "local"])
+    wide.loc["fedavg"] += 5  # FedAvg ranks first in every block
+    ev, _ = C.best_rank_evidence(wide, "playerfl")
+    assert ev.verdict == "contradicted"
+    assert "Nemenyi: FedAvg rank" in ev.reason and "PLayer-FL at position" in ev.reason
+    assert "playerfl" not in ev.reason and "fedavg" not in ev.reason
