@@ -66,6 +66,9 @@ MARKER_NAMES = {
     "authors_config": "authors' code",
 }
 
+RULE_VARIANT_COLORS = {"paper": MARKER_COLORS["rule"], "median": "#e7969c", "geomean": "#843c39"}
+"""The split rule's variants (``split_oracle.RULE_VARIANTS``): shades of the rule's red."""
+
 MUTED = "#c7c7c7"
 """The colour of algorithms a figure does not single out ("other baselines")."""
 
@@ -112,6 +115,11 @@ def marker_color(kind: str) -> str:
     if kind not in MARKER_COLORS:
         raise ValueError(f"style: no colour for marker {kind!r}; known: {', '.join(MARKER_COLORS)}")
     return MARKER_COLORS[kind]
+
+
+def rule_variant_color(variant: str) -> str:
+    """Colour of a split-rule variant; an unknown variant gets the muted grey."""
+    return RULE_VARIANT_COLORS.get(variant, MUTED)
 
 
 def dataset_label(name: str) -> str:

@@ -31,6 +31,9 @@ def test_markers_and_muted_do_not_look_like_another_algorithm():
         if kind != "rule":
             assert to_hex(colour) not in algorithm_colours, kind
     assert to_hex(style.MUTED) not in algorithm_colours
+    variants = [to_hex(c) for c in style.RULE_VARIANT_COLORS.values()]
+    assert len(set(variants)) == len(variants)
+    assert not set(variants[1:]) & algorithm_colours  # the paper's rule is the rule's red
 
 
 def test_split_sweep_runs_have_names_and_ordered_colours():
