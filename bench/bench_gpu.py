@@ -51,9 +51,9 @@ def main() -> None:
         print("not measured: no GPU")
         return
     from playerfl_core.algorithms import ALGORITHMS
-    from playerfl_core.profiles import PROFILES
+    from playerfl_core.profiles import training_settings
 
-    paper_rounds = PROFILES["fmnist"]["paper"]["rounds"]
+    paper_rounds = training_settings("fmnist", "paper")["rounds"]
     print(f"{torch.cuda.get_device_name()} torch={torch.__version__}")
     spr = seconds_per_round(args.rounds, args.repeats)
     print(

@@ -76,8 +76,9 @@ class FederatedData:
     clients: list[ClientData]
     num_classes: int
     input_shape: tuple[int, ...]
-    model: str
     class_names: list[str]
+    model: str = ""
+    """The model-zoo architecture; "" until ``registry.load`` fills in the declaration's."""
     source: str = ""
     notes: str = ""
     params: dict = field(default_factory=dict)

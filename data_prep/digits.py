@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from .base import FederatedData
+from .federation import Federation
 from .partition import dirichlet_label_skew, label_skew, split_clients
 
 PROFILES = {
@@ -44,7 +45,6 @@ def load(
         clients=split_clients(x, y, parts, rng),
         num_classes=10,
         input_shape=(1, 8, 8),
-        model="digits_cnn",
         class_names=[str(d) for d in range(10)],
         source="scikit-learn sklearn.datasets.load_digits (UCI Optical Recognition of "
         "Handwritten Digits, test part; 1797 images)",
@@ -57,3 +57,30 @@ def load(
         ),
         params={"n_clients": n_clients, "alpha": alpha, "min_per_client": min_per_client},
     )
+
+
+FEDERATION = Federation(
+    name="digits",
+    load=load,
+    run_by_default=True,
+    model="small_cnn",
+    label="Digits",
+    sizes=PROFILES,
+    training={
+        "quick": {"rounds": 10, "batch_size": 32, "lr": 2e-3, "width": 1.0},
+        "paper": {"rounds": 30, "batch_size": 32, "lr": 1e-3, "width": 1.0},
+    },
+    lr_grid={"quick": (5e-3, 2e-3), "paper": (5e-3, 1e-3, 5e-4, 1e-4)},
+    grids={"standard": {"lrs": (1e-2, 5e-3, 2e-3, 1e-3)}},
+    analytics={
+        "quick": {
+            "seeds": 3,
+            "rounds": 5,
+            "settings": {"hutchinson_probes": 8, "eig_iters": 8, "hessian_samples": 64},
+        },
+        "paper": {"seeds": 3},
+    },
+    seconds_per_run=2.0,
+    skew_variants=True,
+)
+"""Not in the paper (no published split): the always-available stand-in for image federations."""

@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 
 from .base import REPO_ROOT, ClientData, DataError, FederatedData, download, sha256sum
+from .federation import Federation
 from .partition import train_val_test_split
 
 SITES = ("cleveland", "hungarian", "switzerland", "va")
@@ -169,7 +170,6 @@ def load(root: Path, seed: int, split_seed: int | None = None) -> FederatedData:
         focal_loss=dict(FOCAL_LOSS),
         num_classes=5,
         input_shape=(len(FEATURES),),
-        model="heart_mlp",
         class_names=list(CLASS_NAMES),
         source=(
             "UCI Heart Disease (Janosi, Steinbrunn, Pfisterer, Detrano 1988; CC BY 4.0), "
@@ -196,3 +196,31 @@ def load(root: Path, seed: int, split_seed: int | None = None) -> FederatedData:
             "scaler": scaler,
         },
     )
+
+
+FEDERATION = Federation(
+    name="heart",
+    paper_name="Heart",
+    load=load,
+    run_by_default=True,
+    model="mlp",
+    label="Heart",
+    sizes=PROFILES,
+    training={
+        "quick": {"rounds": 20, "batch_size": 32, "lr": 1e-2, "width": 1.0},
+        "paper": {"rounds": 20, "batch_size": 32, "lr": 1e-2, "width": 1.0},
+    },
+    lr_grid={"quick": (3e-2, 1e-2, 3e-3), "paper": (5e-1, 1e-1, 5e-2, 1e-2, 5e-3)},
+    grids={
+        "quick": {"seeds": (0, 1, 2)},
+        "standard": {"lrs": (1e-1, 3e-2, 1e-2, 3e-3), "tune_seeds": (100, 101, 102)},
+        "paper": {"tune_seeds": tuple(range(1000, 1010)), "seeds": tuple(range(50))},
+    },
+    analytics={"quick": {"seeds": 3, "rounds": 20}, "paper": {"seeds": 5}},
+    reference_splits={"paper_transition": 2, "authors_config": 1},
+    hypernetwork=(16, 16),
+    seconds_per_run=0.8,
+    prepare=prepare,
+)
+"""Paper sizes and grids: appendix §1.1; analytics: the authors' 5 runs (§8.1). Reference splits:
+the authors' hard-coded fc1 (§6.11) and the paper's transition layer FC2 (§8.6)."""

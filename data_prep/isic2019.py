@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from .augment import random_affine_perspective, random_flips_light
 from .base import ClientData, DataError, FederatedData, missing_files
+from .federation import Federation
 from .partition import train_val_test_split
 
 FOLDER = "isic2019"
@@ -150,7 +151,6 @@ def load(
         clients=clients,
         num_classes=len(CLASSES),
         input_shape=(3, image_size, image_size),
-        model="isic_cnn",
         class_names=list(CLASSES),
         source=(
             "ISIC 2019 training set (BCN_20000, HAM10000, MSK; ISIC Archive, CC BY-NC 4.0) in "
@@ -187,3 +187,22 @@ def _augment(x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         x - fill_t, generator, degrees=50.0, translate=0.06, scale=(0.93, 1.07), p_perspective=0.0
     )
     return random_flips_light(x + fill_t, generator, mean=MEAN, std=STD)
+
+
+FEDERATION = Federation(
+    name="isic2019",
+    paper_name="ISIC",
+    load=load,
+    model="cnn5",
+    label="Fed-ISIC-2019",
+    sizes=PROFILES,
+    training={
+        "quick": {"rounds": 10, "batch_size": 32, "lr": 1e-3, "width": 0.25},
+        "paper": {"rounds": 60, "batch_size": 128, "lr": 1e-3, "width": 1.0},
+    },
+    lr_grid={"quick": (3e-3, 1e-3), "paper": (5e-3, 1e-3, 5e-4, 1e-4)},
+    hypernetwork=(64, 128),
+    prepare=prepare,
+)
+"""Paper sizes, rates and pFedLA sizes: appendix §1.1–1.2. The quick settings are untried
+defaults: the files were not on the machine that built the book."""

@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from . import text
 from .base import ClientData, DataError, FederatedData, check_complete, missing_files
+from .federation import Federation
 from .partition import train_val_test_split
 
 FOLDER = "mimic3"
@@ -180,7 +181,6 @@ def load(
         clients=clients,
         num_classes=2,
         input_shape=(length,),
-        model="text_transformer",
         class_names=["survived", "died in hospital"],
         source=f"MIMIC-III v1.4 ADMISSIONS and NOTEEVENTS in {where} (PhysioNet credentialed "
         f"access); WordPiece vocabulary and static word embeddings from {wp.folder}",
@@ -206,3 +206,22 @@ def load(
             "vocabulary": len(rows),
         },
     )
+
+
+FEDERATION = Federation(
+    name="mimic3",
+    paper_name="MIMIC",
+    load=load,
+    model="text_transformer",
+    label="MIMIC-III",
+    sizes=PROFILES,
+    training={
+        "quick": {"rounds": 5, "batch_size": 64, "lr": 1e-4, "width": 1.0},
+        "paper": {"rounds": 25, "batch_size": 64, "lr": 1e-4, "width": 1.0},
+    },
+    lr_grid={"quick": (1e-3, 1e-4), "paper": (1e-3, 5e-4, 1e-4, 8e-5)},
+    hypernetwork=(64, 128),
+    prepare=prepare,
+)
+"""Paper sizes, rates and pFedLA sizes: appendix §1.1–1.2. The quick settings are untried
+defaults: the files were not on the machine that built the book."""

@@ -10,33 +10,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import cifar10, emnist, fmnist, heart, isic2019, mimic3, sent140
 from .base import DataError, data_root
-
-
-def _digits(root: Path) -> str:
-    return "digits: nothing to do (ships with scikit-learn)"
-
-
-STEPS = {
-    "fmnist": fmnist.prepare,
-    "heart": heart.prepare,
-    "digits": _digits,
-    "emnist": emnist.prepare,
-    "cifar10": cifar10.prepare,
-    "isic2019": isic2019.prepare,
-    "sent140": sent140.prepare,
-    "mimic3": mimic3.prepare,
-}
-"""Dataset -> ``prepare(root) -> one-line status`` (raises DataError when files are missing)."""
+from .registry import declarations
 
 
 def statuses(root: Path) -> dict[str, tuple[bool, str]]:
     """Per dataset: (ready, one-line account); runs every preparation step."""
     out = {}
-    for name, step in STEPS.items():
+    for fed in declarations():
+        name = fed.name
         try:
-            out[name] = (True, step(root))
+            out[name] = (True, fed.prepare(root) if fed.prepare else f"{name}: nothing to fetch")
         except DataError as e:
             out[name] = (False, f"{name}: not available. {str(e).removeprefix(name + ': ')}")
     return out

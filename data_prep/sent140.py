@@ -18,6 +18,7 @@ import torch
 
 from . import text
 from .base import ClientData, DataError, FederatedData, check_complete, missing_files
+from .federation import Federation
 from .partition import train_val_test_split
 
 FOLDER = "sent140"
@@ -121,7 +122,6 @@ def load(
         clients=clients,
         num_classes=2,
         input_shape=(length,),
-        model="text_transformer",
         class_names=["negative", "positive"],
         source=f"Sentiment140 training CSV {where / CSV}; WordPiece vocabulary and static word "
         f"embeddings from {wp.folder}",
@@ -147,3 +147,22 @@ def load(
             "vocabulary": len(rows),
         },
     )
+
+
+FEDERATION = Federation(
+    name="sent140",
+    paper_name="Sent140",
+    load=load,
+    model="text_transformer",
+    label="Sentiment140",
+    sizes=PROFILES,
+    training={
+        "quick": {"rounds": 5, "batch_size": 64, "lr": 1e-3, "width": 1.0},
+        "paper": {"rounds": 50, "batch_size": 64, "lr": 1e-3, "width": 1.0},
+    },
+    lr_grid={"quick": (1e-3, 1e-4), "paper": (1e-3, 5e-4, 1e-4, 8e-5)},
+    hypernetwork=(64, 128),
+    prepare=prepare,
+)
+"""Paper sizes, rates and pFedLA sizes: appendix §1.1–1.2. The quick settings are untried
+defaults: the files were not on the machine that built the book."""

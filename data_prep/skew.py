@@ -55,14 +55,7 @@ def _noise(x: torch.Tensor, k: int, n_clients: int, lo: float, hi: float, seed: 
 KINDS = {"rotate": _rotate, "invert": _invert, "noise": _noise}
 """Per-client input transformations ``f(x, k, K, lo, hi, seed)`` for feature skew."""
 
-IMAGE_BASES = ("digits", "fmnist")
-"""Base federations the variants are defined on (image data with a pixel scale)."""
-
-_PATTERN = re.compile(
-    rf"^(?P<base>{'|'.join(IMAGE_BASES)})"
-    rf"(?:_(?P<kind>{'|'.join(KINDS)}))?"
-    r"(?:_alpha(?P<alpha>[^_]+))?$"
-)
+_SUFFIX = re.compile(rf"^(?:_(?P<kind>{'|'.join(KINDS)}))?(?:_alpha(?P<alpha>[^_]+))?$")
 
 
 @dataclass(frozen=True)
@@ -80,18 +73,20 @@ class Variant:
 
 
 def variant_name(base: str, kind: str | None = None, alpha: float | None = None) -> str:
-    """The registered name of a variant, e.g. ``variant_name("fmnist", "rotate", 0.1)``."""
+    """The name of a variant, e.g. ``variant_name("fmnist", "rotate", 0.1)``."""
     name = base + (f"_{kind}" if kind else "") + (f"_alpha{alpha:g}" if alpha is not None else "")
-    parse_variant(name)  # validates
+    parse_variant(name, (base,))  # validates
     return name
 
 
-def parse_variant(name: str) -> Variant | None:
-    """The variant a name denotes; None for a name that is not a variant (e.g. a base name).
+def parse_variant(name: str, bases: tuple[str, ...]) -> Variant | None:
+    """The variant a name denotes over the base federations ``bases`` (those declared with
+    ``skew_variants``); None for a name that is not a variant (e.g. a base name).
 
     Raises DataError for a variant name with a bad alpha, naming the valid range.
     """
-    match = _PATTERN.match(str(name))
+    base, _, rest = str(name).partition("_")
+    match = _SUFFIX.match("_" + rest) if base in bases and rest else None
     if not match or (match["kind"] is None and match["alpha"] is None):
         return None
     alpha = None
@@ -105,15 +100,15 @@ def parse_variant(name: str) -> Variant | None:
                 f"{name!r}: the Dirichlet alpha must be a number > 0 (valid range: alpha > 0; "
                 f"0.05 is strong label skew, 10 nearly IID), got {match['alpha']!r}"
             )
-    return Variant(name, match["base"], match["kind"], alpha)
+    return Variant(name, base, match["kind"], alpha)
 
 
-def build(variant: Variant, module, root, seed: int, params: dict) -> FederatedData:
-    """Build ``variant`` from its base ``module`` (the base's ``load``) at the base's sizes."""
+def build(variant: Variant, load, root, seed: int, params: dict) -> FederatedData:
+    """Build ``variant`` with its base's ``load`` at the base's sizes."""
     params = dict(params)
     if variant.alpha is not None:
         params["alpha"] = variant.alpha
-    base = module.load(root, seed, **params)
+    base = load(root, seed, **params)
     if variant.kind is None:
         clients = base.clients
         partition = f"Dirichlet(alpha={variant.alpha:g}) label skew"

@@ -14,7 +14,6 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from playerfl_core.style import (
-    DATASET_NAMES,
     MARKER_COLORS,
     MARKER_NAMES,
     algorithm_color,
@@ -34,7 +33,6 @@ METRIC_LABELS = {
     "cka_dissimilarity": "1 − CKA (mean over other clients)",
     "cka": "linear CKA",
 }
-DATASET_LABELS = DATASET_NAMES  # kept for old imports; see playerfl_core.style
 STAGE_STYLES = {"first": "--", "final": "-"}
 
 

@@ -76,21 +76,28 @@ def name_list(text, option: str, valid, kind: str, hint: str = "") -> list[str]:
 def dataset_list(text, option: str = "--datasets") -> list[str]:
     """Registered datasets or heterogeneity variants (``data_prep.skew``)."""
     from data_prep.base import DataError
-    from data_prep.registry import available_datasets, skew
+    from data_prep.registry import federation
 
     names = _items(text, option)
     for name in names:
         try:
-            known = name in available_datasets() or skew.parse_variant(name) is not None
+            federation(name)
         except DataError as err:
             raise OptionError(f"{option}: {err}") from None
-        if not known:
-            raise OptionError(
-                f"{option}: unknown dataset {name!r}; available: "
-                f"{', '.join(available_datasets())} and their variants <base>_alpha<a>, "
-                f"<base>_<kind>, <base>_<kind>_alpha<a> (data_prep/skew.py)."
-            )
     return _deduped(names, option)
+
+
+def dataset_module(path, option: str = "--dataset-module") -> list[str]:
+    """Import a user's dataset file (None passes) and register its federations; their names."""
+    from data_prep.base import DataError
+    from data_prep.registry import load_dataset_module
+
+    if path is None or path == "":
+        return []
+    try:
+        return load_dataset_module(path)
+    except DataError as err:
+        raise OptionError(f"{option}: {err}") from None
 
 
 def positive_int(value, option: str, minimum: int = 1):

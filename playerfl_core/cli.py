@@ -17,6 +17,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from data_prep.base import DataError
+from data_prep.registry import default_datasets
 from playerfl_core import checks
 from playerfl_core.algorithms import ALGORITHMS, get_algorithm
 from playerfl_core.archive import ArchiveError
@@ -51,9 +52,21 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="playerfl", description=__doc__)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--dataset-module",
+        action="append",
+        metavar="FILE",
+        help="a Python file declaring FEDERATION = Federation(...) (repeatable): your own "
+        "federation, then usable as --dataset(s) NAME",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run algorithms on a dataset and write the results table")
-    run.add_argument("--dataset", required=True, help="fmnist, heart or digits")
+    run = sub.add_parser(
+        "run", parents=[common], help="run algorithms on a dataset and write the results table"
+    )
+    run.add_argument(
+        "--dataset", required=True, help="a registered dataset (python -m data_prep.prepare)"
+    )
     run.add_argument(
         "--algorithms",
         default="local,fedavg,playerfl",
@@ -69,16 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     grid = sub.add_parser(
         "grid",
+        parents=[common],
         help="resumable grid: tune the LR on validation data, then "
         "evaluate on several seeds; writes one file per finished run",
     )
-    grid.add_argument("--datasets", default="fmnist,heart,digits", help="comma-separated")
+    grid.add_argument(
+        "--datasets",
+        help="comma-separated (default: the federations declared run_by_default, the book's)",
+    )
     grid.add_argument("--algorithms", default="all", help="comma-separated, or 'all'")
     grid.add_argument("--profile", default="quick", choices=PROFILE_NAMES)
     grid.add_argument(
         "--seeds",
-        help="evaluation seeds, comma-separated (default: per dataset, "
-        "playerfl_core.experiments.GRIDS)",
+        help="evaluation seeds, comma-separated (default: per dataset, its declaration's grid)",
     )
     grid.add_argument("--lrs", help="learning-rate grid, comma-separated (default: per dataset)")
     grid.add_argument("--tune-seeds", help="seeds the LR is tuned on (default: per dataset)")
@@ -107,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     archive = sub.add_parser(
         "archive",
+        parents=[common],
         help="pack a grid's store into a committed, checksummed archive (stores/<profile>), "
         "or verify one by re-computing a sample of its runs",
     )
@@ -119,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sweep = sub.add_parser(
         "sweep",
+        parents=[common],
         help="split sweep: the prefix federation at every split p = 0..L (p = 0 is Local, "
         "p = L FedAvg) at one learning rate; writes the long results table",
     )
@@ -138,7 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=1, help="parallel CPU processes (results do not change)"
     )
 
-    status = sub.add_parser("status", help="summarise a store: runs per status, failures")
+    status = sub.add_parser(
+        "status", parents=[common], help="summarise a store: runs per status, failures"
+    )
     status.add_argument("--store", help="store directory (default: <repo>/results/<profile>)")
     status.add_argument("--profile", default="quick", choices=PROFILE_NAMES)
     return parser
@@ -150,7 +170,7 @@ def cmd_grid(args) -> int:
 
     out = checks.output_file(args.out)
     result = run_grid(
-        checks.dataset_list(args.datasets),
+        checks.dataset_list(args.datasets or ",".join(default_datasets())),
         checks.name_list(args.algorithms, "--algorithms", _known_algorithm, "algorithm", ALGS)
         if args.algorithms != "all"
         else "all",
@@ -345,6 +365,8 @@ def _show_warning(message, category, *args, **kwargs) -> None:
 
 def _dispatch(args) -> int:
     try:
+        for path in args.dataset_module or []:
+            checks.dataset_module(path)
         if args.command == "run":
             return cmd_run(args)
         if args.command == "grid":

@@ -195,6 +195,11 @@ def plot_ours_vs_published(ours: pd.DataFrame, theirs: pd.DataFrame, metric_labe
     from scipy.stats import spearmanr
 
     datasets = [d for d in ours.columns if d in theirs.columns]
+    if not datasets:  # e.g. a user's own federation: nothing published to compare with
+        fig, ax = plt.subplots(figsize=(6, 1.2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "None of these federations is in the paper's tables.", ha="center")
+        return fig
     fig, axes = plt.subplots(1, len(datasets), figsize=(3.8 * len(datasets), 3.4), squeeze=False)
     for ax, ds in zip(axes[0], datasets, strict=True):
         both = pd.concat([ours[ds].rename("ours"), theirs[ds].rename("theirs")], axis=1).dropna()

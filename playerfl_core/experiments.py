@@ -55,11 +55,12 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from data_prep.registry import federation, is_registered
 from playerfl_core.algorithms import ALGORITHMS, get_algorithm, is_algorithm
 from playerfl_core.divergence import check_table
 from playerfl_core.engine import DivergenceError, RunConfig, run_federated
 from playerfl_core.metrics import best_val_loss, choose_lr
-from playerfl_core.profiles import LR_GRIDS, PROFILE_NAMES, SIZE_OF, make_config
+from playerfl_core.profiles import PROFILE_NAMES, SIZE_OF, make_config
 from playerfl_core.results import COLUMNS, atomic_write
 from playerfl_core.workers import init_worker, interrupts_as_keyboard, stop_workers
 
@@ -69,59 +70,18 @@ RESULTS_DIR = REPO_ROOT / "results"
 
 OK, DIVERGED, ERROR = "ok", "diverged", "error"
 
-GRIDS: dict[str, dict[str, dict]] = {
-    "quick": {
-        "fmnist": {"lrs": LR_GRIDS["fmnist"]["quick"], "tune_seeds": (0,), "seeds": (0, 1)},
-        "heart": {"lrs": LR_GRIDS["heart"]["quick"], "tune_seeds": (0,), "seeds": (0, 1, 2)},
-        "digits": {"lrs": LR_GRIDS["digits"]["quick"], "tune_seeds": (0,), "seeds": (0, 1)},
-    },
-    "standard": {
-        "fmnist": {
-            "lrs": (1e-2, 3e-3, 1e-3, 3e-4),
-            "tune_seeds": (100, 101),
-            "seeds": tuple(range(10)),
-            "widen": 2,
-        },
-        "heart": {
-            "lrs": (1e-1, 3e-2, 1e-2, 3e-3),
-            "tune_seeds": (100, 101, 102),
-            "seeds": tuple(range(10)),
-            "widen": 2,
-        },
-        "digits": {
-            "lrs": (1e-2, 5e-3, 2e-3, 1e-3),
-            "tune_seeds": (100, 101),
-            "seeds": tuple(range(10)),
-            "widen": 2,
-        },
-    },
-    "paper": {
-        "fmnist": {
-            "lrs": LR_GRIDS["fmnist"]["paper"],
-            "tune_seeds": (1000, 1001, 1002),
-            "seeds": tuple(range(20)),
-        },
-        "heart": {
-            "lrs": LR_GRIDS["heart"]["paper"],
-            "tune_seeds": tuple(range(1000, 1010)),
-            "seeds": tuple(range(50)),
-        },
-        "digits": {
-            "lrs": LR_GRIDS["digits"]["paper"],
-            "tune_seeds": (1000, 1001, 1002),
-            "seeds": tuple(range(10)),
-        },
-    },
-}
-"""Per profile and dataset: LR grid, tuning seeds, evaluation seeds and ``widen``, how many values
-tuning may add beyond an edge of the grid (one at a time, whenever the chosen rate sits at an edge;
-the grid's notes say so). ``standard``: quick-size runs, ≥ 4 learning rates, tuning seeds apart
-from the 10 evaluation seeds; computed once and committed (:mod:`playerfl_core.archive`).
-The quick sizes keep the three-dataset, twelve-algorithm grid (132 runs, about 510 CPU-seconds
-on one thread each, run two at a time) under five minutes on a 2-core CPU; Fashion-MNIST is two
-thirds of the cost.
-The paper sizes follow the authors' run counts (appendix §1.1) and are meant for a GPU through
-``playerfl grid``."""
+
+def default_grid(dataset: str, profile: str) -> dict:
+    """LR grid, tuning seeds, evaluation seeds and ``widen`` of ``dataset`` under ``profile``.
+
+    Read from the dataset's declaration (``data_prep.federation.Federation.grid``): ``widen`` is
+    how many values tuning may add beyond an edge of the grid (one at a time, whenever the chosen
+    rate sits at an edge; the grid's notes say so). ``standard``: quick-size runs, ≥ 4 learning
+    rates for the committed datasets, tuning seeds apart from the 10 evaluation seeds; computed
+    once and committed (:mod:`playerfl_core.archive`). ``paper``: the authors' run counts
+    (appendix §1.1), meant for a GPU through ``playerfl grid``.
+    """
+    return federation(dataset).grid(profile)
 
 
 def default_store(profile: str = "quick") -> Path:
@@ -229,8 +189,6 @@ class RunSpec:
         (stored runs of other code are flagged ``stale_code``) and checked by re-computation
         (:func:`playerfl_core.archive.recompute_sample`).
         """
-        from data_prep.registry import DATASETS
-
         config = asdict(self.config("cpu"))
         defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
         chosen = {
@@ -243,7 +201,7 @@ class RunSpec:
             k: v for k, v in algorithm.hyperparameters().items() if v != algorithm.defaults()[k]
         }
         size = SIZE_OF[self.profile]
-        data = DATASETS[self.dataset].PROFILES[size] if self.dataset in DATASETS else {}
+        data = federation(self.dataset).loader_sizes(size) if is_registered(self.dataset) else {}
         return {
             "dataset": self.dataset,
             "algorithm": self.algorithm,
@@ -544,14 +502,9 @@ class GridResult:
 
 
 def grid_settings(dataset: str, profile: str, seeds=None, lrs=None, tune_seeds=None) -> dict:
-    """The LR grid, tuning seeds and evaluation seeds of one dataset (defaults: :data:`GRIDS`)."""
-    base = GRIDS.get(profile, {}).get(dataset)
-    if base is None and (seeds is None or lrs is None):
-        raise ValueError(
-            f"No default grid for {dataset!r} in profile {profile!r}; pass seeds "
-            "and lrs explicitly."
-        )
-    base = base or {}
+    """The LR grid, tuning seeds and evaluation seeds of one dataset (explicit values win over
+    :func:`default_grid`)."""
+    base = default_grid(dataset, profile)
     lrs = tuple(float(x) for x in (lrs if lrs is not None else base["lrs"]))
     seeds = tuple(int(s) for s in (seeds if seeds is not None else base["seeds"]))
     tune = tuple(
@@ -599,7 +552,7 @@ def split_algorithms(dataset: str, profile: str) -> list[str]:
 
 
 def run_grid(
-    datasets: Iterable[str] | str = ("heart",),
+    datasets: Iterable[str] | str,
     algorithms="all",
     profile: str = "quick",
     *,
@@ -625,7 +578,7 @@ def run_grid(
 ) -> GridResult:
     """Run (or load) the grid; return its tables. Safe to kill and call again at any time.
 
-    ``seeds``/``lrs``/``tune_seeds`` override :data:`GRIDS` for every dataset. ``fixed_lr``
+    ``seeds``/``lrs``/``tune_seeds`` override :func:`default_grid` for every dataset. ``fixed_lr``
     maps ``(dataset, algorithm)`` to a learning rate and skips tuning for those pairs (e.g. to
     rerun chosen LRs under ``eval_timing="before_aggregation"``). ``compute=False`` only loads
     and raises :class:`MissingResultsError` naming the command that computes what is missing.
@@ -639,8 +592,9 @@ def run_grid(
     ``splits`` adds the split sweep: ``prefix_p0`` … ``prefix_pL`` per dataset, each run at the
     learning rate tuned for PLayer-FL (which is then added to the algorithms), so the split is
     the only thing that changes between them. Where a profile allows it (``widen`` in
-    :data:`GRIDS`), a learning rate chosen at an edge of the grid makes tuning try the next value
-    beyond that edge, up to ``widen`` times per (dataset, algorithm); the notes list each one.
+    :func:`default_grid`), a learning rate chosen at an edge of the grid makes tuning try the
+    next value beyond that edge, up to ``widen`` times per (dataset, algorithm); the notes list
+    each one.
     """
     datasets = (
         [d.strip() for d in datasets.split(",")] if isinstance(datasets, str) else list(datasets)
@@ -1066,15 +1020,15 @@ class _Timer:
                 total += float(np.mean(pair))
                 continue
             ds = self.by_dataset.get(sp.dataset)
-            base = float(np.mean(ds)) if ds else _PRIOR_SECONDS.get(sp.dataset, 5.0)
+            base = float(np.mean(ds)) if ds else federation(sp.dataset).seconds_per_run
             total += base * _PRIOR_FACTOR.get(sp.algorithm, 1.0)
         return total
 
 
-_PRIOR_SECONDS = {"fmnist": 8.0, "digits": 2.0, "heart": 0.8}
 _PRIOR_FACTOR = {"pfedme": 4.0, "ditto": 2.0}
-"""Rough seconds per quick-profile run on one CPU thread, used only to order runs and estimate
-the time left until the store holds measured timings."""
+"""How much slower than the dataset's ``seconds_per_run`` (its declaration's rough seconds per
+quick run on one CPU thread) an algorithm is: used only to order runs and estimate the time left
+until the store holds measured timings."""
 
 
 def _fmt(seconds: float) -> str:

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from scipy import stats
 from torch import nn
 
+from data_prep.registry import declarations, federation
 from playerfl_core.analytics import (
     cka_matrices,
     gradient_noise,
@@ -67,14 +68,26 @@ COLUMNS = [
 NO_OTHER = -1
 """Value of the ``other`` column for rows that are not pairwise."""
 
-REFERENCE_SPLITS = {
-    "fmnist": {"paper_transition": 3, "authors_config": 3},
-    "heart": {"paper_transition": 2, "authors_config": 1},
-}
-"""Number of federated units p per source. ``authors_config``: the hard-coded lists of the
-authors' code (appendix §6.11: FMNIST layer1–3, Heart fc1). ``paper_transition``: the
-transition layer of the paper's table, federated up to and including it (FMNIST Conv3, Heart
-FC2; appendix §8.6). No published value exists for digits."""
+
+class _DeclaredReferenceSplits(Mapping):
+    """Dataset -> {source: number of federated units p}, from the registered declarations
+    (``Federation.reference_splits``; e.g. the authors' hard-coded lists, appendix §6.11, and
+    the paper's transition layer, §8.6). Datasets without published splits are absent."""
+
+    def _table(self) -> dict:
+        return {f.name: dict(f.reference_splits) for f in declarations() if f.reference_splits}
+
+    def __getitem__(self, name: str) -> dict:
+        return self._table()[name]
+
+    def __iter__(self):
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+REFERENCE_SPLITS = _DeclaredReferenceSplits()
 
 
 # -- one measurement -----------------------------------------------------------------------------
@@ -107,29 +120,6 @@ ANALYTICS_PROFILES = {
 
 
 # -- chapter plans -------------------------------------------------------------------------------
-ANALYTICS_RUNS = {
-    "quick": {
-        "fmnist": {
-            "seeds": 3,
-            "rounds": 3,
-            "settings": {"hutchinson_probes": 4, "eig_iters": 4, "hessian_samples": 32},
-        },
-        "heart": {"seeds": 3, "rounds": 20},
-        "digits": {
-            "seeds": 3,
-            "rounds": 5,
-            "settings": {"hutchinson_probes": 8, "eig_iters": 8, "hessian_samples": 64},
-        },
-    },
-    "paper": {"fmnist": {"seeds": 3}, "heart": {"seeds": 5}, "digits": {"seeds": 3}},
-}
-"""Seeds, rounds and measurement sizes of the analytics runs per profile and dataset.
-``paper``: the authors' analytics runs (appendix §8.1: FMNIST 3, Heart 5), the training
-profile's rounds and :data:`ANALYTICS_PROFILES` ``["paper"]``. ``quick``: fewer seeds, rounds
-(FMNIST 3, digits 5; "final" then means after those rounds) and, for the conv nets, Hessians on
-fewer samples and probes, so a chapter runs in about a minute on 2 CPU cores."""
-
-
 @dataclass(frozen=True)
 class AnalyticsPlan:
     seeds: list[int]
@@ -142,10 +132,11 @@ def analytics_plan(
     dataset: str, profile: str, seeds: Sequence[int] | None = None, rounds: int | None = None
 ) -> AnalyticsPlan:
     """Seeds, rounds and measurement settings for ``dataset`` under ``profile``: explicit seeds
-    and rounds win, else :data:`ANALYTICS_RUNS` on top of :data:`ANALYTICS_PROFILES`."""
+    and rounds win, else the dataset's declared ``analytics`` plan (default: 3 seeds, the
+    training profile's rounds) on top of :data:`ANALYTICS_PROFILES`."""
     if profile not in ANALYTICS_PROFILES:
         raise ValueError(f"Unknown profile {profile!r}; use one of {list(ANALYTICS_PROFILES)}.")
-    plan = ANALYTICS_RUNS[profile].get(dataset, {})
+    plan = federation(dataset).analytics.get(profile, {})
     return AnalyticsPlan(
         seeds=list(seeds) if seeds is not None else list(range(plan.get("seeds", 3))),
         rounds=rounds if rounds is not None else plan.get("rounds"),

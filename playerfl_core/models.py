@@ -7,6 +7,8 @@ substring matches of parameter names (the authors' substring matching is fragile
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -38,8 +40,9 @@ def _conv_block(c_in: int, c_out: int, kernel: int, pool: bool) -> nn.Sequential
     return nn.Sequential(*layers)
 
 
-class FMNISTCNN(UnitModel):
-    """The paper's FMNIST CNN: three 5×5 conv units, global average pool, fc1, fc2.
+class CNN3(UnitModel):
+    """``cnn3``, the paper's FMNIST/EMNIST CNN: three 5×5 conv units, global average pool, fc1,
+    fc2. Any image size works (global pooling).
 
     ``width`` scales the channels (64, 128, 256 at width 1.0); the quick profile uses a
     narrower net with the same five units so it fits a 2-core CPU.
@@ -47,8 +50,9 @@ class FMNISTCNN(UnitModel):
 
     units = ("layer1", "layer2", "layer3", "fc1", "fc2")
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 1, width: float = 1.0):
+    def __init__(self, num_classes: int, input_shape: tuple[int, ...], width: float = 1.0):
         super().__init__()
+        in_channels = input_shape[0]
         c1, c2, c3 = (max(1, round(c * width)) for c in (64, 128, 256))
         hidden = max(1, round(100 * width)) if width < 1 else 100
         self.layer1 = _conv_block(in_channels, c1, 5, pool=True)
@@ -61,13 +65,15 @@ class FMNISTCNN(UnitModel):
         _init_weights(self)
 
 
-class HeartMLP(UnitModel):
-    """The paper's Heart MLP: fc1–fc3 with ReLU (50, 20, 20 hidden units) and the head fc4."""
+class MLP(UnitModel):
+    """``mlp``, the paper's Heart MLP: fc1–fc3 with ReLU (50, 20, 20 hidden units) and the head
+    fc4, on inputs flattened to ``prod(input_shape)`` features."""
 
     units = ("fc1", "fc2", "fc3", "fc4")
 
-    def __init__(self, num_classes: int = 5, in_features: int = 10, width: float = 1.0):
+    def __init__(self, num_classes: int, input_shape: tuple[int, ...], width: float = 1.0):
         super().__init__()
+        in_features = math.prod(input_shape)
         h1, h2, h3 = (max(1, round(h * width)) for h in (50, 20, 20))
         self.fc1 = nn.Sequential(nn.Linear(in_features, h1), nn.ReLU())
         self.fc2 = nn.Sequential(nn.Linear(h1, h2), nn.ReLU())
@@ -76,29 +82,33 @@ class HeartMLP(UnitModel):
         _init_weights(self)
 
 
-class DigitsCNN(UnitModel):
-    """A small CNN for scikit-learn's 8×8 digits: two 3×3 conv units, fc1, fc2."""
+class SmallCNN(UnitModel):
+    """``small_cnn``, for small images such as scikit-learn's 8×8 digits: two 3×3 conv units
+    (the second pools by 2), fc1 (64), fc2."""
 
     units = ("conv1", "conv2", "fc1", "fc2")
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 1, width: float = 1.0):
+    def __init__(self, num_classes: int, input_shape: tuple[int, ...], width: float = 1.0):
         super().__init__()
+        in_channels, height, width_px = input_shape
         c1, c2 = (max(1, round(c * width)) for c in (16, 32))
         self.conv1 = _conv_block(in_channels, c1, 3, pool=False)
         self.conv2 = nn.Sequential(*_conv_block(c1, c2, 3, pool=True), nn.Flatten())
-        self.fc1 = nn.Sequential(nn.Linear(c2 * 16, 64), nn.ReLU())
+        self.fc1 = nn.Sequential(nn.Linear(c2 * (height // 2) * (width_px // 2), 64), nn.ReLU())
         self.fc2 = nn.Linear(64, num_classes)
         _init_weights(self)
 
 
-class CIFARCNN(UnitModel):
-    """The paper's CIFAR CNN (reference §3.2): five 3×3 conv units with the authors' padding 2
-    (each conv grows the map by 2 pixels), dropout 0.3, global average pool, fc1, fc2."""
+class CNN5Pad2(UnitModel):
+    """``cnn5_pad2``, the paper's CIFAR CNN (reference §3.2): five 3×3 conv units with the
+    authors' padding 2 (each conv grows the map by 2 pixels), dropout 0.3, global average pool,
+    fc1, fc2."""
 
     units = ("layer1", "layer2", "layer3", "layer4", "layer5", "fc1", "fc2")
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 3, width: float = 1.0):
+    def __init__(self, num_classes: int, input_shape: tuple[int, ...], width: float = 1.0):
         super().__init__()
+        in_channels = input_shape[0]
         c = [in_channels] + [max(1, round(k * width)) for k in (64, 128, 256, 512, 512)]
         pools = (False, True, False, True, False)
         for i, pool in enumerate(pools):
@@ -115,14 +125,16 @@ class CIFARCNN(UnitModel):
         _init_weights(self)
 
 
-class ISICCNN(UnitModel):
-    """The paper's ISIC CNN (reference §3.3): five 3×3 conv units (the last three pool and drop
-    out 0.2), global average pool, fc1 (256), fc2. Any input size works (global pooling)."""
+class CNN5(UnitModel):
+    """``cnn5``, the paper's ISIC CNN (reference §3.3): five 3×3 conv units (the last three pool
+    and drop out 0.2), global average pool, fc1 (256), fc2. Any input size works (global
+    pooling)."""
 
     units = ("layer1", "layer2", "layer3", "layer4", "layer5", "fc1", "fc2")
 
-    def __init__(self, num_classes: int = 4, in_channels: int = 3, width: float = 1.0):
+    def __init__(self, num_classes: int, input_shape: tuple[int, ...], width: float = 1.0):
         super().__init__()
+        in_channels = input_shape[0]
         c = [in_channels] + [max(1, round(k * width)) for k in (32, 64, 128, 256, 512)]
         for i in range(5):
             layers = [nn.Conv2d(c[i], c[i + 1], 3, padding=1), nn.ReLU()]
@@ -185,12 +197,13 @@ class TextTransformer(UnitModel):
     def __init__(
         self,
         num_classes: int,
-        seq_len: int,
+        input_shape: tuple[int, ...],
         embeddings: torch.Tensor,
         max_len: int,
         width: float = 1.0,
     ):
         super().__init__()
+        seq_len = input_shape[0]
         if seq_len > max_len:
             raise ValueError(f"sequence length {seq_len} exceeds the position table ({max_len}).")
         vocab, dim = embeddings.shape
@@ -220,16 +233,34 @@ class TextTransformer(UnitModel):
         return self.fc2(h[:, 0])
 
 
-MODELS = {
-    "fmnist_cnn": FMNISTCNN,
-    "heart_mlp": HeartMLP,
-    "digits_cnn": DigitsCNN,
-    "cifar_cnn": CIFARCNN,
-    "isic_cnn": ISICCNN,
+MODELS: dict[str, type[UnitModel]] = {
+    "mlp": MLP,
+    "small_cnn": SmallCNN,
+    "cnn3": CNN3,
+    "cnn5": CNN5,
+    "cnn5_pad2": CNN5Pad2,
     "text_transformer": TextTransformer,
 }
-INPUT_ARGUMENT = {"heart_mlp": "in_features", "text_transformer": "seq_len"}
-"""The constructor argument that receives ``input_shape[0]`` (default ``in_channels``)."""
+"""Architecture name -> class ``cls(num_classes, input_shape, width, **model_args)``; a
+federation's declaration names one (``data_prep.federation.Federation.model``)."""
+
+
+def register_model(name: str, cls: type[UnitModel]) -> type[UnitModel]:
+    """Add an architecture (a dataset file may bring its own for a new modality).
+
+    ``cls`` subclasses :class:`UnitModel`, lists its layer ``units`` in forward order and takes
+    ``(num_classes, input_shape, width=1.0)``. Registering the same class twice is harmless;
+    another class under a taken name is refused.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, UnitModel)) or not cls.units:
+        raise ValueError(
+            f"register_model({name!r}, ...): the model must subclass "
+            "playerfl_core.models.UnitModel and list its layer units in `units` (forward order)."
+        )
+    if MODELS.get(name, cls) is not cls:
+        raise ValueError(f"model name {name!r} is taken by {MODELS[name].__name__}; pick another.")
+    MODELS[name] = cls
+    return cls
 
 
 def build_model(
@@ -248,12 +279,14 @@ def build_model(
     federation's word embeddings and position-table size).
     """
     if name not in MODELS:
-        raise ValueError(f"Unknown model {name!r}; available: {sorted(MODELS)}.")
-    kwarg = INPUT_ARGUMENT.get(name, "in_channels")
+        raise ValueError(
+            f"Unknown model {name!r}; available: {sorted(MODELS)}, or register your own with "
+            "playerfl_core.models.register_model."
+        )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return MODELS[name](
-            num_classes=num_classes, width=width, **{kwarg: input_shape[0]}, **model_args
+            num_classes=num_classes, input_shape=tuple(input_shape), width=width, **model_args
         )
 
 

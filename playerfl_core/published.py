@@ -29,15 +29,19 @@ NAMES = {
 }
 """The README's algorithm names → this library's (``LocalAdaptation`` is our ``finetune``)."""
 
-DATASETS = {
-    "FMNIST": "fmnist",
-    "EMNIST": "emnist",
-    "CIFAR": "cifar",
-    "ISIC": "isic",
-    "Heart": "heart",
-    "Sent140": "sent140",
-    "MIMIC": "mimic",
-}
+
+def paper_columns() -> dict[str, str]:
+    """The published tables' column names -> registered federations (each declaration's
+    ``paper_name``): which of our federations each published column describes."""
+    from data_prep.registry import declarations
+
+    return {f.paper_name: f.name for f in declarations() if f.paper_name}
+
+
+def paper_datasets() -> list[str]:
+    """Registered federations the paper reports, in the tables' column order."""
+    return list(published_wide("accuracy").columns)
+
 
 FRIEDMAN_P = {
     "accuracy": "< 5e-3",
@@ -201,16 +205,17 @@ def _parse(text: str) -> pd.DataFrame:
         for line in text.strip().splitlines()
     ]
     header, body = rows[0], rows[1:]
+    columns = paper_columns()
     records = []
     for cells in body:
         alg = NAMES[cells[0]]
         for col, cell in zip(header[1:], cells[1:], strict=True):
-            if col in DATASETS:
+            if col in columns:
                 value, _, half = cell.partition("±")
                 records.append(
                     (
                         alg,
-                        DATASETS[col],
+                        columns[col],
                         float(value),
                         float(half) if half.strip() else float("nan"),
                     )
@@ -237,21 +242,10 @@ def published_wide(name: str, datasets: list[str] | None = None) -> pd.DataFrame
     long = long[long["dataset"] != "avg_rank"]
     wide = long.pivot(index="algorithm", columns="dataset", values="value")
     wide = wide.reindex(list(dict.fromkeys(long["algorithm"])))
-    cols = [d for d in DATASETS.values() if d in wide.columns]
+    order = list(dict.fromkeys(long["dataset"]))  # the published column order
+    cols = [d for d in order if d in wide.columns]
     wide = wide[cols]
     return wide if datasets is None else wide[datasets]
-
-
-REGISTRY_NAMES = {
-    "fmnist": "fmnist",
-    "emnist": "emnist",
-    "cifar": "cifar10",
-    "isic": "isic2019",
-    "heart": "heart",
-    "sent140": "sent140",
-    "mimic": "mimic3",
-}
-"""The published tables' dataset keys → ``data_prep`` registry names."""
 
 
 def published_beside_missing(
@@ -260,8 +254,8 @@ def published_beside_missing(
     """The published column of table ``name`` for each paper federation not in ``ran``, beside
     an "ours" column saying why it was not run here (for a reproduction chapter).
 
-    ``ran``: the published keys (``fmnist``, ``heart``, ...) of the federations run here;
-    ``present``: registry name → whether its files are on this machine (default: asked of
+    ``ran``: the federations run here (registered names);
+    ``present``: registered name → whether its files are on this machine (default: asked of
     ``data_prep.prepare.statuses``, which prepares nothing that is absent).
     """
     if present is None:
@@ -274,7 +268,7 @@ def published_beside_missing(
     for key in theirs.columns:
         if key in ran:
             continue
-        why = "files present, not run" if present.get(REGISTRY_NAMES[key]) else "files not present"
+        why = "files present, not run" if present.get(key) else "files not present"
         cols[(key, "ours")] = pd.Series(f"not run here: {why}", index=theirs.index)
         cols[(key, "published")] = theirs[key]
     return pd.DataFrame(cols)

@@ -559,16 +559,19 @@ MIXED = (("rotate", 0.1),)
 
 
 def heterogeneity_federations(
-    bases: Sequence[str] = ("digits", "fmnist"),
+    bases: Sequence[str] | None = None,
     alphas: Sequence[float] = ALPHAS,
     kinds: Sequence[str] = FEATURE_KINDS,
     mixed: Sequence[tuple[str, float]] = MIXED,
 ) -> pd.DataFrame:
     """The controlled-heterogeneity federations (registered names, see ``data_prep.skew``),
     in the order a figure shows them: label skew from strong (small alpha) to nearly IID,
-    then feature skew, then mixed. Columns: dataset, base, family, level, order."""
+    then feature skew, then mixed. ``bases``: default every federation declared with
+    ``skew_variants``. Columns: dataset, base, family, level, order."""
+    from data_prep.registry import skew_bases
     from data_prep.skew import variant_name
 
+    bases = skew_bases() if bases is None else bases
     rows = []
     for base in bases:
         order = 0

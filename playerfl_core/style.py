@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 from matplotlib.colors import to_hex
 
 from data_prep.base import DataError
-from data_prep.skew import parse_variant
+from data_prep.registry import federation, is_registered, parse_variant
 from playerfl_core.algorithms.prefix import parse_prefix_name
 
 ALGORITHM_NAMES = {
@@ -78,8 +78,6 @@ PREFIX_COLORMAP = "viridis"
 FEATURE_SKEW_NAMES = {"rotate": "rotated", "invert": "inverted", "noise": "noisy"}
 """Heterogeneity variants' feature-skew kinds (``data_prep.skew.KINDS``) in words."""
 
-DATASET_NAMES = {"fmnist": "Fashion-MNIST", "heart": "Heart", "digits": "Digits"}
-
 
 def algorithm_label(name: str) -> str:
     """Display name of an algorithm: 'PLayer-FL', 'Fine-tuning after FedAvg', 'prefix p = 2';
@@ -123,16 +121,19 @@ def rule_variant_color(variant: str) -> str:
 
 
 def dataset_label(name: str) -> str:
-    """Display name of a dataset: 'Fashion-MNIST'; heterogeneity variants in words, e.g.
-    'Digits, rotated', 'Fashion-MNIST, α = 0.1'; an unknown name is returned unchanged."""
+    """Display name of a dataset: the label its declaration gives (``Federation.label``, e.g.
+    'Fashion-MNIST'); heterogeneity variants in words, e.g. 'Digits, rotated',
+    'Fashion-MNIST, α = 0.1'; an unknown name is returned unchanged."""
     name = str(name)
     try:
         variant = parse_variant(name)
     except DataError:  # a malformed variant name: show it as it is
         variant = None
+    base = variant.base if variant is not None else name
+    label = federation(base).display_name if is_registered(base) else base
     if variant is None:
-        return DATASET_NAMES.get(name, name)
-    parts = [DATASET_NAMES.get(variant.base, variant.base)]
+        return label
+    parts = [label]
     if variant.kind is not None:
         parts.append(FEATURE_SKEW_NAMES.get(variant.kind, variant.kind))
     if variant.alpha is not None:

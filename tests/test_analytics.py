@@ -11,12 +11,12 @@ from torch import nn
 
 from playerfl_core import analytics as A
 from playerfl_core import layer_studies as S
-from playerfl_core.models import HeartMLP, build_model
+from playerfl_core.models import MLP, build_model
 from playerfl_core.sensitivity import cumulative_sensitivity, sensitivity_from_gradient
 
 
 def _tiny_mlp(seed=0):
-    return build_model("heart_mlp", num_classes=3, input_shape=(6,), width=0.2, seed=seed)
+    return build_model("mlp", num_classes=3, input_shape=(6,), width=0.2, seed=seed)
 
 
 def _data(n=64, d=6, k=3, seed=0):
@@ -104,7 +104,7 @@ def test_linear_cka_properties():
 
 
 def test_sensitivity_scales_quadratically_and_cumulative_is_monotone():
-    model = HeartMLP(num_classes=3, in_features=4)
+    model = MLP(num_classes=3, input_shape=(4,))
     grads = {n: torch.full_like(p, 0.5) for n, p in model.named_parameters()}
     base = sensitivity_from_gradient(model, grads)
     c = 3.0

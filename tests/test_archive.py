@@ -5,6 +5,7 @@ import json
 import pandas as pd
 import pytest
 
+from data_prep.registry import is_registered
 from playerfl_core.algorithms import ALGORITHMS
 from playerfl_core.archive import (
     ArchiveError,
@@ -15,7 +16,13 @@ from playerfl_core.archive import (
     spec_of,
     unpack,
 )
-from playerfl_core.experiments import GRIDS, Store, run_grid, split_algorithms, widened_lr
+from playerfl_core.experiments import (
+    Store,
+    default_grid,
+    run_grid,
+    split_algorithms,
+    widened_lr,
+)
 from playerfl_core.results import COLUMNS
 
 TINY = dict(seeds=[0, 1], lrs=[1e-2], rounds=2, workers=1, progress=False)
@@ -117,7 +124,7 @@ def test_tuning_widens_the_grid_at_an_edge_and_says_so(tmp_path):
         store=tmp_path,
     )
     tried = sorted(grid.tuning["lr"])
-    widen = GRIDS["standard"]["heart"]["widen"]
+    widen = default_grid("heart", "standard")["widen"]
     assert len(tried) == 2 + widen and grid.tuning["added"].sum() == widen
     assert tried[-1] == pytest.approx(1e-4 * (1e-4 / 3e-5) ** widen, rel=1e-2)
     assert grid.note().count("WIDENED: heart/fedavg") == widen
@@ -149,8 +156,8 @@ def test_committed_standard_archive_is_complete_and_recomputes_exactly():
         runs = {(s.algorithm, s.seed) for s in specs if s.dataset == dataset}
         splits = split_algorithms(dataset, "standard")
         present = {a for a, _ in runs}
-        if dataset in GRIDS["standard"]:  # a grid dataset: every evaluation seed of what it has,
-            claimed = set(GRIDS["standard"][dataset]["seeds"])  # all algorithms if a comparison
+        if is_registered(dataset):  # a grid dataset: every evaluation seed of what it has,
+            claimed = set(default_grid(dataset, "standard")["seeds"])  # all algorithms if compared
             wanted = {*ALGORITHMS, *splits} if len(present) > 1 else present
         else:  # a heterogeneity federation: every split on every seed it was run on
             wanted, claimed = {"playerfl", *splits}, {seed for _, seed in runs}

@@ -109,7 +109,7 @@ def test_weighted_average_uses_the_weights():
 
 def test_averaging_effects_on_a_real_model_and_its_sensitivity():
     torch.manual_seed(0)
-    models = [build_model("heart_mlp", 5, (10,), 1.0, seed) for seed in (0, 1)]
+    models = [build_model("mlp", 5, (10,), 1.0, seed) for seed in (0, 1)]
     gen = torch.Generator().manual_seed(0)
     data = [(torch.randn(40, 10, generator=gen), torch.randint(0, 5, (40,), generator=gen))] * 2
     # All weight on client 0: θ̄ is client 0's model, so nothing changes for client 0.

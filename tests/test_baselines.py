@@ -25,7 +25,7 @@ from playerfl_core.algorithms.fedlama import FedLAMA
 from playerfl_core.algorithms.fedlp import FedLP
 from playerfl_core.algorithms.fedprox import FedProx
 from playerfl_core.algorithms.finetune import FineTune
-from playerfl_core.algorithms.pfedla import HN_SIZES, HyperNetwork, PFedLA
+from playerfl_core.algorithms.pfedla import HyperNetwork, PFedLA, declared_sizes
 from playerfl_core.algorithms.pfedme import PFedMe
 from playerfl_core.algorithms.playerfl import PLayerFL
 from playerfl_core.algorithms.playerfl_random import PLayerFLRandom, random_split
@@ -119,7 +119,7 @@ def toy_federation(sizes=SIZES, seed=0) -> FederatedData:
     for i, n in enumerate(sizes):
         (xt, yt), (xv, yv), (xs, ys) = split(i, n), split(i, 5), split(i, 5)
         clients.append(ClientData(f"c{i}", xt, yt, xv, yv, xs, ys))
-    return FederatedData("toy", clients, 3, (4,), "heart_mlp", ["a", "b", "c"])
+    return FederatedData("toy", clients, 3, (4,), ["a", "b", "c"], model="mlp")
 
 
 @pytest.fixture(scope="module")
@@ -1138,8 +1138,8 @@ def test_pfedla_hypernetwork_sizes(toy):
     assert (
         la.hypernets[1].embedding.shape == (5,) and la.hypernets[1].mlps["fc4"][0].out_features == 7
     )
-    assert HN_SIZES["heart"] == (16, 16) and HN_SIZES["fmnist"] == (32, 64)
-    as_heart = FederatedData("heart", toy.clients, 3, (4,), "heart_mlp", ["a", "b", "c"])
+    assert declared_sizes("heart") == (16, 16) and declared_sizes("fmnist_alpha0.1") == (32, 64)
+    as_heart = FederatedData("heart", toy.clients, 3, (4,), ["a", "b", "c"], model="mlp")
     la = PFedLA()
     toy_run(as_heart, la, rounds=1)
     assert (

@@ -256,10 +256,10 @@ def test_metric_cost_reports_medians_and_spread():
     import torch
 
     from playerfl_core import layer_studies as S
-    from playerfl_core.models import HeartMLP
+    from playerfl_core.models import MLP
 
     torch.manual_seed(0)
-    model = HeartMLP()
+    model = MLP(num_classes=5, input_shape=(10,))
     x, y = torch.randn(32, 10), torch.randint(0, 5, (32,))
     cost = S.metric_cost(model, x, y, n_probes=2, repeats=5, warmup=1)
     assert cost["repeats"] == 5

@@ -135,7 +135,7 @@ def test_empty_split_is_an_error_single_class_a_warning():
 def test_digits_shapes_range_and_determinism():
     fd = data_prep.load("digits", seed=0)
     assert fd.n_clients == 5 and fd.num_classes == 10 and fd.input_shape == (1, 8, 8)
-    assert fd.model == "digits_cnn"
+    assert fd.model == "small_cnn"
     assert sum(sum(c.sizes().values()) for c in fd.clients) == 1797
     x = torch.cat([_pooled(fd, s) for s in ("train", "val", "test")])
     assert x.dtype == torch.float32 and float(x.min()) == 0.0 and float(x.max()) == 1.0
@@ -159,7 +159,7 @@ def test_heart_sites_and_labels(heart_fd):
             x, y = c.split(s)
             assert not torch.isnan(x).any()
             assert int(y.min()) >= 0 and int(y.max()) <= 4
-    assert heart_fd.num_classes == 5 and heart_fd.model == "heart_mlp"
+    assert heart_fd.num_classes == 5 and heart_fd.model == "mlp"
     assert heart_fd.input_shape == (len(heart.FEATURES),)
 
 
@@ -252,7 +252,7 @@ def test_download_verifies_checksum(tmp_path):
 def test_fmnist_shapes_normalisation_and_seeding():
     root = _fmnist_root()
     fd = data_prep.load("fmnist", seed=0, data_root=root)
-    assert fd.n_clients == 5 and fd.input_shape == (1, 28, 28) and fd.model == "fmnist_cnn"
+    assert fd.n_clients == 5 and fd.input_shape == (1, 28, 28) and fd.model == "cnn3"
     assert sum(sum(c.sizes().values()) for c in fd.clients) == 5 * 400
     x = torch.cat([_pooled(fd, s) for s in ("train", "val", "test")])
     assert x.dtype == torch.float32 and x.shape[1:] == (1, 28, 28)
@@ -290,7 +290,7 @@ def test_registry_errors_are_helpful():
     assert {"digits", "fmnist", "heart"} <= set(data_prep.available_datasets())
     with pytest.raises(DataError) as err:
         data_prep.load("cifar")
-    assert all(n in str(err.value) for n in ("digits", "fmnist", "heart", "registry.py"))
+    assert all(n in str(err.value) for n in ("digits", "fmnist", "heart", "dataset_module"))
     with pytest.raises(DataError, match="quick, standard, paper"):
         data_prep.load("digits", profile="huge")
     with pytest.raises(DataError, match="samples_per_client"):
@@ -307,7 +307,7 @@ def test_data_root_env_and_independence_from_engine(monkeypatch, tmp_path):
 
 
 # --- heterogeneity variants (data_prep.skew) -------------------------------------------------
-from data_prep import skew  # noqa: E402
+from data_prep import registry, skew  # noqa: E402
 from data_prep.partition import iid_partition  # noqa: E402
 
 
@@ -325,7 +325,7 @@ def test_iid_partition_is_equal_disjoint_and_complete():
      ("digits_invert_alpha0.1", "invert", 0.1), ("digits", None, None), ("heart_rotate", 0, 0)],
 )  # fmt: skip
 def test_variant_names_encode_their_parameters(name, kind, alpha):
-    v = skew.parse_variant(name)
+    v = registry.parse_variant(name)
     if name in ("digits", "heart_rotate"):
         assert v is None
     else:
@@ -407,5 +407,5 @@ def test_variants_train_with_their_base_settings():
     from playerfl_core import make_config
 
     assert make_config("fmnist_rotate_alpha0.1", "quick") == make_config("fmnist", "quick")
-    with pytest.raises(ValueError, match="No training profile"):
+    with pytest.raises(ValueError, match="unknown dataset .imagenet.*dataset_module"):
         make_config("imagenet", "quick")

@@ -69,7 +69,7 @@ def write_cifar(root, per_batch=60, seed=0):
 def test_emnist_layout_sizes_and_normalisation(tmp_path):
     images, labels = write_emnist(tmp_path)
     fd = data_prep.load("emnist", data_root=tmp_path, samples_per_client=100, min_per_client=5)
-    assert fd.n_clients == 5 and fd.num_classes == 62 and fd.model == "fmnist_cnn"
+    assert fd.n_clients == 5 and fd.num_classes == 62 and fd.model == "cnn3"
     assert fd.class_names[:11] == [*"0123456789", "A"] and fd.class_names[-1] == "z"
     assert sum(sum(c.sizes().values()) for c in fd.clients) == 500
     for c in fd.clients:
@@ -110,7 +110,7 @@ def test_cifar_layout_sizes_channels_and_statistics(tmp_path):
     batches = write_cifar(tmp_path)
     fd = data_prep.load("cifar10", data_root=tmp_path, samples_per_client=60, verify=False,
                         min_per_client=5)  # fmt: skip
-    assert fd.n_clients == 5 and fd.num_classes == 10 and fd.model == "cifar_cnn"
+    assert fd.n_clients == 5 and fd.num_classes == 10 and fd.model == "cnn5_pad2"
     assert sum(sum(c.sizes().values()) for c in fd.clients) == 300 == 5 * 60
     assert all(tuple(c.x_test.shape[1:]) == (3, 32, 32) for c in fd.clients)
     # all 300 images used: channel means of the stored tensors undo to the raw pixel means
@@ -198,7 +198,7 @@ def test_isic_centres_classes_crops(tmp_path):
     assert [c.name for c in fd.clients] == [
         "BCN_nan", "HAM_rosendahl", "HAM_vidir_modern", "HAM_vidir_molemax",
     ]  # fmt: skip
-    assert fd.class_names == ["BCC", "BKL", "MEL", "NV"] and fd.model == "isic_cnn"
+    assert fd.class_names == ["BCC", "BKL", "MEL", "NV"] and fd.model == "cnn5"
     for c in fd.clients:
         # 12 images, 8 of the kept classes (AK, DF dropped), capped at 6: test ceil(1.2) = 2,
         # val ceil(0.8) = 1, train 3
@@ -497,8 +497,25 @@ def test_published_numbers_beside_federations_not_run():
 
     out = P.published_beside_missing("accuracy", ["fmnist", "heart"], present={"emnist": True})
     keys = list(dict.fromkeys(k for k, _ in out.columns))
-    assert keys == ["emnist", "cifar", "isic", "sent140", "mimic"]
-    assert set(out[("cifar", "ours")]) == {"not run here: files not present"}
+    assert keys == ["emnist", "cifar10", "isic2019", "sent140", "mimic3"]
+    assert set(out[("cifar10", "ours")]) == {"not run here: files not present"}
     assert set(out[("emnist", "ours")]) == {"not run here: files present, not run"}
-    assert out[("mimic", "published")].equals(P.published_wide("accuracy")["mimic"])
-    assert set(P.REGISTRY_NAMES.values()) <= set(data_prep.available_datasets())
+    assert out[("mimic3", "published")].equals(P.published_wide("accuracy")["mimic3"])
+    assert set(P.paper_columns()) == {
+        "FMNIST",
+        "EMNIST",
+        "CIFAR",
+        "ISIC",
+        "Heart",
+        "Sent140",
+        "MIMIC",
+    }
+    assert P.paper_datasets() == [
+        "fmnist",
+        "emnist",
+        "cifar10",
+        "isic2019",
+        "heart",
+        "sent140",
+        "mimic3",
+    ]

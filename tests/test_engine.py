@@ -281,7 +281,7 @@ def test_sensitivity_leaves_the_model_as_found(heart):
     from playerfl_core.models import build_model
     from playerfl_core.sensitivity import federation_sensitivity
 
-    model = build_model("heart_mlp", 5, heart.input_shape, 1.0, seed=0)
+    model = build_model("mlp", 5, heart.input_shape, 1.0, seed=0)
     model.train()
     model.fc2.eval()  # a mixed state must survive
     before = {n: p.detach().clone() for n, p in model.named_parameters()}

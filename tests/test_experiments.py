@@ -226,7 +226,7 @@ def _single_class_federation() -> FederatedData:
         ],
         num_classes=3,
         input_shape=(10,),
-        model="heart_mlp",
+        model="mlp",
         class_names=["a", "b", "c"],
     )
 

@@ -98,9 +98,9 @@ def test_sweep_over_a_one_unit_model_is_explained(heart, monkeypatch):
     class OneUnit(models.UnitModel):
         units = ("fc",)
 
-        def __init__(self, num_classes=5, in_channels=10, width=1.0):
+        def __init__(self, num_classes, input_shape, width=1.0):
             super().__init__()
-            self.fc = nn.Linear(in_channels, num_classes)
+            self.fc = nn.Linear(input_shape[0], num_classes)
 
     monkeypatch.setitem(models.MODELS, "one_unit", OneUnit)
     one = type(heart)(**{**heart.__dict__, "model": "one_unit"})

@@ -19,21 +19,18 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from data_prep.federation import DEFAULT_HYPERNETWORK
+from data_prep.registry import federation, is_declared
 from playerfl_core.algorithms.base import Algorithm, at_least, integer, optional
 from playerfl_core.engine import client_seed
 from playerfl_core.results import SERVER
 from playerfl_core.units import param_names, set_params, unit_names
 
-HN_SIZES = {
-    "heart": (16, 16),
-    "fmnist": (32, 64),
-    "emnist": (32, 64),
-    "cifar": (64, 128),
-    "isic": (64, 128),
-    "sentiment": (64, 128),
-    "mimic": (64, 128),
-}
-"""(embedding dim, hidden dim) per dataset, appendix §1.2; others use (32, 64)."""
+
+def declared_sizes(dataset: str) -> tuple[int, int]:
+    """(embedding dim, hidden dim) of the hypernetworks: the dataset's declaration
+    (``Federation.hypernetwork``, appendix §1.2), the default for unregistered data."""
+    return federation(dataset).hypernetwork if is_declared(dataset) else DEFAULT_HYPERNETWORK
 
 
 class HyperNetwork(nn.Module):
@@ -89,7 +86,7 @@ class PFedLA(Algorithm):
         }
 
     def setup(self, run):
-        emb, hid = HN_SIZES.get(run.data.name, (32, 64))
+        emb, hid = declared_sizes(run.data.name)
         emb, hid = self.embedding_dim or emb, self.hidden_dim or hid
         model = run.clients[0].model
         self.units = unit_names(model)

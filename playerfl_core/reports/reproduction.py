@@ -14,12 +14,12 @@ from playerfl_core import layer_studies as S
 from playerfl_core import metrics as M
 from playerfl_core import published as P
 from playerfl_core.experiments import run_grid
-from playerfl_core.profiles import PROFILES
+from playerfl_core.profiles import training_settings
 from playerfl_core.results import SERVER
 from playerfl_core.style import algorithm_label, dataset_label
 
-PAPER_ROUNDS = {"fmnist": 100, "heart": 20}
-"""Rounds of the paper's runs (appendix §1.1)."""
+PAPER_ROUNDS = {"FMNIST": 100, "Heart": 20}
+"""Rounds of the paper's runs (appendix §1.1), by the published tables' column names."""
 SIDE_BY_SIDE = (
     ("accuracy", 1, "Accuracy (%)"),
     ("fairness_f1", 4, "Fairness: variance of client macro-F1"),
@@ -35,8 +35,11 @@ def _label_index(frame: pd.DataFrame) -> pd.DataFrame:
 
 def profile_sizes(datasets, profile: str) -> pd.DataFrame:
     """The profile's training settings per dataset, beside the paper's rounds."""
-    sizes = pd.DataFrame.from_dict({ds: PROFILES[ds][profile] for ds in datasets}, orient="index")
-    sizes["paper rounds (appendix §1.1)"] = [PAPER_ROUNDS.get(d, "—") for d in sizes.index]
+    sizes = pd.DataFrame.from_dict(
+        {ds: training_settings(ds, profile) for ds in datasets}, orient="index"
+    )
+    rounds = {ours: PAPER_ROUNDS.get(theirs, "—") for theirs, ours in P.paper_columns().items()}
+    sizes["paper rounds (appendix §1.1)"] = [rounds.get(d, "—") for d in sizes.index]
     return sizes.rename(index=dataset_label)
 
 
@@ -286,10 +289,11 @@ def split_comparison(table: pd.DataFrame) -> pd.DataFrame:
 
 
 OPTIONS = (
-    ("heart", {"loss": "focal"}, "focal loss"),
-    ("fmnist", {"augment": True}, "augmentation"),
+    ("Heart", {"loss": "focal"}, "focal loss"),
+    ("FMNIST", {"augment": True}, "augmentation"),
 )
-"""The authors' per-dataset training options: dataset, run option, name."""
+"""The authors' per-dataset training options (appendix §2): the published tables' column name,
+run option, name."""
 
 
 def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
@@ -297,7 +301,9 @@ def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
     compare paired by seed with the default runs; the table and the biggest change's text."""
     lr_of = grid.chosen.set_index(["dataset", "algorithm"])["lr"]
     rows = []
-    for ds, option, name in OPTIONS:
+    columns = P.paper_columns()
+    for paper_name, option, name in OPTIONS:
+        ds = columns.get(paper_name)
         if ds not in datasets:
             continue
         fixed = {(ds, a): float(lr_of[(ds, a)]) for a in algorithms}
@@ -323,7 +329,7 @@ def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
             )
     options = pd.DataFrame(rows)
     if not len(options):
-        return options, "not measured (neither Heart nor Fashion-MNIST selected)"
+        return options, "not measured (no federation with one of the authors' options selected)"
     options = options.set_index(["dataset", "option", "algorithm"])
     biggest = options["median paired change"].abs().idxmax()
     text = (
