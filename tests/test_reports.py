@@ -66,3 +66,15 @@ def test_named_tables_show_display_names():
     wide.columns.name = "algorithm"
     shown = named(wide)
     assert list(shown.columns) == ["Local"] and list(shown.index) == ["Heart"]
+
+
+def test_shown_tables_are_the_same_output_every_run():
+    """nbval compares a checked cell's HTML and text: no random element id, no address."""
+    from playerfl_core.reports.tables import captioned, show
+
+    frame = pd.DataFrame({"dataset": ["heart"], "p": [0.01234]})
+    first, again = show(frame).set_caption("c"), show(frame).set_caption("c")
+    assert first._repr_html_() == again._repr_html_()
+    assert "0x" not in repr(first) and repr(first).startswith("c\n")
+    assert "0.012" in first._repr_html_() and "Heart" in first._repr_html_()
+    assert "Heart" in repr(captioned(frame.set_index("dataset"), "t"))
