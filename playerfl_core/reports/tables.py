@@ -41,7 +41,7 @@ class Shown:
 
     def _repr_html_(self) -> str:
         uid = hashlib.sha1(self.frame.to_csv().encode()).hexdigest()[:10]
-        style = self.style.set_uuid(uid)
+        style = self.style.set_uuid(uid).set_table_attributes('class="dataframe"')  # theme
         return (style.set_caption(self.caption) if self.caption else style).to_html()
 
     def __repr__(self) -> str:
@@ -71,5 +71,6 @@ def show(
 
 
 def captioned(frame: pd.DataFrame, caption: str) -> Shown:
-    """A table shown as it is (index included), with a caption above it."""
-    return show(frame, sig=None, index=True, caption=caption)
+    """A table shown as it is (index included, numbers without trailing zeros), with a caption
+    above it."""
+    return show(frame, sig=6, index=True, caption=caption)
