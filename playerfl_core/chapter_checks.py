@@ -206,6 +206,13 @@ SPECS: dict[str, dict[str, Callable]] = {
         "claims_datasets": _datasets,
         "n_boot": _integer(100),
     },
+    "appendix_bring_your_own": {
+        "dataset": _datasets,
+        "profile": _one_of("quick", "paper"),
+        "seeds": _ints(),
+        "tolerance": _number(0, strict=True),
+        "workers": _integer(1),
+    },
 }
 """Per chapter (notebook file stem): parameter -> check, besides :data:`COMMON`."""
 

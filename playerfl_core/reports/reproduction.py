@@ -327,10 +327,11 @@ def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
                     "median paired change": change.median(),
                 }
             )
-    options = pd.DataFrame(rows)
+    columns = ["dataset", "option", "algorithm", "seeds", "default", "with option"]
+    options = pd.DataFrame(rows, columns=[*columns, "median paired change"])
+    options = options.set_index(["dataset", "option", "algorithm"])
     if not len(options):
         return options, "not measured (no federation with one of the authors' options selected)"
-    options = options.set_index(["dataset", "option", "algorithm"])
     biggest = options["median paired change"].abs().idxmax()
     text = (
         f"{biggest[2]} with the {biggest[1]} on {biggest[0]} "
