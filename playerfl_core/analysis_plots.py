@@ -13,8 +13,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from data_prep.registry import federation, is_registered
-from playerfl_core.plots import label
+from playerfl_core.style import (
+    MARKER_COLORS,
+    MARKER_NAMES,
+    algorithm_color,
+    algorithm_label,
+    dataset_label,
+    marker_color,
+)
 
 METRIC_LABELS = {
     "sensitivity": "federation sensitivity $s_k$",
@@ -27,7 +33,6 @@ METRIC_LABELS = {
     "cka_dissimilarity": "1 − CKA (mean over other clients)",
     "cka": "linear CKA",
 }
-ALGO_COLORS = {"local": "#1f77b4", "fedavg": "#d62728"}
 STAGE_STYLES = {"first": "--", "final": "-"}
 
 
@@ -35,9 +40,12 @@ def metric_label(metric: str) -> str:
     return METRIC_LABELS.get(metric, metric)
 
 
-def dataset_label(name: str) -> str:
-    """The display name a registered federation declares (``Federation.label``), else ``name``."""
-    return federation(name).display_name if is_registered(name) else name
+def _line_color(name: str) -> str:
+    """An algorithm's colour; a combined label (e.g. 'Local = FedAvg') gets the shared colour."""
+    try:
+        return algorithm_color(name)
+    except ValueError:
+        return marker_color("shared")
 
 
 def _units(frame: pd.DataFrame) -> list[str]:
@@ -107,9 +115,9 @@ def unit_profiles(
                     g["lo"],
                     g["hi"],
                     log,
-                    color="0.25" if shared else ALGO_COLORS.get(algos[0]),
+                    color=marker_color("shared") if shared else _line_color(algos[0]),
                     ls=STAGE_STYLES.get(stage, ":"),
-                    label=f"{' = '.join(label(a) for a in algos)}, {stage}",
+                    label=f"{' = '.join(algorithm_label(a) for a in algos)}, {stage}",
                 )
             if log:
                 ax.set_yscale("log")
@@ -197,27 +205,23 @@ def split_lines(
     mean over seeds with the range of seeds as a band; dotted lines at reference splits."""
     datasets = list(dict.fromkeys(table["dataset"]))
     fig, axes = plt.subplots(1, len(datasets), figsize=(3.6 * len(datasets), 2.9), squeeze=False)
-    ref_styles = {
-        "paper_transition": ("tab:green", "paper's transition"),
-        "authors_config": ("tab:purple", "authors' code"),
-    }
     for ax, name in zip(axes[0], datasets, strict=True):
         d = table[table["dataset"] == name]
         groups = d.groupby(hue, sort=False) if hue else [(None, d)]
         for key, g in groups:
             agg = g.groupby(x)["p"].agg(["mean", "min", "max"]).reset_index()
-            style = {"color": ALGO_COLORS.get(key)} if key in ALGO_COLORS else {}
             (line,) = ax.plot(
                 agg[x],
                 agg["mean"],
                 marker="o",
                 ms=4,
-                label=label(key) if key else "mean over seeds",
-                **style,
+                label=algorithm_label(key) if key else "mean over seeds",
+                color=_line_color(key) if key else "k",
             )
             ax.fill_between(agg[x], agg["min"], agg["max"], color=line.get_color(), alpha=0.15)
         for ref, value in (references or {}).get(name, {}).items():
-            color, text = ref_styles.get(ref, ("grey", ref))
+            color = marker_color(ref) if ref in MARKER_COLORS else "grey"
+            text = MARKER_NAMES.get(ref, ref)
             ax.axhline(
                 value + (0.04 if ref == "authors_config" else -0.04),
                 color=color,

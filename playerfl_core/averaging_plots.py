@@ -6,6 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from playerfl_core.style import dataset_label
+
 
 def _symlog(ax, axis: str, values) -> None:
     """A symmetric-log ``axis`` ("x" or "y") for signed values spanning decades: linear within
@@ -53,7 +55,7 @@ def plot_averaging_check(effects: pd.DataFrame, profiles: pd.DataFrame, titles=N
         _symlog(right, "y", p["actual"])
         right.set_xlabel("federation sensitivity $s_k$ (client mean)")
         right.set_ylabel("measured loss change (client mean)")
-        title = (titles or {}).get(name, name)
+        title = (titles or {}).get(name, dataset_label(name))
         left.set_title(f"{title}: every client and unit", fontsize=10)
         right.set_title(f"{title}: client means per seed", fontsize=10)
         right.legend(title="unit", fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))

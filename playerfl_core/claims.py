@@ -45,6 +45,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from playerfl_core.style import algorithm_label
+
 ALPHA = 0.05
 """Significance level of every verdict."""
 VERDICTS = ("supported", "contradicted", "undecided")
@@ -482,7 +484,8 @@ def best_rank_evidence(
         alpha=alpha,
     )
     empty = pd.DataFrame(columns=["other", "mean_rank", "p"])
-    where = f"{control} at position {position} of {k} (mean rank {ranks[control]:.2f})"
+    name = algorithm_label(control)  # reasons are read by people: display names
+    where = f"{name} at position {position} of {k} (mean rank {ranks[control]:.2f})"
     if not base.testable or not np.isfinite(fr.pvalue):
         return decide(base), empty
     if fr.pvalue > alpha:
@@ -506,7 +509,8 @@ def best_rank_evidence(
         p = float(better["p"].min())
         strength = "strong" if p <= alpha / STRONG_FACTOR else "moderate"
         reason = (
-            f"Friedman p = {fr.pvalue:.2g}; Nemenyi: {', '.join(better['other'])} rank "
+            f"Friedman p = {fr.pvalue:.2g}; Nemenyi: "
+            f"{', '.join(map(algorithm_label, better['other']))} rank "
             f"significantly ahead (p = {p:.2g}); {where}"
         )
         return replace(
@@ -519,7 +523,7 @@ def best_rank_evidence(
         return replace(base, pvalue=p, verdict="supported", strength=strength, reason=reason), nem
     close = nem[nem["p"] > alpha]["other"].tolist()
     reason = (
-        f"Friedman p = {fr.pvalue:.2g} ≤ α, but Nemenyi does not separate {control} from "
+        f"Friedman p = {fr.pvalue:.2g} ≤ α, but Nemenyi does not separate {name} from "
         f"{len(close)} others; {where}"
     )
     return replace(base, verdict="undecided", strength="weak", reason=reason), nem

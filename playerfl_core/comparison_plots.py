@@ -6,18 +6,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from playerfl_core.plots import label
+from playerfl_core.style import KEY_ALGORITHMS, MUTED, algorithm_color, dataset_label
+from playerfl_core.style import algorithm_label as label
 
-HIGHLIGHT = {
-    "playerfl": "tab:red",
-    "playerfl_random": "tab:orange",
-    "local": "tab:gray",
-    "fedavg": "tab:blue",
-}
+HIGHLIGHT = KEY_ALGORITHMS
+"""The algorithms drawn in their own colour; the other baselines are muted."""
 
 
 def _color(algorithm: str) -> str:
-    return HIGHLIGHT.get(algorithm, "0.55")
+    return algorithm_color(algorithm) if algorithm in HIGHLIGHT else MUTED
 
 
 def _order(algorithms) -> list[str]:
@@ -56,7 +53,7 @@ def plot_summary(summary: pd.DataFrame, metric_label: str):
             )
         ax.set_yticks(y, [label(a) for a in algorithms])
         ax.invert_yaxis()
-        ax.set_title(ds)
+        ax.set_title(dataset_label(ds))
         ax.set_xlabel(metric_label)
         ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
@@ -67,7 +64,7 @@ def plot_client_medians(medians: pd.DataFrame, metric_label: str, client_names=N
     """Each client's median score per algorithm (dots), one panel per dataset.
 
     The reference models (Local, FedAvg) and PLayer-FL are coloured; a client "gains" from
-    PLayer-FL when the red dot is right of both the grey and the blue one.
+    PLayer-FL when the red dot is above both the grey and the blue one.
     """
     datasets = list(dict.fromkeys(medians["dataset"]))
     algorithms = _order(medians["algorithm"])
@@ -89,11 +86,11 @@ def plot_client_medians(medians: pd.DataFrame, metric_label: str, client_names=N
             )
         names = [client_names.get((ds, c), c) if client_names else c for c in clients]
         ax.set_xticks(range(len(clients)), names, rotation=30, ha="right")
-        ax.set_title(ds)
+        ax.set_title(dataset_label(ds))
         ax.set_ylabel(metric_label)
         ax.grid(axis="y", alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    handles.append(plt.Line2D([], [], marker="o", ls="", color="0.55", markersize=4))
+    handles.append(plt.Line2D([], [], marker="o", ls="", color=MUTED, markersize=4))
     labels.append("other baselines")
     fig.legend(
         handles,
@@ -162,17 +159,24 @@ def plot_cd_diagram(mean_ranks: pd.Series, cd: float, title: str = ""):
     return fig
 
 
-def plot_paired(diffs: pd.DataFrame, metric_label: str, title: str = ""):
-    """Per-seed paired differences (e.g. PLayer-FL − PLayer-FL-Random), one column per dataset."""
+def plot_paired(
+    diffs: pd.DataFrame,
+    metric_label: str,
+    title: str = "",
+    pair: tuple[str, str] = ("playerfl", "playerfl_random"),
+):
+    """Per-seed paired differences ``pair[0] − pair[1]``, one column per dataset; a seed is
+    drawn in the colour of the algorithm it favours."""
+    positive, negative = (algorithm_color(a) for a in pair)
     datasets = list(dict.fromkeys(diffs["dataset"]))
     fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(datasets), 3.0))
     for i, ds in enumerate(datasets):
         d = diffs[diffs["dataset"] == ds]["diff"].to_numpy()
         jitter = np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else np.zeros(1)
-        ax.scatter(i + jitter, d, color=np.where(d > 0, "tab:red", "tab:blue"), zorder=3)
+        ax.scatter(i + jitter, d, color=np.where(d > 0, positive, negative), zorder=3)
         ax.plot([i - 0.25, i + 0.25], [np.median(d)] * 2, color="k", lw=2)
     ax.axhline(0, color="0.5", lw=1, ls="--")
-    ax.set_xticks(range(len(datasets)), datasets)
+    ax.set_xticks(range(len(datasets)), [dataset_label(d) for d in datasets])
     ax.set_ylabel(metric_label)
     if title:
         ax.set_title(title, fontsize=10)
@@ -211,7 +215,7 @@ def plot_ours_vs_published(ours: pd.DataFrame, theirs: pd.DataFrame, metric_labe
                     textcoords="offset points",
                 )
         rho = spearmanr(both["theirs"], both["ours"]).statistic if len(both) > 2 else np.nan
-        ax.set_title(f"{ds}: Spearman ρ = {rho:.2f}")
+        ax.set_title(f"{dataset_label(ds)}: Spearman ρ = {rho:.2f}")
         ax.set_xlabel(f"published {metric_label}")
         ax.set_ylabel(f"ours {metric_label}")
         ax.grid(alpha=0.3)

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from playerfl_core.style import dataset_label
+
 
 def label_mix(fd) -> pd.DataFrame:
     """Each client's training-label proportions: one row per (client, class), long format."""
@@ -49,7 +51,7 @@ def plot_label_mixes(federations: Mapping[str, object], titles: Mapping[str, str
             bottom += mix[cls].to_numpy()
         ax.set_xticks(range(len(mix)), [str(i + 1) for i in range(len(mix))])
         ax.set_xlabel("client")
-        ax.set_title((titles or {}).get(name, name), fontsize=10)
+        ax.set_title((titles or {}).get(name, dataset_label(name)), fontsize=10)
     axes[0, 0].set_ylabel("share of training labels")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, title="class", loc="center right", fontsize=8)

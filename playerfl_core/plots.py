@@ -6,25 +6,21 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-ALGORITHM_LABELS = {
-    "local": "Local",
-    "fedavg": "FedAvg",
-    "fedprox": "FedProx",
-    "pfedme": "pFedMe",
-    "ditto": "Ditto",
-    "finetune": "FedAvg + fine-tuning",
-    "fedbabu": "FedBABU",
-    "fedlp": "FedLP",
-    "fedlama": "FedLAMA",
-    "pfedla": "pFedLA",
-    "playerfl": "PLayer-FL",
-    "playerfl_random": "PLayer-FL-Random",
-}
+from playerfl_core.style import (
+    ALGORITHM_NAMES,
+    algorithm_color,
+    algorithm_label,
+    dataset_label,
+    marker_color,
+)
+
+ALGORITHM_LABELS = ALGORITHM_NAMES
+"""Kept for old imports; the names live in :mod:`playerfl_core.style`."""
 
 
 def label(algorithm: str) -> str:
-    """Display name of an algorithm."""
-    return ALGORITHM_LABELS.get(algorithm, algorithm)
+    """Display name of an algorithm (:func:`playerfl_core.style.algorithm_label`)."""
+    return algorithm_label(algorithm)
 
 
 def plot_sensitivity(sens: pd.DataFrame, split_p: dict[str, int]):
@@ -42,27 +38,35 @@ def plot_sensitivity(sens: pd.DataFrame, split_p: dict[str, int]):
             [("sensitivity", "sensitivity $s_k$"), ("cumulative", "cumulative $F_l$ / $s_1$")]
         ):
             ax = axes[i, j]
-            sns.lineplot(data=d, x="unit_index", y=col, marker="o", ax=ax, errorbar=None)
+            sns.lineplot(data=d, x="unit_index", y=col, marker="o", ax=ax, errorbar=None, color="k")
             ax.set_yscale("log")
             ax.set_xticks(range(1, len(units) + 1), units)
-            ax.axvline(split_p[name] + 0.5, ls="--", c="grey")
+            ax.axvline(split_p[name] + 0.5, ls="--", c=marker_color("rule"))
             ax.set_xlabel("layer unit")
             ax.set_ylabel(ylabel)
             if i == 0:
-                ax.set_title(f"{name}: split p = {split_p[name]}")
+                ax.set_title(f"{dataset_label(name)}: split p = {split_p[name]}")
     fig.tight_layout()
     return fig
 
 
 def plot_client_scores(scores: pd.DataFrame, metric_label: str = "test macro-F1"):
     """Grouped bars: each client's score under each algorithm, one panel per dataset."""
-    scores = scores.assign(algorithm=scores["algorithm"].map(label))
+    algorithms = list(dict.fromkeys(scores["algorithm"]))
+    palette = {algorithm_label(a): algorithm_color(a) for a in algorithms}
+    scores = scores.assign(
+        algorithm=scores["algorithm"].map(algorithm_label),
+        dataset=scores["dataset"].map(dataset_label),
+    )
     grid = sns.catplot(
         data=scores,
         kind="bar",
         x="client_name",
         y="value",
         hue="algorithm",
+        hue_order=list(palette),
+        palette=palette,
+        saturation=1,  # the style's colours as they are (seaborn desaturates bars by default)
         col="dataset",
         sharex=False,
         height=3.4,

@@ -2,7 +2,7 @@
 Fashion-MNIST"), for text the chapters glue into their prose. Formatting only: nothing here
 changes what a run computes."""
 
-from playerfl_core.analysis_plots import dataset_label
+from playerfl_core.style import dataset_label
 
 _WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from playerfl_core.analysis_plots import dataset_label
+from playerfl_core.style import dataset_label, marker_color, rule_variant_color
 
-RULE_COLOR, ORACLE_COLOR = "#d62728", "#2ca02c"
+RULE_COLOR, ORACLE_COLOR = marker_color("rule"), marker_color("oracle")
 
 
 def _panels(n: int, size=(3.6, 2.8), ncols: int = 3):
@@ -162,6 +162,7 @@ def stability_bars(splits: pd.DataFrame, oracle: Mapping[str, int] | None = None
                 [share.get(p, 0.0) for p in ps],
                 width,
                 label=v,
+                color=rule_variant_color(v),
             )
         if oracle and ds in oracle:
             ax.axvline(oracle[ds], color=ORACLE_COLOR, ls="--", label="oracle p (val)")

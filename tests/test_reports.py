@@ -1,0 +1,80 @@
+"""The chapters' report functions: FedAvg written out equals the engine's; glued sentences read
+as English with display names."""
+
+import pandas as pd
+import pytest
+
+from data_prep import load
+from playerfl_core import make_config, run_federated
+from playerfl_core.reports import fedavg_from_scratch as scratch
+from playerfl_core.reports import split_choice
+from playerfl_core.reports.tables import named
+
+
+@pytest.fixture(scope="module")
+def digits_runs():
+    fd = load("digits", profile="quick", seed=0)
+    config = make_config("digits", "quick", seed=0, device="cpu", rounds=2, progress=False)
+    return fd, config, run_federated(fd, "fedavg", config)
+
+
+def test_fedavg_from_scratch_is_the_engines_fedavg(digits_runs):
+    fd, config, engine_run = digits_runs
+    model, acc = scratch.fedavg_from_scratch(fd, config)
+    check = scratch.compare_with_engine(model, acc, engine_run)
+    assert check["identical"], check
+    assert len(acc) == config.rounds * fd.n_clients
+
+
+def test_unweighted_average_is_not_the_engines(digits_runs):
+    fd, config, engine_run = digits_runs
+    assert len({c.n_train for c in fd.clients}) > 1  # otherwise the two averages coincide
+    model, acc = scratch.fedavg_from_scratch(fd, config, weighted=False)
+    assert scratch.compare_with_engine(model, acc, engine_run)["max_param_diff"] > 0
+
+
+def test_stability_lines_count_in_words_with_display_names():
+    summary = pd.DataFrame(
+        {
+            "dataset": ["digits_rotate", "fmnist_alpha0.1", "heart"],
+            "variant": ["paper", "paper", "median"],
+            "modal_p": [2, 3, 1],
+            "modal_share": [1.0, 0.5, 1.0],
+            "distinct": [1, 2, 1],
+            "p_oracle": [2, 2, 1],
+            "within_one": [1.0, 0.9, 1.0],
+        }
+    )
+    text = split_choice.stability_lines(summary)
+    assert "- Digits, rotated: most frequent p = 2 on 100% of seeds, one distinct split;" in text
+    assert "Fashion-MNIST, α = 0.1" in text and "two distinct splits" in text
+    assert "Heart" not in text  # only the paper's rule is listed
+    assert "digits_rotate" not in text and "(s)" not in text
+
+
+def test_named_tables_show_display_names():
+    frame = pd.DataFrame(
+        {"dataset": ["fmnist"], "algorithm": ["playerfl_random"], "metric": ["sensitivity"]}
+    )
+    shown = named(frame)
+    assert shown.iloc[0].tolist() == [
+        "Fashion-MNIST",
+        "PLayer-FL-Random",
+        "federation sensitivity $s_k$",
+    ]
+    wide = pd.DataFrame({"local": [1.0]}, index=pd.Index(["heart"], name="dataset"))
+    wide.columns.name = "algorithm"
+    shown = named(wide)
+    assert list(shown.columns) == ["Local"] and list(shown.index) == ["Heart"]
+
+
+def test_shown_tables_are_the_same_output_every_run():
+    """nbval compares a checked cell's HTML and text: no random element id, no address."""
+    from playerfl_core.reports.tables import captioned, show
+
+    frame = pd.DataFrame({"dataset": ["heart"], "p": [0.01234]})
+    first, again = show(frame).set_caption("c"), show(frame).set_caption("c")
+    assert first._repr_html_() == again._repr_html_()
+    assert "0x" not in repr(first) and repr(first).startswith("c\n")
+    assert "0.012" in first._repr_html_() and "Heart" in first._repr_html_()
+    assert "Heart" in repr(captioned(frame.set_index("dataset"), "t"))
