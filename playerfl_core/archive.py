@@ -196,6 +196,7 @@ def recompute_sample(
     settings changed since the archive was made).
     """
     from data_prep import load
+    from playerfl_core.algorithms import get_algorithm
     from playerfl_core.engine import run_federated
 
     table, manifest = load_archive(path)
@@ -212,7 +213,7 @@ def recompute_sample(
             entry = ok[i]
             spec = spec_of(entry)
             data = load(spec.dataset, profile=spec.profile, seed=spec.seed)
-            fresh = run_federated(data, spec.algorithm, spec.config("cpu")).table()
+            fresh = run_federated(data, get_algorithm(spec.algorithm), spec.config("cpu")).table()
             stored = table[table["run_id"] == entry["run_id"]][COLUMNS].reset_index(drop=True)
             same_shape = fresh.shape == stored.shape and (
                 fresh.drop(columns="value")

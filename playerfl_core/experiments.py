@@ -135,6 +135,9 @@ def code_fingerprint() -> str:
 
 RUN_MODULES = (
     "engine",
+    "seeding",
+    "errors",
+    "schema",
     "models",
     "units",
     "sensitivity",
@@ -401,7 +404,7 @@ def execute(
     try:
         run = run_federated(
             load_data_cached(spec.dataset, spec.profile, spec.seed),
-            spec.algorithm,
+            get_algorithm(spec.algorithm),
             spec.config(device),
         )
         table, info = check_table(run.table()), run.info

@@ -30,6 +30,7 @@ from playerfl_core.analytics import (
     probe_set,
     unit_variance,
 )
+from playerfl_core.engine import Observer
 from playerfl_core.sensitivity import (
     DEFAULT_THRESHOLD,
     average_sensitivities,
@@ -228,34 +229,17 @@ def cka_rows(
 
 
 # -- the driver ----------------------------------------------------------------------------------
-class _MeasureBeforeServer:
-    """Mixin for an algorithm: on the listed rounds, hand the run to ``on_measure`` after every
-    client's local epoch and before the server step (the authors' measurement point, §8.2)."""
+class StageObserver(Observer):
+    """Calls ``on_measure(run, round, stage)`` after every client's local epoch and before the
+    server step (the authors' measurement point, §8.2), on the rounds of ``stages``
+    (round → stage label)."""
 
-    measure_rounds: Mapping[int, str] = {}
-    on_measure: Callable | None = None
+    def __init__(self, stages: Mapping[int, str], on_measure: Callable):
+        self.stages, self.on_measure = dict(stages), on_measure
 
-    def server_step(self, run, rnd):
-        if rnd in self.measure_rounds and self.on_measure is not None:
-            self.on_measure(run, rnd, self.measure_rounds[rnd])
-        super().server_step(run, rnd)
-
-
-def measured_algorithm(
-    name: str, measure_rounds: Mapping[int, str], on_measure: Callable, **hyperparameters
-):
-    """An instance of algorithm ``name`` that calls ``on_measure(run, round, stage)`` on the
-    rounds of ``measure_rounds`` (round → stage label), before aggregation."""
-    from playerfl_core.algorithms import ALGORITHMS
-
-    if name not in ALGORITHMS:
-        raise ValueError(f"Unknown algorithm {name!r}; available: {', '.join(ALGORITHMS)}.")
-    base = ALGORITHMS[name]
-    cls = type(f"Measured{base.__name__}", (_MeasureBeforeServer, base), {})
-    algorithm = cls(**hyperparameters)
-    algorithm.measure_rounds = dict(measure_rounds)
-    algorithm.on_measure = on_measure
-    return algorithm
+    def after_local_updates(self, run, rnd: int) -> None:
+        if rnd in self.stages:
+            self.on_measure(run, rnd, self.stages[rnd])
 
 
 def layer_analytics(
@@ -284,6 +268,7 @@ def layer_analytics(
     sensitivity later; by default the dataset's :func:`analytics_plan` settings. Returns the
     long table of :data:`COLUMNS`.
     """
+    from playerfl_core.algorithms import get_algorithm
     from playerfl_core.engine import run_federated
     from playerfl_core.profiles import make_config
 
@@ -306,7 +291,8 @@ def layer_analytics(
             raise ValueError(f"Stage rounds {bad} are outside 0..{config.rounds - 1}.")
         measurer = _SeedMeasurer(data.name, seed, settings, rows)
         for name in algorithms:
-            run_federated(data, measured_algorithm(name, stage_of, measurer.hook(name)), config)
+            observer = StageObserver(stage_of, measurer.hook(name))
+            run_federated(data, get_algorithm(name), config, observers=[observer])
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -378,9 +364,10 @@ def _measure_run(run, probe, settings: AnalyticsSettings, seed: int) -> list[tup
 def first_epoch_models(data, config) -> list[nn.Module]:
     """Every client's model after one local epoch from the common initialisation: the models
     the PLayer-FL split is computed on (identical for local and FedAvg)."""
+    from playerfl_core.algorithms import get_algorithm
     from playerfl_core.engine import run_federated
 
-    run = run_federated(data, "local", replace(config, rounds=1))
+    run = run_federated(data, get_algorithm("local"), replace(config, rounds=1))
     return [c.model for c in run.clients]
 
 

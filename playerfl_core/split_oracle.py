@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from playerfl_core.algorithms import get_algorithm
 from playerfl_core.algorithms.playerfl_random import random_split
 from playerfl_core.algorithms.prefix import parse_prefix_name, prefix_name
 from playerfl_core.claims import interval_verdict
@@ -193,7 +194,7 @@ def _sweep_run(dataset, profile, seed, p, lr, rounds, device, data=None) -> pd.D
     config = make_config(
         dataset, profile, seed=seed, lr=lr, rounds=rounds, device=device, progress=False
     )
-    return check_table(run_federated(data, prefix_name(p), config).table())
+    return check_table(run_federated(data, get_algorithm(prefix_name(p)), config).table())
 
 
 # -- scores per split ----------------------------------------------------------------------

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from data_prep import ClientData, FederatedData
+from playerfl_core.algorithms import get_algorithm
 from playerfl_core.engine import RunConfig, run_federated
 from playerfl_core.experiments import (
     DIVERGED,
@@ -234,7 +235,7 @@ def _single_class_federation() -> FederatedData:
 def test_single_class_test_split_gives_defined_macro_f1():
     run = run_federated(
         _single_class_federation(),
-        "fedavg",
+        get_algorithm("fedavg"),
         RunConfig(rounds=3, lr=1e-2, batch_size=16, progress=False),
     )
     t = run.table()

@@ -11,8 +11,8 @@ averaged every round and units p+1..L stay local. The authors' code hard-codes p
 import math
 
 from playerfl_core.algorithms.base import Algorithm, at_least
-from playerfl_core.engine import DivergenceError
-from playerfl_core.results import SERVER
+from playerfl_core.errors import DivergenceError
+from playerfl_core.schema import SERVER
 from playerfl_core.sensitivity import (
     DEFAULT_THRESHOLD,
     average_sensitivities,
