@@ -33,12 +33,12 @@ from playerfl_core.analytics import (
 from playerfl_core.engine import Observer
 from playerfl_core.sensitivity import (
     DEFAULT_THRESHOLD,
-    average_sensitivities,
-    choose_split,
     cumulative_sensitivity,
     federation_sensitivity,
     full_gradient,
+    pooled_sensitivities,
     sensitivity_from_gradient,
+    server_split,
 )
 from playerfl_core.units import unit_names, unit_params, unit_sizes
 
@@ -389,9 +389,7 @@ def split_from_models(
         with preserved_state(model):
             per_client[i] = federation_sensitivity(model, x, y, batch_size, max_batches, generator)
         weights[i] = len(y)
-    avg = average_sensitivities(per_client, weights)
-    units = unit_names(models[0])
-    return choose_split([avg[u] for u in units], threshold), avg
+    return server_split(per_client, weights, threshold), pooled_sensitivities(per_client, weights)
 
 
 def batch_study(
@@ -690,10 +688,8 @@ def server_splits(
             for c, g in grp.sort_values("depth").groupby("client")
         }
         w = weights(dict(zip(by, key, strict=True))) if callable(weights) else weights or {}
-        avg = average_sensitivities(per_client, {c: w.get(c, 1.0) for c in per_client})
-        units = list(grp.sort_values("depth")["unit"].drop_duplicates())
-        s = [avg[u] for u in units]
-        out.extend((*key, float(t), choose_split(s, t)) for t in thresholds)
+        w = {c: w.get(c, 1.0) for c in per_client}
+        out.extend((*key, float(t), server_split(per_client, w, t)) for t in thresholds)
     return pd.DataFrame(out, columns=[*by, "threshold", "p"])
 
 

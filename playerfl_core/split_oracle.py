@@ -35,7 +35,12 @@ from playerfl_core.claims import interval_verdict
 from playerfl_core.layer_studies import bootstrap_interval
 from playerfl_core.metrics import client_weights
 from playerfl_core.results import COLUMNS, SERVER, client_scores
-from playerfl_core.sensitivity import DEFAULT_THRESHOLD, relative_rises, server_split
+from playerfl_core.sensitivity import (
+    DEFAULT_THRESHOLD,
+    pooled_sensitivities,
+    relative_rises,
+    server_split,
+)
 
 RUN = ["dataset", "lr", "seed"]
 """A sweep's run keys besides the split: every p of one (dataset, lr, seed) shares its data,
@@ -307,9 +312,7 @@ def rule_splits(
 
 def _decision_margin(per_client, weights, threshold: float, p: int) -> float:
     """min over the rises the rule looked at (l ≤ p) of |rise − t| / t (paper's pooling)."""
-    from playerfl_core.sensitivity import average_sensitivities
-
-    pooled = average_sensitivities(per_client, weights)
+    pooled = pooled_sensitivities(per_client, weights)
     rises = relative_rises(list(pooled.values()))[:p]
     finite = rises[np.isfinite(rises)]
     if not len(finite) or threshold <= 0:
