@@ -54,7 +54,7 @@ def table_digest(table: pd.DataFrame) -> str:
 
 def provenance(profile: str, command: str) -> dict:
     """Who, what and where: enough to tell whether a re-computation should match bit for bit."""
-    from playerfl_core.experiments import code_fingerprint
+    from playerfl_core.run_store import code_fingerprint
 
     return {
         "profile": profile,
@@ -179,7 +179,7 @@ def unpack(path: str | Path, store) -> int:
 
 def spec_of(entry: dict):
     """The :class:`~playerfl_core.experiments.RunSpec` a manifest entry was computed from."""
-    from playerfl_core.experiments import RunSpec
+    from playerfl_core.run_store import RunSpec
 
     names = {f.name for f in fields(RunSpec)}
     return RunSpec(**{k: v for k, v in entry.items() if k in names})

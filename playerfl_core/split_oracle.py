@@ -182,7 +182,7 @@ def run_sweeps(
 
 def _sweep_data(dataset: str, profile: str, seed: int):
     """The federation of one seed, from the grid's small per-process cache."""
-    from playerfl_core.experiments import load_data_cached
+    from playerfl_core.run_store import load_data_cached
 
     return load_data_cached(dataset, profile, seed)
 
