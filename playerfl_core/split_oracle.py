@@ -32,9 +32,9 @@ from playerfl_core.algorithms import get_algorithm
 from playerfl_core.algorithms.playerfl_random import random_split
 from playerfl_core.algorithms.prefix import parse_prefix_name, prefix_name
 from playerfl_core.claims import interval_verdict
-from playerfl_core.layer_studies import bootstrap_interval
 from playerfl_core.metrics import client_weights
 from playerfl_core.results import COLUMNS, SERVER, client_scores
+from playerfl_core.seed_stats import bootstrap_interval
 from playerfl_core.sensitivity import (
     DEFAULT_THRESHOLD,
     pooled_sensitivities,
@@ -332,7 +332,7 @@ def first_epoch_sensitivities(
     """The clients' sensitivities after one local epoch, for many seeds (one epoch each: the
     rule's whole input, without training further). Same columns as
     :func:`table_sensitivities`, so :func:`rule_splits` reads both."""
-    from playerfl_core.layer_studies import first_epoch_models
+    from playerfl_core.layer_measure import first_epoch_models
     from playerfl_core.profiles import make_config
     from playerfl_core.sensitivity import federation_sensitivity
     from playerfl_core.units import unit_names

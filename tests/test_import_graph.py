@@ -123,9 +123,7 @@ def imports_of(module: str, path: Path, known: set[str]) -> list[tuple[int, str]
             ]
         else:
             continue
-        out.extend(
-            (node.lineno, t) for t in targets if t.split(".")[0] in PACKAGES and t in known
-        )
+        out.extend((node.lineno, t) for t in targets if t.split(".")[0] in PACKAGES and t in known)
     return out
 
 
