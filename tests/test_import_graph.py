@@ -192,5 +192,5 @@ def test_the_checker_sees_imports_at_any_depth(tmp_path, source, expect):
     found = imports_of("playerfl_core.engine", fake, known)
     assert found, f"no import of our packages seen in {source!r}"
     _, upward = violations(modules)
-    assert any("playerfl_core.engine (layer" in u for u in upward) == expect, upward
+    assert any(": playerfl_core.engine (layer" in u for u in upward) == expect, upward
     modules["playerfl_core.engine"] = original
