@@ -301,3 +301,38 @@ def test_run_federated_takes_algorithm_objects_not_names(heart):
     """Names are resolved by callers (``get_algorithm``), so the engine needs no registry."""
     with pytest.raises(TypeError, match=r"get_algorithm\('fedavg'\)"):
         run_federated(heart, "fedavg", config(rounds=1))
+
+
+def test_observers_see_each_round_before_and_after_the_server_and_change_nothing(heart):
+    """The measurement hook: ``after_local_updates`` sees the clients' own models (FedAvg has
+    not averaged them yet), ``on_round_end`` the averaged ones; watching changes no number."""
+    from playerfl_core.engine import Observer
+
+    class Watch(Observer):
+        def __init__(self):
+            self.calls = []
+
+        def _same(self, run) -> bool:
+            first = run.clients[0].model.state_dict()
+            return all(
+                torch.equal(first[k], v)
+                for c in run.clients[1:]
+                for k, v in c.model.state_dict().items()
+            )
+
+        def after_local_updates(self, run, rnd):
+            self.calls.append(("local", rnd, self._same(run)))
+
+        def on_round_end(self, run, rnd):
+            self.calls.append(("end", rnd, self._same(run)))
+
+    watch = Watch()
+    watched = run_federated(heart, get_algorithm("fedavg"), config(rounds=2), observers=[watch])
+    plain = run_federated(heart, get_algorithm("fedavg"), config(rounds=2))
+    assert watch.calls == [
+        ("local", 0, False),
+        ("end", 0, True),
+        ("local", 1, False),
+        ("end", 1, True),
+    ]
+    pd.testing.assert_frame_equal(watched.table(), plain.table())
