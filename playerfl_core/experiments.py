@@ -1,18 +1,18 @@
 """Experiment grids (dataset × algorithm × learning rate × seed) with a resumable on-disk store:
 the public names in one place.
 
-Three modules do the work:
+Four modules do the work:
 
 * :mod:`playerfl_core.run_store`: the store of finished runs (:class:`Store`, :class:`RunSpec`,
   damaged-run checks, :func:`code_fingerprint`, :func:`execute` for one run);
 * :mod:`playerfl_core.tuning`: the tuning protocol (the LR grid, choosing a rate, widening at an
   edge; chapter 05 states it in prose);
-* :mod:`playerfl_core.grid_plan`: the grid plan (:class:`GridPlan`) and :func:`run_grid`.
+* :mod:`playerfl_core.grid_plan`: the grid plan (:class:`GridPlan`) and :func:`run_grid`;
+* :mod:`playerfl_core.grid_runner`: running a plan on worker processes (:func:`run_plan`).
 """
 
 from playerfl_core.grid_plan import (
     SPLIT_PREFIX,
-    GridInterrupted,
     GridPlan,
     GridResult,
     MissingResultsError,
@@ -22,6 +22,7 @@ from playerfl_core.grid_plan import (
     run_grid,
     split_algorithms,
 )
+from playerfl_core.grid_runner import GridInterrupted, run_plan
 from playerfl_core.run_store import (
     DIVERGED,
     ERROR,
@@ -73,6 +74,7 @@ __all__ = [
     "load_grid",
     "options_tag",
     "run_grid",
+    "run_plan",
     "split_algorithms",
     "tuning_scores",
     "widened_lr",

@@ -1,5 +1,5 @@
-"""The grid plan: which runs a grid (dataset × algorithm × learning rate × seed) needs, in
-what order, and how it runs them into the store.
+"""The grid plan: which runs a grid (dataset × algorithm × learning rate × seed) needs, and
+:func:`run_grid`, which plans, runs (:mod:`playerfl_core.grid_runner`) and collects them.
 
 A :class:`GridPlan` holds one :class:`PairPlan` per (dataset, algorithm): its tuning runs, its
 evaluation seeds and, once tuning has finished, its learning rate (:mod:`playerfl_core.tuning`
@@ -25,22 +25,17 @@ On a CPU, two runs go at a time in spawned worker processes; from a script, call
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import json
 import math
-import multiprocessing
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 
-from data_prep.registry import federation
 from playerfl_core.algorithms import ALGORITHMS, is_algorithm
+from playerfl_core.grid_runner import run_plan
 from playerfl_core.profiles import PROFILE_NAMES
 from playerfl_core.results import atomic_write, save_table
 from playerfl_core.run_store import (
@@ -50,17 +45,11 @@ from playerfl_core.run_store import (
     Store,
     code_fingerprint,
     default_store,
-    execute,
     load_data_cached,
     options_tag,
 )
 from playerfl_core.schema import COLUMNS
 from playerfl_core.tuning import chosen_lr, grid_settings, tuning_scores, widened_lr
-from playerfl_core.workers import init_worker, interrupts_as_keyboard, stop_workers
-
-
-class GridInterrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM stopped a grid; its message says how to resume."""
 
 
 class MissingResultsError(FileNotFoundError):
@@ -310,81 +299,6 @@ class GridPlan:
                 out += [sp for sp in self.eval_specs(key, lrs[0]) if sp.seed not in tuned]
         return out
 
-    def compute(
-        self,
-        ready: list[RunSpec],
-        n_left: int,
-        device: str,
-        workers: int,
-        threads: int,
-        progress: bool,
-    ) -> int:
-        """Run everything the plan needs, resolving as runs finish; return how many ran.
-
-        Longest expected run first, at most ``workers`` in flight: the slow runs (large
-        datasets, pFedMe) do not end up alone at the tail while other workers idle.
-        """
-        store, code = self.store, self.code
-        timer = _Timer(store)
-        computed = 0
-        bar = tqdm(
-            total=n_left,
-            desc=f"grid {self.profile}",
-            unit="run",
-            disable=not progress or not n_left,
-            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} runs [{elapsed}{postfix}]",
-        )
-        pool = _make_pool(workers if n_left > 1 else 1, threads)
-        previous_threads = torch.get_num_threads()
-        interrupted = False
-        try:
-            with interrupts_as_keyboard():
-                pending: dict[cf.Future, RunSpec] = {}
-                while True:
-                    queue = sorted(
-                        (sp for sp in ready if sp not in pending.values()),
-                        key=lambda sp: -timer.estimate([sp]),
-                    )
-                    for sp in queue[: max(workers, 1) - len(pending)]:
-                        fut = pool.submit(execute, sp, str(store.root), device, threads, code)
-                        pending[fut] = sp
-                    if not pending:
-                        break
-                    finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
-                    for fut in finished:
-                        sp = pending.pop(fut)
-                        try:
-                            self.records[sp] = fut.result()
-                        except cf.process.BrokenProcessPool as err:
-                            raise RuntimeError(
-                                "A grid worker process died. From a script, call run_grid under "
-                                "`if __name__ == '__main__':` (spawned workers re-import the "
-                                "script), or pass workers=1. Finished runs are stored; calling "
-                                "again resumes."
-                            ) from err
-                        computed += 1
-                        timer.add(self.records[sp])
-                    self.resolve()
-                    ready, n_left = self.todo()
-                    left = dict.fromkeys([*pending.values(), *ready, *self.unscheduled()])
-                    eta = timer.estimate(left) / max(workers, 1)
-                    bar.total = max(bar.total, bar.n + len(finished) + n_left)  # widening adds
-                    bar.set_postfix_str(f"~{_fmt(eta)} left", refresh=False)
-                    bar.update(len(finished))
-        except KeyboardInterrupt as err:
-            interrupted = True
-            stop_workers(pool)
-            raise GridInterrupted(
-                f"grid stopped ({err or 'Ctrl-C'}). The runs finished so far are stored in "
-                f"{store.root}; run the same command again to resume (nothing finished is "
-                "recomputed)."
-            ) from None
-        finally:
-            bar.close()
-            pool.shutdown(wait=not interrupted, cancel_futures=True)
-            torch.set_num_threads(previous_threads)
-        return computed
-
     def collect(self, computed: int) -> GridResult:
         """The grid's tables from the finished runs (every run of the plan must be done)."""
         records, store, code = self.records, self.store, self.code
@@ -558,7 +472,7 @@ def run_grid(
     if not compute and n_left:
         missing = list(dict.fromkeys(ready + plan.undecided_tuning()))
         raise MissingResultsError(_missing_message(missing, store, profile, datasets, algorithms))
-    computed = plan.compute(ready, n_left, device, workers, threads, progress)
+    computed = run_plan(plan, ready, n_left, device, workers, threads, progress)
 
     result = plan.collect(computed)
     result.notes += [
@@ -590,32 +504,6 @@ def load_grid(*args, **kwargs) -> GridResult:
     return run_grid(*args, compute=False, **kwargs)
 
 
-# -- helpers -----------------------------------------------------------------------------------
-
-
-class _InlineExecutor:
-    """Runs a submitted call at once, in this process (workers=1, e.g. GPU or tests)."""
-
-    def submit(self, fn, *args):
-        fut = cf.Future()
-        fut.set_result(fn(*args))
-        return fut
-
-    def shutdown(self, wait=True, cancel_futures=False):
-        pass
-
-
-def _make_pool(workers: int, threads: int):
-    if workers <= 1:
-        return _InlineExecutor()
-    return cf.ProcessPoolExecutor(
-        max_workers=workers,
-        initializer=init_worker,
-        initargs=(threads, os.getpid()),
-        mp_context=multiprocessing.get_context("spawn"),
-    )
-
-
 def _missing_message(missing, store, profile, datasets, algorithms) -> str:
     shown = ", ".join(sp.run_id for sp in missing[:3])
     more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
@@ -633,50 +521,3 @@ def _missing_message(missing, store, profile, datasets, algorithms) -> str:
         f"--profile {profile} --store {store.root}\n"
         "(the paper profile is meant for a GPU)."
     )
-
-
-class _Timer:
-    """Estimates seconds per run from finished runs: same (dataset, algorithm), else dataset."""
-
-    def __init__(self, store: Store):
-        self.by_pair: dict[tuple, list[float]] = {}
-        self.by_dataset: dict[str, list[float]] = {}
-        if store.runs.exists():  # earlier sessions' timings, from the manifests
-            for f in list(store.runs.glob("*.json"))[:2000]:
-                try:
-                    self.add(json.loads(f.read_text()))
-                except (OSError, ValueError):
-                    continue
-
-    def add(self, rec: dict) -> None:
-        """Count a finished run's time; anything unreadable (a damaged record) is skipped."""
-        if not isinstance(rec, dict) or rec.get("status") != OK:
-            return
-        seconds, dataset = rec.get("seconds"), rec.get("dataset")
-        if not isinstance(seconds, int | float) or not math.isfinite(seconds) or not dataset:
-            return
-        self.by_pair.setdefault((dataset, rec.get("algorithm")), []).append(seconds)
-        self.by_dataset.setdefault(dataset, []).append(seconds)
-
-    def estimate(self, specs) -> float:
-        total = 0.0
-        for sp in specs:
-            pair = self.by_pair.get((sp.dataset, sp.algorithm))
-            if pair:
-                total += float(np.mean(pair))
-                continue
-            ds = self.by_dataset.get(sp.dataset)
-            base = float(np.mean(ds)) if ds else federation(sp.dataset).seconds_per_run
-            total += base * _PRIOR_FACTOR.get(sp.algorithm, 1.0)
-        return total
-
-
-_PRIOR_FACTOR = {"pfedme": 4.0, "ditto": 2.0}
-"""How much slower than the dataset's ``seconds_per_run`` (its declaration's rough seconds per
-quick run on one CPU thread) an algorithm is: used only to order runs and estimate the time left
-until the store holds measured timings."""
-
-
-def _fmt(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"

@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "playerfl_core.run_store",
             "playerfl_core.tuning",
             "playerfl_core.grid_plan",
+            "playerfl_core.grid_runner",
             "playerfl_core.experiments",
             "playerfl_core.archive",
             "playerfl_core.analytics",
