@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from data_prep import load
 from playerfl_core import engine, make_config, run_federated
+from playerfl_core.algorithms import get_algorithm
 from playerfl_core.engine import Client, client_seed
 from playerfl_core.models import build_model
 from playerfl_core.sensitivity import federation_sensitivity
@@ -75,7 +76,7 @@ def overhead(name: str, profile: str, rounds: int | None, repeats: int, device: 
     cfg = make_config(name, profile, rounds=rounds, device=device, progress=False)
     engine_s, steps_s = [], []
     for _ in tqdm(range(repeats), desc=f"{name}: engine vs optimizer steps", leave=False):
-        engine_s.append(timed(lambda: run_federated(data, "fedavg", cfg)))
+        engine_s.append(timed(lambda: run_federated(data, get_algorithm("fedavg"), cfg)))
         steps_s.append(timed(lambda: optimizer_steps_only(data, cfg)))
     e, s = statistics.median(engine_s), statistics.median(steps_s)
     verdict = "ok" if e / s <= TARGET else "ABOVE TARGET"

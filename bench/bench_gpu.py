@@ -26,15 +26,18 @@ from bench_grid import run_jobs  # bench/ is on sys.path when run as a script
 def seconds_per_round(rounds: int, repeats: int) -> float:
     from data_prep import load
     from playerfl_core import make_config, run_federated
+    from playerfl_core.algorithms import get_algorithm
 
     data = load("fmnist", profile="paper", seed=0)
     cfg = make_config("fmnist", "paper", rounds=rounds, device="cuda", progress=False)
-    run_federated(data, "fedavg", make_config("fmnist", "paper", rounds=1, progress=False))
+    run_federated(
+        data, get_algorithm("fedavg"), make_config("fmnist", "paper", rounds=1, progress=False)
+    )
     times = []
     for _ in range(repeats):
         torch.cuda.synchronize()
         start = time.perf_counter()
-        run_federated(data, "fedavg", cfg)
+        run_federated(data, get_algorithm("fedavg"), cfg)
         torch.cuda.synchronize()
         times.append((time.perf_counter() - start) / rounds)
     return statistics.median(times)

@@ -32,11 +32,12 @@ def one_run(job: tuple) -> tuple[str, str, float, float]:
     torch.set_num_threads(threads)
     from data_prep import load
     from playerfl_core import make_config, run_federated
+    from playerfl_core.algorithms import get_algorithm
 
     data = load(name, profile=profile, seed=seed)
     cfg = make_config(name, profile, seed=seed, device=device, rounds=rounds, progress=False)
     start, cpu = time.perf_counter(), time.process_time()
-    run_federated(data, algorithm, cfg)
+    run_federated(data, get_algorithm(algorithm), cfg)
     if cfg.device.startswith("cuda"):
         torch.cuda.synchronize()
     wall = time.perf_counter() - start

@@ -54,7 +54,7 @@ def table_digest(table: pd.DataFrame) -> str:
 
 def provenance(profile: str, command: str) -> dict:
     """Who, what and where: enough to tell whether a re-computation should match bit for bit."""
-    from playerfl_core.experiments import code_fingerprint
+    from playerfl_core.run_store import code_fingerprint
 
     return {
         "profile": profile,
@@ -179,7 +179,7 @@ def unpack(path: str | Path, store) -> int:
 
 def spec_of(entry: dict):
     """The :class:`~playerfl_core.experiments.RunSpec` a manifest entry was computed from."""
-    from playerfl_core.experiments import RunSpec
+    from playerfl_core.run_store import RunSpec
 
     names = {f.name for f in fields(RunSpec)}
     return RunSpec(**{k: v for k, v in entry.items() if k in names})
@@ -196,6 +196,7 @@ def recompute_sample(
     settings changed since the archive was made).
     """
     from data_prep import load
+    from playerfl_core.algorithms import get_algorithm
     from playerfl_core.engine import run_federated
 
     table, manifest = load_archive(path)
@@ -212,7 +213,7 @@ def recompute_sample(
             entry = ok[i]
             spec = spec_of(entry)
             data = load(spec.dataset, profile=spec.profile, seed=spec.seed)
-            fresh = run_federated(data, spec.algorithm, spec.config("cpu")).table()
+            fresh = run_federated(data, get_algorithm(spec.algorithm), spec.config("cpu")).table()
             stored = table[table["run_id"] == entry["run_id"]][COLUMNS].reset_index(drop=True)
             same_shape = fresh.shape == stored.shape and (
                 fresh.drop(columns="value")

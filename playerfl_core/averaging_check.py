@@ -179,7 +179,7 @@ def client_averaged(effects: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFra
 def first_epoch_averaging_check(data, config, progress: bool = True) -> pd.DataFrame:
     """:func:`averaging_effects` on the clients' models after one local epoch from the common
     initialisation (the models PLayer-FL computes its split on), training-size weights."""
-    from playerfl_core.layer_studies import first_epoch_models
+    from playerfl_core.layer_measure import first_epoch_models
 
     models = first_epoch_models(data, replace(config, progress=False))
     weights = [c.n_train for c in data.clients]

@@ -595,7 +595,7 @@ def unit_profiles(
     analytics: pd.DataFrame, metrics: Sequence[str], algorithm: str, stage: str
 ) -> pd.DataFrame:
     """Client-averaged per-unit values of ``metrics`` per (dataset, seed, depth), wide."""
-    from playerfl_core.layer_studies import NO_OTHER
+    from playerfl_core.layer_measure import NO_OTHER
 
     sub = analytics[
         analytics["metric"].isin(metrics)

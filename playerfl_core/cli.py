@@ -303,7 +303,7 @@ def cmd_run(args) -> int:
             data = load(args.dataset, profile=args.profile, seed=seed)
             config = make_config(args.dataset, args.profile, seed=seed, **settings)
             try:
-                tables.append(check_table(run_federated(data, name, config).table()))
+                tables.append(check_table(run_federated(data, get_algorithm(name), config).table()))
             except DivergenceError as err:  # the other runs' rows are kept
                 diverged.append(f"{name} seed {seed}: {err}")
     except DataError as err:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from playerfl_core.engine import DivergenceError
+from playerfl_core.errors import DivergenceError
 
 LOSS_BOUND = 1e4
 """Largest loss a usable run may log (any split); see the module text."""

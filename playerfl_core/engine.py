@@ -22,7 +22,7 @@ Best-validation selection happens afterwards, from the table (:mod:`playerfl_cor
 
 from __future__ import annotations
 
-import zlib
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -32,16 +32,27 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from playerfl_core.errors import DivergenceError
 from playerfl_core.losses import LOSSES, authors_focal_loss
 from playerfl_core.models import UnitModel, model_for
-from playerfl_core.results import COLUMNS
+from playerfl_core.schema import COLUMNS
 from playerfl_core.scoring import METRICS, score_logits, score_many, summarise
+from playerfl_core.seeding import client_seed
+
+__all__ = [
+    "EVAL_TIMINGS",
+    "LR_MAX",
+    "Client",
+    "Observer",
+    "DivergenceError",
+    "Run",
+    "RunConfig",
+    "client_seed",
+    "default_device",
+    "run_federated",
+]
 
 EVAL_TIMINGS = ("after_aggregation", "before_aggregation")
-
-
-class DivergenceError(RuntimeError):
-    """Training produced a non-finite loss (NaN/inf): the run is unusable."""
 
 
 def default_device() -> str:
@@ -176,11 +187,6 @@ def mode_matters(model: nn.Module) -> bool:
         flag = any(isinstance(m, _MODE_DEPENDENT) for m in model.modules())
         model.__dict__["_mode_matters"] = flag
     return flag
-
-
-def client_seed(seed: int, client_id: int, stream: str = "shuffle") -> int:
-    """A stable per-client seed, identical for every algorithm of a run."""
-    return zlib.crc32(f"{seed}/{client_id}/{stream}".encode())
 
 
 class Client:
@@ -368,15 +374,37 @@ def _evaluate_all(run: Run, algorithm, rnd: int) -> None:
             run.log(c.id, rnd, split, metric, scores[metric], len(c.y[split]))
 
 
-def run_federated(data, algorithm, config: RunConfig) -> Run:
-    """Run ``algorithm`` on ``data``; return the :class:`Run` (``run.table()`` has the results).
+class Observer:
+    """Watches a run without changing it: studies measure models through this hook instead of
+    subclassing algorithms. Override either method; both are no-ops here.
+
+    An observer must leave the clients' models, optimizers and generators as it found them, or
+    the run's numbers change.
+    """
+
+    def after_local_updates(self, run: Run, rnd: int) -> None:
+        """Every client has trained in round ``rnd``; the server has not combined anything yet
+        (the authors' measurement point, appendix §8.2)."""
+
+    def on_round_end(self, run: Run, rnd: int) -> None:
+        """Round ``rnd`` is over: server step and evaluation done."""
+
+
+def run_federated(data, algorithm, config: RunConfig, observers: Sequence[Observer] = ()) -> Run:
+    """Run ``algorithm`` (an object: resolve names with
+    :func:`playerfl_core.algorithms.get_algorithm`) on ``data``; return the :class:`Run`
+    (``run.table()`` has the results).
 
     Every client starts from the same seeded weights, identical for every algorithm of a seed,
-    and draws its mini-batches from its own seeded generator.
+    and draws its mini-batches from its own seeded generator. ``observers`` (:class:`Observer`)
+    are called at fixed points of every round and must not change the run.
     """
-    from playerfl_core.algorithms import get_algorithm
-
-    algorithm = get_algorithm(algorithm) if isinstance(algorithm, str) else algorithm
+    if isinstance(algorithm, str):
+        raise TypeError(
+            f"run_federated takes an algorithm object, got the name {algorithm!r}; resolve it "
+            f"first: run_federated(data, get_algorithm({algorithm!r}), config) "
+            "(get_algorithm is in playerfl_core.algorithms)."
+        )
     if not data.clients:
         raise ValueError(f"Dataset {data.name!r} has no clients.")
     config.check_data(data)
@@ -409,9 +437,13 @@ def run_federated(data, algorithm, config: RunConfig) -> Run:
             run.log(c.id, rnd, "train", "loss", loss, c.n_train)
         if config.eval_timing == "before_aggregation":
             _evaluate_all(run, algorithm, rnd)
+        for obs in observers:
+            obs.after_local_updates(run, rnd)
         algorithm.server_step(run, rnd)
         if config.eval_timing == "after_aggregation":
             _evaluate_all(run, algorithm, rnd)
+        for obs in observers:
+            obs.on_round_end(run, rnd)
     if algorithm.finish(run):
         _evaluate_all(run, algorithm, config.rounds)
     return run

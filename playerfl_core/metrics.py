@@ -38,6 +38,7 @@ import pandas as pd
 from scipy import stats
 
 from playerfl_core.results import RUN_KEYS, SERVER, client_scores
+from playerfl_core.seed_stats import bootstrap_interval
 
 HIGHER_IS_BETTER = {"accuracy": True, "macro_f1": True, "loss": False}
 """Direction of every metric the engine logs on val/test splits."""
@@ -105,23 +106,13 @@ def run_scores(
 def bootstrap_median_ci(
     values, n_boot: int = 2000, level: float = 0.95, seed: int = 0
 ) -> tuple[float, float, float]:
-    """Median and percentile-bootstrap CI of the median, from a seeded generator.
+    """Median and percentile-bootstrap CI of the median, from a seeded generator: the project's
+    one bootstrap (:func:`playerfl_core.seed_stats.bootstrap_interval`) on the median.
 
     With one value the CI is that value; with none, NaNs. With few values (3 seeds) the CI is
     essentially [min, max]: report the number of seeds beside it.
     """
-    v = np.asarray(values, dtype=float)
-    v = v[np.isfinite(v)]
-    if v.size == 0:
-        return (np.nan, np.nan, np.nan)
-    med = float(np.median(v))
-    if v.size == 1:
-        return (med, med, med)
-    rng = np.random.default_rng(seed)
-    meds = np.median(v[rng.integers(0, v.size, size=(n_boot, v.size))], axis=1)
-    alpha = (1.0 - level) / 2
-    lo, hi = np.quantile(meds, [alpha, 1 - alpha])
-    return (med, float(lo), float(hi))
+    return bootstrap_interval(values, level, n_boot, seed, statistic="median")
 
 
 def _cell_seed(seed: int, *parts) -> int:

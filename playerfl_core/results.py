@@ -1,8 +1,7 @@
-"""The long, tidy results table: one row per fact, the contract between engine and analysis.
+"""Reading the long results table: round selection, per-client scores, save/load.
 
-Columns: dataset, algorithm, lr, seed, client, round, split, metric, value, n_samples.
-``client == SERVER`` (-1) marks server-level facts (e.g. PLayer-FL's chosen split).
-Every table and figure of the book is a groupby over this table.
+The table's schema (:data:`COLUMNS`, :data:`SERVER`) lives in :mod:`playerfl_core.schema`,
+below the engine that writes it; it is re-exported here for readers of tables.
 """
 
 from __future__ import annotations
@@ -12,20 +11,20 @@ from pathlib import Path
 
 import pandas as pd
 
-COLUMNS = [
-    "dataset",
-    "algorithm",
-    "lr",
-    "seed",
-    "client",
-    "round",
-    "split",
-    "metric",
-    "value",
-    "n_samples",
+from playerfl_core.schema import COLUMNS, RUN_KEYS, SERVER
+
+__all__ = [
+    "COLUMNS",
+    "RUN_KEYS",
+    "SERVER",
+    "atomic_write",
+    "chosen_splits",
+    "client_scores",
+    "load_table",
+    "save_table",
+    "select_rounds",
+    "sensitivities",
 ]
-RUN_KEYS = ["dataset", "algorithm", "lr", "seed"]
-SERVER = -1
 
 
 def select_rounds(table: pd.DataFrame, selection: str = "best_val") -> pd.DataFrame:

@@ -141,30 +141,43 @@ SERVER_AGGREGATES = ("mean", "median", "geomean")
 """How the server pools the clients' s_k before the split rule (``"mean"`` is the paper's)."""
 
 
-def server_split(
+def pooled_sensitivities(
     per_client: Mapping[int, Mapping[str, float]],
     weights: Mapping[int, float],
-    threshold: float = DEFAULT_THRESHOLD,
     aggregate: str = "mean",
-) -> int:
-    """The server's split from the clients' per-unit sensitivities: pool, then
-    :func:`choose_split`. The one place the split is computed from clients' reports, with the
-    robust variants as options (the default is the paper's rule, as in PLayer-FL):
+) -> dict[str, float]:
+    """The server's per-unit s_k pooled from the clients' reports, in the clients' unit order.
 
-    * ``"mean"``: the training-size weighted mean (:func:`average_sensitivities`);
+    * ``"mean"``: the training-size weighted mean (:func:`average_sensitivities`, the paper's);
     * ``"median"``: the per-unit median over clients, so no single client moves the split;
     * ``"geomean"``: the weighted geometric mean (mean of log s_k), so a client whose
       sensitivities are on a larger scale (e.g. a small, badly fitted client) does not dominate.
     """
     if aggregate not in SERVER_AGGREGATES:
         raise ValueError(f"aggregate must be one of {SERVER_AGGREGATES}, got {aggregate!r}.")
-    units = list(next(iter(per_client.values())))
     if aggregate == "mean":
-        pooled = average_sensitivities(per_client, weights)
-        return choose_split([pooled[u] for u in units], threshold)
+        return average_sensitivities(per_client, weights)
+    units = list(next(iter(per_client.values())))
     values = np.array([[per_client[c][u] for u in units] for c in per_client], dtype=float)
     if aggregate == "median":
-        return choose_split(np.median(values, axis=0), threshold)
-    w = np.array([weights[c] for c in per_client], dtype=float)
-    logs = np.log(np.maximum(values, np.finfo(float).tiny))
-    return choose_split(np.exp((w[:, None] * logs).sum(0) / w.sum()), threshold)
+        pooled = np.median(values, axis=0)
+    else:
+        w = np.array([weights[c] for c in per_client], dtype=float)
+        logs = np.log(np.maximum(values, np.finfo(float).tiny))
+        pooled = np.exp((w[:, None] * logs).sum(0) / w.sum())
+    return dict(zip(units, pooled.tolist(), strict=True))
+
+
+def server_split(
+    per_client: Mapping[int, Mapping[str, float]],
+    weights: Mapping[int, float],
+    threshold: float = DEFAULT_THRESHOLD,
+    aggregate: str = "mean",
+) -> int:
+    """The server's split from the clients' per-unit sensitivities: pool
+    (:func:`pooled_sensitivities`), then :func:`choose_split`. The one place the split is
+    computed from clients' reports: PLayer-FL, the split studies and the split oracle all call
+    it; the default is the paper's rule (weighted mean, threshold 1).
+    """
+    pooled = pooled_sensitivities(per_client, weights, aggregate)
+    return choose_split(list(pooled.values()), threshold)

@@ -28,13 +28,19 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from playerfl_core.algorithms import get_algorithm
 from playerfl_core.algorithms.playerfl_random import random_split
 from playerfl_core.algorithms.prefix import parse_prefix_name, prefix_name
 from playerfl_core.claims import interval_verdict
-from playerfl_core.layer_studies import bootstrap_interval
 from playerfl_core.metrics import client_weights
 from playerfl_core.results import COLUMNS, SERVER, client_scores
-from playerfl_core.sensitivity import DEFAULT_THRESHOLD, relative_rises, server_split
+from playerfl_core.seed_stats import bootstrap_interval
+from playerfl_core.sensitivity import (
+    DEFAULT_THRESHOLD,
+    pooled_sensitivities,
+    relative_rises,
+    server_split,
+)
 
 RUN = ["dataset", "lr", "seed"]
 """A sweep's run keys besides the split: every p of one (dataset, lr, seed) shares its data,
@@ -176,7 +182,7 @@ def run_sweeps(
 
 def _sweep_data(dataset: str, profile: str, seed: int):
     """The federation of one seed, from the grid's small per-process cache."""
-    from playerfl_core.experiments import load_data_cached
+    from playerfl_core.run_store import load_data_cached
 
     return load_data_cached(dataset, profile, seed)
 
@@ -193,7 +199,7 @@ def _sweep_run(dataset, profile, seed, p, lr, rounds, device, data=None) -> pd.D
     config = make_config(
         dataset, profile, seed=seed, lr=lr, rounds=rounds, device=device, progress=False
     )
-    return check_table(run_federated(data, prefix_name(p), config).table())
+    return check_table(run_federated(data, get_algorithm(prefix_name(p)), config).table())
 
 
 # -- scores per split ----------------------------------------------------------------------
@@ -306,9 +312,7 @@ def rule_splits(
 
 def _decision_margin(per_client, weights, threshold: float, p: int) -> float:
     """min over the rises the rule looked at (l ≤ p) of |rise − t| / t (paper's pooling)."""
-    from playerfl_core.sensitivity import average_sensitivities
-
-    pooled = average_sensitivities(per_client, weights)
+    pooled = pooled_sensitivities(per_client, weights)
     rises = relative_rises(list(pooled.values()))[:p]
     finite = rises[np.isfinite(rises)]
     if not len(finite) or threshold <= 0:
@@ -328,7 +332,7 @@ def first_epoch_sensitivities(
     """The clients' sensitivities after one local epoch, for many seeds (one epoch each: the
     rule's whole input, without training further). Same columns as
     :func:`table_sensitivities`, so :func:`rule_splits` reads both."""
-    from playerfl_core.layer_studies import first_epoch_models
+    from playerfl_core.layer_measure import first_epoch_models
     from playerfl_core.profiles import make_config
     from playerfl_core.sensitivity import federation_sensitivity
     from playerfl_core.units import unit_names

@@ -302,12 +302,12 @@ def test_unit_outputs_are_the_units_outputs():
 
 
 def test_split_from_models_is_the_playerfl_decision(heart):
-    from playerfl_core import make_config, run_federated
+    from playerfl_core import get_algorithm, make_config, run_federated
 
     config = make_config("heart", "quick", rounds=1, device="cpu", progress=False)
     models = S.first_epoch_models(heart, config)
     p, avg = S.split_from_models(models, heart.clients)
-    run = run_federated(heart, "playerfl", config)
+    run = run_federated(heart, get_algorithm("playerfl"), config)
     assert p == run.info["split_p"]
     assert avg == pytest.approx(run.info["sensitivity"])
 

@@ -134,6 +134,7 @@ def toy_config(rounds=2, **kw) -> RunConfig:
 
 
 def toy_run(data, algorithm, rounds=2, **kw):
+    algorithm = get_algorithm(algorithm) if isinstance(algorithm, str) else algorithm
     return run_federated(data, algorithm, toy_config(rounds, **kw))
 
 

@@ -476,7 +476,7 @@ def federations(tmp_path_factory):
 
 @pytest.mark.parametrize("name", list(FEDERATIONS))
 def test_one_round_of_every_algorithm(federations, name):
-    from playerfl_core import ALGORITHMS
+    from playerfl_core import ALGORITHMS, get_algorithm
     from playerfl_core.engine import RunConfig, run_federated
     from playerfl_core.units import unit_names
 
@@ -484,7 +484,7 @@ def test_one_round_of_every_algorithm(federations, name):
     width = 0.05 if name in ("cifar10", "isic2019", "emnist") else 1.0
     for algorithm in ALGORITHMS:
         config = RunConfig(rounds=1, lr=1e-3, batch_size=16, width=width, progress=False)
-        run = run_federated(data, algorithm, config)
+        run = run_federated(data, get_algorithm(algorithm), config)
         table = run.table()
         scores = table[(table["split"] == "test") & (table["metric"] == "accuracy")]
         assert len(scores) >= data.n_clients, (name, algorithm)

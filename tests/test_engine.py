@@ -86,7 +86,7 @@ def test_local_units_never_leave_a_client(heart):
 
 
 def test_playerfl_records_split_and_sensitivities(heart):
-    table = run_federated(heart, "playerfl", config()).table()
+    table = run_federated(heart, get_algorithm("playerfl"), config()).table()
     splits = chosen_splits(table)
     assert len(splits) == 1 and 1 <= splits["split_p"][0] <= 3
     server = table[(table.client == SERVER) & table.metric.str.startswith("sensitivity/")]
@@ -97,8 +97,8 @@ def test_playerfl_records_split_and_sensitivities(heart):
 
 def test_fedavg_with_one_client_equals_local_training(heart):
     one = dataclasses.replace(heart, clients=heart.clients[:1])
-    local = run_federated(one, "local", config(rounds=3))
-    fedavg = run_federated(one, "fedavg", config(rounds=3))
+    local = run_federated(one, get_algorithm("local"), config(rounds=3))
+    fedavg = run_federated(one, get_algorithm("fedavg"), config(rounds=3))
     a, b = local.table().drop(columns="algorithm"), fedavg.table().drop(columns="algorithm")
     pd.testing.assert_frame_equal(a, b)
     for (n, p), (_, q) in zip(
@@ -110,22 +110,22 @@ def test_fedavg_with_one_client_equals_local_training(heart):
 
 
 def test_fedavg_clients_share_the_global_model(digits):
-    run = run_federated(digits, "fedavg", config())
+    run = run_federated(digits, get_algorithm("fedavg"), config())
     for c in run.clients:
         for n, p in c.model.named_parameters():
             assert torch.equal(p, run.global_params[n])
 
 
 def test_same_seed_identical_table_other_seed_differs(heart):
-    a = run_federated(heart, "playerfl", config(seed=3)).table()
-    b = run_federated(heart, "playerfl", config(seed=3)).table()
-    c = run_federated(heart, "playerfl", config(seed=4)).table()
+    a = run_federated(heart, get_algorithm("playerfl"), config(seed=3)).table()
+    b = run_federated(heart, get_algorithm("playerfl"), config(seed=3)).table()
+    c = run_federated(heart, get_algorithm("playerfl"), config(seed=4)).table()
     pd.testing.assert_frame_equal(a, b)
     assert not a["value"].equals(c["value"])
 
 
 def test_table_is_long_and_tidy(heart):
-    table = run_federated(heart, "fedavg", config()).table()
+    table = run_federated(heart, get_algorithm("fedavg"), config()).table()
     assert list(table.columns) == COLUMNS
     scored = table[table.split.isin(["val", "test"])]
     assert set(scored.metric) == {"loss", "accuracy", "macro_f1"}
@@ -135,12 +135,16 @@ def test_table_is_long_and_tidy(heart):
 
 
 def test_before_aggregation_scores_fedavg_before_aggregation(heart):
-    deployed = run_federated(heart, "fedavg", config()).table()
-    authors = run_federated(heart, "fedavg", config(eval_timing="before_aggregation")).table()
+    deployed = run_federated(heart, get_algorithm("fedavg"), config()).table()
+    authors = run_federated(
+        heart, get_algorithm("fedavg"), config(eval_timing="before_aggregation")
+    ).table()
     pick = lambda t: t[t.split == "test"]["value"].to_numpy()  # noqa: E731
     assert not np.allclose(pick(deployed), pick(authors))
-    local_d = run_federated(heart, "local", config()).table()
-    local_a = run_federated(heart, "local", config(eval_timing="before_aggregation")).table()
+    local_d = run_federated(heart, get_algorithm("local"), config()).table()
+    local_a = run_federated(
+        heart, get_algorithm("local"), config(eval_timing="before_aggregation")
+    ).table()
     np.testing.assert_array_equal(pick(local_d), pick(local_a))
 
 
@@ -179,7 +183,7 @@ def test_logged_metrics_equal_sklearn_on_the_deployed_models(dataset, request):
 
 
 def test_adam_uses_the_multi_tensor_path_with_unchanged_results(heart):
-    run = run_federated(heart, "fedavg", config(rounds=1))
+    run = run_federated(heart, get_algorithm("fedavg"), config(rounds=1))
     group = run.clients[0].optimizer.param_groups[0]
     assert group["foreach"] and group["amsgrad"] and group["weight_decay"] == 1e-4
     torch.manual_seed(0)
@@ -227,7 +231,7 @@ def test_nan_loss_raises_a_clear_divergence_error(heart):
     bad.x_train[0, 0] = float("nan")
     broken.clients[0] = bad
     with pytest.raises(DivergenceError, match="Lower the learning rate"):
-        run_federated(broken, "fedavg", config())
+        run_federated(broken, get_algorithm("fedavg"), config())
 
 
 def test_unknown_algorithm_and_bad_parameters_are_explained():
@@ -291,3 +295,44 @@ def test_sensitivity_leaves_the_model_as_found(heart):
     assert model.training and not model.fc2.training and model.fc1.training
     assert all(p.grad is None for p in model.parameters())
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters())
+
+
+def test_run_federated_takes_algorithm_objects_not_names(heart):
+    """Names are resolved by callers (``get_algorithm``), so the engine needs no registry."""
+    with pytest.raises(TypeError, match=r"get_algorithm\('fedavg'\)"):
+        run_federated(heart, "fedavg", config(rounds=1))
+
+
+def test_observers_see_each_round_before_and_after_the_server_and_change_nothing(heart):
+    """The measurement hook: ``after_local_updates`` sees the clients' own models (FedAvg has
+    not averaged them yet), ``on_round_end`` the averaged ones; watching changes no number."""
+    from playerfl_core.engine import Observer
+
+    class Watch(Observer):
+        def __init__(self):
+            self.calls = []
+
+        def _same(self, run) -> bool:
+            first = run.clients[0].model.state_dict()
+            return all(
+                torch.equal(first[k], v)
+                for c in run.clients[1:]
+                for k, v in c.model.state_dict().items()
+            )
+
+        def after_local_updates(self, run, rnd):
+            self.calls.append(("local", rnd, self._same(run)))
+
+        def on_round_end(self, run, rnd):
+            self.calls.append(("end", rnd, self._same(run)))
+
+    watch = Watch()
+    watched = run_federated(heart, get_algorithm("fedavg"), config(rounds=2), observers=[watch])
+    plain = run_federated(heart, get_algorithm("fedavg"), config(rounds=2))
+    assert watch.calls == [
+        ("local", 0, False),
+        ("end", 0, True),
+        ("local", 1, False),
+        ("end", 1, True),
+    ]
+    pd.testing.assert_frame_equal(watched.table(), plain.table())

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from data_prep import ClientData, FederatedData
+from playerfl_core.algorithms import get_algorithm
 from playerfl_core.engine import RunConfig, run_federated
 from playerfl_core.experiments import (
     DIVERGED,
@@ -234,7 +235,7 @@ def _single_class_federation() -> FederatedData:
 def test_single_class_test_split_gives_defined_macro_f1():
     run = run_federated(
         _single_class_federation(),
-        "fedavg",
+        get_algorithm("fedavg"),
         RunConfig(rounds=3, lr=1e-2, batch_size=16, progress=False),
     )
     t = run.table()
@@ -262,3 +263,22 @@ def test_stale_runs_are_flagged_and_recomputed_on_request(tmp_path):
     assert "stale_code" in kept.note()
     redone = run_grid("heart", "local", recompute_stale=True, **kw)
     assert redone.computed == 1 and not redone.status["stale_code"].any()
+
+
+def test_grid_plan_counts_tuning_then_evaluation_runs(tmp_path):
+    """The plan before any run: every tuning run can start; evaluation waits for the rate,
+    and the tuning seed that is also an evaluation seed is not counted twice."""
+    from playerfl_core.grid_plan import GridPlan
+
+    plan = GridPlan(Store(tmp_path), "quick", rounds=1)
+    settings = {"lrs": (1e-2, 1e-3), "seeds": (0, 1, 2), "tune_seeds": (0,), "widen": 0}
+    plan.add_dataset("heart", ["local", "fedavg"], settings, fixed_lr={("heart", "fedavg"): 0.05})
+    plan.resolve()
+    ready, n_left = plan.todo()
+    tune = [sp for sp in ready if sp.algorithm == "local"]
+    assert sorted(sp.lr for sp in tune) == [1e-3, 1e-2] and {sp.seed for sp in tune} == {0}
+    fixed = [sp for sp in ready if sp.algorithm == "fedavg"]
+    assert [(sp.lr, sp.seed) for sp in fixed] == [(0.05, 0), (0.05, 1), (0.05, 2)]
+    assert n_left == 2 + 2 + 3  # local: 2 tuning runs + seeds 1, 2 later; fedavg: 3 seeds
+    assert plan.pairs[("heart", "local")].lr is None
+    assert plan.undecided_tuning() == tune

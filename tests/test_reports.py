@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from data_prep import load
-from playerfl_core import make_config, run_federated
+from playerfl_core import get_algorithm, make_config, run_federated
 from playerfl_core.reports import fedavg_from_scratch as scratch
 from playerfl_core.reports import split_choice
 from playerfl_core.reports.tables import named
@@ -15,7 +15,7 @@ from playerfl_core.reports.tables import named
 def digits_runs():
     fd = load("digits", profile="quick", seed=0)
     config = make_config("digits", "quick", seed=0, device="cpu", rounds=2, progress=False)
-    return fd, config, run_federated(fd, "fedavg", config)
+    return fd, config, run_federated(fd, get_algorithm("fedavg"), config)
 
 
 def test_fedavg_from_scratch_is_the_engines_fedavg(digits_runs):

@@ -35,10 +35,13 @@ def _core(table: pd.DataFrame) -> pd.DataFrame:
 def heart_runs(heart):
     """Local, FedAvg, PLayer-FL and the prefix runs at p = 0, L and PLayer-FL's p, seed 0."""
     cfg = _config()
-    runs = {name: run_federated(heart, name, cfg) for name in ("local", "fedavg", "playerfl")}
+    runs = {
+        name: run_federated(heart, get_algorithm(name), cfg)
+        for name in ("local", "fedavg", "playerfl")
+    }
     p_star = runs["playerfl"].info["split_p"]
     for p in sorted({0, 4, p_star}):
-        runs[f"prefix_p{p}"] = run_federated(heart, f"prefix_p{p}", cfg)
+        runs[f"prefix_p{p}"] = run_federated(heart, get_algorithm(f"prefix_p{p}"), cfg)
     return runs
 
 
@@ -88,7 +91,7 @@ def test_bad_p_is_explained(make, message):
 
 def test_p_beyond_the_model_names_the_valid_range(heart):
     with pytest.raises(ValueError, match=r"p = 5 is outside the valid range 0\.\.4"):
-        run_federated(heart, "prefix_p5", _config())
+        run_federated(heart, get_algorithm("prefix_p5"), _config())
     assert is_algorithm("prefix_p3") and not is_algorithm("prefix_px")
 
 
@@ -141,11 +144,11 @@ def test_random_split_never_draws_the_rules_split():
 
 
 def test_playerfl_random_is_the_prefix_run_at_its_drawn_split(heart, heart_runs):
-    rnd = run_federated(heart, "playerfl_random", _config())
+    rnd = run_federated(heart, get_algorithm("playerfl_random"), _config())
     p_star = heart_runs["playerfl"].info["split_p"]
     q = random_split(0, 4, p_star)
     assert rnd.info["split_p"] == q and rnd.info["playerfl_split_p"] == p_star
-    pr = run_federated(heart, f"prefix_p{q}", _config())
+    pr = run_federated(heart, get_algorithm(f"prefix_p{q}"), _config())
     assert _core(rnd.table()).equals(_core(pr.table()))
 
 

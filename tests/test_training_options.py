@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from data_prep import load
 from data_prep.augment import random_affine_perspective
-from playerfl_core import RunConfig, run_federated
+from playerfl_core import RunConfig, get_algorithm, run_federated
 from playerfl_core.engine import Client
 from playerfl_core.losses import authors_focal_loss
 from playerfl_core.models import build_model
@@ -72,8 +72,8 @@ def test_focal_loss_rejects_wrong_alpha_length():
 
 
 def test_focal_option_trains_with_the_focal_loss(heart):
-    ce = run_federated(heart, "fedavg", config(rounds=1)).table()
-    focal_run = run_federated(heart, "fedavg", config(rounds=1, loss="focal"))
+    ce = run_federated(heart, get_algorithm("fedavg"), config(rounds=1)).table()
+    focal_run = run_federated(heart, get_algorithm("fedavg"), config(rounds=1, loss="focal"))
     focal = focal_run.table()
     pick = lambda t: t[(t.metric == "loss") & (t.split == "train")]["value"].to_numpy()  # noqa: E731
     assert not (pick(ce) == pick(focal)).any()
@@ -90,9 +90,9 @@ def test_focal_and_augment_are_validated(heart, digits):
     with pytest.raises(ValueError, match="augment must be True or False"):
         config(augment="yes")
     with pytest.raises(ValueError, match="loss='focal'.*'digits'"):
-        run_federated(digits, "fedavg", config(loss="focal"))
+        run_federated(digits, get_algorithm("fedavg"), config(loss="focal"))
     with pytest.raises(ValueError, match="augment=True.*'heart'"):
-        run_federated(heart, "fedavg", config(augment=True))
+        run_federated(heart, get_algorithm("fedavg"), config(augment=True))
 
 
 # -- the Fashion-MNIST augmentation -----------------------------------------------------------
@@ -179,7 +179,9 @@ def test_evaluation_data_is_never_augmented(digits_augmented):
 
 def test_augmented_run_is_reproducible_and_differs(digits_augmented):
     runs = [
-        run_federated(digits_augmented, "fedavg", config(rounds=1, augment=aug)).table()
+        run_federated(
+            digits_augmented, get_algorithm("fedavg"), config(rounds=1, augment=aug)
+        ).table()
         for aug in (True, True, False)
     ]
     assert runs[0].equals(runs[1])

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import torch
 
 from playerfl_core.algorithms.base import Algorithm, at_least
-from playerfl_core.engine import client_seed
+from playerfl_core.seeding import client_seed
 
 from .fedprox import all_params, proximal_penalty
 

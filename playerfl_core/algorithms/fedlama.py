@@ -23,7 +23,7 @@ FedLAMA's scores.
 import torch
 
 from playerfl_core.algorithms.base import Algorithm, integer
-from playerfl_core.results import SERVER
+from playerfl_core.schema import SERVER
 from playerfl_core.units import param_names, set_params, unit_names, unit_sizes
 
 

@@ -9,7 +9,7 @@ is then sent to every client, as FedAvg. Fewer uploads cut communication; p = 1 
 import numpy as np
 
 from playerfl_core.algorithms.base import Algorithm, between
-from playerfl_core.engine import client_seed
+from playerfl_core.seeding import client_seed
 from playerfl_core.units import unit_names
 
 

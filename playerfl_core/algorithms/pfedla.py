@@ -22,8 +22,8 @@ from torch import nn
 from data_prep.federation import DEFAULT_HYPERNETWORK
 from data_prep.registry import federation, is_declared
 from playerfl_core.algorithms.base import Algorithm, at_least, integer, optional
-from playerfl_core.engine import client_seed
-from playerfl_core.results import SERVER
+from playerfl_core.schema import SERVER
+from playerfl_core.seeding import client_seed
 from playerfl_core.units import param_names, set_params, unit_names
 
 

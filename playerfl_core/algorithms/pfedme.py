@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from playerfl_core.algorithms.base import Algorithm, at_least, integer, one_of, optional
-from playerfl_core.engine import DivergenceError
+from playerfl_core.errors import DivergenceError
 from playerfl_core.units import set_params
 
 from .fedprox import all_params

@@ -11,15 +11,15 @@ averaged every round and units p+1..L stay local. The authors' code hard-codes p
 import math
 
 from playerfl_core.algorithms.base import Algorithm, at_least
-from playerfl_core.engine import DivergenceError
-from playerfl_core.results import SERVER
+from playerfl_core.errors import DivergenceError
+from playerfl_core.schema import SERVER
 from playerfl_core.sensitivity import (
     DEFAULT_THRESHOLD,
-    average_sensitivities,
-    choose_split,
     federation_sensitivity,
+    pooled_sensitivities,
+    server_split,
 )
-from playerfl_core.units import prefix, unit_names
+from playerfl_core.units import prefix
 
 
 class PrefixFederation(Algorithm):
@@ -69,7 +69,7 @@ class PLayerFL(PrefixFederation):
             per_client[c.id] = s
             for unit, value in s.items():
                 run.log(c.id, 0, "train", f"sensitivity/{unit}", value, c.n_train)
-        avg = average_sensitivities(per_client, run.weights)
+        avg = pooled_sensitivities(per_client, run.weights)
         if not all(math.isfinite(v) for v in avg.values()):
             raise DivergenceError(
                 f"non-finite federation sensitivities after the first epoch {avg}: training "
@@ -78,5 +78,4 @@ class PLayerFL(PrefixFederation):
         for unit, value in avg.items():
             run.log(SERVER, 0, "server", f"sensitivity/{unit}", value)
         run.info["sensitivity"] = avg
-        units = unit_names(run.clients[0].model)
-        return choose_split([avg[u] for u in units], self.threshold)
+        return server_split(per_client, run.weights, self.threshold)

@@ -12,8 +12,8 @@ import numpy as np
 
 from playerfl_core.algorithms.base import at_least
 from playerfl_core.algorithms.playerfl import PLayerFL, PrefixFederation
-from playerfl_core.engine import client_seed
-from playerfl_core.results import SERVER
+from playerfl_core.schema import SERVER
+from playerfl_core.seeding import client_seed
 from playerfl_core.sensitivity import DEFAULT_THRESHOLD
 from playerfl_core.units import unit_names
 

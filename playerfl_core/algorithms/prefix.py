@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from playerfl_core.algorithms.playerfl import PLayerFL, PrefixFederation
-from playerfl_core.results import SERVER
+from playerfl_core.schema import SERVER
 from playerfl_core.units import unit_names
 
 NAME_PATTERN = re.compile(r"^prefix_p(\d+)$")

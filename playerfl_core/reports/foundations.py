@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from tqdm import tqdm
 
-from playerfl_core.algorithms import describe_algorithms
+from playerfl_core.algorithms import describe_algorithms, get_algorithm
 from playerfl_core.engine import run_federated
 from playerfl_core.results import client_scores
 from playerfl_core.style import algorithm_label
@@ -15,7 +15,10 @@ from playerfl_core.style import algorithm_label
 def per_client_scores(fd, config, algorithms=("local", "fedavg")) -> pd.DataFrame:
     """Each client's test macro-F1 at its best-validation round under each algorithm (one run
     each, same seed), with the client's name; long format, clients in federation order."""
-    runs = [run_federated(fd, name, config).table() for name in tqdm(algorithms, desc="runs")]
+    runs = [
+        run_federated(fd, get_algorithm(name), config).table()
+        for name in tqdm(algorithms, desc="runs")
+    ]
     scores = client_scores(
         pd.concat(runs, ignore_index=True), metric="macro_f1", split="test", selection="best_val"
     )
