@@ -443,6 +443,7 @@ def run_grid(
     if profile not in PROFILE_NAMES:
         raise ValueError(f"Unknown profile {profile!r}; use one of {PROFILE_NAMES}.")
     store = Store(store if store is not None else default_store(profile))
+    stale = store.remove_stale_temporaries() if compute else []
     _start_from_archive(store, profile)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if workers is None:
@@ -480,6 +481,11 @@ def run_grid(
         for run_id, problem in store.damaged.items()
         if any(sp.run_id == run_id for sp in plan.records)
     ]
+    if stale:
+        result.notes.append(
+            f"Removed {len(stale)} temporary files of writes interrupted earlier (their "
+            f"processes are gone): {', '.join(stale)}."
+        )
     name = name or f"grid-{eval_timing}{options_tag(loss, augment).replace('_', '-')}"
     if computed or not (store.root / f"{name}.csv").exists():
         save_table(result.table, store.root / f"{name}.csv")

@@ -171,6 +171,16 @@ STATUSES = (OK, DIVERGED, ERROR)
 CSV_HEADER = (",".join(COLUMNS) + "\n").encode()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
 class Store:
     """One directory of finished runs: ``runs/<run_id>.csv`` + ``runs/<run_id>.json``.
 
@@ -191,6 +201,18 @@ class Store:
 
     def __repr__(self):
         return f"Store({str(self.root)!r})"
+
+    def remove_stale_temporaries(self) -> list[str]:
+        """Delete the temporary files of writes whose process is gone (a ``kill -9`` between
+        writing ``.<name>.<pid>.tmp`` and renaming it); returns their names. A live writer's file
+        is kept."""
+        removed = []
+        for tmp in sorted(self.runs.glob(".*.tmp")) if self.runs.is_dir() else []:
+            pid = tmp.name.rsplit(".", 2)[-2]
+            if pid.isdigit() and not _alive(int(pid)):
+                tmp.unlink(missing_ok=True)
+                removed.append(tmp.name)
+        return removed
 
     def record(self, spec: RunSpec) -> dict | None:
         """The manifest entry of a finished, intact run; None if it never finished or is

@@ -1693,10 +1693,10 @@ class NUnitNet(UnitModel):
 
     n = 3
 
-    def __init__(self, num_classes=3, in_channels=4, width=1.0):
+    def __init__(self, num_classes, input_shape, width=1.0):
         super().__init__()
         self.units = tuple(f"l{i}" for i in range(1, self.n + 1))
-        sizes = [in_channels] + [6] * (self.n - 1) + [num_classes]
+        sizes = [input_shape[0]] + [6] * (self.n - 1) + [num_classes]
         for i, u in enumerate(self.units):
             setattr(self, u, nn.Linear(sizes[i], sizes[i + 1]))
 
@@ -1704,7 +1704,7 @@ class NUnitNet(UnitModel):
 def with_units(monkeypatch, toy, n: int) -> FederatedData:
     """The toy federation on an ``n``-unit chain model."""
     monkeypatch.setitem(MODELS, "chain", type(f"Chain{n}", (NUnitNet,), {"n": n}))
-    return FederatedData("toy", toy.clients, 3, (4,), "chain", ["a", "b", "c"])
+    return FederatedData("toy", toy.clients, 3, (4,), ["a", "b", "c"], model="chain")
 
 
 def test_playerfl_random_runs_on_three_units(toy, monkeypatch):

@@ -540,3 +540,25 @@ def test_sigterm_stops_a_grid_cleanly_with_a_resume_hint(tmp_path):
     records, damaged = Store(store).scan()
     assert records and damaged == {}
     assert all(r["status"] == OK for r in records)
+
+
+def test_a_grid_removes_temporary_files_of_killed_writes_only(tmp_path):
+    """A kill -9 between writing a run's temporary file and renaming it leaves the file; the next
+    grid deletes it (its writer is gone) and says so, and keeps a live writer's file."""
+    from playerfl_core.run_store import Store
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    stale = runs / f".heart_local_x.csv.{dead.pid}.tmp"
+    live = runs / f".heart_local_y.csv.{os.getpid()}.tmp"
+    stale.write_text("half a fi")
+    live.write_text("being written")
+    grid = run_grid(
+        ["heart"], ["local"], "quick", seeds=[0], lrs=(0.01,), rounds=1, workers=1,
+        progress=False, store=tmp_path,
+    )  # fmt: skip
+    assert not stale.exists() and live.exists()
+    assert "Removed 1 temporary files of writes interrupted earlier" in grid.note()
+    assert Store(tmp_path).remove_stale_temporaries() == []

@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "studies",
         (
+            "playerfl_core.style",  # display names and colours: claims' reasons use the names
             "playerfl_core.results",
             "playerfl_core.run_store",
             "playerfl_core.tuning",
@@ -65,6 +66,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "playerfl_core.data_plots",
             "playerfl_core.prose",
             "playerfl_core.published",
+            "playerfl_core.reports",
         ),
     ),
     ("entry points", ("playerfl_core.cli", "playerfl_core.chapter_checks", "playerfl_core.checks")),
