@@ -104,14 +104,23 @@ def test_full_gradient_is_the_gradient_of_the_mean_loss():
     assert s == pytest.approx(by_definition(model, exact), rel=1e-5)
 
 
+SUBSAMPLE = {"batch_size": 3, "max_batches": 2}  # 6 of 20 samples, drawn by seed 5
+
+
+def subsample_gradient(model, x, y) -> dict[str, torch.Tensor]:
+    """The exact mean-loss gradient on the samples that ``SUBSAMPLE`` with seed 5 draws."""
+    idx = torch.randperm(len(y), generator=torch.Generator().manual_seed(5))[:6]
+    loss = F.cross_entropy(model(x[idx]), y[idx])
+    names = [n for n, _ in model.named_parameters()]
+    return dict(zip(names, torch.autograd.grad(loss, list(model.parameters())), strict=True))
+
+
 def test_full_gradient_on_a_subsample_uses_its_own_mean():
     model = ThreeUnits()
     x, y = data(n=20)
     gen = torch.Generator().manual_seed(5)
-    grads = full_gradient(model, x, y, batch_size=3, max_batches=2, generator=gen)
-    idx = torch.randperm(20, generator=torch.Generator().manual_seed(5))[:6]
-    loss = F.cross_entropy(model(x[idx]), y[idx])
-    exact = torch.autograd.grad(loss, list(model.parameters()))
+    grads = full_gradient(model, x, y, **SUBSAMPLE, generator=gen)
+    exact = subsample_gradient(model, x, y).values()
     for got, want in zip(grads.values(), exact, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7)
 
@@ -238,11 +247,7 @@ def test_federation_sensitivity_on_a_subsample_is_the_subsamples_metric():
     model = ThreeUnits()
     x, y = data(n=20)
     gen = torch.Generator().manual_seed(5)
-    s = federation_sensitivity(model, x, y, batch_size=3, max_batches=2, generator=gen)
-    idx = torch.randperm(20, generator=torch.Generator().manual_seed(5))[:6]
-    loss = F.cross_entropy(model(x[idx]), y[idx])
-    names = [n for n, _ in model.named_parameters()]
-    exact = dict(zip(names, torch.autograd.grad(loss, list(model.parameters())), strict=True))
-    assert s == pytest.approx(by_definition(model, exact), rel=1e-5)
+    s = federation_sensitivity(model, x, y, **SUBSAMPLE, generator=gen)
+    assert s == pytest.approx(by_definition(model, subsample_gradient(model, x, y)), rel=1e-5)
     full = federation_sensitivity(model, x, y, batch_size=3)
     assert s != pytest.approx(full, rel=1e-3)  # the subsample is not the whole data
