@@ -129,11 +129,10 @@ def _store(value, name):
     checks.output_file(Path(value) / "probe", name)
 
 
-def _device(value, name):
-    checks.device(value, name)
-
-
-COMMON = {"device": _opt(_device), "dataset_module": _opt(lambda v, n: None)}
+COMMON = {
+    "device": checks.device,  # None passes: the default device
+    "dataset_module": lambda value, name: None,  # loaded (and so checked) first, see below
+}
 ANALYTICS_PROFILE = _one_of("quick", "paper")
 
 SPECS: dict[str, dict[str, Callable]] = {
