@@ -78,6 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--rounds", type=int, help="override the profile's number of rounds")
     run.add_argument("--lr", type=float, help="override the profile's learning rate")
     run.add_argument("--device", help="cpu or cuda (default: cuda when present)")
+    run.add_argument(
+        "--backend",
+        choices=("engine", "flower"),
+        default="engine",
+        help="engine: every silo in this process (default); flower: one Flower SuperNode per "
+        "silo on Flower's simulation engine (same rows, CPU only)",
+    )
     add_training_options(run)
 
     grid = sub.add_parser(
@@ -273,6 +280,8 @@ def cmd_run(args) -> int:
     from data_prep import DataError, load
     from playerfl_core.divergence import check_table
 
+    if args.backend == "flower" and args.device not in (None, "cpu"):
+        raise checks.OptionError("--backend flower runs on the CPU: drop --device.")
     dataset = checks.dataset_list(args.dataset, "--dataset")
     if len(dataset) != 1:
         raise checks.OptionError(f"--dataset: give one dataset, got {args.dataset!r}.")
@@ -294,8 +303,12 @@ def cmd_run(args) -> int:
         augment=args.augment,
         progress=False,
     )
+    if args.backend == "flower":
+        settings["device"] = "cpu"
     for seed in seeds:  # every RunConfig field checked before any training
         make_config(args.dataset, args.profile, seed=seed, **settings)
+    if args.backend == "flower":
+        return _run_on_flower(args, names, seeds, settings, out)
     tables, diverged = [], []
     jobs = [(seed, name) for seed in seeds for name in names]
     try:
@@ -317,6 +330,46 @@ def cmd_run(args) -> int:
     path = save_table(pd.concat(tables, ignore_index=True), out)
     print(f"wrote {path} ({sum(len(t) for t in tables)} rows)")
     return 3 if diverged else 0
+
+
+def _run_on_flower(args, names, seeds, settings, out) -> int:
+    """``playerfl run --backend flower``: the same runs, each silo a Flower SuperNode."""
+    import tempfile
+    from dataclasses import asdict
+
+    from data_prep import DataError, load
+    from playerfl_core.divergence import check_table
+    from playerfl_core.flower_link import FlowerRunError, Job, simulate
+
+    jobs, silos = [], 0
+    try:
+        for seed in seeds:
+            silos = len(load(args.dataset, profile=args.profile, seed=seed).clients)
+            config = asdict(make_config(args.dataset, args.profile, seed=seed, **settings))
+            modules = tuple(args.dataset_module or ())
+            jobs += [
+                Job(args.dataset, name, {}, config, args.profile, seed, modules) for name in names
+            ]
+    except DataError as err:
+        print(f"playerfl: {err}", file=sys.stderr)
+        return 2
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            result = simulate(jobs, silos, tmp)
+    except FlowerRunError as err:
+        print(f"playerfl: {err}", file=sys.stderr)
+        return 3
+    for failure in result.failed:
+        print(
+            f"playerfl: failed (no rows written): {failure['run']}: {failure['error']}",
+            file=sys.stderr,
+        )
+    if result.table.empty:
+        print("playerfl: every run failed; nothing written.", file=sys.stderr)
+        return 3
+    path = save_table(check_table(result.table), out)
+    print(f"wrote {path} ({len(result.table)} rows)")
+    return 3 if result.failed else 0
 
 
 def cmd_sweep(args) -> int:

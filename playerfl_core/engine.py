@@ -45,10 +45,13 @@ __all__ = [
     "Client",
     "Observer",
     "DivergenceError",
+    "LocalLink",
     "Run",
     "RunConfig",
     "client_seed",
     "default_device",
+    "drive",
+    "make_client",
     "run_federated",
 ]
 
@@ -206,8 +209,7 @@ class Client:
     ):
         dev = config.device
         self.id, self.name, self.config = cid, data.name, config
-        self.x = {s: getattr(data, f"x_{s}").to(dev) for s in ("train", "val", "test")}
-        self.y = {s: getattr(data, f"y_{s}").to(dev) for s in ("train", "val", "test")}
+        self.attach(data)
         self.n_train = len(self.y["train"])
         self.model = model.to(dev)
         self.optimizer = self.make_optimizer(self.model.parameters())
@@ -218,6 +220,13 @@ class Client:
         if config.augment and augmentation is None:
             raise ValueError(f"Client {self.name!r}: augment=True needs an augmentation.")
         self.state: dict = {}
+
+    def attach(self, data) -> None:
+        """Put the silo's splits on the run's device (again, after the client was restored
+        without its data: a Flower node keeps only the training state between messages)."""
+        dev = self.config.device
+        self.x = {s: getattr(data, f"x_{s}").to(dev) for s in ("train", "val", "test")}
+        self.y = {s: getattr(data, f"y_{s}").to(dev) for s in ("train", "val", "test")}
 
     def make_optimizer(self, params, lr: float | None = None) -> torch.optim.Optimizer:
         """Adam with AMSGrad and L2 weight decay, as the authors' evaluation (appendix §4.2)."""
@@ -315,7 +324,12 @@ class Client:
 
 @dataclass
 class Run:
-    """The state of one federated run, handed to every algorithm hook."""
+    """The state of one federated run, handed to every algorithm hook.
+
+    In-process the run holds the clients; a server elsewhere (Flower) holds a run without
+    clients and reaches them through :attr:`link`. Server hooks use ``sizes``, ``weights``,
+    ``template`` and ``link`` only, so they run unchanged on either.
+    """
 
     data: object
     config: RunConfig
@@ -324,12 +338,36 @@ class Run:
     algorithm_name: str
     rows: list = field(default_factory=list)
     info: dict = field(default_factory=dict)
+    sizes: dict[int, int] = field(default_factory=dict)
+    """Training-set size per client id (what the server knows of each client)."""
+    link: object = None
+    """How server hooks reach the clients (:class:`LocalLink` in-process)."""
+
+    def __post_init__(self):
+        if not self.sizes:
+            self.sizes = {c.id: c.n_train for c in self.clients}
+        self._template = None
+
+    @property
+    def client_ids(self) -> list[int]:
+        return list(self.sizes)
+
+    @property
+    def n_clients(self) -> int:
+        return len(self.sizes)
 
     @property
     def weights(self) -> dict[int, float]:
         """Aggregation weights: training-set shares (as the paper)."""
-        total = sum(c.n_train for c in self.clients)
-        return {c.id: c.n_train / total for c in self.clients}
+        total = sum(self.sizes.values())
+        return {cid: n / total for cid, n in self.sizes.items()}
+
+    @property
+    def template(self) -> UnitModel:
+        """A model of the run's architecture, for its unit and parameter names (server side)."""
+        if self._template is None:
+            self._template = self.new_model()
+        return self._template
 
     def new_model(self) -> UnitModel:
         """A fresh model with the run's common initial weights."""
@@ -358,20 +396,63 @@ class Run:
         return pd.DataFrame(self.rows, columns=COLUMNS)
 
 
-def _evaluate_all(run: Run, algorithm, rnd: int) -> None:
-    """Score every client's deployed model on val and test: one confusion-matrix pass and one
-    copy to the host per round (:mod:`playerfl_core.scoring`)."""
-    splits = ("val", "test")
-    keys, logits, labels = [], [], []
-    for c in run.clients:
-        logits += c.logits(algorithm.deployed_model(run, c), splits)
-        labels += [c.y[s] for s in splits]
-        keys += [(c, s) for s in splits]
-    rows = score_many(logits, labels).cpu().numpy()
-    for (c, split), row in zip(keys, rows, strict=True):
-        scores = summarise(row)
-        for metric in METRICS:
-            run.log(c.id, rnd, split, metric, scores[metric], len(c.y[split]))
+class LocalLink:
+    """Server and clients in one process: each call runs the algorithm's client hooks on the
+    run's clients, in client order. A link elsewhere (:mod:`playerfl_core.flower_link`) runs
+    the same calls on remote clients and must give the same answers.
+
+    The first four methods serve the algorithm's server hooks; the rest drive the round loop.
+    """
+
+    def __init__(self, run: Run, algorithm):
+        self.run, self.algorithm = run, algorithm
+
+    def uploads(self, rnd: int, for_deployment: bool = False) -> dict[int, dict]:
+        """Each client's upload (or its deployment upload); clients that send nothing omitted."""
+        hook = self.algorithm.deployment_upload if for_deployment else self.algorithm.upload
+        sent = {c.id: hook(self.run, c, rnd) for c in self.run.clients}
+        return {cid: up for cid, up in sent.items() if up}
+
+    def reports(self, rnd: int) -> dict[int, dict[str, float]]:
+        return {c.id: self.algorithm.report(self.run, c, rnd) for c in self.run.clients}
+
+    def send(self, rnd: int, values: dict[int, dict[str, torch.Tensor]]) -> None:
+        for c in self.run.clients:
+            if c.id in values:
+                self.algorithm.receive(self.run, c, rnd, values[c.id])
+
+    def deploy(self, values: dict[int, dict[str, torch.Tensor]]) -> None:
+        for c in self.run.clients:
+            if c.id in values:
+                self.algorithm.receive_deployment(self.run, c, values[c.id])
+
+    def setup(self) -> None:
+        for c in self.run.clients:
+            self.algorithm.setup_client(self.run, c)
+
+    def train(self, rnd: int) -> None:
+        for c in self.run.clients:
+            loss = self.algorithm.local_update(self.run, c, rnd)
+            self.run.log(c.id, rnd, "train", "loss", loss, c.n_train)
+
+    def evaluate(self, rnd: int) -> None:
+        """Score every client's deployed model on val and test: one confusion-matrix pass and
+        one copy to the host (:mod:`playerfl_core.scoring`)."""
+        run, splits = self.run, ("val", "test")
+        keys, logits, labels = [], [], []
+        for c in run.clients:
+            logits += c.logits(self.algorithm.deployed_model(run, c), splits)
+            labels += [c.y[s] for s in splits]
+            keys += [(c, s) for s in splits]
+        rows = score_many(logits, labels).cpu().numpy()
+        for (c, split), row in zip(keys, rows, strict=True):
+            scores = summarise(row)
+            for metric in METRICS:
+                run.log(c.id, rnd, split, metric, scores[metric], len(c.y[split]))
+
+    def finish(self) -> None:
+        for c in self.run.clients:
+            self.algorithm.finish_client(self.run, c)
 
 
 class Observer:
@@ -408,12 +489,22 @@ def run_federated(data, algorithm, config: RunConfig, observers: Sequence[Observ
     if not data.clients:
         raise ValueError(f"Dataset {data.name!r} has no clients.")
     config.check_data(data)
-    extras = {k: getattr(data, k, None) for k in ("focal_loss", "augmentation")}
-    clients = [
-        Client(i, cd, _fresh(data, config), config, **extras) for i, cd in enumerate(data.clients)
-    ]
+    clients = [make_client(data, i, config) for i in range(len(data.clients))]
     init = {n: p.detach().clone() for n, p in clients[0].model.named_parameters()}
     run = Run(data, config, clients, init, algorithm.name)
+    run.link = LocalLink(run, algorithm)
+    return drive(run, algorithm, observers)
+
+
+def make_client(data, cid: int, config: RunConfig) -> Client:
+    """Client ``cid`` of ``data`` with the run's common initial model."""
+    extras = {k: getattr(data, k, None) for k in ("focal_loss", "augmentation")}
+    return Client(cid, data.clients[cid], _fresh(data, config), config, **extras)
+
+
+def drive(run: Run, algorithm, observers: Sequence[Observer] = ()) -> Run:
+    """The round loop, the same wherever the clients are: ``run.link`` reaches them."""
+    config, link = run.config, run.link
     run.info.update(
         algorithm=algorithm.name,
         hyperparameters=algorithm.hyperparameters(),
@@ -421,32 +512,38 @@ def run_federated(data, algorithm, config: RunConfig, observers: Sequence[Observ
         config=asdict(config),
     )
     algorithm.setup(run)
+    link.setup()
     weights = run.weights
-    for c in clients:
-        run.log(c.id, 0, "train", "n_samples", c.n_train, c.n_train)
-        run.log(c.id, 0, "train", "weight", weights[c.id], c.n_train)
+    for cid, n in run.sizes.items():
+        run.log(cid, 0, "train", "n_samples", n, n)
+        run.log(cid, 0, "train", "weight", weights[cid], n)
     bar = tqdm(
         range(config.rounds),
-        desc=f"{data.name}/{algorithm.name}",
+        desc=f"{run.data.name}/{algorithm.name}",
         disable=not config.progress,
         leave=False,
     )
     for rnd in bar:
-        for c in clients:
-            loss = algorithm.local_update(run, c, rnd)
-            run.log(c.id, rnd, "train", "loss", loss, c.n_train)
+        algorithm.before_training(run, rnd)
+        link.train(rnd)
         if config.eval_timing == "before_aggregation":
-            _evaluate_all(run, algorithm, rnd)
+            _evaluate(run, algorithm, rnd)
         for obs in observers:
             obs.after_local_updates(run, rnd)
         algorithm.server_step(run, rnd)
         if config.eval_timing == "after_aggregation":
-            _evaluate_all(run, algorithm, rnd)
+            _evaluate(run, algorithm, rnd)
         for obs in observers:
             obs.on_round_end(run, rnd)
-    if algorithm.finish(run):
-        _evaluate_all(run, algorithm, config.rounds)
+    if algorithm.final_step:
+        link.finish()
+        _evaluate(run, algorithm, config.rounds)
     return run
+
+
+def _evaluate(run: Run, algorithm, rnd: int) -> None:
+    algorithm.prepare_deployment(run, rnd)
+    run.link.evaluate(rnd)
 
 
 def _fresh(data, config: RunConfig) -> UnitModel:

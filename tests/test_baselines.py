@@ -21,7 +21,7 @@ from data_prep.base import ClientData, FederatedData
 from playerfl_core.algorithms import ALGORITHMS, get_algorithm, is_algorithm
 from playerfl_core.algorithms.ditto import Ditto
 from playerfl_core.algorithms.fedbabu import FedBABU
-from playerfl_core.algorithms.fedlama import FedLAMA
+from playerfl_core.algorithms.fedlama import FedLAMA, global_average
 from playerfl_core.algorithms.fedlp import FedLP
 from playerfl_core.algorithms.fedprox import FedProx
 from playerfl_core.algorithms.finetune import FineTune
@@ -396,16 +396,7 @@ def test_fedlama_global_model_is_the_weighted_average_on_hand_built_clients():
     }
     for i, model in enumerate(models):
         set_params(model, {n: v[i] for n, v in values.items()})
-    fake = SimpleNamespace(
-        weights=weights,
-        clients=[SimpleNamespace(id=i, model=m) for i, m in enumerate(models)],
-        new_model=TwoUnitNet,
-        log=lambda *args, **kwargs: None,
-    )
-    lama = FedLAMA()
-    lama.setup(fake)
-    lama.local_update(fake, SimpleNamespace(train_epoch=lambda: 0.0), 0)
-    deployed = all_params(lama.deployed_model(fake, fake.clients[0]))
+    deployed = global_average({i: all_params(m) for i, m in enumerate(models)}, weights)
     for n, v in values.items():
         expected = sum(weights[i] * v[i] for i in weights)
         torch.testing.assert_close(deployed[n], expected, rtol=0, atol=1e-6, msg=n)
@@ -435,10 +426,8 @@ class LAProbe(PFedLA):
 
     def server_step(self, run, rnd):
         old_copies = [{n: v.clone() for n, v in copy.items()} for copy in self.copies]
-        targets = {
-            c: {n: m.detach() + d[n] for n, m in mx.items()} for c, (mx, d) in self.pending.items()
-        }
-        before = {c: self._gap(self.pending[c][0], targets[c]) for c in targets}
+        targets = {c.id: all_params(c.model) for c in run.clients}  # what each client trained
+        before = {c: self._gap(self.pending[c], targets[c]) for c in targets}
         super().server_step(run, rnd)
         self.hn_states.append(self._hn())
         new_copies, self.copies = self.copies, old_copies  # same copies, new weights α
@@ -525,7 +514,7 @@ def test_pfedme_outer_step_on_a_hand_built_quadratic():
     w = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
     theta = torch.tensor([0.0, 1.0, 0.5], dtype=torch.float64)
     w_before = w.clone()
-    me._envelope_step(None, [w], [theta])
+    me._envelope_step(SimpleNamespace(config=SimpleNamespace(lr=0.1)), [w], [theta])
     expected = w_before - 0.1 * 4.0 * (w_before - theta)  # = [0.6, -0.8, 0.5]
     torch.testing.assert_close(w, expected, rtol=0, atol=1e-15)
     torch.testing.assert_close(w, torch.tensor([0.6, -0.8, 0.5], dtype=torch.float64))
@@ -620,7 +609,7 @@ def test_playerfl_random_needs_three_units():
             super().__init__()
             self.body, self.head = nn.Linear(2, 2), nn.Linear(2, 2)
 
-    fake_run = SimpleNamespace(clients=[SimpleNamespace(model=TwoUnits())], info={})
+    fake_run = SimpleNamespace(template=TwoUnits(), info={})
     with pytest.raises(ValueError, match="at least 3 layer units"):
         PLayerFLRandom().setup(fake_run)
 
@@ -662,14 +651,15 @@ def probe(cls, **hp):
             super().setup(run)
             self.rounds, self.start = [], {}
 
-        def local_update(self, run, client, rnd):
-            if rnd == 0:
-                held = {"model": all_params(client.model)}
-                for key in ("personal",):
-                    if key in client.state:
-                        held[key] = all_params(client.state[key])
-                self.start[client.id] = held
-            return super().local_update(run, client, rnd)
+        def before_training(self, run, rnd):
+            if rnd == 0:  # before anything the server sends (pFedLA's first mixture)
+                for client in run.clients:
+                    held = {"model": all_params(client.model)}
+                    for key in ("personal",):
+                        if key in client.state:
+                            held[key] = all_params(client.state[key])
+                    self.start[client.id] = held
+            super().before_training(run, rnd)
 
         def upload(self, run, client, rnd):
             up = super().upload(run, client, rnd)
@@ -682,6 +672,7 @@ def probe(cls, **hp):
             previous = {n: v.clone() for n, v in run.global_params.items()}
             super().server_step(run, rnd)
             after = [all_params(c.model) for c in run.clients]
+            self.prepare_deployment(run, rnd)  # FedLAMA forms its global model here
             deployed = [all_params(self.deployed_model(run, c)) for c in run.clients]
             self.rounds.append(
                 {
@@ -1204,15 +1195,16 @@ def test_playerfl_split_reacts_to_the_threshold(toy):
 
 # -- FineTune and FedBABU: what is adapted after the last round -----------------------------------
 class FinishProbe:
-    def finish(self, run):
-        self.before = [all_params(c.model) for c in run.clients]
-        self.global_before = {n: v.clone() for n, v in run.global_params.items()}
-        steps = [self._steps(c) for c in run.clients]
-        out = super().finish(run)
-        self.steps = [self._steps(c) - s for c, s in zip(run.clients, steps, strict=True)]
-        self.after = [all_params(c.model) for c in run.clients]
-        self.deployed = [all_params(self.deployed_model(run, c)) for c in run.clients]
-        return out
+    def finish_client(self, run, client):
+        if client.id == 0:
+            self.before, self.after, self.deployed, self.steps = [], [], [], []
+            self.global_before = {n: v.clone() for n, v in run.global_params.items()}
+        self.before.append(all_params(client.model))
+        steps = self._steps(client)
+        super().finish_client(run, client)
+        self.steps.append(self._steps(client) - steps)
+        self.after.append(all_params(client.model))
+        self.deployed.append(all_params(self.deployed_model(run, client)))
 
     @staticmethod
     def _steps(client):

@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "playerfl_core.style",  # display names and colours: claims' reasons use the names
             "playerfl_core.results",
             "playerfl_core.run_store",
+            "playerfl_core.flower_link",  # the round loop over Flower (uses the code fingerprint)
             "playerfl_core.tuning",
             "playerfl_core.grid_plan",
             "playerfl_core.grid_runner",

@@ -6,6 +6,13 @@
 4. Which model does a client deploy?         ``deployed_model`` (and the class text ``deploys``)
 
 Most algorithms are FedAvg plus a different answer to one question.
+
+Every hook runs on one side. *Client hooks* take ``(run, client, ...)`` and touch only that
+client. *Server hooks* take ``(run, rnd)`` and never touch a client: they reach the clients only
+through ``run.link`` (:class:`playerfl_core.link.Link`), which carries exactly what a hook names
+(an upload, a report, values to install) in-process or between machines (Flower). Attributes
+listed in ``client_attributes`` are the server's decisions a client needs (PLayer-FL's split);
+they travel with every message.
 """
 
 from __future__ import annotations
@@ -63,23 +70,27 @@ class Algorithm:
     def hyperparameters(self) -> dict:
         return {k: getattr(self, k) for k in self.defaults()}
 
-    # -- the hooks ---------------------------------------------------------------------------
+    client_attributes: tuple[str, ...] = ()
+    """Attributes the server decides and each client's copy of the algorithm must see."""
+    final_step = False
+    """True: after the last round every client runs :meth:`finish_client` and the result is
+    evaluated as one more round (index ``rounds``)."""
+
+    def client_state(self) -> dict:
+        """The values of :attr:`client_attributes` (what a message carries to a client)."""
+        return {k: getattr(self, k) for k in self.client_attributes}
+
+    def load_client_state(self, state: dict) -> None:
+        """Install the server's decisions in a client's copy of the algorithm."""
+        for key, value in state.items():
+            setattr(self, key, value)
+
+    # -- server hooks ------------------------------------------------------------------------
     def setup(self, run) -> None:
-        """Called once, after the clients exist and before round 0."""
+        """Server, once, before round 0 (``run.template`` shows the model's units)."""
 
-    def local_update(self, run, client, rnd: int) -> float:
-        """Train the client locally; return its mean training loss."""
-        return client.train_epoch()
-
-    def shared_units(self, run, client, rnd: int) -> tuple[str, ...]:
-        """Units this client uploads this round."""
-        return unit_names(client.model)
-
-    def upload(self, run, client, rnd: int) -> dict[str, torch.Tensor]:
-        """What leaves the client: copies of the parameters of its shared units, nothing else."""
-        return get_params(
-            client.model, param_names(client.model, self.shared_units(run, client, rnd))
-        )
+    def before_training(self, run, rnd: int) -> None:
+        """Server, before the clients train in round ``rnd`` (pFedLA sends personal mixes)."""
 
     def aggregate(self, run, rnd: int, uploads: dict[int, dict[str, torch.Tensor]]) -> set[str]:
         """Weighted average (training-set sizes) of each parameter over the clients that sent it.
@@ -98,25 +109,58 @@ class Algorithm:
 
     def distribute(self, run, rnd: int, updated: set[str]) -> None:
         """Send the updated server parameters back to every client."""
-        values = {n: run.global_params[n] for n in updated}
-        for client in run.clients:
-            set_params(client.model, values)
+        values = {n: run.global_params[n] for n in sorted(updated)}
+        run.link.send(rnd, dict.fromkeys(run.client_ids, values))
 
     def server_step(self, run, rnd: int) -> None:
         """Collect uploads, aggregate, distribute. The server sees only the uploads."""
-        uploads = {c.id: self.upload(run, c, rnd) for c in run.clients}
-        uploads = {cid: up for cid, up in uploads.items() if up}
+        uploads = run.link.uploads(rnd)
         if uploads:
             self.distribute(run, rnd, self.aggregate(run, rnd, uploads))
+
+    def prepare_deployment(self, run, rnd: int) -> None:
+        """Server, before every evaluation: what clients need to build the deployed model
+        (FedLAMA's global average). Default: nothing, each client deploys from its own state."""
+
+    # -- client hooks ------------------------------------------------------------------------
+    def setup_client(self, run, client) -> None:
+        """Client, once, before round 0 (personal models, frozen parts)."""
+
+    def local_update(self, run, client, rnd: int) -> float:
+        """Train the client locally; return its mean training loss."""
+        return client.train_epoch()
+
+    def report(self, run, client, rnd: int) -> dict[str, float]:
+        """Numbers (not parameters) the server asks for this round; PLayer-FL's sensitivities."""
+        return {}
+
+    def shared_units(self, run, client, rnd: int) -> tuple[str, ...]:
+        """Units this client uploads this round."""
+        return unit_names(client.model)
+
+    def upload(self, run, client, rnd: int) -> dict[str, torch.Tensor]:
+        """What leaves the client: copies of the parameters of its shared units, nothing else."""
+        return get_params(
+            client.model, param_names(client.model, self.shared_units(run, client, rnd))
+        )
+
+    def deployment_upload(self, run, client, rnd: int) -> dict[str, torch.Tensor]:
+        """What :meth:`prepare_deployment` collects from the client (nothing by default)."""
+        return {}
+
+    def receive(self, run, client, rnd: int, values: dict[str, torch.Tensor]) -> None:
+        """Install what the server sent (parameters by name) in the client's model."""
+        set_params(client.model, values)
+
+    def receive_deployment(self, run, client, values: dict[str, torch.Tensor]) -> None:
+        """Install what :meth:`prepare_deployment` sent (nothing to do by default)."""
 
     def deployed_model(self, run, client):
         """The model the client would deploy, evaluated every round."""
         return client.model
 
-    def finish(self, run) -> bool:
-        """Optional last step after the final round; return True to evaluate it as one more
-        round (index ``rounds``)."""
-        return False
+    def finish_client(self, run, client) -> None:
+        """Client, after the final round, when :attr:`final_step` is True."""
 
 
 # -- hyper-parameter ranges (for ``valid``) --------------------------------------------------

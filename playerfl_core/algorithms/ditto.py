@@ -51,14 +51,13 @@ class Ditto(Algorithm):
     def valid(cls):
         return {"lam": at_least(0)}
 
-    def setup(self, run):
-        for c in run.clients:
-            personal = run.new_model()
-            c.state["personal"] = personal
-            c.state["personal_optimizer"] = c.make_optimizer(personal.parameters())
-            c.state["personal_generator"] = torch.Generator().manual_seed(
-                client_seed(run.config.seed, c.id)
-            )
+    def setup_client(self, run, client):
+        personal = run.new_model()
+        client.state["personal"] = personal
+        client.state["personal_optimizer"] = client.make_optimizer(personal.parameters())
+        client.state["personal_generator"] = torch.Generator().manual_seed(
+            client_seed(run.config.seed, client.id)
+        )
 
     def local_update(self, run, client, rnd):
         received = all_params(client.model)

@@ -15,7 +15,7 @@ from playerfl_core.units import param_names, unit_names
 
 
 class FedBABU(Algorithm):
-    """Body federated with a frozen head; fine-tuned for ``finetune_epochs`` in ``finish``.
+    """Body federated with a frozen head; fine-tuned for ``finetune_epochs`` at the end.
 
     Clients deploy the federated model (shared body, initial head) during federation and their
     fine-tuned model afterwards.
@@ -42,21 +42,22 @@ class FedBABU(Algorithm):
     def head(model) -> str:
         return unit_names(model)[-1]
 
+    final_step = True
+
     def setup(self, run):
         if self.finetune not in ("full", "head"):
             raise ValueError(f"fedbabu: finetune must be 'full' or 'head', got {self.finetune!r}.")
-        for c in run.clients:
-            self._train_only(c, body=True, head=False)
+
+    def setup_client(self, run, client):
+        self._train_only(client, body=True, head=False)
 
     def shared_units(self, run, client, rnd):
         return unit_names(client.model)[:-1]
 
-    def finish(self, run):
-        for c in run.clients:
-            self._train_only(c, body=self.finetune == "full", head=True)
-            loss = c.train_epoch(epochs=self.finetune_epochs)
-            run.log(c.id, run.config.rounds, "train", "loss", loss, c.n_train)
-        return True
+    def finish_client(self, run, client):
+        self._train_only(client, body=self.finetune == "full", head=True)
+        loss = client.train_epoch(epochs=self.finetune_epochs)
+        run.log(client.id, run.config.rounds, "train", "loss", loss, client.n_train)
 
     def _train_only(self, client, body: bool, head: bool) -> None:
         """Set which parts train and give the client a fresh optimiser over exactly those."""

@@ -26,6 +26,8 @@ from playerfl_core.algorithms.base import Algorithm, integer
 from playerfl_core.schema import SERVER
 from playerfl_core.units import param_names, set_params, unit_names, unit_sizes
 
+from .fedprox import all_params
+
 
 class FedLAMA(Algorithm):
     """Base interval τ' = 2 and multiplier φ = 2 (appendix §1.2); τ' = φ = 1 is FedAvg.
@@ -36,6 +38,7 @@ class FedLAMA(Algorithm):
     """
 
     name = "fedlama"
+    client_attributes = ("units", "intervals")
     shares = "every unit, but unit l only every τ_l rounds (adapted from the units' discrepancy)"
     key_hyperparameter = "tau_base"
     paper = "Lee et al., 2023"
@@ -62,42 +65,28 @@ class FedLAMA(Algorithm):
             raise ValueError(
                 f"fedlama: tau_base and phi must be integers ≥ 1, got {self.tau_base}, {self.phi}."
             )
-        model = run.clients[0].model
+        model = run.template
         self.units = unit_names(model)
         self.sizes = unit_sizes(model)
         self.intervals = dict.fromkeys(self.units, int(self.tau_base))
         self.discrepancy = dict.fromkeys(self.units, 0.0)
-        self._global = run.new_model()
-        self._global_current = False
         self._log_intervals(run, 0)
 
-    def local_update(self, run, client, rnd):
-        self._global_current = False
-        return super().local_update(run, client, rnd)
+    def prepare_deployment(self, run, rnd):
+        """Every client sends its current model; every client receives their average."""
+        current = run.link.uploads(rnd, for_deployment=True)
+        run.link.deploy(dict.fromkeys(current, global_average(current, run.weights)))
+
+    def deployment_upload(self, run, client, rnd):
+        return all_params(client.model)
+
+    def receive_deployment(self, run, client, values):
+        if "global" not in client.state:
+            client.state["global"] = run.new_model()
+        set_params(client.state["global"], values)
 
     def deployed_model(self, run, client):
-        return self.global_model(run)
-
-    def global_model(self, run):
-        """The weighted average of the clients' current models, all units (computed once per
-        change of the clients' models). A parameter all clients hold identically (a unit just
-        synchronised) is copied, so τ' = φ = 1 reproduces FedAvg bit for bit."""
-        if not self._global_current:
-            weights = run.weights
-            current = [dict(c.model.named_parameters()) for c in run.clients]
-            average = {}
-            with torch.no_grad():
-                for name in current[0]:
-                    values = [params[name] for params in current]
-                    if all(torch.equal(v, values[0]) for v in values[1:]):
-                        average[name] = values[0]
-                    else:
-                        average[name] = sum(
-                            v * weights[c.id] for v, c in zip(values, run.clients, strict=True)
-                        )
-            set_params(self._global, average)
-            self._global_current = True
-        return self._global
+        return client.state["global"]
 
     def due(self, rnd: int) -> tuple[str, ...]:
         """Units synchronised after round ``rnd``."""
@@ -110,7 +99,7 @@ class FedLAMA(Algorithm):
         updated = super().aggregate(run, rnd, uploads)
         weights = run.weights
         total = sum(weights[cid] for cid in uploads)
-        model = run.clients[0].model
+        model = run.template
         for u in self.due(rnd):
             names = param_names(model, [u])
             d = (
@@ -125,7 +114,6 @@ class FedLAMA(Algorithm):
         return updated
 
     def server_step(self, run, rnd):
-        self._global_current = False
         super().server_step(run, rnd)
         if (rnd + 1) % (int(self.phi) * int(self.tau_base)) == 0:
             self.adjust_intervals()
@@ -152,3 +140,19 @@ class FedLAMA(Algorithm):
         """Intervals in force from round ``rnd`` on."""
         for u, tau in self.intervals.items():
             run.log(SERVER, rnd, "server", f"interval/{u}", tau)
+
+
+def global_average(models: dict[int, dict[str, torch.Tensor]], weights: dict[int, float]):
+    """The weighted average of the clients' models, all parameters. A parameter every client
+    holds identically (a unit just synchronised) is copied, so τ' = φ = 1 reproduces FedAvg bit
+    for bit."""
+    ids = list(models)
+    average = {}
+    with torch.no_grad():
+        for name in models[ids[0]]:
+            values = [models[cid][name] for cid in ids]
+            if all(torch.equal(v, values[0]) for v in values[1:]):
+                average[name] = values[0]
+            else:
+                average[name] = sum(v * weights[cid] for v, cid in zip(values, ids, strict=True))
+    return average

@@ -44,14 +44,13 @@ class FedLP(Algorithm):
         keep = rng.random(len(units)) < self.p
         return tuple(u for u, k in zip(units, keep, strict=True) if k)
 
+    def upload(self, run, client, rnd):
+        kept = len(self.shared_units(run, client, rnd))
+        run.log(client.id, rnd, "train", "kept_units", kept, client.n_train)
+        return super().upload(run, client, rnd)
+
     def server_step(self, run, rnd):
-        uploads = {}
-        for c in run.clients:
-            run.log(
-                c.id, rnd, "train", "kept_units", len(self.shared_units(run, c, rnd)), c.n_train
-            )
-            uploads[c.id] = self.upload(run, c, rnd)
-        uploads = {cid: up for cid, up in uploads.items() if up}
+        uploads = run.link.uploads(rnd)
         if uploads:
             self.aggregate(run, rnd, uploads)
         self.distribute(run, rnd, set(run.global_params))

@@ -10,7 +10,7 @@ from playerfl_core.algorithms.base import Algorithm, integer
 
 
 class FineTune(Algorithm):
-    """FedAvg for all rounds; in ``finish`` each client trains the final global model locally
+    """FedAvg for all rounds; at the end each client trains the final global model locally
     and deploys the result (before that, it deploys the global model)."""
 
     name = "finetune"
@@ -30,8 +30,8 @@ class FineTune(Algorithm):
     def valid(cls):
         return {"finetune_epochs": integer(1)}
 
-    def finish(self, run):
-        for c in run.clients:
-            loss = c.train_epoch(epochs=self.finetune_epochs)
-            run.log(c.id, run.config.rounds, "train", "loss", loss, c.n_train)
-        return True
+    final_step = True
+
+    def finish_client(self, run, client):
+        loss = client.train_epoch(epochs=self.finetune_epochs)
+        run.log(client.id, run.config.rounds, "train", "loss", loss, client.n_train)

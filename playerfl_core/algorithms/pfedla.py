@@ -24,7 +24,7 @@ from data_prep.registry import federation, is_declared
 from playerfl_core.algorithms.base import Algorithm, at_least, integer, optional
 from playerfl_core.schema import SERVER
 from playerfl_core.seeding import client_seed
-from playerfl_core.units import param_names, set_params, unit_names
+from playerfl_core.units import param_names, unit_names
 
 
 def declared_sizes(dataset: str) -> tuple[int, int]:
@@ -88,10 +88,10 @@ class PFedLA(Algorithm):
     def setup(self, run):
         emb, hid = declared_sizes(run.data.name)
         emb, hid = self.embedding_dim or emb, self.hidden_dim or hid
-        model = run.clients[0].model
+        model = run.template
         self.units = unit_names(model)
         self.unit_params = {u: param_names(model, [u]) for u in self.units}
-        k = len(run.clients)
+        k = run.n_clients
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(client_seed(run.config.seed, SERVER, "pfedla"))
             self.hypernets = [
@@ -113,18 +113,28 @@ class PFedLA(Algorithm):
                 mixed[n] = torch.tensordot(alpha[u], stacked, dims=1)
         return mixed
 
-    def local_update(self, run, client, rnd):
-        mixed = self.mix(self.alphas(client.id))
-        set_params(client.model, {n: v.detach() for n, v in mixed.items()})
-        loss = client.train_epoch()
+    def before_training(self, run, rnd):
+        """Each client receives its personal mixture of the copies (the server keeps its graph)."""
+        self.pending = {cid: self.mix(self.alphas(cid)) for cid in run.client_ids}
+        run.link.send(
+            rnd,
+            {cid: {n: v.detach() for n, v in mixed.items()} for cid, mixed in self.pending.items()},
+        )
+
+    def receive(self, run, client, rnd, values):
+        super().receive(run, client, rnd, values)
+        client.state["received"] = values
+
+    def upload(self, run, client, rnd):
+        """Δ_i: the change local training made to the received mixture."""
         params = dict(client.model.named_parameters())
-        delta = {n: params[n].detach() - v.detach() for n, v in mixed.items()}
-        self.pending[client.id] = (mixed, delta)
-        return loss
+        return {n: params[n].detach() - v for n, v in client.state["received"].items()}
 
     def server_step(self, run, rnd):
         """The server receives Δ_i only: update the copies and train the hypernetworks."""
-        for cid, (mixed, delta) in self.pending.items():
+        deltas = run.link.uploads(rnd)
+        for cid, mixed in self.pending.items():
+            delta = deltas[cid]
             names = list(mixed)
             hn = self.hypernets[cid]
             grads = torch.autograd.grad(
@@ -143,7 +153,7 @@ class PFedLA(Algorithm):
         with torch.no_grad():
             run.info["pfedla_alpha"] = {
                 cid: {u: a.tolist() for u, a in self.alphas(cid).items()}
-                for cid in range(len(run.clients))
+                for cid in range(run.n_clients)
             }
 
     def deployed_model(self, run, client):

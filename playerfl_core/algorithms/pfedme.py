@@ -102,13 +102,13 @@ class PFedMe(Algorithm):
                 f"pfedme: eta={self.eta} is the step of outer='sgd'; outer='adam' uses the "
                 "run's learning rate. Drop eta or use outer='sgd'."
             )
-        self.outer_lr = self.eta if self.eta is not None else run.config.lr
-        if self.outer == "sgd" and not 0 < self.outer_lr * self.lam < 2:
+        outer_lr = self.eta if self.eta is not None else run.config.lr
+        if self.outer == "sgd" and not 0 < outer_lr * self.lam < 2:
             raise UnstableEnvelopeStepError(
                 f"pfedme: the envelope step w ← w − eta·lam·(w − θ) needs 0 < eta·lam < 2, "
-                f"else w overshoots θ and diverges; got eta={self.outer_lr:g}"
+                f"else w overshoots θ and diverges; got eta={outer_lr:g}"
                 f"{'' if self.eta is not None else ' (the run lr)'}, lam={self.lam:g}, "
-                f"eta·lam={self.outer_lr * self.lam:g}. "
+                f"eta·lam={outer_lr * self.lam:g}. "
                 + (
                     f"Use eta < {2 / self.lam:g} (or a smaller lr), a smaller lam, or outer='adam'."
                     if self.lam > 0
@@ -116,14 +116,15 @@ class PFedMe(Algorithm):
                     "outer='adam'."
                 )
             )
-        for c in run.clients:
-            personal = run.new_model()
-            c.state["personal"] = personal
-            if self.inner == "sgd":
-                opt = torch.optim.SGD(personal.parameters(), lr=self.personal_lr or run.config.lr)
-            else:
-                opt = c.make_optimizer(personal.parameters(), self.personal_lr)
-            c.state["personal_optimizer"] = opt
+
+    def setup_client(self, run, client):
+        personal = run.new_model()
+        client.state["personal"] = personal
+        if self.inner == "sgd":
+            opt = torch.optim.SGD(personal.parameters(), lr=self.personal_lr or run.config.lr)
+        else:
+            opt = client.make_optimizer(personal.parameters(), self.personal_lr)
+        client.state["personal_optimizer"] = opt
 
     def local_update(self, run, client, rnd):
         theta, opt = client.state["personal"], client.state["personal_optimizer"]
@@ -158,8 +159,9 @@ class PFedMe(Algorithm):
         with torch.no_grad():
             grads = [self.lam * (w - t) for w, t in zip(w_params, t_params, strict=True)]
             if self.outer == "sgd":
+                outer_lr = self.eta if self.eta is not None else client.config.lr
                 for w, g in zip(w_params, grads, strict=True):
-                    w -= self.outer_lr * g
+                    w -= outer_lr * g
                 return
         client.optimizer.zero_grad(set_to_none=True)
         for w, g in zip(w_params, grads, strict=True):

@@ -26,6 +26,7 @@ class PrefixFederation(Algorithm):
     """Shared machinery: average the first ``p`` units, keep the rest local."""
 
     deploys = "the client's own model: the federated prefix (units 1..p) plus its local units"
+    client_attributes = ("p",)
 
     def setup(self, run):
         self.p = None
@@ -33,10 +34,16 @@ class PrefixFederation(Algorithm):
     def shared_units(self, run, client, rnd):
         return prefix(client.model, self.p)
 
+    def report(self, run, client, rnd):
+        """Until the split is chosen: the client's per-unit sensitivities (L numbers)."""
+        if self.p is not None:
+            return {}
+        return federation_sensitivity(client.model, client.x["train"], client.y["train"])
+
     def record_split(self, run, p: int) -> None:
         self.p = p
         run.info["split_p"] = p
-        run.info["federated_units"] = list(prefix(run.clients[0].model, p))
+        run.info["federated_units"] = list(prefix(run.template, p))
         run.log(SERVER, 0, "server", "split_p", p)
 
 
@@ -59,16 +66,17 @@ class PLayerFL(PrefixFederation):
 
     def server_step(self, run, rnd):
         if self.p is None:
-            self.record_split(run, self.choose(run))
+            self.record_split(run, self.choose(run, self.threshold))
         super().server_step(run, rnd)
 
-    def choose(self, run) -> int:
-        per_client = {}
-        for c in run.clients:
-            s = federation_sensitivity(c.model, c.x["train"], c.y["train"])
-            per_client[c.id] = s
+    @staticmethod
+    def choose(run, threshold: float = DEFAULT_THRESHOLD) -> int:
+        """The rule's split from the sensitivities the clients report after their first epoch
+        (the running algorithm's :meth:`PrefixFederation.report`)."""
+        per_client = run.link.reports(0)
+        for cid, s in per_client.items():
             for unit, value in s.items():
-                run.log(c.id, 0, "train", f"sensitivity/{unit}", value, c.n_train)
+                run.log(cid, 0, "train", f"sensitivity/{unit}", value, run.sizes[cid])
         avg = pooled_sensitivities(per_client, run.weights)
         if not all(math.isfinite(v) for v in avg.values()):
             raise DivergenceError(
@@ -78,4 +86,4 @@ class PLayerFL(PrefixFederation):
         for unit, value in avg.items():
             run.log(SERVER, 0, "server", f"sensitivity/{unit}", value)
         run.info["sensitivity"] = avg
-        return server_split(per_client, run.weights, self.threshold)
+        return server_split(per_client, run.weights, threshold)

@@ -39,7 +39,7 @@ class PLayerFLRandom(PrefixFederation):
 
     def setup(self, run):
         super().setup(run)
-        units = unit_names(run.clients[0].model)
+        units = unit_names(run.template)
         if len(units) < 3:
             raise ValueError(
                 f"playerfl_random needs a model with at least 3 layer units (it has {units}): "
@@ -49,7 +49,7 @@ class PLayerFLRandom(PrefixFederation):
 
     def server_step(self, run, rnd):
         if self.p is None:
-            p_star = PLayerFL(threshold=self.threshold).choose(run)
+            p_star = PLayerFL.choose(run, self.threshold)
             run.info["playerfl_split_p"] = p_star
             run.log(SERVER, 0, "server", "playerfl_split_p", p_star)
             self.record_split(run, self.draw(run, p_star))
@@ -58,7 +58,7 @@ class PLayerFLRandom(PrefixFederation):
     @staticmethod
     def draw(run, p_star: int) -> int:
         """Uniform over {1..L−1} minus p*, from a generator seeded by the run seed."""
-        return random_split(run.config.seed, len(unit_names(run.clients[0].model)), p_star)
+        return random_split(run.config.seed, len(unit_names(run.template)), p_star)
 
 
 def random_split(seed: int, n_units: int, p_star: int) -> int:

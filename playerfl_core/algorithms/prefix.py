@@ -62,7 +62,7 @@ class Prefix(PrefixFederation):
         self.name = prefix_name(self.p)
 
     def setup(self, run):
-        units = unit_names(run.clients[0].model)
+        units = unit_names(run.template)
         if self.split > len(units):
             raise ValueError(
                 f"prefix: p = {self.split} is outside the valid range 0..{len(units)} for "
@@ -75,8 +75,8 @@ class Prefix(PrefixFederation):
             # What the rule would have chosen, measured exactly as PLayer-FL does on the same
             # first-epoch models (identical for every p): each sweep run carries its seed's
             # rule split and the clients' sensitivities, so a stored sweep needs nothing else.
-            if len(unit_names(run.clients[0].model)) >= 2:  # the rule needs two units
-                rule_p = PLayerFL().choose(run)
+            if len(unit_names(run.template)) >= 2:  # the rule needs two units
+                rule_p = PLayerFL.choose(run)
                 run.info["rule_split_p"] = rule_p
                 run.log(SERVER, 0, "server", RULE_METRIC, rule_p)
             self.record_split(run, self.split)

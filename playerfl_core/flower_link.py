@@ -1,0 +1,530 @@
+"""Every algorithm on Flower: the round loop's link, carried by Flower messages.
+
+The in-process engine drives an algorithm through :class:`~playerfl_core.engine.LocalLink`:
+the server hooks ask it for uploads, reports, deliveries and deployments, and the round loop
+asks it to set up, train, evaluate and finish the clients. :class:`FlowerLink` answers the same
+calls with Flower messages; each SuperNode's ClientApp (:func:`client_app`) keeps its silo as a
+one-client run and answers with that run's own ``LocalLink``. Calls whose answer the server
+does not need yet (train, evaluate, deliveries) wait in a queue and travel with the next call
+that needs one (an upload, a report), so a FedAvg round costs one message per silo. No algorithm
+has a Flower-specific copy: the same hooks run, only the link differs, and only what a hook
+names crosses the wire (an upload's tensors, a report's numbers, the server's decisions listed
+in ``client_attributes``).
+
+Between messages a node keeps its client (model, optimiser, generators, personal state) in
+Flower's ``Context.state``, without its data, which it reloads from its own disk. Every reply
+carries the result rows the client logged, tagged with the call that logged them, so the server
+assembles the same long table as the in-process engine, row for row and in the same order.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import torch
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid, ServerApp
+
+from playerfl_core.engine import LocalLink, Run, RunConfig, drive, make_client
+from playerfl_core.run_store import code_fingerprint
+from playerfl_core.schema import COLUMNS
+
+PROTOCOL = 1
+"""Bumped whenever the messages change meaning; server and clients must agree."""
+
+CALLS = ("setup", "train", "evaluate", "finish", "uploads", "reports", "send", "deploy")
+"""The link calls a message may carry (:class:`~playerfl_core.engine.LocalLink`'s methods)."""
+
+
+class FlowerRunError(RuntimeError):
+    """A silo failed, answered late, or disagrees with the server (protocol, code, data)."""
+
+
+class SiloFailed(FlowerRunError):
+    """A silo's code raised (a diverged run, a bad option): this run stops, the next may go on."""
+
+
+class SiloLost(FlowerRunError):
+    """A silo did not answer in time: the federation is incomplete and every run stops."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run to carry out: what the server tells every silo before anything else."""
+
+    dataset: str
+    algorithm: str
+    hyperparameters: dict
+    config: dict
+    profile: str = "quick"
+    data_seed: int = 0
+    dataset_modules: tuple[str, ...] = ()
+    """Python files declaring federations (``--dataset-module``), loaded on every silo."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.dataset}/{self.algorithm}/{self.config['seed']}/{self.config['lr']!r}"
+
+
+# -- what crosses the wire ---------------------------------------------------------------------
+def tensors_record(values: dict[str, torch.Tensor]) -> ArrayRecord:
+    return ArrayRecord(torch_state_dict={n: v.detach().cpu() for n, v in values.items()})
+
+
+def record_tensors(record: ArrayRecord, device: str) -> dict[str, torch.Tensor]:
+    return {n: v.to(device) for n, v in record.to_torch_state_dict().items()}
+
+
+def _header(job: Job, **extra) -> ConfigRecord:
+    return ConfigRecord(
+        {
+            "protocol": PROTOCOL,
+            "code": code_fingerprint(),
+            "job": json.dumps(asdict(job)),
+            "key": job.key,
+            **{k: json.dumps(v) for k, v in extra.items()},
+        }
+    )
+
+
+# -- the client side ---------------------------------------------------------------------------
+_DATA: dict[tuple, object] = {}
+"""Loaded federations per process (read-only): a node reloads its silo from disk only once."""
+
+
+def _silo_data(job: Job):
+    key = (job.dataset, job.profile, job.data_seed, tuple(job.dataset_modules))
+    if key not in _DATA:
+        from data_prep import registry
+
+        for path in job.dataset_modules:
+            registry.load_dataset_module(path)  # idempotent
+        _DATA[key] = registry.load(job.dataset, profile=job.profile, seed=job.data_seed)
+    return _DATA[key]
+
+
+@dataclass
+class Session:
+    """One silo's part of one run: a one-client run and its copy of the algorithm."""
+
+    run: Run
+    algorithm: object
+    link: LocalLink = field(init=False)
+
+    def __post_init__(self):
+        self.link = LocalLink(self.run, self.algorithm)
+
+    def pack(self) -> bytes:
+        """The training state without the data (the node reloads that from its own disk)."""
+        client, data = self.run.clients[0], self.run.data
+        held = client.x, client.y
+        client.x = client.y = self.run.data = None
+        try:
+            return pickle.dumps((self.run, self.algorithm))
+        finally:
+            client.x, client.y = held
+            self.run.data = data
+
+    @classmethod
+    def unpack(cls, blob: bytes, data) -> Session:
+        run, algorithm = pickle.loads(blob)  # written by this node itself (Context.state)
+        run.data = data
+        run.clients[0].attach(data.clients[run.clients[0].id])
+        return cls(run, algorithm)
+
+
+def _new_session(job: Job, silo: int) -> Session:
+    from playerfl_core.algorithms import get_algorithm
+
+    data = _silo_data(job)
+    if not 0 <= silo < len(data.clients):
+        raise FlowerRunError(
+            f"this SuperNode is silo {silo} (node config partition-id), but {job.dataset!r} "
+            f"has silos 0..{len(data.clients) - 1}: start it with a valid partition-id."
+        )
+    config = RunConfig(**job.config)
+    config.check_data(data)
+    client = make_client(data, silo, config)
+    algorithm = get_algorithm(job.algorithm, **job.hyperparameters)
+    return Session(Run(data, config, [client], {}, algorithm.name), algorithm)
+
+
+def _silo(context: Context) -> int:
+    try:
+        return int(context.node_config["partition-id"])
+    except KeyError:
+        raise FlowerRunError(
+            "this SuperNode has no partition-id in its node config: start it with "
+            '--node-config "partition-id=<silo> num-partitions=<silos>".'
+        ) from None
+
+
+def _handle(message: Message, context: Context) -> Message:
+    """Answer one message: ``hello`` (a new run) or a batch of link calls, run in order."""
+    torch.set_num_threads(1)  # as the in-process runs: the same bits
+    head = message.content["head"]
+    if head["protocol"] != PROTOCOL or head["code"] != code_fingerprint():
+        raise FlowerRunError(
+            f"server and silo run different code (protocol {head['protocol']} vs {PROTOCOL}, "
+            f"code {head['code']} vs {code_fingerprint()}): install the same playerfl_core "
+            "version on the server and every silo."
+        )
+    job = Job(**json.loads(head["job"]))
+    silo, slot = _silo(context), f"session:{head['key']}"
+    if message.metadata.message_type.endswith(".hello"):
+        data = _silo_data(job)
+        session = _new_session(job, silo)
+        context.state[slot] = ConfigRecord({"blob": session.pack()})
+        spec = {k: getattr(data, k) for k in ("name", "model", "num_classes")}
+        spec["input_shape"] = list(data.input_shape)
+        spec["model_args"] = getattr(data, "model_args", None) or {}
+        answer = {"silo": silo, "n_train": session.run.clients[0].n_train, **spec}
+        return _reply(message, {"answers": answer})
+    if slot not in context.state:
+        raise FlowerRunError(f"silo {silo} has no state for run {head['key']} (no hello).")
+    session = Session.unpack(context.state[slot]["blob"], _silo_data(job))
+    answers, arrays = [], {}
+    for entry in json.loads(head["calls"]):
+        answer, upload = _run_call(session, silo, entry, message.content)
+        answers.append(answer)
+        if upload is not None:
+            arrays[f"upload/{entry['seq']}"] = upload
+    context.state[slot] = ConfigRecord({"blob": session.pack()})
+    return _reply(message, {"answers": answers}, arrays)
+
+
+def _run_call(session: Session, silo: int, entry: dict, content: RecordDict):
+    """One link call on the silo's one-client run: (answer, upload record or None)."""
+    call, args, seq = entry["call"], entry["args"], entry["seq"]
+    if call not in CALLS:
+        raise FlowerRunError(f"unknown call {call!r}: server and silo versions differ.")
+    session.algorithm.load_client_state(entry["state"])
+    link, rnd, upload = session.link, args.get("rnd", 0), None
+    answer: dict = {"seq": seq}
+    if call in ("send", "deploy"):
+        values = {silo: record_tensors(content[f"values/{seq}"], session.run.config.device)}
+        link.send(rnd, values) if call == "send" else link.deploy(values)
+    elif call == "uploads":
+        sent = link.uploads(rnd, args.get("for_deployment", False))
+        upload = tensors_record(sent[silo]) if sent else None
+    elif call == "reports":
+        answer["report"] = link.reports(rnd)[silo]
+    elif call in ("train", "evaluate"):
+        getattr(link, call)(rnd)
+    else:
+        getattr(link, call)()
+    answer["rows"], session.run.rows = session.run.rows, []
+    return answer, upload
+
+
+def _reply(message: Message, out: dict, arrays: dict | None = None) -> Message:
+    content = RecordDict({"out": ConfigRecord({"json": json.dumps(out)}), **(arrays or {})})
+    return Message(content, reply_to=message)
+
+
+def client_app() -> ClientApp:
+    """The ClientApp every silo runs."""
+    app = ClientApp()
+
+    @app.query("hello")
+    def hello(message: Message, context: Context) -> Message:
+        return _handle(message, context)
+
+    @app.train("calls")
+    def calls(message: Message, context: Context) -> Message:
+        return _handle(message, context)
+
+    return app
+
+
+# -- the server side ---------------------------------------------------------------------------
+class FlowerLink:
+    """The link of a server whose clients are Flower nodes (see the module docstring).
+
+    ``wire`` records, per call and silo, the tensors sent each way (names and bytes) and the
+    report's numbers (counted in ``bytes_from_silo`` as their JSON text); ``messages`` counts
+    the messages sent.
+    """
+
+    def __init__(self, grid: Grid, job: Job, nodes: dict[int, int], timeout: float):
+        self.grid, self.job, self.nodes, self.timeout = grid, job, nodes, timeout
+        self.run: Run | None = None
+        self.algorithm = None
+        self.wire: list[dict] = []
+        self.messages = 0
+        self._seq = 0
+        self._queue: dict[int, list] = {silo: [] for silo in nodes}
+
+    def hello(self) -> dict[int, dict]:
+        """Each node's silo, training size and model (no data): before the run exists."""
+        messages = [
+            Message(
+                RecordDict({"head": _header(self.job)}),
+                dst_node_id=node,
+                message_type="query.hello",
+            )
+            for node in self.nodes.values()
+        ]
+        return {node: out["answers"] for node, (out, _) in self._exchange(messages).items()}
+
+    def _enqueue(self, call: str, per_silo: dict[int, dict] | None = None, **args) -> int:
+        """Queue ``call`` for every silo (or those in ``per_silo``, with their tensors)."""
+        self._seq += 1
+        state = self.algorithm.client_state()
+        for silo in per_silo if per_silo is not None else self.nodes:
+            arrays = (per_silo or {}).get(silo, {})
+            self._queue[silo].append((self._seq, call, args, state, arrays))
+        return self._seq
+
+    def flush(self) -> dict[int, dict[int, tuple[dict, ArrayRecord | None]]]:
+        """Send every queued call; return per silo the answers by call number."""
+        messages, batches = [], {}
+        for silo, queue in self._queue.items():
+            if not queue:
+                continue
+            head = _header(self.job)
+            head["calls"] = json.dumps(
+                [{"seq": q, "call": c, "args": a, "state": st} for q, c, a, st, _ in queue]
+            )
+            content = RecordDict({"head": head})
+            for q, *_, arrays in queue:
+                if arrays:
+                    content[f"values/{q}"] = arrays
+            messages.append(
+                Message(content, dst_node_id=self.nodes[silo], message_type="train.calls")
+            )
+            batches[silo], self._queue[silo] = queue, []
+        silo_of = {node: silo for silo, node in self.nodes.items()}
+        replies = {silo_of[node]: r for node, r in self._exchange(messages).items()}
+        answers, rows = {}, []
+        for silo in sorted(replies):
+            out, arrays = replies[silo]
+            answers[silo] = {}
+            for (q, call, args, _, sent), answer in zip(batches[silo], out["answers"], strict=True):
+                upload = arrays.get(f"upload/{q}")
+                answers[silo][q] = (answer, upload)
+                rows += [(q, silo, i, tuple(r)) for i, r in enumerate(answer["rows"])]
+                self._log_wire(call, args, silo, sent, upload, answer.get("report"))
+        if self.run is not None:  # the in-process order: call by call, silo by silo
+            self.run.rows.extend(row for *_, row in sorted(rows, key=lambda r: r[:3]))
+        return answers
+
+    def _exchange(self, messages: list[Message]) -> dict[int, tuple[dict, dict]]:
+        """Send ``messages``, wait for every reply; per node: (answer, array records)."""
+        self.messages += len(messages)
+        replies = {r.metadata.src_node_id: r for r in self._send(messages)}
+        node_silo = {node: silo for silo, node in self.nodes.items()}
+        missing = sorted(
+            node_silo[m.metadata.dst_node_id]
+            for m in messages
+            if m.metadata.dst_node_id not in replies
+        )
+        if missing:
+            raise SiloLost(
+                f"silos {missing} did not answer within {self.timeout:g} s (their SuperNodes "
+                "stopped or are unreachable); the run stops here."
+            )
+        out = {}
+        for node, reply in replies.items():
+            if reply.has_error():
+                raise SiloFailed(f"silo {node_silo[node]} failed: {reply.error.reason}")
+            answer = json.loads(reply.content["out"]["json"])
+            out[node] = (answer, dict(reply.content.array_records.items()))
+        return out
+
+    def _send(self, messages):
+        return list(self.grid.send_and_receive(messages, timeout=self.timeout))
+
+    def _log_wire(self, call, args, silo, sent, upload, report) -> None:
+        received = {"upload": upload} if upload is not None else {}
+        self.wire.append(
+            {
+                "call": "deployment uploads" if args.get("for_deployment") else call,
+                "round": args.get("rnd", -1),
+                "silo": silo,
+                "bytes_to_silo": _bytes(sent),
+                "bytes_from_silo": _bytes(received) + (len(json.dumps(report)) if report else 0),
+                "tensors_to_silo": _names(sent),
+                "tensors_from_silo": _names(received),
+                "numbers_from_silo": len(report or {}),
+            }
+        )
+
+    def _ask(self, call: str, **args) -> dict[int, tuple[dict, ArrayRecord | None]]:
+        seq = self._enqueue(call, **args)
+        return {silo: answers[seq] for silo, answers in self.flush().items()}
+
+    # calls made by the algorithm's server hooks
+    def uploads(self, rnd: int, for_deployment: bool = False) -> dict[int, dict]:
+        device = self.run.config.device
+        return {
+            silo: record_tensors(upload, device)
+            for silo, (_, upload) in self._ask(
+                "uploads", rnd=rnd, for_deployment=for_deployment
+            ).items()
+            if upload is not None
+        }
+
+    def reports(self, rnd: int) -> dict[int, dict[str, float]]:
+        return {
+            silo: answer["report"] for silo, (answer, _) in self._ask("reports", rnd=rnd).items()
+        }
+
+    def send(self, rnd: int, values: dict[int, dict[str, torch.Tensor]]) -> None:
+        self._enqueue("send", _arrays(values), rnd=rnd)
+
+    def deploy(self, values: dict[int, dict[str, torch.Tensor]]) -> None:
+        self._enqueue("deploy", _arrays(values))
+
+    # calls made by the round loop (answered with the next flush)
+    def setup(self) -> None:
+        self._enqueue("setup")
+
+    def train(self, rnd: int) -> None:
+        self._enqueue("train", rnd=rnd)
+
+    def evaluate(self, rnd: int) -> None:
+        self._enqueue("evaluate", rnd=rnd)
+
+    def finish(self) -> None:
+        self._enqueue("finish")
+
+
+def _bytes(arrays) -> int:
+    """Bytes of one ArrayRecord, or of a dict of them ({} for none)."""
+    if isinstance(arrays, ArrayRecord):
+        return arrays.count_bytes()
+    return sum(a.count_bytes() for a in arrays.values())
+
+
+def _names(arrays) -> list[str]:
+    if isinstance(arrays, ArrayRecord):
+        return sorted(arrays)
+    return sorted(n for a in arrays.values() for n in a)
+
+
+def _arrays(values: dict[int, dict[str, torch.Tensor]]) -> dict[int, ArrayRecord]:
+    return {silo: tensors_record(v) for silo, v in values.items()}
+
+
+def serve(grid: Grid, job: Job, silos: int, timeout: float = 600.0) -> tuple[Run, FlowerLink]:
+    """Carry out ``job`` over ``silos`` Flower nodes; return the server's run and its link
+    (``wire``, ``messages``)."""
+    from playerfl_core.algorithms import get_algorithm
+
+    nodes = _wait_for_nodes(grid, silos, timeout)
+    link = FlowerLink(grid, job, dict(enumerate(nodes)), timeout)
+    hello = {a["silo"]: (node, a) for node, a in link.hello().items()}
+    if sorted(hello) != list(range(silos)):
+        raise FlowerRunError(
+            f"expected silos 0..{silos - 1}, the SuperNodes are {sorted(hello)}: give each "
+            "SuperNode its own partition-id."
+        )
+    link.nodes = {silo: node for silo, (node, _) in sorted(hello.items())}
+    first = hello[0][1]
+    spec = SimpleNamespace(
+        name=first["name"],
+        model=first["model"],
+        num_classes=first["num_classes"],
+        input_shape=tuple(first["input_shape"]),
+        model_args=first["model_args"],
+    )
+    config = RunConfig(**job.config)
+    algorithm = get_algorithm(job.algorithm, **job.hyperparameters)
+    sizes = {silo: a["n_train"] for silo, (_, a) in sorted(hello.items())}
+    run = Run(spec, config, [], {}, algorithm.name, sizes=sizes, link=link)
+    run.global_params = {n: p.detach().clone() for n, p in run.template.named_parameters()}
+    link.run, link.algorithm = run, algorithm
+    drive(run, algorithm)
+    link.flush()  # the last evaluation's rows
+    return run, link
+
+
+def _wait_for_nodes(grid: Grid, silos: int, timeout: float) -> list[int]:
+    start = time.monotonic()
+    while len(nodes := sorted(grid.get_node_ids())) < silos:
+        if time.monotonic() - start > timeout:
+            raise FlowerRunError(
+                f"only {len(nodes)} of {silos} SuperNodes connected within {timeout:g} s."
+            )
+        time.sleep(0.2)
+    return nodes[:silos]
+
+
+def server_app(jobs: Sequence[Job], silos: int, out_dir: str | Path) -> ServerApp:
+    """A ServerApp that carries out ``jobs`` one after another and writes ``results.parquet``
+    (the long table) and ``wire.parquet`` (bytes per call and silo) to ``out_dir``."""
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        tables, wires, failed = [], [], []
+        for job in jobs:
+            try:
+                run, link = serve(grid, job, silos)
+            except SiloFailed as err:  # this run's rows are dropped, the others kept
+                failed.append({"run": job.key, "error": str(err)})
+                continue
+            tables.append(run.table())
+            wire = pd.DataFrame(link.wire).assign(
+                algorithm=job.algorithm, seed=job.data_seed, messages=link.messages
+            )
+            wires.append(wire)
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        pd.concat(tables or [pd.DataFrame(columns=COLUMNS)], ignore_index=True).to_parquet(
+            out / "results.parquet", index=False
+        )
+        pd.concat(wires or [pd.DataFrame()], ignore_index=True).to_parquet(
+            out / "wire.parquet", index=False
+        )
+        (out / "failed.json").write_text(json.dumps(failed, indent=1))
+
+    return app
+
+
+def simulate(jobs: Sequence[Job], silos: int, out_dir: str | Path) -> FlowerResult:
+    """Run ``jobs`` on Flower's simulation engine (one SuperNode per silo, Ray actors, one CPU
+    each)."""
+    from flwr.simulation import run_simulation
+
+    out = Path(out_dir)
+    run_simulation(
+        server_app=server_app(jobs, silos, out),
+        client_app=client_app(),
+        num_supernodes=silos,
+        backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}},
+    )
+    return read_result(out)
+
+
+@dataclass(frozen=True)
+class FlowerResult:
+    table: pd.DataFrame
+    """The long results table, as the in-process engine writes it."""
+    wire: pd.DataFrame
+    """Bytes of tensors sent to and from each silo, per call and round."""
+    failed: list[dict]
+    """Runs a silo's error stopped (``run``, ``error``)."""
+
+
+def read_result(out: Path) -> FlowerResult:
+    """What :func:`server_app` wrote to ``out``."""
+    if not (out / "results.parquet").exists():
+        raise FlowerRunError(
+            "the Flower run ended without results (a silo was lost or the server failed); "
+            "its log above says why."
+        )
+    return FlowerResult(
+        pd.read_parquet(out / "results.parquet"),
+        pd.read_parquet(out / "wire.parquet"),
+        json.loads((out / "failed.json").read_text()),
+    )
