@@ -23,6 +23,7 @@ Best-validation selection happens afterwards, from the table (:mod:`playerfl_cor
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -192,6 +193,15 @@ def mode_matters(model: nn.Module) -> bool:
     return flag
 
 
+def has_dropout(model: nn.Module) -> bool:
+    """Whether ``model`` draws random numbers in training (dropout). Cached on the model."""
+    flag = model.__dict__.get("_has_dropout")
+    if flag is None:
+        flag = any(isinstance(m, nn.modules.dropout._DropoutNd) for m in model.modules())
+        model.__dict__["_has_dropout"] = flag
+    return flag
+
+
 class Client:
     """A silo: its data (preloaded on the device), its model and optimizer, kept across rounds.
 
@@ -258,6 +268,22 @@ class Client:
             x = x_all[idx]
             yield (self.augmentation(x, aug) if aug is not None else x), y_all[idx]
 
+    @contextmanager
+    def seeded_dropout(self, model: nn.Module):
+        """Dropout draws from torch's global generator. For a model with dropout, fork that
+        generator and seed it from the client's own batch stream for the block, so a run repeats
+        bit for bit and does not depend on what ran before it or in which process (a Flower
+        silo). Models without dropout draw nothing, and their batch streams stay as they were.
+        """
+        if not has_dropout(model):
+            yield
+            return
+        seed = int(torch.randint(0, 2**62, (1,), generator=self.generator))
+        dev = torch.device(self.config.device)
+        with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
+            torch.manual_seed(seed)
+            yield
+
     def loss(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """The task loss every local update minimises (``RunConfig.loss``): cross-entropy, or
         the authors' focal loss with the dataset's parameters (:mod:`playerfl_core.losses`)."""
@@ -277,15 +303,16 @@ class Client:
             model.train()
         total = torch.zeros((), device=self.x["train"].device)
         seen = 0
-        for _ in range(epochs or self.config.local_epochs):
-            for x, y in self.batches():
-                optimizer.zero_grad(set_to_none=True)
-                loss = self.loss(model(x), y)
-                objective = loss + penalty(model) if penalty is not None else loss
-                objective.backward()
-                optimizer.step()
-                total += loss.detach() * len(y)
-                seen += len(y)
+        with self.seeded_dropout(model):
+            for _ in range(epochs or self.config.local_epochs):
+                for x, y in self.batches():
+                    optimizer.zero_grad(set_to_none=True)
+                    loss = self.loss(model(x), y)
+                    objective = loss + penalty(model) if penalty is not None else loss
+                    objective.backward()
+                    optimizer.step()
+                    total += loss.detach() * len(y)
+                    seen += len(y)
         mean = (total / max(seen, 1)).item()
         if not np.isfinite(mean):
             raise DivergenceError(

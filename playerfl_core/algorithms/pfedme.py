@@ -133,20 +133,21 @@ class PFedMe(Algorithm):
         w_params, t_params = list(w_model.parameters()), list(theta.parameters())
         theta.train()
         total, seen = torch.zeros((), dtype=torch.float64, device=client.y["train"].device), 0
-        for _ in range(client.config.local_epochs):
-            for x, y in client.batches():
-                for _ in range(self.K):
-                    opt.zero_grad(set_to_none=True)
-                    loss = client.loss(theta(x), y)
-                    prox = sum(
-                        ((t - w.detach()) ** 2).sum()
-                        for t, w in zip(t_params, w_params, strict=True)
-                    )
-                    (loss + 0.5 * self.lam * prox).backward()
-                    opt.step()
-                self._envelope_step(client, w_params, t_params)
-                total += loss.detach().double() * len(y)
-                seen += len(y)
+        with client.seeded_dropout(theta):
+            for _ in range(client.config.local_epochs):
+                for x, y in client.batches():
+                    for _ in range(self.K):
+                        opt.zero_grad(set_to_none=True)
+                        loss = client.loss(theta(x), y)
+                        prox = sum(
+                            ((t - w.detach()) ** 2).sum()
+                            for t, w in zip(t_params, w_params, strict=True)
+                        )
+                        (loss + 0.5 * self.lam * prox).backward()
+                        opt.step()
+                    self._envelope_step(client, w_params, t_params)
+                    total += loss.detach().double() * len(y)
+                    seen += len(y)
         mean = (total / max(seen, 1)).item()
         if not np.isfinite(mean):
             raise DivergenceError(
