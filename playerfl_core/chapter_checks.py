@@ -66,13 +66,17 @@ def _datasets(value, name):
     checks.dataset_list(value, name)
 
 
+def _one_dataset(value, name):
+    if len(checks.dataset_list(value, name)) != 1:
+        raise OptionError(f"{name}: give one dataset, got {value!r}.")
+
+
 def _alpha_dataset(value, name):
     """One federation whose loader takes a Dirichlet ``alpha`` (chapter 00's label-mix figure)."""
     from data_prep.registry import federation
 
+    _one_dataset(value, name)
     names = checks.dataset_list(value, name)
-    if len(names) != 1:
-        raise OptionError(f"{name}: give one dataset, got {value!r}.")
     if "alpha" not in inspect.signature(federation(names[0]).load).parameters:
         raise OptionError(
             f"{name}: {names[0]!r} has no Dirichlet label split (its loader takes no alpha); "
@@ -204,6 +208,13 @@ SPECS: dict[str, dict[str, Callable]] = {
         "claims_profile": _one_of(*PROFILE_NAMES),
         "claims_datasets": _datasets,
         "n_boot": _integer(100),
+    },
+    "07_from_notebook_to_silos": {
+        "dataset": _one_dataset,
+        "profile": _one_of("quick", "paper"),
+        "seed": _integer(0),
+        "rounds": _opt(_integer(1)),
+        "algorithms": _algorithms,
     },
     "appendix_bring_your_own": {
         "dataset": _datasets,

@@ -46,7 +46,8 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--augment",
         action="store_true",
-        help="augment training batches as the authors did (Fashion-MNIST, appendix §2.2)",
+        help="augment training batches as the authors did (Fashion-MNIST, EMNIST, CIFAR-10, "
+        "Fed-ISIC-2019; appendix §2; the dataset's notes list the differences)",
     )
 
 

@@ -122,7 +122,7 @@ class RunConfig:
         if self.augment and getattr(data, "augmentation", None) is None:
             raise ValueError(
                 f"augment=True needs a training augmentation; {data.name!r} defines none (the "
-                "authors augmented Fashion-MNIST only). Use augment=False."
+                "authors augmented their image federations only). Use augment=False."
             )
 
 

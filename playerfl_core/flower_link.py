@@ -20,8 +20,11 @@ assembles the same long table as the in-process engine, row for row and in the s
 from __future__ import annotations
 
 import json
+import logging
 import pickle
+import re
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -335,7 +338,7 @@ class FlowerLink:
         out = {}
         for node, reply in replies.items():
             if reply.has_error():
-                raise SiloFailed(f"silo {node_silo[node]} failed: {reply.error.reason}")
+                raise SiloFailed(f"silo {node_silo[node]} failed: {_cause(reply.error.reason)}")
             answer = json.loads(reply.content["out"]["json"])
             out[node] = (answer, dict(reply.content.array_records.items()))
         return out
@@ -396,6 +399,18 @@ class FlowerLink:
 
     def finish(self) -> None:
         self._enqueue("finish")
+
+
+_ERROR_LINE = re.compile(r"^(?:\w+\.)*(\w+(?:Error|Exception)): (.+)$")
+
+
+def _cause(reason: str) -> str:
+    """The silo's own exception from Flower's error text (which wraps it in Ray's traceback)."""
+    for line in reason.splitlines():
+        match = _ERROR_LINE.match(line.strip())
+        if match and match.group(1) != "ClientAppException":
+            return f"{match.group(1)}: {match.group(2)}"
+    return reason
 
 
 def _bytes(arrays) -> int:
@@ -466,43 +481,68 @@ def server_app(jobs: Sequence[Job], silos: int, out_dir: str | Path) -> ServerAp
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
-        tables, wires, failed = [], [], []
-        for job in jobs:
-            try:
-                run, link = serve(grid, job, silos)
-            except SiloFailed as err:  # this run's rows are dropped, the others kept
-                failed.append({"run": job.key, "error": str(err)})
-                continue
-            tables.append(run.table())
-            wire = pd.DataFrame(link.wire).assign(
-                algorithm=job.algorithm, seed=job.data_seed, messages=link.messages
-            )
-            wires.append(wire)
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        pd.concat(tables or [pd.DataFrame(columns=COLUMNS)], ignore_index=True).to_parquet(
-            out / "results.parquet", index=False
-        )
-        pd.concat(wires or [pd.DataFrame()], ignore_index=True).to_parquet(
-            out / "wire.parquet", index=False
-        )
-        (out / "failed.json").write_text(json.dumps(failed, indent=1))
+        try:
+            _carry_out(grid, jobs, silos, out)
+        except Exception as err:  # the caller reads it: Flower's own log is silenced
+            (out / "error.txt").write_text(f"{type(err).__name__}: {err}")
+            raise
 
     return app
+
+
+def _carry_out(grid: Grid, jobs: Sequence[Job], silos: int, out: Path) -> None:
+    """Carry out ``jobs`` one after another and write what :func:`read_result` reads."""
+    tables, wires, failed = [], [], []
+    for job in jobs:
+        try:
+            run, link = serve(grid, job, silos)
+        except SiloFailed as err:  # this run's rows are dropped, the others kept
+            failed.append({"run": job.key, "error": str(err)})
+            continue
+        tables.append(run.table())
+        wire = pd.DataFrame(link.wire).assign(
+            algorithm=job.algorithm, seed=job.data_seed, messages=link.messages
+        )
+        wires.append(wire)
+    pd.concat(tables or [pd.DataFrame(columns=COLUMNS)], ignore_index=True).to_parquet(
+        out / "results.parquet", index=False
+    )
+    pd.concat(wires or [pd.DataFrame()], ignore_index=True).to_parquet(
+        out / "wire.parquet", index=False
+    )
+    (out / "failed.json").write_text(json.dumps(failed, indent=1))
 
 
 def simulate(jobs: Sequence[Job], silos: int, out_dir: str | Path) -> FlowerResult:
     """Run ``jobs`` on Flower's simulation engine (one SuperNode per silo, Ray actors, one CPU
     each)."""
-    from flwr.simulation import run_simulation
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Ray's import notices (tqdm widgets in notebooks)
+        from flwr.simulation import run_simulation
 
     out = Path(out_dir)
-    run_simulation(
-        server_app=server_app(jobs, silos, out),
-        client_app=client_app(),
-        num_supernodes=silos,
-        backend_config={"client_resources": {"num_cpus": 1, "num_gpus": 0.0}},
-    )
+    quiet = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
+    loggers = {name: logging.getLogger(name) for name in ("flwr", "ray")}
+    levels = {name: log.level for name, log in loggers.items()}
+    for log in loggers.values():  # errors reach the caller: SiloFailed, or read_result's
+        log.setLevel(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # Ray's notice about GPU variables
+            run_simulation(
+                server_app=server_app(jobs, silos, out),
+                client_app=client_app(),
+                num_supernodes=silos,
+                backend_config={
+                    "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
+                    "init_args": quiet,
+                },
+            )
+    finally:
+        for name, log in loggers.items():
+            log.setLevel(levels[name])
     return read_result(out)
 
 
@@ -518,10 +558,12 @@ class FlowerResult:
 
 def read_result(out: Path) -> FlowerResult:
     """What :func:`server_app` wrote to ``out``."""
+    if (out / "error.txt").exists():
+        raise FlowerRunError(f"the Flower run stopped: {(out / 'error.txt').read_text()}")
     if not (out / "results.parquet").exists():
         raise FlowerRunError(
-            "the Flower run ended without results (a silo was lost or the server failed); "
-            "its log above says why."
+            "the Flower run ended without results and without an error from its server: "
+            "Flower failed to start it (run again with logging at INFO to see why)."
         )
     return FlowerResult(
         pd.read_parquet(out / "results.parquet"),
