@@ -520,17 +520,18 @@ def simulate(jobs: Sequence[Job], silos: int, out_dir: str | Path) -> FlowerResu
     each)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Ray's import notices (tqdm widgets in notebooks)
+        import ray  # noqa: F401  (imported here so that its logger set-up comes first)
         from flwr.simulation import run_simulation
 
     out = Path(out_dir)
     quiet = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
-    loggers = {name: logging.getLogger(name) for name in ("flwr", "ray")}
+    loggers = {name: logging.getLogger(name) for name in ("flwr", "ray", "ray.widgets.util")}
     levels = {name: log.level for name, log in loggers.items()}
     for log in loggers.values():  # errors reach the caller: SiloFailed, or read_result's
         log.setLevel(logging.CRITICAL)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # Ray's notice about GPU variables
+            warnings.simplefilter("ignore")  # Ray's notices (GPU variables, widgets)
             run_simulation(
                 server_app=server_app(jobs, silos, out),
                 client_app=client_app(),
