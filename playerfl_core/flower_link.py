@@ -518,17 +518,20 @@ def _carry_out(grid: Grid, jobs: Sequence[Job], silos: int, out: Path) -> None:
 def simulate(jobs: Sequence[Job], silos: int, out_dir: str | Path) -> FlowerResult:
     """Run ``jobs`` on Flower's simulation engine (one SuperNode per silo, Ray actors, one CPU
     each)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Ray's import notices (tqdm widgets in notebooks)
-        import ray  # noqa: F401  (imported here so that its logger set-up comes first)
-        from flwr.simulation import run_simulation
-
-    out = Path(out_dir)
-    quiet = {"log_to_driver": False, "logging_level": logging.ERROR, "include_dashboard": False}
+    # Flower's and Ray's logs are silenced; errors reach the caller (SiloFailed, read_result).
     loggers = {name: logging.getLogger(name) for name in ("flwr", "ray", "ray.widgets.util")}
     levels = {name: log.level for name, log in loggers.items()}
-    for log in loggers.values():  # errors reach the caller: SiloFailed, or read_result's
+    for log in loggers.values():
         log.setLevel(logging.CRITICAL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Ray's import notices (tqdm widgets in notebooks)
+        import ray  # noqa: F401  (its import configures its loggers: quiet them again below)
+        from flwr.simulation import run_simulation
+
+    for log in loggers.values():
+        log.setLevel(logging.CRITICAL)
+    out = Path(out_dir)
+    quiet = {"log_to_driver": False, "configure_logging": False, "include_dashboard": False}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Ray's notices (GPU variables, widgets)
