@@ -78,3 +78,48 @@ def test_shown_tables_are_the_same_output_every_run():
     assert "0x" not in repr(first) and repr(first).startswith("c\n")
     assert "0.012" in first._repr_html_() and "Heart" in first._repr_html_()
     assert "Heart" in repr(captioned(frame.set_index("dataset"), "t"))
+
+
+# -- chapter 07: the same runs on Flower, and the wire -------------------------------------------
+def _rows(values):
+    return pd.DataFrame(
+        {"algorithm": "fedavg", "round": range(len(values)), "metric": "loss", "value": values}
+    )
+
+
+def test_equivalence_sees_one_changed_value_and_missing_rows():
+    from playerfl_core.reports.silos import equivalence
+
+    base = _rows([0.5, 0.25, 0.125])
+    same = equivalence({"fedavg": base}, base.copy())
+    assert bool(same["identical"].iloc[0]) and same["largest |difference|"].iloc[0] == 0
+    nudged = base.copy()
+    nudged.loc[1, "value"] += 1e-12
+    off = equivalence({"fedavg": base}, nudged)
+    assert not off["identical"].iloc[0]
+    assert off["largest |difference|"].iloc[0] == pytest.approx(1e-12, rel=1e-3)
+    short = equivalence({"fedavg": base}, base.iloc[:2])
+    assert not short["identical"].iloc[0] and short["rows on Flower"].iloc[0] == 2
+
+
+def test_traffic_is_kilobytes_per_silo_per_round_by_purpose():
+    from playerfl_core.reports.silos import traffic
+
+    wire = pd.DataFrame(
+        [
+            # 2 silos, 2 rounds: each uploads 3000 B and receives 1000 B per round
+            *[("uploads", r, s, 0, 3000, 0) for r in (0, 1) for s in (0, 1)],
+            *[("send", r, s, 1000, 0, 0) for r in (0, 1) for s in (0, 1)],
+            # scoring only: 500 B up and 500 B down per silo, round 1 only
+            *[("deployment uploads", 1, s, 0, 500, 0) for s in (0, 1)],
+            *[("deploy", 1, s, 500, 0, 0) for s in (0, 1)],
+            ("reports", 0, 0, 0, 40, 4),
+            ("reports", 0, 1, 0, 40, 4),
+        ],
+        columns=["call", "round", "silo", "bytes_to_silo", "bytes_from_silo", "numbers_from_silo"],
+    ).assign(algorithm="fedlama", messages=6)
+    row = traffic(wire, rounds=2).loc["fedlama"]
+    assert row["up kB/round"] == pytest.approx(3.0)
+    assert row["down kB/round"] == pytest.approx(1.0)
+    assert row["scoring kB/round"] == pytest.approx(0.5)  # (500 + 500) B over 2 rounds
+    assert row["numbers reported"] == 4 and row["messages/round"] == pytest.approx(1.5)

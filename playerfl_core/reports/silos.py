@@ -90,12 +90,13 @@ def plot_traffic(table: pd.DataFrame):
         alpha=0.45,
         label="download (training)",
     )
-    scoring = table["scoring kB/round"]
-    if (scoring > 0).any():
+    scoring = table["scoring kB/round"].to_numpy()
+    some = scoring > 0
+    if some.any():
         ax.barh(
-            y + 0.2,
-            scoring,
-            left=table["down kB/round"],
+            y[some] + 0.2,
+            scoring[some],
+            left=table["down kB/round"].to_numpy()[some],
             height=0.4,
             color="white",
             edgecolor="0.3",
