@@ -215,6 +215,7 @@ SPECS: dict[str, dict[str, Callable]] = {
         "seed": _integer(0),
         "rounds": _opt(_integer(1)),
         "algorithms": _algorithms,
+        "device": None,  # no such parameter: Flower's silos train on the CPU
     },
     "appendix_bring_your_own": {
         "dataset": _datasets,
@@ -224,13 +225,15 @@ SPECS: dict[str, dict[str, Callable]] = {
         "workers": _integer(1),
     },
 }
-"""Per chapter (notebook file stem): parameter -> check, besides :data:`COMMON`."""
+"""Per chapter (notebook file stem): parameter -> check, besides :data:`COMMON` (a check of
+None: the chapter has no such parameter)."""
 
 
 def parameters_of(chapter: str) -> dict[str, Callable]:
     if chapter not in SPECS:
         raise OptionError(f"no parameter checks for chapter {chapter!r}; known: {sorted(SPECS)}.")
-    return {**SPECS[chapter], **COMMON}
+    merged = {**COMMON, **SPECS[chapter]}
+    return {name: check for name, check in merged.items() if check is not None}
 
 
 def check_parameters(chapter: str, namespace: dict) -> None:
