@@ -47,6 +47,7 @@ SMALL = {  # chapter -> papermill parameters that keep it to seconds on the tiny
         "claims_datasets": "minidigits",
         "n_boot": 200,
     },
+    "07_from_notebook_to_silos": {"rounds": 2, "algorithms": "local,fedavg,playerfl"},
 }
 
 
