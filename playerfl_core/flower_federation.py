@@ -13,7 +13,7 @@ The recipe (``python -m playerfl_core.flower_federation`` or ``make silos``):
 5. read the results table, then stop every process it started (also on failure or Ctrl-C).
 
 Every wait has a timeout. A SuperNode whose key was not registered is refused by the SuperLink
-and exits (Flower's exit code 305). What each SuperNode reads: the dataset loader of the job
+and exits, logging Flower's exit code 305. What each SuperNode reads: the dataset loader of the job
 (Heart: the four hospital files under ``$PLAYERFL_DATA/heart``, because Heart's preprocessing
 uses pooled training medians and z-score statistics of all four sites), and it keeps only its
 own silo's tensors; no other silo's data or model ever reaches it through Flower.
@@ -42,8 +42,9 @@ from playerfl_core.flower_credentials import Credentials, NodeKeys, make_credent
 APP_DIR = Path(__file__).resolve().parent.parent / "silos"
 """The Flower App folder (``pyproject.toml``: components and run config)."""
 
-REFUSED_EXIT = 305
-"""Flower's exit code of a SuperNode the SuperLink did not admit (ref-exit-codes/305)."""
+REFUSED = "Exit Code: 305"
+"""What a SuperNode the SuperLink did not admit logs before it exits (Flower's exit code 305,
+ref-exit-codes/305; the process itself returns 1 after its web server shuts down)."""
 
 
 class FederationError(RuntimeError):
@@ -226,10 +227,13 @@ class Federation:
         ]
 
     def start_supernode(self, silo: int, key: Path | None = None, name: str | None = None):
-        """Start silo ``silo``'s SuperNode (with its own key unless ``key`` is given)."""
-        key = key or self.credentials.nodes[silo].private
+        """Start silo ``silo``'s SuperNode, with its own key, or as an impostor with ``key``
+        (then not counted among the silo's SuperNodes)."""
+        own = key is None
+        key = self.credentials.nodes[silo].private if own else key
         proc = self._start(name or f"supernode_{silo}", self.supernode_command(silo, key))
-        self.supernodes[silo] = proc
+        if own:
+            self.supernodes[silo] = proc
         return proc
 
     def kill_supernode(self, silo: int) -> None:
@@ -273,21 +277,23 @@ class Federation:
             )
         return done.stdout
 
-    def _wait(self, ok, proc: Process | None, what: str, every: float = 0.5) -> None:
-        start = time.monotonic()
+    def _wait(self, ok, proc: Process | None, what: str, every=0.5, timeout=None) -> None:
+        """Poll ``ok()`` until true; raise if ``proc`` exits or ``timeout`` (``wait_s``) passes."""
+        start, timeout = time.monotonic(), timeout or self.wait_s
         while not ok():
             if proc is not None and not proc.alive():
                 raise FederationError(
                     f"{proc.name} exited while waiting for {what}:\n{proc.tail()}"
                 )
-            if time.monotonic() - start > self.wait_s:
-                raise FederationError(f"timed out after {self.wait_s:g} s waiting for {what}.")
+            if time.monotonic() - start > timeout:
+                raise FederationError(f"timed out after {timeout:g} s waiting for {what}.")
             time.sleep(every)
 
     # -- runs --------------------------------------------------------------------------------
     def submit(self, out: Path, **config) -> int:
         """Submit the app with ``config`` (run-config keys); return the run id."""
         config = {**config, "out": str(Path(out).resolve())}
+        (Path(out) / "status.json").unlink(missing_ok=True)  # a previous run's
         pairs = " ".join(f"{k}={_toml(v)}" for k, v in config.items())
         reply = self.flwr("run", str(APP_DIR), "silos", "--run-config", pairs, "--format", "json")
         answer = json.loads(reply)

@@ -357,8 +357,12 @@ class FlowerLink:
             if m.metadata.dst_node_id not in replies
         )
         if missing:
+            who = f"silos {missing}"
+            if self.run is None:  # hello: which silo a node holds is not known yet
+                lost = {m.metadata.dst_node_id for m in messages} - set(replies)
+                who = f"SuperNodes {sorted(lost)}"
             raise SiloLost(
-                f"silos {missing} did not answer within {self.timeout:g} s (their SuperNodes "
+                f"{who} did not answer within {self.timeout:g} s (their SuperNodes "
                 "stopped or are unreachable); the run stops here."
             )
         out = {}
