@@ -193,7 +193,10 @@ def _handle(message: Message, context: Context) -> Message:
     if message.metadata.message_type.endswith(".hello"):
         data = _silo_data(job)
         if "resume" in head:  # a restarted run: the session saved after that round
-            saved = _checkpoints(context, job, silo).load(json.loads(head["resume"]))
+            try:
+                saved = _checkpoints(context, job, silo).load(json.loads(head["resume"]))
+            except FileNotFoundError as err:
+                raise FlowerRunError(f"silo {silo} cannot resume: {err}") from None
             session = Session.unpack(saved, data)
         else:
             session = _new_session(job, silo)
