@@ -91,7 +91,7 @@ def test_a_supernode_with_an_unregistered_key_is_refused(federation, tmp_path):
     write_node_keys(stranger)
     proc = federation.start_supernode(0, key=stranger.private, name="stranger")
     try:
-        code = proc.popen.wait(timeout=120)
+        code = proc.popen.wait(timeout=60)
     finally:
         proc.stop()
     log = proc.log.read_text()
