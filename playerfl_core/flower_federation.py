@@ -205,13 +205,13 @@ class Federation:
     def register(self, keys: NodeKeys) -> None:
         self.flwr("supernode", "register", str(keys.public), "silos")
 
-    def supernode_command(self, silo: int, key: Path) -> list[str]:
+    def supernode_command(self, silo: int, key: Path, ca: Path | None = None) -> list[str]:
         state = self.folder / "state" / f"silo{silo}"
         config = f"partition-id={silo} num-partitions={self.silos} state-dir='{state}'"
         return [
             _bin("flower-supernode"),
             "--root-certificates",
-            str(self.credentials.ca_cert),
+            str(ca or self.credentials.ca_cert),
             "--superlink",
             f"127.0.0.1:{self.port}",
             "--auth-supernode-private-key",
@@ -226,12 +226,12 @@ class Federation:
             str(self.wait_s),
         ]
 
-    def start_supernode(self, silo: int, key: Path | None = None, name: str | None = None):
-        """Start silo ``silo``'s SuperNode, with its own key, or as an impostor with ``key``
-        (then not counted among the silo's SuperNodes)."""
-        own = key is None
-        key = self.credentials.nodes[silo].private if own else key
-        proc = self._start(name or f"supernode_{silo}", self.supernode_command(silo, key))
+    def start_supernode(self, silo: int, key=None, ca=None, name: str | None = None):
+        """Start silo ``silo``'s SuperNode with its own key; or an impostor with another
+        ``key`` or trusting another ``ca`` (not counted among the silo's SuperNodes)."""
+        own = key is None and ca is None
+        key = key or self.credentials.nodes[silo].private
+        proc = self._start(name or f"supernode_{silo}", self.supernode_command(silo, key, ca))
         if own:
             self.supernodes[silo] = proc
         return proc
@@ -393,6 +393,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", default="quick")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds for the run")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run stopped in --out from its last completed round",
+    )
     args = parser.parse_args(argv)
     folder = Path(args.out).resolve()
     with Federation(folder, args.silos) as federation:
@@ -407,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             profile=args.profile,
             silos=args.silos,
+            resume=args.resume,
         )
     test = table.query("split == 'test' and metric == 'accuracy'")
     last = test[test["round"] == test["round"].max()]

@@ -22,6 +22,7 @@ from playerfl_core.engine import RunConfig, run_federated
 from playerfl_core.flower_checkpoints import CheckpointObserver, ServerCheckpoint
 from playerfl_core.flower_deploy import job_from_config
 from playerfl_core.flower_link import FlowerRunError, SiloLost, _handle, serve
+from playerfl_core.profiles import make_config
 
 ROUNDS = 3
 SILOS = 4
@@ -79,9 +80,9 @@ def _job(**over):
 
 @pytest.fixture(scope="module")
 def expected():
-    job = _job()
+    config = make_config("heart", "quick", seed=0, rounds=ROUNDS, device="cpu")
     data = load("heart", profile="quick", seed=0)
-    return run_federated(data, get_algorithm("playerfl"), RunConfig(**job.config)).table()
+    return run_federated(data, get_algorithm("playerfl"), config).table()
 
 
 def _serve(grid, job, out, resume=None):

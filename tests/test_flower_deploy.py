@@ -19,7 +19,7 @@ from cryptography import x509
 
 from data_prep import load
 from playerfl_core.algorithms import get_algorithm
-from playerfl_core.engine import RunConfig, run_federated
+from playerfl_core.engine import run_federated
 from playerfl_core.flower_checkpoints import ServerCheckpoint
 from playerfl_core.flower_credentials import NodeKeys, make_credentials, write_node_keys
 from playerfl_core.flower_deploy import RUN_CONFIG, job_from_config
@@ -30,6 +30,7 @@ from playerfl_core.flower_federation import (
     FederationError,
     _descendants,
 )
+from playerfl_core.profiles import make_config
 
 ROUNDS = 2
 RUN = {"dataset": "heart", "algorithm": "playerfl", "rounds": ROUNDS, "seed": 0}
@@ -42,10 +43,10 @@ def _job(**run):
 
 @pytest.fixture(scope="module")
 def expected() -> pd.DataFrame:
-    """The in-process run of the same job."""
-    job = _job()
+    """The in-process run of the same job (its config built without the app's code)."""
+    config = make_config("heart", "quick", seed=0, rounds=ROUNDS, device="cpu")
     data = load("heart", profile="quick", seed=0)
-    return run_federated(data, get_algorithm("playerfl"), RunConfig(**job.config)).table()
+    return run_federated(data, get_algorithm("playerfl"), config).table()
 
 
 @pytest.fixture(scope="module")
@@ -85,17 +86,22 @@ def test_processes_give_the_in_process_table(federation, expected, tmp_path):
     assert point.round == ROUNDS - 1 and point.rows == list(expected.itertuples(index=False))
 
 
-def test_a_supernode_with_an_unregistered_key_is_refused(federation, tmp_path):
+@pytest.mark.parametrize("credential", ["unregistered key", "another CA"])
+def test_a_supernode_without_valid_credentials_is_refused(federation, tmp_path, credential):
     registered = {n["node-id"] for n in federation.nodes()}
-    stranger = NodeKeys(tmp_path / "stranger", tmp_path / "stranger.pub")
-    write_node_keys(stranger)
-    proc = federation.start_supernode(0, key=stranger.private, name="stranger")
+    if credential == "unregistered key":
+        stranger = NodeKeys(tmp_path / "stranger", tmp_path / "stranger.pub")
+        write_node_keys(stranger)
+        impostor, why = {"key": stranger.private}, "Failed to activate SuperNode"
+    else:  # the right key, but it trusts a CA that did not sign the SuperLink's certificate
+        impostor, why = {"ca": make_credentials(tmp_path, 1).ca_cert}, "CERTIFICATE_VERIFY_FAILED"
+    proc = federation.start_supernode(0, name=f"impostor_{credential.replace(' ', '_')}", **impostor)
     try:
         code = proc.popen.wait(timeout=60)
     finally:
         proc.stop()
     log = proc.log.read_text()
-    assert code != 0 and REFUSED in log and "Failed to activate SuperNode" in log
+    assert code != 0 and REFUSED in log and why in log
     assert {n["node-id"] for n in federation.nodes()} == registered
 
 
