@@ -95,7 +95,8 @@ def test_a_supernode_without_valid_credentials_is_refused(federation, tmp_path, 
         impostor, why = {"key": stranger.private}, "Failed to activate SuperNode"
     else:  # the right key, but it trusts a CA that did not sign the SuperLink's certificate
         impostor, why = {"ca": make_credentials(tmp_path, 1).ca_cert}, "CERTIFICATE_VERIFY_FAILED"
-    proc = federation.start_supernode(0, name=f"impostor_{credential.replace(' ', '_')}", **impostor)
+    name = "impostor_" + credential.replace(" ", "_")
+    proc = federation.start_supernode(0, name=name, **impostor)
     try:
         code = proc.popen.wait(timeout=60)
     finally:
