@@ -44,6 +44,8 @@ class LoopbackGrid:
             for k in range(SILOS)
         }
         self.kill_after, self.dead = kill_after or {}, set()
+        self.silent: set[int] = set()
+        """Nodes Flower lists but that never answer (stopped between listing and asking)."""
 
     def get_node_ids(self):
         return [n for n in self.contexts if n not in self.dead]
@@ -52,7 +54,7 @@ class LoopbackGrid:
         replies = []
         for message in messages:
             node = message.metadata.dst_node_id
-            if node in self.dead:
+            if node in self.dead or node in self.silent:
                 continue
             replies.append(_handle(message, self.contexts[node]))
             silo = node - 100
@@ -112,6 +114,13 @@ def test_a_lost_silo_stops_the_run_and_a_restart_resumes(tmp_path, expected, los
 
     got = _serve(LoopbackGrid(state), job, out, resume=point)  # fresh nodes, same disks
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
+def test_a_node_lost_before_it_said_which_silo_it_is_is_named_by_its_node_id(tmp_path):
+    grid = LoopbackGrid(tmp_path)
+    grid.silent.add(102)
+    with pytest.raises(SiloLost, match=r"^SuperNodes \[102\] did not answer"):
+        _serve(grid, _job(), tmp_path / "server")
 
 
 def test_resume_needs_each_silos_own_checkpoint(tmp_path):
