@@ -14,7 +14,7 @@ export TQDM_DISABLE := 1
 # compares were executed with one thread (override: OMP_NUM_THREADS=N make ...).
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: book test html setup data browser execute lint clean standard
+.PHONY: book test html setup data browser execute lint clean standard silos
 
 book: setup data execute html
 
@@ -76,6 +76,12 @@ standard: setup data
 	$(VENV)/bin/playerfl grid --datasets $(call het,fmnist) --algorithms playerfl --lrs 0.003 \
 	  --seeds 0,1,2,3,4 --profile standard --splits
 	$(VENV)/bin/playerfl archive pack --profile standard
+
+# PLayer-FL on Heart across real processes on this machine (loopback): a SuperLink with TLS and
+# SuperNode authentication, one SuperNode per hospital; see silos/README.md. Everything it
+# makes (certificates, logs, checkpoints, results.parquet) goes to _build/silos.
+silos: setup data
+	$(PY) -m playerfl_core.flower_federation --out _build/silos
 
 lint: setup
 	$(VENV)/bin/ruff check playerfl_core data_prep tests bench

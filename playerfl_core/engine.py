@@ -529,23 +529,31 @@ def make_client(data, cid: int, config: RunConfig) -> Client:
     return Client(cid, data.clients[cid], _fresh(data, config), config, **extras)
 
 
-def drive(run: Run, algorithm, observers: Sequence[Observer] = ()) -> Run:
-    """The round loop, the same wherever the clients are: ``run.link`` reaches them."""
+def drive(run: Run, algorithm, observers: Sequence[Observer] = (), start: int = 0) -> Run:
+    """The round loop, the same wherever the clients are: ``run.link`` reaches them.
+
+    ``start`` > 0 resumes a run restored as it was after round ``start - 1`` (the server's
+    rows, global parameters and algorithm; the clients' state, restored by whoever holds it):
+    the one-off setup and the round-0 rows are then not repeated.
+    """
     config, link = run.config, run.link
+    if not (isinstance(start, int) and 0 <= start <= config.rounds):
+        raise ValueError(f"drive: start must be a round in 0 … {config.rounds}, got {start!r}.")
     run.info.update(
         algorithm=algorithm.name,
         hyperparameters=algorithm.hyperparameters(),
         deploys=algorithm.deploys,
         config=asdict(config),
     )
-    algorithm.setup(run)
-    link.setup()
-    weights = run.weights
-    for cid, n in run.sizes.items():
-        run.log(cid, 0, "train", "n_samples", n, n)
-        run.log(cid, 0, "train", "weight", weights[cid], n)
+    if start == 0:
+        algorithm.setup(run)
+        link.setup()
+        weights = run.weights
+        for cid, n in run.sizes.items():
+            run.log(cid, 0, "train", "n_samples", n, n)
+            run.log(cid, 0, "train", "weight", weights[cid], n)
     bar = tqdm(
-        range(config.rounds),
+        range(start, config.rounds),
         desc=f"{run.data.name}/{algorithm.name}",
         disable=not config.progress,
         leave=False,

@@ -36,14 +36,25 @@ from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
-from playerfl_core.engine import LocalLink, Run, RunConfig, drive, make_client
+from playerfl_core.engine import LocalLink, Observer, Run, RunConfig, drive, make_client
+from playerfl_core.flower_checkpoints import SiloCheckpoints
 from playerfl_core.run_store import code_fingerprint
 from playerfl_core.schema import COLUMNS
 
 PROTOCOL = 1
 """Bumped whenever the messages change meaning; server and clients must agree."""
 
-CALLS = ("setup", "train", "evaluate", "finish", "uploads", "reports", "send", "deploy")
+CALLS = (
+    "setup",
+    "train",
+    "evaluate",
+    "finish",
+    "uploads",
+    "reports",
+    "send",
+    "deploy",
+    "checkpoint",
+)
 """The link calls a message may carry (:class:`~playerfl_core.engine.LocalLink`'s methods)."""
 
 
@@ -184,7 +195,14 @@ def _handle(message: Message, context: Context) -> Message:
     silo, slot = _silo(context), f"session:{head['key']}"
     if message.metadata.message_type.endswith(".hello"):
         data = _silo_data(job)
-        session = _new_session(job, silo)
+        if "resume" in head:  # a restarted run: the session saved after that round
+            try:
+                saved = _checkpoints(context, job, silo).load(json.loads(head["resume"]))
+            except FileNotFoundError as err:
+                raise FlowerRunError(f"silo {silo} cannot resume: {err}") from None
+            session = Session.unpack(saved, data)
+        else:
+            session = _new_session(job, silo)
         context.state[slot] = ConfigRecord({"blob": session.pack()})
         spec = {k: getattr(data, k) for k in ("name", "model", "num_classes")}
         spec["input_shape"] = list(data.input_shape)
@@ -196,12 +214,22 @@ def _handle(message: Message, context: Context) -> Message:
     session = Session.unpack(context.state[slot]["blob"], _silo_data(job))
     answers, arrays = [], {}
     for entry in json.loads(head["calls"]):
+        if entry["call"] == "checkpoint":
+            _checkpoints(context, job, silo).save(entry["args"]["rnd"], session.pack())
         answer, upload = _run_call(session, silo, entry, message.content)
         answers.append(answer)
         if upload is not None:
             arrays[f"upload/{entry['seq']}"] = upload
     context.state[slot] = ConfigRecord({"blob": session.pack()})
     return _reply(message, {"answers": answers}, arrays)
+
+
+def _checkpoints(context: Context, job: Job, silo: int) -> SiloCheckpoints:
+    """Where this silo keeps its sessions: ``state-dir`` in the node config (its own disk)."""
+    try:
+        return SiloCheckpoints.of(context.node_config.get("state-dir"), job, silo)
+    except ValueError as err:
+        raise FlowerRunError(str(err)) from None
 
 
 def _run_call(session: Session, silo: int, entry: dict, content: RecordDict):
@@ -222,6 +250,8 @@ def _run_call(session: Session, silo: int, entry: dict, content: RecordDict):
         answer["report"] = link.reports(rnd)[silo]
     elif call in ("train", "evaluate"):
         getattr(link, call)(rnd)
+    elif call == "checkpoint":
+        pass  # saved by _handle, which knows the node's state-dir
     else:
         getattr(link, call)()
     answer["rows"], session.run.rows = session.run.rows, []
@@ -266,11 +296,13 @@ class FlowerLink:
         self._seq = 0
         self._queue: dict[int, list] = {silo: [] for silo in nodes}
 
-    def hello(self) -> dict[int, dict]:
-        """Each node's silo, training size and model (no data): before the run exists."""
+    def hello(self, resume: int | None = None) -> dict[int, dict]:
+        """Each node's silo, training size and model (no data): before the run exists.
+        ``resume``: each silo restores its session saved after that round instead."""
+        extra = {} if resume is None else {"resume": resume}
         messages = [
             Message(
-                RecordDict({"head": _header(self.job)}),
+                RecordDict({"head": _header(self.job, **extra)}),
                 dst_node_id=node,
                 message_type="query.hello",
             )
@@ -331,8 +363,12 @@ class FlowerLink:
             if m.metadata.dst_node_id not in replies
         )
         if missing:
+            who = f"silos {missing}"
+            if self.run is None:  # hello: which silo a node holds is not known yet
+                lost = {m.metadata.dst_node_id for m in messages} - set(replies)
+                who = f"SuperNodes {sorted(lost)}"
             raise SiloLost(
-                f"silos {missing} did not answer within {self.timeout:g} s (their SuperNodes "
+                f"{who} did not answer within {self.timeout:g} s (their SuperNodes "
                 "stopped or are unreachable); the run stops here."
             )
         out = {}
@@ -400,6 +436,11 @@ class FlowerLink:
     def finish(self) -> None:
         self._enqueue("finish")
 
+    def checkpoint(self, rnd: int) -> None:
+        """Every silo saves its session after round ``rnd`` on its own disk; returns once all
+        have (the rows queued before arrive with the answers)."""
+        self._ask("checkpoint", rnd=rnd)
+
 
 _ERROR_LINE = re.compile(r"^(?:\w+\.)*(\w+(?:Error|Exception)): (.+)$")
 
@@ -430,14 +471,24 @@ def _arrays(values: dict[int, dict[str, torch.Tensor]]) -> dict[int, ArrayRecord
     return {silo: tensors_record(v) for silo, v in values.items()}
 
 
-def serve(grid: Grid, job: Job, silos: int, timeout: float = 600.0) -> tuple[Run, FlowerLink]:
+def serve(
+    grid: Grid,
+    job: Job,
+    silos: int,
+    timeout: float = 600.0,
+    observers: Sequence[Observer] = (),
+    resume=None,
+) -> tuple[Run, FlowerLink]:
     """Carry out ``job`` over ``silos`` Flower nodes; return the server's run and its link
-    (``wire``, ``messages``)."""
+    (``wire``, ``messages``). ``resume``: a
+    :class:`~playerfl_core.flower_checkpoints.ServerCheckpoint` to continue from (each silo
+    restores its own session of that round)."""
     from playerfl_core.algorithms import get_algorithm
 
     nodes = _wait_for_nodes(grid, silos, timeout)
     link = FlowerLink(grid, job, dict(enumerate(nodes)), timeout)
-    hello = {a["silo"]: (node, a) for node, a in link.hello().items()}
+    hello = link.hello(None if resume is None else resume.round)
+    hello = {a["silo"]: (node, a) for node, a in hello.items()}
     if sorted(hello) != list(range(silos)):
         raise FlowerRunError(
             f"expected silos 0..{silos - 1}, the SuperNodes are {sorted(hello)}: give each "
@@ -457,8 +508,11 @@ def serve(grid: Grid, job: Job, silos: int, timeout: float = 600.0) -> tuple[Run
     sizes = {silo: a["n_train"] for silo, (_, a) in sorted(hello.items())}
     run = Run(spec, config, [], {}, algorithm.name, sizes=sizes, link=link)
     run.global_params = {n: p.detach().clone() for n, p in run.template.named_parameters()}
+    start = 0
+    if resume is not None:
+        algorithm, start = resume.algorithm, resume.restore(run)
     link.run, link.algorithm = run, algorithm
-    drive(run, algorithm)
+    drive(run, algorithm, observers, start)
     link.flush()  # the last evaluation's rows
     return run, link
 

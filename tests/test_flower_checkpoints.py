@@ -1,0 +1,158 @@
+"""Checkpoint and resume of a Flower run, in seconds: the server's link talks to four Heart
+silos through a loopback grid that hands each message to the silos' own handler in this
+process (no Flower processes; ``test_flower_deploy`` does the same across real ones).
+
+A silo "killed" after a round never answers again: the run stops naming it, the server's
+checkpoint holds exactly the completed rounds' rows, and a fresh federation (new Flower run,
+empty node state, the same state-dirs) resumed from it ends with the uninterrupted run's rows.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from flwr.app import Context, RecordDict
+from flwr.supercore.task_identity import TaskIdentity
+
+from data_prep import load
+from playerfl_core.algorithms import get_algorithm
+from playerfl_core.engine import RunConfig, run_federated
+from playerfl_core.flower_checkpoints import CheckpointObserver, ServerCheckpoint
+from playerfl_core.flower_deploy import job_from_config
+from playerfl_core.flower_link import FlowerRunError, SiloLost, _handle, serve
+from playerfl_core.profiles import make_config
+
+ROUNDS = 3
+SILOS = 4
+
+
+class LoopbackGrid:
+    """What :class:`FlowerLink` uses of Flower's ``Grid``, delivering in-process. A silo in
+    ``kill_after`` (silo → round) stops answering once it saved that round's checkpoint."""
+
+    def __init__(self, state_dir, kill_after: dict[int, int] | None = None):
+        self.contexts = {
+            100 + k: Context(
+                run_id=1,
+                node_id=100 + k,
+                node_config={"partition-id": k, "state-dir": str(state_dir / f"silo{k}")},
+                state=RecordDict(),
+                run_config={},
+            )
+            for k in range(SILOS)
+        }
+        self.kill_after, self.dead = kill_after or {}, set()
+        self.silent: set[int] = set()
+        """Nodes Flower lists but that never answer (stopped between listing and asking)."""
+
+    def get_node_ids(self):
+        return [n for n in self.contexts if n not in self.dead]
+
+    def send_and_receive(self, messages, timeout):
+        replies = []
+        for message in messages:
+            node = message.metadata.dst_node_id
+            if node in self.dead or node in self.silent:
+                continue
+            replies.append(_handle(message, self.contexts[node]))
+            silo = node - 100
+            calls = json.loads(message.content["head"].get("calls", "[]"))
+            saved = {c["args"]["rnd"] for c in calls if c["call"] == "checkpoint"}
+            if self.kill_after.get(silo) in saved:
+                self.dead.add(node)
+        return replies
+
+
+@pytest.fixture(autouse=True)
+def _task_identity(monkeypatch):
+    """Messages are stamped with the task that made them; a Flower process sets these."""
+    for name, value in (("_run_id", 1), ("_node_id", 0), ("_task_id", 1)):
+        monkeypatch.setattr(TaskIdentity, name, value)
+
+
+def _job(**over):
+    return job_from_config(
+        {"dataset": "heart", "algorithm": "playerfl", "profile": "quick", "seed": 0}
+        | {"rounds": ROUNDS, "lr": 0.0}
+        | over
+    )
+
+
+@pytest.fixture(scope="module")
+def expected():
+    config = make_config("heart", "quick", seed=0, rounds=ROUNDS, device="cpu")
+    data = load("heart", profile="quick", seed=0)
+    return run_federated(data, get_algorithm("playerfl"), config).table()
+
+
+def _serve(grid, job, out, resume=None):
+    run, _ = serve(grid, job, SILOS, 5.0, [CheckpointObserver(job, out)], resume)
+    return run.table()
+
+
+def test_a_checkpointed_run_gives_the_in_process_rows(tmp_path, expected):
+    got = _serve(LoopbackGrid(tmp_path / "silos"), _job(), tmp_path / "server")
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert ServerCheckpoint.load(tmp_path / "server", _job()).round == ROUNDS - 1
+    for k in range(SILOS):
+        (folder,) = (tmp_path / "silos" / f"silo{k}").iterdir()
+        assert sorted(p.name for p in folder.iterdir()) == [f"round-{r}.pkl" for r in range(ROUNDS)]
+
+
+@pytest.mark.parametrize("lost_after", [0, 1])
+def test_a_lost_silo_stops_the_run_and_a_restart_resumes(tmp_path, expected, lost_after):
+    job, out, state = _job(), tmp_path / "server", tmp_path / "silos"
+    with pytest.raises(SiloLost, match=r"silos \[2\] did not answer"):
+        _serve(LoopbackGrid(state, kill_after={2: lost_after}), job, out)
+    point = ServerCheckpoint.load(out, job)
+    assert point.round == lost_after
+    completed = expected[expected["round"] <= lost_after]
+    assert point.rows == list(completed.itertuples(index=False))
+    assert point.rows == list(expected.itertuples(index=False))[: len(point.rows)]
+
+    got = _serve(LoopbackGrid(state), job, out, resume=point)  # fresh nodes, same disks
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
+def test_a_node_lost_before_it_said_which_silo_it_is_is_named_by_its_node_id(tmp_path):
+    grid = LoopbackGrid(tmp_path)
+    grid.silent.add(102)
+    with pytest.raises(SiloLost, match=r"^SuperNodes \[102\] did not answer"):
+        _serve(grid, _job(), tmp_path / "server")
+
+
+def test_resume_needs_each_silos_own_checkpoint(tmp_path):
+    job, out, state = _job(), tmp_path / "server", tmp_path / "silos"
+    with pytest.raises(SiloLost):
+        _serve(LoopbackGrid(state, kill_after={1: 0}), job, out)
+    for path in (state / "silo3").rglob("round-0.pkl"):
+        path.unlink()
+    with pytest.raises(FlowerRunError, match="no checkpoint of round 0 in .*silo3"):
+        _serve(LoopbackGrid(state), job, out, resume=ServerCheckpoint.load(out, job))
+
+
+def test_a_checkpoint_of_another_job_is_refused(tmp_path):
+    job, out = _job(), tmp_path / "server"
+    with pytest.raises(SiloLost):
+        _serve(LoopbackGrid(tmp_path / "silos", kill_after={0: 0}), job, out)
+    with pytest.raises(ValueError, match="checkpoint of another job"):
+        ServerCheckpoint.load(out, _job(seed=1))
+    with pytest.raises(FileNotFoundError, match="no round of this run completed"):
+        ServerCheckpoint.load(tmp_path / "elsewhere", job)
+
+
+def test_a_silo_without_a_state_dir_says_how_to_start_it(tmp_path):
+    grid = LoopbackGrid(tmp_path)
+    del grid.contexts[102].node_config["state-dir"]
+    with pytest.raises(FlowerRunError, match="silo 2 .* no state-dir: start its SuperNode"):
+        _serve(grid, _job(), tmp_path / "server")
+
+
+def test_drive_refuses_a_start_outside_the_rounds():
+    from playerfl_core.engine import drive
+
+    run = type("R", (), {"config": RunConfig(rounds=2, lr=0.1, batch_size=4), "link": None})
+    with pytest.raises(ValueError, match="start must be a round in 0 … 2, got 3"):
+        drive(run, None, start=3)

@@ -1,0 +1,156 @@
+"""PLayer-FL across real processes: a SuperLink (TLS, SuperNode authentication) and one
+SuperNode per Heart hospital on loopback give the in-process table row for row; an
+unregistered SuperNode is refused; a SuperNode killed mid-run stops the run with a message
+naming its silo, leaves a sound checkpoint, and a restarted run resumes from it to the
+uninterrupted run's exact rows.
+
+One federation serves the whole file (starting one costs about a minute here); every wait has
+a timeout, and the fixture stops every process it started, also when a test fails.
+"""
+
+from __future__ import annotations
+
+import pickle
+import tomllib
+
+import pandas as pd
+import pytest
+from cryptography import x509
+
+from data_prep import load
+from playerfl_core.algorithms import get_algorithm
+from playerfl_core.engine import run_federated
+from playerfl_core.flower_checkpoints import ServerCheckpoint
+from playerfl_core.flower_credentials import NodeKeys, make_credentials, write_node_keys
+from playerfl_core.flower_deploy import RUN_CONFIG, job_from_config
+from playerfl_core.flower_federation import (
+    APP_DIR,
+    REFUSED,
+    Federation,
+    FederationError,
+    _descendants,
+)
+from playerfl_core.profiles import make_config
+
+ROUNDS = 2
+RUN = {"dataset": "heart", "algorithm": "playerfl", "rounds": ROUNDS, "seed": 0}
+RUN_TIMEOUT = 600.0
+
+
+def _job(**run):
+    return job_from_config({**{k: RUN_CONFIG[k] for k in ("profile", "lr")}, **RUN, **run})
+
+
+@pytest.fixture(scope="module")
+def expected() -> pd.DataFrame:
+    """The in-process run of the same job (its config built without the app's code)."""
+    config = make_config("heart", "quick", seed=0, rounds=ROUNDS, device="cpu")
+    data = load("heart", profile="quick", seed=0)
+    return run_federated(data, get_algorithm("playerfl"), config).table()
+
+
+@pytest.fixture(scope="module")
+def federation(tmp_path_factory):
+    with Federation(tmp_path_factory.mktemp("silos"), silos=4) as fed:
+        yield fed
+    pids = [p.popen.pid for p in fed._procs]
+    assert all(p.popen.poll() is not None for p in fed._procs)
+    assert not [d for pid in pids for d in _descendants(pid)]
+
+
+def test_the_app_declares_the_run_config_the_server_reads():
+    declared = tomllib.loads((APP_DIR / "pyproject.toml").read_text())["tool"]["flwr"]["app"]
+    assert declared["config"] == RUN_CONFIG
+    assert declared["components"] == {
+        "serverapp": "playerfl_core.flower_deploy:server",
+        "clientapp": "playerfl_core.flower_deploy:client",
+    }
+
+
+def test_the_server_certificate_is_the_cas_and_names_loopback(tmp_path):
+    creds = make_credentials(tmp_path, silos=2)
+    ca = x509.load_pem_x509_certificate(creds.ca_cert.read_bytes())
+    cert = x509.load_pem_x509_certificate(creds.server_cert.read_bytes())
+    cert.verify_directly_issued_by(ca)
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)} == {"127.0.0.1"}
+    assert sans.get_values_for_type(x509.DNSName) == ["localhost"]
+    assert all(k.private.stat().st_mode & 0o077 == 0 for k in creds.nodes)
+    assert creds.server_key.stat().st_mode & 0o077 == 0
+
+
+def test_processes_give_the_in_process_table(federation, expected, tmp_path):
+    got = federation.run(tmp_path / "out", timeout=RUN_TIMEOUT, **RUN)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    point = ServerCheckpoint.load(tmp_path / "out", _job())
+    assert point.round == ROUNDS - 1 and point.rows == list(expected.itertuples(index=False))
+
+
+@pytest.mark.parametrize("credential", ["unregistered key", "another CA"])
+def test_a_supernode_without_valid_credentials_is_refused(federation, tmp_path, credential):
+    registered = {n["node-id"] for n in federation.nodes()}
+    if credential == "unregistered key":
+        stranger = NodeKeys(tmp_path / "stranger", tmp_path / "stranger.pub")
+        write_node_keys(stranger)
+        impostor, why = {"key": stranger.private}, "Failed to activate SuperNode"
+    else:  # the right key, but it trusts a CA that did not sign the SuperLink's certificate
+        impostor, why = {"ca": make_credentials(tmp_path, 1).ca_cert}, "CERTIFICATE_VERIFY_FAILED"
+    name = "impostor_" + credential.replace(" ", "_")
+    proc = federation.start_supernode(0, name=name, **impostor)
+    try:
+        code = proc.popen.wait(timeout=60)
+    finally:
+        proc.stop()
+    log = proc.log.read_text()
+    assert code != 0 and REFUSED in log and why in log
+    assert {n["node-id"] for n in federation.nodes()} == registered
+
+
+def test_a_killed_supernode_stops_the_run_and_a_restart_resumes(federation, expected, tmp_path):
+    out = tmp_path / "out"
+    run_id = federation.submit(out, timeout=45.0, **RUN)
+    checkpoint = out / ServerCheckpoint.FILE
+    federation._wait(
+        checkpoint.exists, federation.superlink, "round 0's checkpoint", 0.2, RUN_TIMEOUT
+    )
+    federation.kill_supernode(2)
+    status = federation.wait_run(run_id, out, timeout=RUN_TIMEOUT)
+    assert not status["ok"]
+    assert "silos [2] did not answer" in status["error"]
+    assert not (out / "results.parquet").exists()
+
+    point = ServerCheckpoint.load(out, _job())
+    done = expected[expected["round"] <= point.round]
+    assert point.round < ROUNDS - 1
+    assert point.rows == list(expected.itertuples(index=False))[: len(point.rows)]
+    assert len(point.rows) == len(done)  # every row of the completed rounds, nothing after
+    pickle.loads(checkpoint.read_bytes())  # whole (written atomically)
+
+    federation.start_supernode(2)
+    federation.wait_online(4)
+    got = federation.run(out, timeout=RUN_TIMEOUT, resume=True, **RUN)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert (out / "status.json").read_text().count(f'"resumed_after": {point.round}') == 1
+
+
+def test_an_unknown_algorithm_fails_fast_with_the_valid_names(federation, tmp_path):
+    with pytest.raises(FederationError, match="Unknown algorithm 'plyerfl'. Available: .*fedavg"):
+        federation.run(tmp_path / "out", timeout=180.0, **{**RUN, "algorithm": "plyerfl"})
+
+
+def test_resume_without_a_checkpoint_says_so(federation, tmp_path):
+    with pytest.raises(FederationError, match="no round of this run completed"):
+        federation.run(tmp_path / "out", timeout=180.0, resume=True, **RUN)
+
+
+def test_the_recipe_stops_its_processes_when_a_start_fails(tmp_path, monkeypatch):
+    def refuse(self, keys):
+        raise FederationError("registration refused")
+
+    monkeypatch.setattr(Federation, "register", refuse)
+    fed = Federation(tmp_path, silos=1, wait_s=60.0)
+    with pytest.raises(FederationError, match="registration refused"):
+        with fed:
+            pass
+    assert fed._procs and all(p.popen.poll() is not None for p in fed._procs)
+    assert not [d for p in fed._procs for d in _descendants(p.popen.pid)]
