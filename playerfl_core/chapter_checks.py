@@ -215,6 +215,7 @@ SPECS: dict[str, dict[str, Callable]] = {
         "seed": _integer(0),
         "rounds": _opt(_integer(1)),
         "algorithms": _algorithms,
+        "process_rounds": _integer(0),
         "device": None,  # no such parameter: Flower's silos train on the CPU
     },
     "appendix_bring_your_own": {

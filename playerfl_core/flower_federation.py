@@ -362,6 +362,9 @@ def _environment(flwr_home: Path) -> dict:
     """The processes' environment: this library importable, Flower offline and quiet."""
     root = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ)
+    for name in ("FORCE_COLOR", "CLICOLOR_FORCE"):  # set in Jupyter kernels: ANSI codes in JSON
+        env.pop(name, None)
+    env["NO_COLOR"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     env["PATH"] = os.pathsep.join((str(Path(sys.executable).parent), env.get("PATH", "")))
     env.update(

@@ -25,6 +25,7 @@ On a CPU, two runs go at a time in spawned worker processes; from a script, call
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Iterable
@@ -496,13 +497,18 @@ def run_grid(
 
 
 def _start_from_archive(store: Store, profile: str) -> None:
-    """An empty store starts from the committed archive of its profile (verified), if any."""
+    """A store that lacks runs of its profile's committed archive gets them (verified; runs
+    already there are kept), so a fresh clone recomputes only what the archive does not hold,
+    whichever chapter or command wrote into the store first."""
     from playerfl_core.archive import archive_dir, unpack
 
-    if store.runs.exists() and any(store.runs.glob("*.json")):
+    manifest = archive_dir(profile) / "manifest.json"
+    if not manifest.exists():
         return
-    if (archive_dir(profile) / "manifest.json").exists():
-        unpack(archive_dir(profile), store)
+    ids = [entry["run_id"] for entry in json.loads(manifest.read_text())["runs"]]
+    if all((store.runs / f"{run_id}.json").exists() for run_id in ids):
+        return
+    unpack(archive_dir(profile), store)
 
 
 def load_grid(*args, **kwargs) -> GridResult:

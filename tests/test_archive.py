@@ -60,6 +60,21 @@ def test_an_empty_store_starts_from_the_committed_archive(packed, tmp_path, monk
     assert grid.computed == 0 and len(grid.table)
 
 
+def test_a_store_written_by_something_else_first_still_gets_the_archive(
+    packed, tmp_path, monkeypatch
+):
+    """A fresh clone's store may already hold another chapter's runs when a grid first looks
+    at it: the archive's runs are added all the same, and nothing is recomputed."""
+    from playerfl_core.run_store import RunSpec, execute
+
+    grid, out = packed
+    monkeypatch.setenv("PLAYERFL_STORES", str(out.parent))
+    other = RunSpec("heart", "local", 1e-2, 5, rounds=2)  # written without any grid
+    assert execute(other, str(tmp_path))["status"] == "ok"
+    again = run_grid("heart", "local,fedavg", "quick", store=tmp_path, **TINY)
+    assert again.computed == 0 and len(again.table) == len(grid.table)
+
+
 def test_an_edited_value_is_caught_and_named(packed, tmp_path):
     _, out = packed
     copy = tmp_path / "a"

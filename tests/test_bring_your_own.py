@@ -47,7 +47,11 @@ SMALL = {  # chapter -> papermill parameters that keep it to seconds on the tiny
         "claims_datasets": "minidigits",
         "n_boot": 200,
     },
-    "07_from_notebook_to_silos": {"rounds": 2, "algorithms": "local,fedavg,playerfl"},
+    "07_from_notebook_to_silos": {
+        "rounds": 2,
+        "algorithms": "local,fedavg,playerfl",
+        "process_rounds": 1,
+    },
 }
 
 

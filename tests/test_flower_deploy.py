@@ -154,3 +154,14 @@ def test_the_recipe_stops_its_processes_when_a_start_fails(tmp_path, monkeypatch
             pass
     assert fed._procs and all(p.popen.poll() is not None for p in fed._procs)
     assert not [d for p in fed._procs for d in _descendants(p.popen.pid)]
+
+
+def test_the_flower_cli_prints_plain_json_from_a_notebook_kernel(monkeypatch, tmp_path):
+    """Jupyter kernels set FORCE_COLOR, and Flower's CLI then wraps its JSON in colour codes:
+    the recipe's processes run without it (chapter 07 starts the recipe from a kernel)."""
+    from playerfl_core.flower_federation import _environment
+
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("CLICOLOR_FORCE", "1")
+    env = _environment(tmp_path)
+    assert "FORCE_COLOR" not in env and "CLICOLOR_FORCE" not in env and env["NO_COLOR"] == "1"

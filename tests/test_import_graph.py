@@ -40,6 +40,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "playerfl_core.results",
             "playerfl_core.run_store",
             "playerfl_core.flower_link",  # the round loop over Flower (uses the code fingerprint)
+            "playerfl_core.flower_checkpoints",
+            "playerfl_core.flower_credentials",
+            "playerfl_core.flower_deploy",
             "playerfl_core.tuning",
             "playerfl_core.grid_plan",
             "playerfl_core.grid_runner",
@@ -70,7 +73,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "playerfl_core.reports",
         ),
     ),
-    ("entry points", ("playerfl_core.cli", "playerfl_core.chapter_checks", "playerfl_core.checks")),
+    (
+        "entry points",
+        (
+            "playerfl_core.cli",
+            "playerfl_core.chapter_checks",
+            "playerfl_core.checks",
+            "playerfl_core.flower_federation",  # the processes recipe (python -m, make silos)
+        ),
+    ),
 ]
 """Bottom to top. A name covers the module and, for a package, every module inside it (the
 package's own ``__init__`` only when the name is listed by itself, as ``playerfl_core``)."""
