@@ -1,6 +1,7 @@
 """The committed results archive: packs, verifies itself, and re-computes exactly."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -9,7 +10,6 @@ from data_prep.registry import is_registered
 from playerfl_core.algorithms import ALGORITHMS
 from playerfl_core.archive import (
     ArchiveError,
-    archive_dir,
     load_archive,
     pack,
     recompute_sample,
@@ -161,9 +161,22 @@ def test_tuning_widens_the_grid_at_an_edge_and_says_so(tmp_path):
     assert loaded.chosen["lr"].tolist() == grid.chosen["lr"].tolist()
 
 
+COMMITTED = Path(__file__).resolve().parents[1] / "stores"
+"""The committed archives (tests otherwise see none: conftest.no_committed_archives)."""
+
+
+def test_committed_quick_archive_recomputes_exactly():
+    """Chapter 06's quick grid, committed so that a fresh clone does not recompute it."""
+    table, manifest = load_archive(COMMITTED / "quick")
+    assert manifest["profile"] == "quick"
+    assert set(table["run_id"]) == {e["run_id"] for e in manifest["runs"] if e["status"] == "ok"}
+    report = recompute_sample(COMMITTED / "quick", n=2, seed=20261130, max_seconds=20)
+    assert report["same_spec"].all() and report["identical"].all(), report
+
+
 def test_committed_standard_archive_is_complete_and_recomputes_exactly():
     """The book's standard-profile evidence: every claimed run is there and re-computes."""
-    path = archive_dir("standard")
+    path = COMMITTED / "standard"
     table, manifest = load_archive(path)
     specs = [spec_of(e) for e in manifest["runs"]]
     assert manifest["profile"] == "standard"
