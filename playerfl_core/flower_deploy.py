@@ -15,6 +15,7 @@ What the server writes to the run config's ``out`` folder: ``status.json`` (``ok
 from __future__ import annotations
 
 import json
+import tomllib
 from dataclasses import asdict
 from pathlib import Path
 
@@ -25,8 +26,11 @@ from flwr.serverapp import Grid, ServerApp
 from playerfl_core.flower_checkpoints import CheckpointObserver, ServerCheckpoint
 from playerfl_core.flower_link import Job, client_app, serve
 
+APP_PYPROJECT = Path(__file__).resolve().parent.parent / "silos" / "pyproject.toml"
+
 RUN_CONFIG = {
-    "dataset": "heart",
+    # the dataset lives in the app's config, not in library code (one home for dataset names)
+    "dataset": tomllib.loads(APP_PYPROJECT.read_text())["tool"]["flwr"]["app"]["config"]["dataset"],
     "algorithm": "playerfl",
     "profile": "quick",
     "seed": 0,

@@ -390,7 +390,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", default="_build/silos", help="folder for everything it makes")
     parser.add_argument("--algorithm", default="playerfl")
-    parser.add_argument("--dataset", default="heart")
+    parser.add_argument(
+        "--dataset", default=None, help="default: the app's run config (silos/pyproject.toml)"
+    )
     parser.add_argument("--silos", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=0, help="0: the profile's")
     parser.add_argument("--seed", type=int, default=0)
@@ -406,10 +408,11 @@ def main(argv: list[str] | None = None) -> int:
     with Federation(folder, args.silos) as federation:
         print(f"SuperLink on 127.0.0.1:{federation.port} (TLS, SuperNode authentication)")
         print(f"{args.silos} SuperNodes online; logs in {folder / 'logs'}")
+        chosen = {"dataset": args.dataset} if args.dataset else {}  # else the app's default
         table = federation.run(
             folder / "results",
             timeout=args.timeout,
-            dataset=args.dataset,
+            **chosen,
             algorithm=args.algorithm,
             rounds=args.rounds,
             seed=args.seed,

@@ -128,7 +128,12 @@ def test_a_killed_supernode_stops_the_run_and_a_restart_resumes(federation, expe
 
     federation.start_supernode(2)
     federation.wait_online(4)
-    got = federation.run(out, timeout=RUN_TIMEOUT, resume=True, **RUN)
+    # The SuperLink may list the killed node until its heartbeat expires and admit the
+    # restarted one only then: the resumed run waits for its four silos up to 600 s.
+    resumed = federation.submit(out, resume=True, timeout=600.0, **RUN)
+    status = federation.wait_run(resumed, out, timeout=RUN_TIMEOUT + 600.0)
+    assert status["ok"], status
+    got = pd.read_parquet(out / "results.parquet")
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
     assert (out / "status.json").read_text().count(f'"resumed_after": {point.round}') == 1
 
