@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pandas as pd
@@ -36,13 +36,15 @@ RUN_CONFIG = {
     "seed": 0,
     "rounds": 0,
     "lr": 0.0,
+    "threads": 0,
     "silos": 4,
     "timeout": 120.0,
     "resume": False,
     "out": "",
 }
 """The run config's keys and defaults (``silos/pyproject.toml`` declares the same);
-``rounds`` 0 and ``lr`` 0.0 mean the profile's."""
+``rounds`` 0 and ``lr`` 0.0 mean the profile's, ``threads`` 0 the server process's CPU threads
+(what each silo computes with: the same count gives the same bits)."""
 
 
 def job_from_config(config: dict) -> Job:
@@ -53,8 +55,9 @@ def job_from_config(config: dict) -> Job:
     unknown = sorted(set(config) - set(RUN_CONFIG))
     if unknown:
         raise ValueError(f"run config: unknown keys {unknown}; the keys are {sorted(RUN_CONFIG)}.")
+    config = {**RUN_CONFIG, **config}  # a key not given: its default
     get_algorithm(str(config["algorithm"]))  # an unknown name raises, listing the valid ones
-    for key in ("rounds", "lr", "seed"):
+    for key in ("rounds", "lr", "seed", "threads"):
         if config[key] < 0:
             raise ValueError(f"run config: {key} must be ≥ 0, got {config[key]!r}.")
     run = make_config(
@@ -65,7 +68,7 @@ def job_from_config(config: dict) -> Job:
         lr=float(config["lr"]) or None,
         device="cpu",
     )
-    return Job(
+    job = Job(
         str(config["dataset"]),
         str(config["algorithm"]),
         {},
@@ -73,6 +76,7 @@ def job_from_config(config: dict) -> Job:
         str(config["profile"]),
         int(config["seed"]),
     )
+    return replace(job, threads=int(config["threads"])) if config["threads"] else job
 
 
 def _settings(context: Context) -> dict:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import torch
 
 from playerfl_core.flower_credentials import Credentials, NodeKeys, make_credentials
 
@@ -133,6 +134,8 @@ class Federation:
     port: int = 0
     superlink: Process | None = None
     supernodes: dict[int, Process] = field(default_factory=dict)
+    node_ids: dict[int, str] = field(default_factory=dict)
+    """Each silo's node id at the SuperLink (given when its key was registered)."""
     _procs: list[Process] = field(default_factory=list)
 
     def __post_init__(self):
@@ -163,7 +166,7 @@ class Federation:
         self.credentials = make_credentials(self.folder / "credentials", self.silos)
         self.start_superlink()
         for silo in range(self.silos):
-            self.register(self.credentials.nodes[silo])
+            self.node_ids[silo] = self.register(self.credentials.nodes[silo])
         for silo in range(self.silos):
             self.start_supernode(silo)
         self.wait_online(self.silos)
@@ -202,8 +205,10 @@ class Federation:
             "the SuperLink to listen",
         )
 
-    def register(self, keys: NodeKeys) -> None:
-        self.flwr("supernode", "register", str(keys.public), "silos")
+    def register(self, keys: NodeKeys) -> str:
+        """Register a SuperNode's public key; its node id."""
+        reply = self.flwr("supernode", "register", str(keys.public), "silos", "--format", "json")
+        return str(json.loads(reply)["node-id"])
 
     def supernode_command(self, silo: int, key: Path, ca: Path | None = None) -> list[str]:
         state = self.folder / "state" / f"silo{silo}"
@@ -241,6 +246,38 @@ class Federation:
         proc = self.supernodes.pop(silo)
         proc.kill(signal.SIGKILL)
         proc.popen.wait(timeout=self.wait_s)
+
+    def restart_supernode(self, silo: int, timeout: float = 300.0) -> Process:
+        """Start silo ``silo``'s SuperNode again after it was lost, and wait until it is online.
+
+        The SuperLink admits a node again only once it has marked the lost one offline (its
+        heartbeats stopped: about a minute in Flower 1.42); before that it refuses the restarted
+        one, which then exits. So this waits for ``offline`` first, ``timeout`` seconds at most.
+        """
+        node = self.node_ids[silo]
+        self._wait(
+            lambda: self.status(node) != "online",
+            self.superlink,
+            f"the SuperLink to mark silo {silo}'s lost SuperNode offline",
+            every=2.0,
+            timeout=timeout,
+        )
+        proc = self.start_supernode(silo)
+
+        def back():
+            if not proc.alive():
+                raise FederationError(
+                    f"the restarted SuperNode of silo {silo} exited (code "
+                    f"{proc.popen.returncode}):\n{proc.tail()}"
+                )
+            return self.status(node) == "online"
+
+        self._wait(back, self.superlink, f"silo {silo}'s SuperNode to be online", every=1.0)
+        return proc
+
+    def status(self, node: str) -> str:
+        """A node's status at the SuperLink (``online``, ``offline``, ``registered``, ...)."""
+        return next(n["status"] for n in self.nodes() if n["node-id"] == node)
 
     def nodes(self) -> list[dict]:
         """The SuperLink's SuperNodes (``flwr supernode list``)."""
@@ -291,8 +328,10 @@ class Federation:
 
     # -- runs --------------------------------------------------------------------------------
     def submit(self, out: Path, **config) -> int:
-        """Submit the app with ``config`` (run-config keys); return the run id."""
-        config = {**config, "out": str(Path(out).resolve())}
+        """Submit the app with ``config`` (run-config keys); return the run id. ``threads``
+        defaults to this process's CPU threads: the silos then compute the bits an in-process
+        run here gives."""
+        config = {"threads": torch.get_num_threads(), **config, "out": str(Path(out).resolve())}
         (Path(out) / "status.json").unlink(missing_ok=True)  # a previous run's
         pairs = " ".join(f"{k}={_toml(v)}" for k, v in config.items())
         reply = self.flwr("run", str(APP_DIR), "silos", "--run-config", pairs, "--format", "json")

@@ -41,7 +41,7 @@ from playerfl_core.flower_checkpoints import SiloCheckpoints
 from playerfl_core.run_store import code_fingerprint
 from playerfl_core.schema import COLUMNS
 
-PROTOCOL = 1
+PROTOCOL = 2
 """Bumped whenever the messages change meaning; server and clients must agree."""
 
 CALLS = (
@@ -56,6 +56,10 @@ CALLS = (
     "checkpoint",
 )
 """The link calls a message may carry (:class:`~playerfl_core.engine.LocalLink`'s methods)."""
+
+
+PULL_EVERY_S = 0.25
+"""Seconds between the server's pulls for replies (a pull is one small request)."""
 
 
 class FlowerRunError(RuntimeError):
@@ -82,6 +86,10 @@ class Job:
     data_seed: int = 0
     dataset_modules: tuple[str, ...] = ()
     """Python files declaring federations (``--dataset-module``), loaded on every silo."""
+    threads: int = field(default_factory=torch.get_num_threads)
+    """CPU threads every silo computes with; by default those of the process that made the job,
+    so a run on Flower gives the bits of an in-process run there (CPU kernels differ in their
+    last bits across thread counts)."""
 
     @property
     def key(self) -> str:
@@ -183,7 +191,6 @@ def _silo(context: Context) -> int:
 
 def _handle(message: Message, context: Context) -> Message:
     """Answer one message: ``hello`` (a new run) or a batch of link calls, run in order."""
-    torch.set_num_threads(1)  # as the in-process runs: the same bits
     head = message.content["head"]
     if head["protocol"] != PROTOCOL or head["code"] != code_fingerprint():
         raise FlowerRunError(
@@ -192,6 +199,7 @@ def _handle(message: Message, context: Context) -> Message:
             "version on the server and every silo."
         )
     job = Job(**json.loads(head["job"]))
+    torch.set_num_threads(job.threads)
     silo, slot = _silo(context), f"session:{head['key']}"
     if message.metadata.message_type.endswith(".hello"):
         data = _silo_data(job)
@@ -379,8 +387,19 @@ class FlowerLink:
             out[node] = (answer, dict(reply.content.array_records.items()))
         return out
 
-    def _send(self, messages):
-        return list(self.grid.send_and_receive(messages, timeout=self.timeout))
+    def _send(self, messages: list[Message]) -> list[Message]:
+        """Push ``messages`` and pull their replies until all came or ``timeout`` passed
+        (every ``PULL_EVERY_S``; the deployed grid's own ``send_and_receive`` waits 3 s between
+        pulls, which made every message of a run across processes up to 3 s slower)."""
+        waiting = set(self.grid.push_messages(messages))
+        replies, deadline = [], time.monotonic() + self.timeout
+        while waiting and time.monotonic() < deadline:
+            pulled = list(self.grid.pull_messages(sorted(waiting)))
+            replies += pulled
+            waiting -= {m.metadata.reply_to_message_id for m in pulled}
+            if waiting:
+                time.sleep(PULL_EVERY_S)
+        return replies
 
     def _log_wire(self, call, args, silo, sent, upload, report) -> None:
         received = {"upload": upload} if upload is not None else {}

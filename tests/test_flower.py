@@ -6,10 +6,11 @@ algorithm; each run is compared row by row, in order, with the same run in-proce
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pandas as pd
 import pytest
+import torch
 from flwr.app import Context, Message, Metadata, RecordDict
 
 from data_prep import load
@@ -162,6 +163,20 @@ def test_a_silo_without_a_valid_partition_says_how_to_start_it():
         _handle(_message("hello", job), _context(partition_id=7))
     with pytest.raises(FlowerRunError, match="--node-config"):
         _handle(_message("hello", job), _context(partition_id=None))
+
+
+def test_a_silo_computes_with_the_jobs_thread_count():
+    """CPU kernels give other last bits with other thread counts: a silo takes the job's."""
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        job = _job("fedavg", "after_aggregation")
+        assert job.threads == 2  # the count of the process that made the job
+        torch.set_num_threads(1)
+        _handle(_message("hello", replace(job, threads=3)), _context())
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_cli_refuses_flower_on_a_gpu(tmp_path, capsys):

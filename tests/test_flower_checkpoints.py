@@ -9,6 +9,7 @@ empty node state, the same state-dirs) resumed from it ends with the uninterrupt
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pandas as pd
@@ -46,23 +47,30 @@ class LoopbackGrid:
         self.kill_after, self.dead = kill_after or {}, set()
         self.silent: set[int] = set()
         """Nodes Flower lists but that never answer (stopped between listing and asking)."""
+        self.replies, self.count = {}, itertools.count()
 
     def get_node_ids(self):
         return [n for n in self.contexts if n not in self.dead]
 
-    def send_and_receive(self, messages, timeout):
-        replies = []
+    def push_messages(self, messages):
+        """Answer each message at once (a dead or silent node never does); their ids."""
+        ids = []
         for message in messages:
+            message.metadata.__dict__["_message_id"] = f"m{next(self.count)}"  # as Flower does
+            ids.append(message.metadata.message_id)
             node = message.metadata.dst_node_id
             if node in self.dead or node in self.silent:
                 continue
-            replies.append(_handle(message, self.contexts[node]))
+            self.replies[ids[-1]] = _handle(message, self.contexts[node])
             silo = node - 100
             calls = json.loads(message.content["head"].get("calls", "[]"))
             saved = {c["args"]["rnd"] for c in calls if c["call"] == "checkpoint"}
             if self.kill_after.get(silo) in saved:
                 self.dead.add(node)
-        return replies
+        return ids
+
+    def pull_messages(self, message_ids):
+        return [self.replies.pop(i) for i in message_ids if i in self.replies]
 
 
 @pytest.fixture(autouse=True)
@@ -88,7 +96,7 @@ def expected():
 
 
 def _serve(grid, job, out, resume=None):
-    run, _ = serve(grid, job, SILOS, 5.0, [CheckpointObserver(job, out)], resume)
+    run, _ = serve(grid, job, SILOS, 0.5, [CheckpointObserver(job, out)], resume)
     return run.table()
 
 
