@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
+import torch
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 
@@ -68,15 +69,15 @@ def job_from_config(config: dict) -> Job:
         lr=float(config["lr"]) or None,
         device="cpu",
     )
-    job = Job(
+    return Job(
         str(config["dataset"]),
         str(config["algorithm"]),
         {},
         asdict(run),
         str(config["profile"]),
         int(config["seed"]),
+        threads=int(config["threads"]) or torch.get_num_threads(),
     )
-    return replace(job, threads=int(config["threads"])) if config["threads"] else job
 
 
 def _settings(context: Context) -> dict:
