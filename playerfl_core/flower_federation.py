@@ -7,16 +7,20 @@ The recipe (``python -m playerfl_core.flower_federation`` or ``make silos``):
 2. start ``flower-superlink`` with TLS and ``--enable-supernode-auth`` (on a free loopback
    port; runtime dependency installation disabled: nothing is installed at run time) and
    register each SuperNode's public key with ``flwr supernode register``;
-3. start one ``flower-supernode`` per silo, with its private key and its own node config
-   (``partition-id``, ``num-partitions``, ``state-dir``: its checkpoints, on its own disk);
-4. submit the app in ``silos/`` with ``flwr run`` and wait for the server's ``status.json``;
+3. start one ``flower-supernode`` per silo, with its private key, its own node config
+   (``partition-id``, ``num-partitions``; ``state-dir`` and ``data-dir``: its checkpoints and
+   its data, in its own folder) and ``PLAYERFL_DATA`` set to that data folder;
+4. write each silo's own part of the run's federation into its data folder (the recipe plays
+   the data steward once: :mod:`playerfl_core.silo_data`), submit the app in ``silos/`` with
+   ``flwr run`` and wait for the server's ``status.json``;
 5. read the results table, then stop every process it started (also on failure or Ctrl-C).
 
 Every wait has a timeout. A SuperNode whose key was not registered is refused by the SuperLink
-and exits, logging Flower's exit code 305. What each SuperNode reads: the dataset loader of the job
-(Heart: the four hospital files under ``$PLAYERFL_DATA/heart``, because Heart's preprocessing
-uses pooled training medians and z-score statistics of all four sites), and it keeps only its
-own silo's tensors; no other silo's data or model ever reaches it through Flower.
+and exits, logging Flower's exit code 305. What each SuperNode reads: only its own silo's file
+(its train/validation/test tensors and what the model needs); the raw files of the federation,
+and so the other silos' rows, stay with the data steward. Heart's preprocessing pools a few
+statistics of all four hospitals (training medians, z-score means and deviations): they are
+already applied in each silo's file, as a deployment would agree on them before training.
 
 Flower's CLI reads its connection settings from ``$FLWR_HOME/config.toml``: the recipe writes
 one in its own folder, so the user's ``~/.flwr`` is left alone.
@@ -143,7 +147,7 @@ class Federation:
         self.env = _environment(self.folder / "flwr_home")
 
     # -- processes ---------------------------------------------------------------------------
-    def _start(self, name: str, command: list[str]) -> Process:
+    def _start(self, name: str, command: list[str], env: dict | None = None) -> Process:
         log = self.folder / "logs" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as out:
@@ -152,7 +156,7 @@ class Federation:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
-                env=self.env,
+                env={**self.env, **(env or {})},
                 cwd=self.folder,
                 start_new_session=True,
             )
@@ -210,9 +214,16 @@ class Federation:
         reply = self.flwr("supernode", "register", str(keys.public), "silos", "--format", "json")
         return str(json.loads(reply)["node-id"])
 
+    def silo_folder(self, silo: int) -> Path:
+        """Silo ``silo``'s own disk: its data (``data/``) and its checkpoints (``state/``)."""
+        return self.folder / "silos" / f"silo{silo}"
+
     def supernode_command(self, silo: int, key: Path, ca: Path | None = None) -> list[str]:
-        state = self.folder / "state" / f"silo{silo}"
-        config = f"partition-id={silo} num-partitions={self.silos} state-dir='{state}'"
+        own = self.silo_folder(silo)
+        config = (
+            f"partition-id={silo} num-partitions={self.silos} "
+            f"state-dir='{own / 'state'}' data-dir='{own / 'data'}'"
+        )
         return [
             _bin("flower-supernode"),
             "--root-certificates",
@@ -236,7 +247,10 @@ class Federation:
         ``key`` or trusting another ``ca`` (not counted among the silo's SuperNodes)."""
         own = key is None and ca is None
         key = key or self.credentials.nodes[silo].private
-        proc = self._start(name or f"supernode_{silo}", self.supernode_command(silo, key, ca))
+        # its data root is its own data folder: it cannot read any other silo's files
+        data = {"PLAYERFL_DATA": str(self.silo_folder(silo) / "data")}
+        command = self.supernode_command(silo, key, ca)
+        proc = self._start(name or f"supernode_{silo}", command, data)
         if own:
             self.supernodes[silo] = proc
         return proc
@@ -332,6 +346,7 @@ class Federation:
         defaults to this process's CPU threads: the silos then compute the bits an in-process
         run here gives."""
         config = {"threads": torch.get_num_threads(), **config, "out": str(Path(out).resolve())}
+        self.provide_data(config)
         (Path(out) / "status.json").unlink(missing_ok=True)  # a previous run's
         pairs = " ".join(f"{k}={_toml(v)}" for k, v in config.items())
         reply = self.flwr("run", str(APP_DIR), "silos", "--run-config", pairs, "--format", "json")
@@ -339,6 +354,27 @@ class Federation:
         if not answer.get("success"):
             raise FederationError(f"flwr run refused the run: {reply}")
         return int(answer["run-id"])
+
+    def provide_data(self, config: dict) -> None:
+        """Put each silo's own part of the run's federation into its data folder, unless it is
+        there (on one machine the recipe plays the data steward: see ``silo_data``)."""
+        from data_prep import registry
+        from playerfl_core import silo_data
+        from playerfl_core.flower_deploy import RUN_CONFIG
+
+        dataset, profile, seed = (
+            {**RUN_CONFIG, **config}[k] for k in ("dataset", "profile", "seed")
+        )
+        folders = [self.silo_folder(k) / "data" for k in range(self.silos)]
+        names = [silo_data.file_name(dataset, profile, seed, k) for k in range(self.silos)]
+        if all((f / n).is_file() for f, n in zip(folders, names, strict=True)):
+            return
+        data = registry.load(dataset, profile=profile, seed=seed)
+        if len(data.clients) != self.silos:
+            raise FederationError(
+                f"{dataset} has {len(data.clients)} silos, this federation {self.silos} SuperNodes."
+            )
+        silo_data.write(data, profile, seed, folders)
 
     def run_status(self, run_id: int) -> dict:
         reply = self.flwr("ls", "silos", "--run-id", str(run_id), "--format", "json")

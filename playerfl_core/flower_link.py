@@ -119,17 +119,27 @@ def _header(job: Job, **extra) -> ConfigRecord:
 
 # -- the client side ---------------------------------------------------------------------------
 _DATA: dict[tuple, object] = {}
-"""Loaded federations per process (read-only): a node reloads its silo from disk only once."""
+"""Loaded data per process (read-only): a node reloads its silo from disk only once."""
 
 
-def _silo_data(job: Job):
-    key = (job.dataset, job.profile, job.data_seed, tuple(job.dataset_modules))
+def _silo_data(job: Job, context: Context):
+    """This node's data: only its own silo's file when its node config names a ``data-dir``
+    (a deployment, :mod:`playerfl_core.silo_data`); else the whole federation, built from the
+    raw files on this machine (simulation, where every silo shares one machine)."""
+    data_dir = context.node_config.get("data-dir")
+    key = (job.dataset, job.profile, job.data_seed, tuple(job.dataset_modules), data_dir)
     if key not in _DATA:
         from data_prep import registry
 
         for path in job.dataset_modules:
             registry.load_dataset_module(path)  # idempotent
-        _DATA[key] = registry.load(job.dataset, profile=job.profile, seed=job.data_seed)
+        if data_dir:
+            from playerfl_core import silo_data
+
+            silo = _silo(context)
+            _DATA[key] = silo_data.read(data_dir, job.dataset, job.profile, job.data_seed, silo)
+        else:
+            _DATA[key] = registry.load(job.dataset, profile=job.profile, seed=job.data_seed)
     return _DATA[key]
 
 
@@ -163,14 +173,13 @@ class Session:
         return cls(run, algorithm)
 
 
-def _new_session(job: Job, silo: int) -> Session:
+def _new_session(job: Job, silo: int, data) -> Session:
     from playerfl_core.algorithms import get_algorithm
 
-    data = _silo_data(job)
-    if not 0 <= silo < len(data.clients):
+    if not 0 <= silo < data.n_clients:
         raise FlowerRunError(
             f"this SuperNode is silo {silo} (node config partition-id), but {job.dataset!r} "
-            f"has silos 0..{len(data.clients) - 1}: start it with a valid partition-id."
+            f"has silos 0..{data.n_clients - 1}: start it with a valid partition-id."
         )
     config = RunConfig(**job.config)
     config.check_data(data)
@@ -202,7 +211,7 @@ def _handle(message: Message, context: Context) -> Message:
     torch.set_num_threads(job.threads)
     silo, slot = _silo(context), f"session:{head['key']}"
     if message.metadata.message_type.endswith(".hello"):
-        data = _silo_data(job)
+        data = _silo_data(job, context)
         if "resume" in head:  # a restarted run: the session saved after that round
             try:
                 saved = _checkpoints(context, job, silo).load(json.loads(head["resume"]))
@@ -210,7 +219,7 @@ def _handle(message: Message, context: Context) -> Message:
                 raise FlowerRunError(f"silo {silo} cannot resume: {err}") from None
             session = Session.unpack(saved, data)
         else:
-            session = _new_session(job, silo)
+            session = _new_session(job, silo, data)
         context.state[slot] = ConfigRecord({"blob": session.pack()})
         spec = {k: getattr(data, k) for k in ("name", "model", "num_classes")}
         spec["input_shape"] = list(data.input_shape)
@@ -219,7 +228,7 @@ def _handle(message: Message, context: Context) -> Message:
         return _reply(message, {"answers": answer})
     if slot not in context.state:
         raise FlowerRunError(f"silo {silo} has no state for run {head['key']} (no hello).")
-    session = Session.unpack(context.state[slot]["blob"], _silo_data(job))
+    session = Session.unpack(context.state[slot]["blob"], _silo_data(job, context))
     answers, arrays = [], {}
     for entry in json.loads(head["calls"]):
         if entry["call"] == "checkpoint":

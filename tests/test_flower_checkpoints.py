@@ -18,11 +18,12 @@ from flwr.app import Context, RecordDict
 from flwr.supercore.task_identity import TaskIdentity
 
 from data_prep import load
+from playerfl_core import silo_data
 from playerfl_core.algorithms import get_algorithm
 from playerfl_core.engine import RunConfig, run_federated
 from playerfl_core.flower_checkpoints import CheckpointObserver, ServerCheckpoint
 from playerfl_core.flower_deploy import job_from_config
-from playerfl_core.flower_link import FlowerRunError, SiloLost, _handle, serve
+from playerfl_core.flower_link import _DATA, FlowerRunError, SiloLost, _handle, serve
 from playerfl_core.profiles import make_config
 
 ROUNDS = 3
@@ -33,12 +34,13 @@ class LoopbackGrid:
     """What :class:`FlowerLink` uses of Flower's ``Grid``, delivering in-process. A silo in
     ``kill_after`` (silo → round) stops answering once it saved that round's checkpoint."""
 
-    def __init__(self, state_dir, kill_after: dict[int, int] | None = None):
+    def __init__(self, state_dir, kill_after: dict[int, int] | None = None, data_dirs=None):
         self.contexts = {
             100 + k: Context(
                 run_id=1,
                 node_id=100 + k,
-                node_config={"partition-id": k, "state-dir": str(state_dir / f"silo{k}")},
+                node_config={"partition-id": k, "state-dir": str(state_dir / f"silo{k}")}
+                | ({"data-dir": str(data_dirs[k])} if data_dirs else {}),
                 state=RecordDict(),
                 run_config={},
             )
@@ -100,9 +102,19 @@ def _serve(grid, job, out, resume=None):
     return run.table()
 
 
-def test_a_checkpointed_run_gives_the_in_process_rows(tmp_path, expected):
-    got = _serve(LoopbackGrid(tmp_path / "silos"), _job(), tmp_path / "server")
+@pytest.mark.parametrize("own_data", [False, True], ids=["whole federation", "own data only"])
+def test_a_checkpointed_run_gives_the_in_process_rows(tmp_path, expected, own_data):
+    """A silo that holds only its own data file (a deployment) computes the same rows as one
+    that builds the whole federation from the raw files (simulation)."""
+    data_dirs = None
+    if own_data:
+        data_dirs = [tmp_path / "data" / f"silo{k}" for k in range(SILOS)]
+        silo_data.write(load("heart", profile="quick", seed=0), "quick", 0, data_dirs)
+    grid = LoopbackGrid(tmp_path / "silos", data_dirs=data_dirs)
+    got = _serve(grid, _job(), tmp_path / "server")
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    if own_data:
+        assert all(isinstance(d, silo_data.SiloData) for k, d in _DATA.items() if k[-1])
     assert ServerCheckpoint.load(tmp_path / "server", _job()).round == ROUNDS - 1
     for k in range(SILOS):
         (folder,) = (tmp_path / "silos" / f"silo{k}").iterdir()

@@ -1,9 +1,9 @@
 """PLayer-FL across real processes: a SuperLink (TLS, SuperNode authentication) and one
-SuperNode per Heart hospital on loopback. A SuperNode killed mid-run stops the run with a
-message naming its silo and leaves a sound checkpoint; the restarted run resumes from it and
-ends with the in-process table, row for row (round 0 from the first run, the rest from the
-resumed one). An unregistered SuperNode is refused. Chapter 07 runs the uninterrupted recipe and
-compares its table too (nbval).
+SuperNode per Heart hospital on loopback, each holding only its own silo's data file. A
+SuperNode killed mid-run stops the run with a message naming its silo and leaves a sound
+checkpoint; the restarted run resumes from it and ends with the in-process table, row for row
+(round 0 from the first run, the rest from the resumed one). An unregistered SuperNode is
+refused. Chapter 07 runs the uninterrupted recipe and compares its table too (nbval).
 
 One federation serves the whole file (starting one costs about half a minute here); every wait
 has a timeout, and the fixture stops every process it started, also when a test fails.
@@ -20,6 +20,7 @@ import torch
 from cryptography import x509
 
 from data_prep import load
+from playerfl_core import silo_data
 from playerfl_core.algorithms import get_algorithm
 from playerfl_core.engine import run_federated
 from playerfl_core.flower_checkpoints import ServerCheckpoint
@@ -132,6 +133,10 @@ def test_a_killed_supernode_stops_the_run_and_a_restart_ends_with_the_in_process
     assert (out / "status.json").read_text().count(f'"resumed_after": {point.round}') == 1
     last = ServerCheckpoint.load(out, _job())
     assert last.round == ROUNDS - 1 and last.rows == list(expected.itertuples(index=False))
+    for silo in range(4):  # its own data file only: no raw file of the federation reached it
+        own = silo_data.file_name("heart", "quick", 0, silo)
+        files = sorted(p.name for p in (federation.silo_folder(silo) / "data").iterdir())
+        assert files == [own, own + ".sha256"]
 
 
 def test_the_job_computes_with_the_threads_it_is_given_or_the_servers():

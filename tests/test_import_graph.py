@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "playerfl_core.flower_checkpoints",
             "playerfl_core.flower_credentials",
             "playerfl_core.flower_deploy",
+            "playerfl_core.silo_data",  # each silo's own data file, for a deployed SuperNode
             "playerfl_core.tuning",
             "playerfl_core.grid_plan",
             "playerfl_core.grid_runner",
