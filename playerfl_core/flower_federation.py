@@ -388,7 +388,10 @@ class Federation:
             if not self.superlink.alive():
                 raise FederationError(f"the SuperLink exited:\n{self.superlink.tail()}")
             if time.monotonic() - start > timeout:
-                raise FederationError(f"run {run_id} did not finish within {timeout:g} s.")
+                raise FederationError(
+                    f"run {run_id} did not finish within {timeout:g} s: allow it more time "
+                    "(timeout; --timeout on the command line) or run fewer rounds."
+                )
             if time.monotonic() - checked > 15:
                 checked = time.monotonic()
                 flower = self.run_status(run_id)
@@ -472,7 +475,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=0, help="0: the profile's")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--profile", default="quick")
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds for the run")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=3600.0,
+        help="seconds the whole run may take (Heart's 20 quick rounds: about 20 min on 2 cores)",
+    )
     parser.add_argument(
         "--resume",
         action="store_true",
