@@ -5,13 +5,17 @@ but is large and not committed. :func:`pack` turns it into two files that are co
 ``stores/<profile>/``:
 
 - ``runs.parquet``: every row of every finished run (the long results table plus ``run_id``);
-- ``manifest.json``: provenance (code fingerprint, profile, date, machine, library versions, the
-  command that made it) and one entry per run: its spec, status, row count and SHA-256 of its rows.
+- ``manifest.json``: provenance (code fingerprint, profile, date, the packing machine, library
+  versions, the command that made it), the machines that computed the runs
+  (:mod:`playerfl_core.machine`) and one entry per run: its spec, status, machine key, row count
+  and SHA-256 of its rows.
 
 :func:`unpack` writes the runs back as a store, verifying every run's row count and checksum on
 the way, so ``run_grid(..., compute=False)`` and the chapters load them like any grid.
-:func:`recompute_sample` re-runs a seeded sample of stored runs and compares every row exactly:
-the committed numbers are only as good as the code's ability to produce them again.
+:func:`verify` re-runs a seeded sample of stored runs: bit for bit where this machine is the
+one that computed them, statistically elsewhere (:mod:`playerfl_core.verification`), and says
+which case it found. The committed numbers are only as good as the code's ability to produce
+them again.
 """
 
 from __future__ import annotations
@@ -19,9 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import platform
-import sys
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,7 +32,9 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from playerfl_core import machine
 from playerfl_core.results import COLUMNS, atomic_write
+from playerfl_core.verification import BITWISE, STATISTICAL, compare_run, statistical_verdict
 
 ARCHIVE_DIR = Path(__file__).resolve().parent.parent / "stores"
 TABLE_FILE, MANIFEST_FILE = "runs.parquet", "manifest.json"
@@ -61,19 +65,8 @@ def provenance(profile: str, command: str) -> dict:
         "code": code_fingerprint(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": command,
-        "machine": {
-            "system": platform.system(),
-            "machine": platform.machine(),
-            "processor": platform.processor() or "unknown",
-            "cpu_count": os.cpu_count(),
-            "threads_per_run": 1,
-        },
-        "versions": {
-            "python": sys.version.split()[0],
-            "torch": torch.__version__,
-            "numpy": np.__version__,
-            "pandas": pd.__version__,
-        },
+        "machine": {**machine.fingerprint(threads=1), "cpu_count": os.cpu_count()},
+        "versions": {**machine.fingerprint()["versions"], "pandas": pd.__version__},
     }
 
 
@@ -92,11 +85,14 @@ def pack(store, profile: str, out: str | Path | None = None, command: str = "") 
         )
     if not records:
         raise ArchiveError(f"{store.root} holds no finished runs; run `playerfl grid` first.")
-    tables, entries = [], []
+    tables, entries, machines = [], [], {}
     for rec in tqdm(records, desc=f"pack {profile}", unit="run"):
         entry = {k: v for k, v in rec.items() if k not in ("info", "error", "csv_sha256")}
         entry["error"] = str(rec.get("error", ""))[-500:]
         entry["info"] = rec.get("info", {})
+        entry["machine"] = machine.key(rec.get("machine"))
+        if isinstance(rec.get("machine"), dict):
+            machines[entry["machine"]] = {k: v for k, v in rec["machine"].items() if k != "key"}
         if rec["status"] == "ok":
             table = store.rows(rec["run_id"])[COLUMNS]
             entry["rows"], entry["sha256"] = len(table), table_digest(table)
@@ -106,7 +102,7 @@ def pack(store, profile: str, out: str | Path | None = None, command: str = "") 
     combined = pd.concat(tables, ignore_index=True)
     for col in ("dataset", "algorithm", "split", "metric", "run_id"):
         combined[col] = combined[col].astype("category")
-    manifest = {**provenance(profile, command), "runs": entries}
+    manifest = {**provenance(profile, command), "machines": machines, "runs": entries}
     atomic_write(
         out / TABLE_FILE, lambda p: combined.to_parquet(p, index=False, compression="zstd")
     )
@@ -165,6 +161,9 @@ def unpack(path: str | Path, store) -> int:
         if store.checked_record(run_id) is not None:
             continue
         record = {k: v for k, v in entry.items() if k not in ("rows", "sha256")}
+        facts = manifest.get("machines", {}).get(entry.get("machine"))
+        if facts:
+            record["machine"] = {**facts, "key": entry["machine"]}
         if entry["status"] == "ok":
             # The store's own check (row count + SHA-256 of the CSV bytes) for the rows just
             # verified against the archive's checksum.
@@ -186,14 +185,21 @@ def spec_of(entry: dict):
 
 
 def recompute_sample(
-    path: str | Path, n: int = 3, seed: int = 0, max_seconds: float | None = None
+    path: str | Path,
+    n: int = 3,
+    seed: int = 0,
+    max_seconds: float | None = None,
+    threads: int = 1,
 ) -> pd.DataFrame:
     """Re-run ``n`` stored runs drawn with ``seed`` and compare every row with the archive.
 
+    Runs are recomputed on the CPU with ``threads`` threads (archives are computed with one).
     ``max_seconds`` restricts the draw to runs whose stored time was at most that long (to keep
-    a test short). Returns one row per run: ``run_id``, ``rows``, ``identical``,
-    ``max_abs_diff``, ``same_spec`` (False when today's code names the run differently, i.e. its
-    settings changed since the archive was made).
+    a test short). Returns one row per run: ``run_id``, ``rows``, ``stored_on`` (the key of the
+    machine that computed it), ``case`` (``bitwise`` where that is this machine with these
+    threads, else ``statistical``), ``same_spec`` (False when today's code names the run
+    differently, i.e. its settings changed since the archive was made) and the columns of
+    :func:`~playerfl_core.verification.compare_run`.
     """
     from data_prep import load
     from playerfl_core.algorithms import get_algorithm
@@ -207,33 +213,79 @@ def recompute_sample(
         raise ArchiveError(f"{path}: only {len(ok)} finished runs to sample from, asked for {n}.")
     chosen = np.random.default_rng(seed).choice(len(ok), size=n, replace=False)
     out, previous = [], torch.get_num_threads()
-    torch.set_num_threads(1)  # archives are computed with one thread per run
+    here = machine.fingerprint(threads=threads)["key"]
+    torch.set_num_threads(threads)
     try:
         for i in tqdm(sorted(chosen), desc="recompute sample", unit="run"):
             entry = ok[i]
             spec = spec_of(entry)
             data = load(spec.dataset, profile=spec.profile, seed=spec.seed)
             fresh = run_federated(data, get_algorithm(spec.algorithm), spec.config("cpu")).table()
-            stored = table[table["run_id"] == entry["run_id"]][COLUMNS].reset_index(drop=True)
-            same_shape = fresh.shape == stored.shape and (
-                fresh.drop(columns="value")
-                .astype(str)
-                .equals(stored.drop(columns="value").astype(str))
-            )
-            diff = (
-                float(np.max(np.abs(fresh["value"].to_numpy() - stored["value"].to_numpy())))
-                if same_shape
-                else float("inf")
-            )
+            stored = table[table["run_id"] == entry["run_id"]]
+            stored_on = machine.key(entry.get("machine"))
             out.append(
                 {
                     "run_id": entry["run_id"],
                     "rows": len(stored),
-                    "identical": same_shape and diff == 0.0,
-                    "max_abs_diff": diff,
+                    "stored_on": stored_on,
+                    "case": BITWISE if stored_on == here else STATISTICAL,
                     "same_spec": spec.run_id == entry["run_id"],
+                    **compare_run(fresh, stored),
                 }
             )
     finally:
         torch.set_num_threads(previous)
     return pd.DataFrame(out)
+
+
+@dataclass
+class Verification:
+    """What :func:`verify` found: per-run comparisons, the case, and the verdict with its reason."""
+
+    report: pd.DataFrame
+    case: str
+    """``bitwise``, ``statistical``, or ``mixed`` (runs from this machine and from others)."""
+    consistent: bool
+    reason: str
+
+    def summary(self) -> str:
+        return f"{self.case}: {'PASS' if self.consistent else 'FAIL'}, {self.reason}"
+
+
+def verify(
+    path: str | Path,
+    n: int = 3,
+    seed: int = 0,
+    max_seconds: float | None = None,
+    threads: int = 1,
+) -> Verification:
+    """Recompute a sample (:func:`recompute_sample`) and judge it: runs computed by this machine
+    (same :func:`~playerfl_core.machine.key`) must be identical; runs from any other machine
+    must be consistent over the sample (:func:`~playerfl_core.verification.statistical_verdict`).
+    A run whose name today's code would not give is a failure either way."""
+    report = recompute_sample(path, n=n, seed=seed, max_seconds=max_seconds, threads=threads)
+    cases = set(report["case"])
+    case = cases.pop() if len(cases) == 1 else "mixed"
+    reasons, consistent = [], True
+    renamed = report.loc[~report["same_spec"], "run_id"].tolist()
+    if renamed:
+        consistent = False
+        reasons.append(f"{len(renamed)} runs are named differently by today's code: {renamed[:3]}")
+    here = report[report["case"] == BITWISE]
+    if len(here):
+        differ = here.loc[~here["identical"], "run_id"].tolist()
+        consistent &= not differ
+        reasons.append(
+            f"{len(here) - len(differ)} of {len(here)} runs computed on this machine repeat bit "
+            f"for bit" + (f"; differ: {', '.join(differ[:3])}" if differ else "")
+        )
+    elsewhere = report[report["case"] == STATISTICAL]
+    if len(elsewhere):
+        ok, why = statistical_verdict(elsewhere)
+        consistent &= ok
+        n_identical = int(elsewhere["identical"].sum())
+        reasons.append(
+            f"{len(elsewhere)} runs computed on another machine ({n_identical} identical "
+            f"nonetheless), {why}"
+        )
+    return Verification(report, case, consistent, "; ".join(reasons))

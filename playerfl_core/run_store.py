@@ -6,7 +6,7 @@ temporary file that is then renamed. A run counts as finished only once its JSON
 grid killed at any moment and started again recomputes nothing that finished, loses nothing and
 duplicates nothing (one file per run id). Every read checks a run's files against its record
 (:class:`DamagedRunError`). :func:`execute` runs one spec into the store; :func:`code_fingerprint`
-names the code that computed it.
+names the code that computed it, :func:`playerfl_core.machine.fingerprint` the machine.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 
 from data_prep.registry import federation, is_registered
+from playerfl_core import machine
 from playerfl_core.algorithms import get_algorithm
 from playerfl_core.divergence import check_table
 from playerfl_core.engine import DivergenceError, RunConfig, run_federated
@@ -360,6 +361,7 @@ def execute(
         torch.set_num_threads(threads)
     start, cpu_start = time.perf_counter(), time.process_time()
     table, status, error, info = None, OK, "", {}
+    facts = machine.fingerprint()  # with the thread count the run computes with
     try:
         run = run_federated(
             load_data_cached(spec.dataset, spec.profile, spec.seed),
@@ -383,6 +385,7 @@ def execute(
         "threads": threads,
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "code": code,
+        "machine": facts,
         "info": {
             k: v
             for k, v in info.items()

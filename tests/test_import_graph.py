@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "playerfl_core.scoring",
             "playerfl_core.sensitivity",
             "playerfl_core.workers",
+            "playerfl_core.machine",  # which machine computed a run (the facts behind last bits)
         ),
     ),
     ("engine", ("playerfl_core.engine", "playerfl_core.divergence", "playerfl_core.profiles")),
@@ -48,6 +49,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "playerfl_core.grid_plan",
             "playerfl_core.grid_runner",
             "playerfl_core.experiments",
+            "playerfl_core.verification",  # bitwise here, statistical across machines
             "playerfl_core.archive",
             "playerfl_core.analytics",
             "playerfl_core.layer_measure",
