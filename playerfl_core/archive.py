@@ -284,8 +284,11 @@ def verify(
         ok, why = statistical_verdict(elsewhere)
         consistent &= ok
         n_identical = int(elsewhere["identical"].sum())
+        unrecorded = int((elsewhere["stored_on"] == machine.UNKNOWN).sum())
+        where = "another machine" + (
+            f" ({unrecorded} stored before machines were recorded)" if unrecorded else ""
+        )
         reasons.append(
-            f"{len(elsewhere)} runs computed on another machine ({n_identical} identical "
-            f"nonetheless), {why}"
+            f"{len(elsewhere)} runs computed on {where}, {n_identical} identical nonetheless; {why}"
         )
     return Verification(report, case, consistent, "; ".join(reasons))

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from data_prep.base import DataError
 from data_prep.registry import default_datasets
-from playerfl_core import checks
+from playerfl_core import checks, machine
 from playerfl_core.algorithms import ALGORITHMS, get_algorithm
 from playerfl_core.archive import ArchiveError
 from playerfl_core.engine import EVAL_TIMINGS, LR_MAX, DivergenceError, run_federated
@@ -139,7 +139,16 @@ def build_parser() -> argparse.ArgumentParser:
     archive.add_argument("--profile", default="standard", choices=PROFILE_NAMES)
     archive.add_argument("--store", help="store to pack (default: <repo>/results/<profile>)")
     archive.add_argument("--archive", help="archive folder (default: <repo>/stores/<profile>)")
-    archive.add_argument("--sample", type=int, default=3, help="runs to re-compute (verify)")
+    archive.add_argument(
+        "--sample",
+        type=int,
+        default=6,
+        help="runs to re-compute (verify): bit for bit where this machine computed them, judged "
+        "statistically over the sample where another machine did",
+    )
+    archive.add_argument(
+        "--threads", type=int, default=1, help="CPU threads for re-computing (verify)"
+    )
     archive.add_argument("--seed", type=int, default=0, help="seed of the sample (verify)")
 
     sweep = sub.add_parser(
@@ -221,21 +230,24 @@ def _known_algorithm(name: str) -> bool:
 
 
 def cmd_archive(args) -> int:
-    from playerfl_core.archive import archive_dir, pack, recompute_sample
+    from playerfl_core.archive import archive_dir, pack, verify
     from playerfl_core.experiments import Store, default_store
 
     path = args.archive or archive_dir(args.profile)
     checks.positive_int(args.sample, "--sample")
     checks.positive_int(args.seed, "--seed", minimum=0)
+    checks.positive_int(args.threads, "--threads")
     if args.action == "pack":
         store = Store(args.store or default_store(args.profile))
         out = pack(store, args.profile, path, command=" ".join(["playerfl", *sys.argv[1:]]))
         print(f"wrote {out}")
         return 0
-    report = recompute_sample(path, n=args.sample, seed=args.seed)
-    print(report.to_string(index=False))
-    if not report["identical"].all():
-        print("playerfl: some re-computed runs differ from the archive", file=sys.stderr)
+    found = verify(path, n=args.sample, seed=args.seed, threads=args.threads)
+    print(found.report.to_string(index=False))
+    print(f"machine here: {machine.describe(machine.fingerprint(threads=args.threads))}")
+    print(found.summary())
+    if not found.consistent:
+        print(f"playerfl: the archive does not re-compute ({found.case})", file=sys.stderr)
         return 1
     return 0
 

@@ -35,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from playerfl_core import machine
 from playerfl_core.algorithms import ALGORITHMS, is_algorithm
 from playerfl_core.grid_runner import run_plan
 from playerfl_core.profiles import PROFILE_NAMES
@@ -113,6 +114,15 @@ class GridResult:
                 f"{stale} stored runs were computed by another version of the code (its "
                 "fingerprint differs: stale_code). `make test` re-computes a sample of the "
                 "committed runs and fails on any difference; `--recompute-stale` redoes them all."
+            )
+        machines = self.status.get("machine", pd.Series(dtype=str)).value_counts()
+        if len(machines) > 1:
+            counts = ", ".join(f"{n} on {key}" for key, n in machines.items())
+            lines.append(
+                f"These runs were computed on {len(machines)} machines ({counts}; 'unknown': "
+                "stored before machines were recorded). Runs repeat bit for bit only on the "
+                "machine that computed them; across machines they agree statistically (README, "
+                "'What reproduces where')."
             )
         return "\n".join(lines) if lines else "All runs finished; nothing excluded."
 
@@ -368,6 +378,7 @@ class GridPlan:
                         "error": rec.get("error", ""),
                         "seconds": rec.get("seconds"),
                         "stale_code": rec.get("code", code) != code,
+                        "machine": machine.key(rec.get("machine")),
                     }
                 )
         empty = pd.DataFrame(columns=COLUMNS)

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from data_prep.registry import is_registered
+from playerfl_core import machine
 from playerfl_core.algorithms import ALGORITHMS
 from playerfl_core.archive import (
     ArchiveError,
@@ -15,6 +16,7 @@ from playerfl_core.archive import (
     recompute_sample,
     spec_of,
     unpack,
+    verify,
 )
 from playerfl_core.experiments import (
     Store,
@@ -24,6 +26,7 @@ from playerfl_core.experiments import (
     widened_lr,
 )
 from playerfl_core.results import COLUMNS
+from playerfl_core.verification import BITWISE, STATISTICAL
 
 TINY = dict(seeds=[0, 1], lrs=[1e-2], rounds=2, workers=1, progress=False)
 
@@ -165,16 +168,25 @@ COMMITTED = Path(__file__).resolve().parents[1] / "stores"
 """The committed archives (tests otherwise see none: conftest.no_committed_archives)."""
 
 
-def test_committed_quick_archive_recomputes_exactly():
+def expected_case(report) -> str:
+    """What this machine may promise: bit for bit for runs it computed itself (same machine
+    key with one thread), statistical consistency for runs from any other machine."""
+    here = machine.fingerprint(threads=1)["key"]
+    cases = {BITWISE if key == here else STATISTICAL for key in report["stored_on"]}
+    return cases.pop() if len(cases) == 1 else "mixed"
+
+
+def test_committed_quick_archive_recomputes():
     """Chapter 06's quick grid, committed so that a fresh clone does not recompute it."""
     table, manifest = load_archive(COMMITTED / "quick")
     assert manifest["profile"] == "quick"
     assert set(table["run_id"]) == {e["run_id"] for e in manifest["runs"] if e["status"] == "ok"}
-    report = recompute_sample(COMMITTED / "quick", n=2, seed=20261130, max_seconds=20)
-    assert report["same_spec"].all() and report["identical"].all(), report
+    found = verify(COMMITTED / "quick", n=6, seed=20261130, max_seconds=20)
+    assert found.case == expected_case(found.report), found.report
+    assert found.consistent, found.summary()
 
 
-def test_committed_standard_archive_is_complete_and_recomputes_exactly():
+def test_committed_standard_archive_is_complete_and_recomputes():
     """The book's standard-profile evidence: every claimed run is there and re-computes."""
     path = COMMITTED / "standard"
     table, manifest = load_archive(path)
@@ -193,6 +205,131 @@ def test_committed_standard_archive_is_complete_and_recomputes_exactly():
             seeds = {seed for a, seed in runs if a == algorithm}
             assert claimed <= seeds, (dataset, algorithm, sorted(claimed - seeds))
     assert set(table["run_id"]) == {e["run_id"] for e in manifest["runs"] if e["status"] == "ok"}
-    report = recompute_sample(path, n=3, seed=20261129, max_seconds=20)
-    assert report["same_spec"].all(), report
-    assert report["identical"].all(), report
+    found = verify(path, n=8, seed=20261129, max_seconds=20)
+    assert found.case == expected_case(found.report), found.report
+    assert found.consistent, found.summary()
+
+
+# -- which machine computed what -------------------------------------------------------------
+def test_runs_and_archives_record_the_machine_that_computed_them(packed, tmp_path):
+    _, out = packed
+    here = machine.fingerprint(threads=1)
+    table, manifest = load_archive(out)
+    assert {e["machine"] for e in manifest["runs"]} == {here["key"]}
+    facts = manifest["machines"][here["key"]]
+    assert facts["cpu"] == here["cpu"] and facts["threads"] == 1
+    assert manifest["machine"]["torch_cpu_capability"] == here["torch_cpu_capability"]
+    assert manifest["machine"]["cpu"] != "unknown" and manifest["machine"]["mkl"]
+    unpack(out, Store(tmp_path / "s"))
+    records, _ = Store(tmp_path / "s").scan()
+    assert {machine.key(r["machine"]) for r in records} == {here["key"]}
+
+
+def test_the_machine_key_changes_with_what_decides_last_bits():
+    one, two = machine.fingerprint(threads=1), machine.fingerprint(threads=2)
+    assert one["key"] == machine.key(one) and one["key"] != two["key"]
+    assert machine.key({**one, "torch_cpu_capability": "DEFAULT"}) != one["key"]
+    assert machine.key({**one, "env": {"MKL_CBWR": "COMPATIBLE"}}) != one["key"]
+    assert machine.key({**one, "executed": "later"}) == one["key"]  # other facts do not count
+    assert machine.key(None) == machine.UNKNOWN and machine.key("abc") == "abc"
+    assert "1 thread [" in machine.describe(one) and "2 threads" in machine.describe(two)
+
+
+def test_verify_here_is_bitwise_and_catches_a_last_bit_change(packed, tmp_path):
+    _, out = packed
+    found = verify(out, n=2, seed=0)
+    assert found.case == BITWISE and found.consistent, found.summary()
+    nudged = _forged(out, tmp_path / "nudged", lambda t: t.assign(value=t["value"] * (1 + 1e-7)))
+    found = verify(nudged, n=2, seed=0)
+    assert found.case == BITWISE and not found.consistent, found.summary()
+
+
+def test_verify_from_another_machine_is_statistical_and_tolerates_drift(packed, tmp_path):
+    """The same last-bit change, stored as if by another machine: drift, not a defect."""
+    _, out = packed
+    nudged = _forged(
+        out,
+        tmp_path / "other",
+        lambda t: t.assign(value=t["value"] * (1 + 1e-7)),
+        machine_key="another-machine",
+    )
+    found = verify(nudged, n=4, seed=0)
+    assert found.case == STATISTICAL and found.consistent, found.summary()
+    assert "another machine" in found.reason
+    # Recomputed with two threads, this machine is another machine too.
+    found = verify(out, n=2, seed=0, threads=2)
+    assert found.case == STATISTICAL and found.consistent, found.summary()
+
+
+def test_statistical_verification_catches_a_wrong_algorithm(packed, tmp_path):
+    """Local's rows stored under FedAvg's names (checksums forged to match) fail on any
+    machine: FedAvg's round 0 scores the averaged model, Local's each client's own."""
+    _, out = packed
+    table = pd.read_parquet(out / "runs.parquet")
+    table["run_id"] = table["run_id"].astype(str)
+    local = table[table["algorithm"] == "local"]
+
+    def swap(t):
+        pieces = []
+        for run_id, rows in t.groupby("run_id", sort=False):
+            if "_fedavg_" in run_id:
+                seed = rows["seed"].iloc[0]
+                rows = local[local["seed"] == seed].assign(algorithm="fedavg", run_id=run_id)
+            pieces.append(rows)
+        return pd.concat(pieces, ignore_index=True)
+
+    wrong = _forged(out, tmp_path / "wrong", swap, machine_key="another-machine")
+    found = verify(wrong, n=4, seed=0)
+    assert found.case == STATISTICAL and not found.consistent, found.summary()
+    assert "round 0" in found.reason
+
+
+def _forged(out, dest, change, machine_key=None):
+    """A copy of archive ``out`` with ``change`` applied to its rows and the manifest's
+    checksums forged to match (optionally claiming another machine computed every run)."""
+    from playerfl_core.archive import table_digest
+
+    table = pd.read_parquet(out / "runs.parquet")
+    for col in ("dataset", "algorithm", "split", "metric", "run_id"):
+        table[col] = table[col].astype(str)
+    table = change(table)
+    manifest = json.loads((out / "manifest.json").read_text())
+    for entry in manifest["runs"]:
+        entry["sha256"] = table_digest(table[table["run_id"] == entry["run_id"]])
+        entry["machine"] = machine_key or entry["machine"]
+    dest.mkdir()
+    table.to_parquet(dest / "runs.parquet", index=False)
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    return dest
+
+
+def test_the_statistical_verdict_needs_structure_round_zero_and_no_shift():
+    from playerfl_core.verification import statistical_verdict
+
+    drift = pd.DataFrame(
+        {
+            "run_id": list("abcde"),
+            "same_structure": True,
+            "round0_agrees": [True, True, True, True, False],
+            "selected_diff": [0.11, -0.03, 0.0, 0.004, -0.01],
+        }
+    )
+    assert statistical_verdict(drift)[0]  # one odd round 0 in five, changes both ways
+    assert not statistical_verdict(drift.assign(selected_diff=drift["selected_diff"] + 0.03))[0]
+    assert not statistical_verdict(drift.assign(round0_agrees=[True, True, True, False, False]))[0]
+    broken = drift.assign(same_structure=[True, True, True, True, False])
+    assert "other rows" in statistical_verdict(broken)[1]
+
+
+def test_a_grid_that_mixes_machines_says_so(packed, tmp_path):
+    _, out = packed
+    store = Store(tmp_path / "s")
+    unpack(out, store)
+    grid = run_grid("heart", "local,fedavg", "quick", store=store.root, compute=False, **TINY)
+    assert grid.status["machine"].nunique() == 1 and "machines" not in grid.note()
+    record = sorted(store.runs.glob("*.json"))[0]
+    edited = json.loads(record.read_text())
+    edited["machine"] = {**edited["machine"], "cpu": "Some Other CPU"}
+    record.write_text(json.dumps(edited))
+    grid = run_grid("heart", "local,fedavg", "quick", store=store.root, compute=False, **TINY)
+    assert grid.computed == 0 and "computed on 2 machines" in grid.note(), grid.note()
