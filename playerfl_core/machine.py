@@ -126,3 +126,35 @@ def describe(facts: dict | None) -> str:
         f"{(facts.get('versions') or {}).get('torch', UNKNOWN)}, {threads} "
         f"thread{'s' if threads != 1 else ''} [{key(facts)}]"
     )
+
+
+def perturbation() -> dict[str, str]:
+    """Settings that change a run's last bits on this machine the way another CPU would, at no
+    cost in speed: another ATen kernel set (AVX2 where the CPU has AVX-512, else the scalar
+    default; moves the CNNs) and MKL's compatible code path (moves the MLPs). ``make test`` runs
+    nbval under them, so a chapter output that moves with the last bits fails here too."""
+    native = torch.backends.cpu.get_cpu_capability()
+    return {
+        "ATEN_CPU_CAPABILITY": "avx2" if native.startswith("AVX512") else "default",
+        "MKL_CBWR": "COMPATIBLE",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m playerfl_core.machine``: this machine in one line; ``--perturbation``: the
+    settings of :func:`perturbation` as shell assignments; ``--json``: every fact."""
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--perturbation"]:
+        print(" ".join(f"{k}={v}" for k, v in perturbation().items()))
+    elif args == ["--json"]:
+        print(json.dumps(fingerprint(), indent=1))
+    elif not args:
+        print(describe(fingerprint()))
+    else:
+        print("usage: python -m playerfl_core.machine [--perturbation | --json]", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
