@@ -4,9 +4,6 @@
 VENV      ?= .venv
 PY        := $(VENV)/bin/python
 STAMP     := $(VENV)/.installed
-CHAPTERS  := $(sort $(wildcard chapters/*.ipynb))
-EXECUTED  := $(patsubst chapters/%.ipynb,_build/.executed/%.stamp,$(CHAPTERS))
-LIBRARY   := $(shell find playerfl_core data_prep -name '*.py' 2>/dev/null)
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 export TQDM_DISABLE := 1
 # One CPU thread for chapters and tests: CNN kernels differ in their last bits across thread
@@ -50,12 +47,11 @@ browser:
 	  "apt-get install -y chromium, or set PLAYERFL_CHROMIUM=/path/to/chromium" >&2; \
 	  [ -n "$$PLAYERFL_CHROMIUM" ]; }
 
-execute: $(EXECUTED)
-
-# A chapter is re-executed (in place, quick profile) only when it or the library changed.
-_build/.executed/%.stamp: chapters/%.ipynb $(LIBRARY) | setup
-	$(VENV)/bin/papermill $< $< --cwd chapters -k python3 --log-level WARNING
-	@mkdir -p $(@D) && touch $@
+# A chapter is re-executed (in place, quick profile, papermill) only when the inputs digest
+# recorded in its metadata (its cells, the library, requirements.txt, stores/) no longer matches:
+# a fresh clone reuses the committed outputs. Which chapters are current: notebook_stamp status.
+execute: setup
+	$(PY) -m playerfl_core.notebook_stamp execute
 
 html: setup
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going

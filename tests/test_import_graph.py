@@ -83,6 +83,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "playerfl_core.chapter_checks",
             "playerfl_core.checks",
             "playerfl_core.flower_federation",  # the processes recipe (python -m, make silos)
+            "playerfl_core.notebook_stamp",  # make book: re-execute a chapter whose inputs changed
         ),
     ),
 ]
