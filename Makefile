@@ -16,9 +16,14 @@ export OMP_NUM_THREADS ?= 1
 book: setup data execute html
 
 # The browser test (tests/test_browser.py) opens every page of the freshly built HTML in Chromium.
+# Tests and chapters run on every core (pytest-xdist; one test file or chapter per worker, one
+# thread each). nbval re-executes the chapters with their last bits perturbed the way another CPU
+# would perturb them (python -m playerfl_core.machine --perturbation: another ATen kernel set and
+# MKL's compatible path), so an output that only this machine reproduces fails here too.
+PERTURB = $(shell $(PY) -m playerfl_core.machine --perturbation)
 test: setup data browser html
-	$(PY) -m pytest tests
-	$(PY) -m pytest --nbval-lax --nbval-current-env chapters
+	$(PY) -m pytest -n auto --dist loadfile tests
+	env $(PERTURB) $(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env chapters
 
 setup: $(STAMP)
 

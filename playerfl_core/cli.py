@@ -275,6 +275,18 @@ def cmd_status(args) -> int:
             error = r.get("error")
             last = str(error).strip().splitlines()[-1] if isinstance(error, str) and error else ""
             print(f"  {r['status']}: {r['run_id']}: {last}")
+        on = pd.Series([machine.key(r.get("machine")) for r in records]).value_counts()
+        here = machine.fingerprint(threads=1)["key"]
+        print(
+            "  computed on: "
+            + "; ".join(
+                f"{n} run{'s' if n != 1 else ''} on {key}"
+                + (" (this machine, one thread)" if key == here else "")
+                + (" (stored before machines were recorded)" if key == machine.UNKNOWN else "")
+                for key, n in on.items()
+            )
+            + (f" (this machine with one thread: {here})" if here not in on else "")
+        )
         sealed = frame["csv_sha256"].notna() if "csv_sha256" in frame else False
         legacy = int(((frame["status"] == "ok") & ~sealed).sum())
         if legacy:

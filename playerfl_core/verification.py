@@ -4,8 +4,8 @@ statistically on any other machine.
 Float32 training repeats bit for bit only on the same machine (same
 :func:`~playerfl_core.machine.key`: CPU, kernel libraries, versions, thread count). Elsewhere
 the last bits differ and training amplifies them. Measured between two x86 CPUs (README, "What
-reproduces where"): round 0 agreed on every sampled run, later rounds drifted (a selected test
-macro-F1 by up to 0.11 on one Fashion-MNIST run), with changes centred on zero. So runs
+reproduces where"): round-0 scores agreed on every sampled run, later rounds drifted (the mean
+selected test macro-F1 of one Fashion-MNIST run by 0.11), with changes centred near zero. So runs
 recomputed on another machine are judged over the sample, not value by value
 (:func:`statistical_verdict`):
 

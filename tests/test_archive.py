@@ -321,7 +321,7 @@ def test_the_statistical_verdict_needs_structure_round_zero_and_no_shift():
     assert "other rows" in statistical_verdict(broken)[1]
 
 
-def test_a_grid_that_mixes_machines_says_so(packed, tmp_path):
+def test_a_grid_that_mixes_machines_says_so(packed, tmp_path, capsys):
     _, out = packed
     store = Store(tmp_path / "s")
     unpack(out, store)
@@ -333,3 +333,10 @@ def test_a_grid_that_mixes_machines_says_so(packed, tmp_path):
     record.write_text(json.dumps(edited))
     grid = run_grid("heart", "local,fedavg", "quick", store=store.root, compute=False, **TINY)
     assert grid.computed == 0 and "computed on 2 machines" in grid.note(), grid.note()
+    from playerfl_core.cli import main
+
+    assert main(["status", "--store", str(store.root)]) == 0
+    shown = capsys.readouterr().out
+    here = machine.fingerprint(threads=1)["key"]
+    assert f"{len(grid.status) - 1} runs on {here} (this machine, one thread)" in shown, shown
+    assert "1 run on " in shown
