@@ -52,6 +52,24 @@ def test_stability_lines_count_in_words_with_display_names():
     assert "digits_rotate" not in text and "(s)" not in text
 
 
+def test_regret_numbers_are_glued_at_the_precision_they_are_quoted():
+    summary = pd.DataFrame(
+        {
+            "dataset": ["heart"],
+            "mean": [0.02155494945953556],
+            "lo": [0.0051],
+            "hi": [0.0402],
+            "n_seeds": [10],
+            "same": [0.5],
+            "within_one": [0.8],
+        }
+    )
+    numbers = split_choice.regret_numbers(summary)
+    assert numbers["heart_regret"] == 0.022
+    assert numbers["heart_regret_ci"] == "[0.005, 0.040]" and numbers["heart_same"] == "5 of 10"
+    assert "mean regret 0.022" in numbers["regret_lines"]
+
+
 def test_named_tables_show_display_names():
     frame = pd.DataFrame(
         {"dataset": ["fmnist"], "algorithm": ["playerfl_random"], "metric": ["sensitivity"]}
