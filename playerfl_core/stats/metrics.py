@@ -364,7 +364,7 @@ def wilcoxon_holm(
     run: its pvalue and p_holm are NaN and it can never be rejected; Holm's family is the
     comparisons that were run.
     """
-    from playerfl_core.stats.claims import min_pvalue, wilcoxon_exact
+    from playerfl_core.stats.exact_tests import min_pvalue, wilcoxon_exact
 
     complete = wide.dropna(axis=0, how="any")
     if control not in complete.index:
