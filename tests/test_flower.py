@@ -19,14 +19,9 @@ from playerfl_core.fl.algorithms import ALGORITHMS, get_algorithm
 from playerfl_core.fl.engine import RunConfig, run_federated
 from playerfl_core.fl.profiles import make_config
 from playerfl_core.fl.units import param_names, prefix, unit_names
-from playerfl_core.flower.link import (
-    PROTOCOL,
-    FlowerRunError,
-    Job,
-    _handle,
-    _header,
-    simulate,
-)
+from playerfl_core.flower.client import _handle
+from playerfl_core.flower.link import simulate
+from playerfl_core.flower.wire import PROTOCOL, FlowerRunError, Job, _header
 
 ROUNDS = 4  # FedLAMA re-sets its intervals after round 3: every mechanism runs
 RUNS = [(name, "after_aggregation") for name in ALGORITHMS] + [

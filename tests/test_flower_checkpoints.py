@@ -23,8 +23,10 @@ from playerfl_core.fl.engine import RunConfig, run_federated
 from playerfl_core.fl.profiles import make_config
 from playerfl_core.flower import silo_data
 from playerfl_core.flower.checkpoints import CheckpointObserver, ServerCheckpoint
+from playerfl_core.flower.client import _DATA, _handle
 from playerfl_core.flower.deploy import job_from_config
-from playerfl_core.flower.link import _DATA, FlowerRunError, SiloLost, _handle, serve
+from playerfl_core.flower.link import serve
+from playerfl_core.flower.wire import FlowerRunError, SiloLost
 
 ROUNDS = 3
 SILOS = 4
