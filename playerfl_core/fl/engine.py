@@ -18,26 +18,27 @@ here every round is scored and best-validation selection happens afterwards, on 
 nor their test loss as a mean of per-batch losses (§5.4) or their shared, advancing RNG (§5.6).
 
 Best-validation selection happens afterwards, from the table (:mod:`playerfl_core.stats.results`).
+
+A run's settings and their checks are in :mod:`~playerfl_core.fl.config`, one client in
+:mod:`~playerfl_core.fl.client`; this module holds the run and its round loop, and re-exports
+both (:data:`__all__`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
-from torch import nn
 from tqdm import tqdm
 
+from playerfl_core.fl.client import Client, adam_implementation, has_dropout, mode_matters
+from playerfl_core.fl.config import EVAL_TIMINGS, LR_MAX, RunConfig, default_device
 from playerfl_core.fl.errors import DivergenceError
-from playerfl_core.fl.losses import LOSSES, authors_focal_loss
 from playerfl_core.fl.models import UnitModel, model_for
 from playerfl_core.fl.schema import COLUMNS
-from playerfl_core.fl.scoring import METRICS, score_logits, score_many, summarise
+from playerfl_core.fl.scoring import METRICS, score_many, summarise
 from playerfl_core.fl.seeding import client_seed
 
 __all__ = [
@@ -54,299 +55,10 @@ __all__ = [
     "drive",
     "make_client",
     "run_federated",
+    "adam_implementation",
+    "has_dropout",
+    "mode_matters",
 ]
-
-EVAL_TIMINGS = ("after_aggregation", "before_aggregation")
-
-
-def default_device() -> str:
-    """CUDA when present, CPU otherwise."""
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-@dataclass
-class RunConfig:
-    """Everything that fixes one run besides the data and the algorithm."""
-
-    rounds: int
-    lr: float
-    batch_size: int
-    width: float = 1.0
-    seed: int = 0
-    device: str = "cpu"
-    eval_timing: str = "after_aggregation"
-    loss: str = "cross_entropy"
-    augment: bool = False
-    weight_decay: float = 1e-4
-    local_epochs: int = 1
-    eval_batch_size: int = 1024
-    progress: bool = True
-
-    def __post_init__(self):
-        for name in ("rounds", "batch_size", "local_epochs", "eval_batch_size"):
-            _check(self, name, _is_int(getattr(self, name), 1), "an integer ≥ 1")
-        _check(
-            self, "seed", _is_int(self.seed, 0) and self.seed < 2**63, "an integer in 0 … 2^63 − 1"
-        )
-        _check(
-            self,
-            "lr",
-            _is_real(self.lr) and 0 < self.lr <= LR_MAX,
-            f"a number in (0, {LR_MAX:.3g}]",
-        )
-        _check(self, "width", _is_real(self.width) and self.width > 0, "a finite number > 0")
-        _check(
-            self,
-            "weight_decay",
-            _is_real(self.weight_decay) and self.weight_decay >= 0,
-            "a finite number ≥ 0",
-        )
-        _check(self, "progress", isinstance(self.progress, bool), "True or False")
-        _check_device(self.device)
-        if self.eval_timing not in EVAL_TIMINGS:
-            raise ValueError(
-                f"eval_timing must be one of {EVAL_TIMINGS}, got {self.eval_timing!r}."
-            )
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}.")
-        if not isinstance(self.augment, bool):
-            raise ValueError(f"augment must be True or False, got {self.augment!r}.")
-
-    def check_data(self, data) -> None:
-        """Raise a ValueError when an option needs something ``data`` does not define."""
-        if self.loss == "focal" and getattr(data, "focal_loss", None) is None:
-            raise ValueError(
-                f"loss='focal' needs the dataset's focal-loss parameters; {data.name!r} defines "
-                "none (the authors used cross-entropy there). Use loss='cross_entropy'."
-            )
-        if self.augment and getattr(data, "augmentation", None) is None:
-            raise ValueError(
-                f"augment=True needs a training augmentation; {data.name!r} defines none (the "
-                "authors augmented their image federations only). Use augment=False."
-            )
-
-
-LR_MAX = float(np.finfo(np.float32).max)
-"""Largest learning rate a float32 optimizer can hold (a larger one crashes inside Adam)."""
-
-
-def _is_int(value, minimum: int) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= minimum
-
-
-def _is_real(value) -> bool:
-    return (
-        isinstance(value, int | float | np.number)
-        and not isinstance(value, bool)
-        and bool(np.isfinite(value))
-    )
-
-
-def _check(config, name: str, ok: bool, valid: str) -> None:
-    if not ok:
-        raise ValueError(f"RunConfig: {name} must be {valid}, got {getattr(config, name)!r}.")
-
-
-def _check_device(device) -> None:
-    """The device must exist on this machine: checked before any data is moved or trained."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as err:
-        raise ValueError(
-            f"RunConfig.device: {device!r} is not a device ({err}); use cpu or cuda."
-        ) from None
-    if dev.type == "cuda" and (
-        not torch.cuda.is_available() or (dev.index or 0) >= torch.cuda.device_count()
-    ):
-        raise ValueError(
-            f"RunConfig.device: {device!r}, but this machine has "
-            f"{torch.cuda.device_count() if torch.cuda.is_available() else 'no'} CUDA devices; "
-            "use cpu."
-        )
-
-
-def adam_implementation(device: str) -> dict:
-    """Adam's fastest deterministic path on ``device``: one fused kernel on CUDA, the
-    multi-tensor (``foreach``) path elsewhere.
-
-    On CPU ``foreach`` gives bit-identical parameters to the per-tensor loop (so results equal
-    the earlier engine's) in less time; CPU ``fused`` would be faster still but changes the
-    last bits. On CUDA ``fused`` is deterministic run-to-run, which is all a run needs there.
-    """
-    return {"fused": True} if torch.device(device).type == "cuda" else {"foreach": True}
-
-
-_MODE_DEPENDENT = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._NormBase)
-
-
-def mode_matters(model: nn.Module) -> bool:
-    """Whether train/eval mode changes what ``model`` computes (dropout, batch norm).
-
-    Switching modes walks every submodule; for models without such layers (the model zoo's
-    today) it is pure overhead, paid twice per evaluation and once per epoch, so the engine
-    skips it. Cached on the model.
-    """
-    flag = model.__dict__.get("_mode_matters")
-    if flag is None:
-        flag = any(isinstance(m, _MODE_DEPENDENT) for m in model.modules())
-        model.__dict__["_mode_matters"] = flag
-    return flag
-
-
-def has_dropout(model: nn.Module) -> bool:
-    """Whether ``model`` draws random numbers in training (dropout). Cached on the model."""
-    flag = model.__dict__.get("_has_dropout")
-    if flag is None:
-        flag = any(isinstance(m, nn.modules.dropout._DropoutNd) for m in model.modules())
-        model.__dict__["_has_dropout"] = flag
-    return flag
-
-
-class Client:
-    """A silo: its data (preloaded on the device), its model and optimizer, kept across rounds.
-
-    ``state`` holds whatever else an algorithm keeps on the client (a personal model, ...).
-    """
-
-    def __init__(
-        self,
-        cid: int,
-        data,
-        model: UnitModel,
-        config: RunConfig,
-        focal_loss: dict | None = None,
-        augmentation=None,
-    ):
-        dev = config.device
-        self.id, self.name, self.config = cid, data.name, config
-        self.attach(data)
-        self.n_train = len(self.y["train"])
-        self.model = model.to(dev)
-        self.optimizer = self.make_optimizer(self.model.parameters())
-        self.generator = torch.Generator().manual_seed(client_seed(config.seed, cid))
-        self.focal, self.augmentation = focal_loss, augmentation  # the dataset's (FederatedData)
-        if config.loss == "focal" and focal_loss is None:
-            raise ValueError(f"Client {self.name!r}: loss='focal' needs focal_loss parameters.")
-        if config.augment and augmentation is None:
-            raise ValueError(f"Client {self.name!r}: augment=True needs an augmentation.")
-        self.state: dict = {}
-
-    def attach(self, data) -> None:
-        """Put the silo's splits on the run's device (again, after the client was restored
-        without its data: a Flower node keeps only the training state between messages)."""
-        dev = self.config.device
-        self.x = {s: getattr(data, f"x_{s}").to(dev) for s in ("train", "val", "test")}
-        self.y = {s: getattr(data, f"y_{s}").to(dev) for s in ("train", "val", "test")}
-
-    def make_optimizer(self, params, lr: float | None = None) -> torch.optim.Optimizer:
-        """Adam with AMSGrad and L2 weight decay, as the authors' evaluation (appendix §4.2)."""
-        return torch.optim.Adam(
-            params,
-            lr=lr or self.config.lr,
-            amsgrad=True,
-            weight_decay=self.config.weight_decay,
-            **adam_implementation(self.config.device),
-        )
-
-    def batches(self):
-        """Shuffled mini-batches of the training split, drawn from the client's own generator.
-
-        With ``augment=True`` each batch is augmented on the device; the augmentation's random
-        numbers come from a device generator seeded, once per epoch, from the client's shuffle
-        generator, so a run stays reproducible and a copy of the shuffle stream (Ditto's
-        personal model) sees the same augmented batches. Only training batches are augmented.
-        """
-        n, bs = self.n_train, self.config.batch_size
-        x_all, y_all = self.x["train"], self.y["train"]
-        order = torch.randperm(n, generator=self.generator).to(x_all.device)
-        aug = None
-        if self.config.augment:
-            seed = int(torch.randint(0, 2**62, (1,), generator=self.generator))
-            aug = torch.Generator(device=x_all.device).manual_seed(seed)
-        for start in range(0, n, bs):
-            idx = order[start : start + bs]
-            x = x_all[idx]
-            yield (self.augmentation(x, aug) if aug is not None else x), y_all[idx]
-
-    @contextmanager
-    def seeded_dropout(self, model: nn.Module):
-        """Dropout draws from torch's global generator. For a model with dropout, fork that
-        generator and seed it from the client's own batch stream for the block, so a run repeats
-        bit for bit and does not depend on what ran before it or in which process (a Flower
-        silo). Models without dropout draw nothing, and their batch streams stay as they were.
-        """
-        if not has_dropout(model):
-            yield
-            return
-        seed = int(torch.randint(0, 2**62, (1,), generator=self.generator))
-        dev = torch.device(self.config.device)
-        with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
-            torch.manual_seed(seed)
-            yield
-
-    def loss(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        """The task loss every local update minimises (``RunConfig.loss``): cross-entropy, or
-        the authors' focal loss with the dataset's parameters (:mod:`playerfl_core.fl.losses`)."""
-        if self.config.loss == "focal":
-            return authors_focal_loss(logits, y, **self.focal)
-        return F.cross_entropy(logits, y)
-
-    def train_epoch(self, model=None, optimizer=None, penalty=None, epochs=None) -> float:
-        """Train ``model`` (default: the client's) for local epochs; return the mean task loss.
-
-        ``penalty(model)`` adds a regulariser (FedProx, Ditto, pFedMe) to the objective; the
-        returned loss is the task loss only. Raises :class:`DivergenceError` on a NaN/inf loss.
-        """
-        model = model if model is not None else self.model
-        optimizer = optimizer if optimizer is not None else self.optimizer
-        if mode_matters(model):
-            model.train()
-        total = torch.zeros((), device=self.x["train"].device)
-        seen = 0
-        with self.seeded_dropout(model):
-            for _ in range(epochs or self.config.local_epochs):
-                for x, y in self.batches():
-                    optimizer.zero_grad(set_to_none=True)
-                    loss = self.loss(model(x), y)
-                    objective = loss + penalty(model) if penalty is not None else loss
-                    objective.backward()
-                    optimizer.step()
-                    total += loss.detach() * len(y)
-                    seen += len(y)
-        mean = (total / max(seen, 1)).item()
-        if not np.isfinite(mean):
-            raise DivergenceError(
-                f"Client {self.name!r}: training loss became {mean}. Lower the learning rate "
-                f"(now {optimizer.param_groups[0]['lr']:g}) or check the data for NaN values."
-            )
-        return mean
-
-    @torch.no_grad()
-    def logits(self, model: nn.Module, splits=("val", "test")) -> list[torch.Tensor]:
-        """``model``'s logits on each of ``splits`` (eval mode, batches of eval_batch_size)."""
-        for split in splits:
-            if len(self.y[split]) == 0:
-                raise ValueError(f"Client {self.name!r} has an empty {split} split.")
-        was_training, toggle = model.training, mode_matters(model)
-        if toggle:
-            model.eval()
-        bs = self.config.eval_batch_size
-        out = [
-            torch.cat([model(x[i : i + bs]) for i in range(0, len(x), bs)])
-            for x in (self.x[s] for s in splits)
-        ]
-        if toggle:
-            model.train(was_training)
-        return out
-
-    def evaluate(self, model: nn.Module, split: str) -> dict[str, float]:
-        """Loss, accuracy and macro-F1 of ``model`` on one split (one copy to the host).
-
-        See :mod:`playerfl_core.fl.scoring`: one confusion matrix, scikit-learn's macro-F1
-        convention (classes present in labels or predictions, ``zero_division=0``).
-        """
-        (logits,) = self.logits(model, (split,))
-        return summarise(score_logits(logits, self.y[split]).cpu().numpy())
 
 
 @dataclass

@@ -73,6 +73,8 @@ def code_fingerprint() -> str:
 
 RUN_MODULES = (
     "fl/engine",
+    "fl/config",  # cut out of the engine (issue 23)
+    "fl/client",  # cut out of the engine (issue 23)
     "fl/seeding",
     "fl/errors",
     "fl/schema",
