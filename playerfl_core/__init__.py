@@ -53,7 +53,7 @@ MOVED = {
     "split_studies": "measure.split_studies",
     "archive": "study.archive",
     "experiments": "study.experiments",
-    "grid_plan": "study.grid_plan",
+    "grid_plan": "study.grid",  # run_grid; the plan itself: study.grid_plan
     "grid_runner": "study.grid_runner",
     "machine": "study.machine",
     "run_store": "study.run_store",

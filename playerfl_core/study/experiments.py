@@ -7,11 +7,12 @@ Four modules do the work:
   :class:`RunSpec`, damaged-run checks, :func:`code_fingerprint`, :func:`execute` for one run);
 * :mod:`playerfl_core.study.tuning`: the tuning protocol (the LR grid, choosing a rate, widening
   at an edge; chapter 05 states it in prose);
-* :mod:`playerfl_core.study.grid_plan`: the grid plan (:class:`GridPlan`) and :func:`run_grid`;
+* :mod:`playerfl_core.study.grid`: :func:`run_grid` (the plan: :class:`GridPlan`, in
+  :mod:`playerfl_core.study.grid_plan`);
 * :mod:`playerfl_core.study.grid_runner`: running a plan on worker processes (:func:`run_plan`).
 """
 
-from playerfl_core.study.grid_plan import (
+from playerfl_core.study.grid import (
     SPLIT_PREFIX,
     GridPlan,
     GridResult,
