@@ -5,6 +5,9 @@ runs the resumable dataset × algorithm × learning-rate × seed grid into a sto
 (:mod:`playerfl_core.study.experiments`); kill it at any time and start it again to continue.
 ``playerfl status`` summarises a store. ``playerfl sweep`` runs the prefix federation at every
 split p = 0 … L at one learning rate (:mod:`playerfl_core.study.split_oracle`).
+
+Length (about 470 lines): the parser and one short function per command; each command reads
+the options the parser above defines, so they stay together.
 """
 
 from __future__ import annotations

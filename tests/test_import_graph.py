@@ -256,3 +256,15 @@ def test_the_checker_sees_circles(tmp_path, source):
     modules["playerfl_core.fl.losses"] = fake
     found = cycles(modules)
     assert any("playerfl_core.fl.losses" in c and "playerfl_core.fl.engine" in c for c in found)
+
+
+def test_long_modules_say_why():
+    """Small rooms: a module over about 400 lines states in its docstring why it is one module."""
+    long = []
+    for m, p in all_modules().items():
+        text = p.read_text()
+        if text.count("\n") > 420:
+            doc = ast.get_docstring(ast.parse(text)) or ""
+            if "lines" not in doc.lower():
+                long.append(f"{m} ({text.count(chr(10))} lines)")
+    assert not long, f"Long modules whose docstring does not say why: {long}"

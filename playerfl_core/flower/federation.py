@@ -24,6 +24,9 @@ already applied in each silo's file, as a deployment would agree on them before 
 
 Flower's CLI reads its connection settings from ``$FLWR_HOME/config.toml``: the recipe writes
 one in its own folder, so the user's ``~/.flwr`` is left alone.
+
+Length (about 510 lines): one recipe, one class (:class:`Federation`) that starts, watches and
+stops its processes in order; its steps share the processes' state and read top to bottom.
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ Where each part lives: the exact tests in :mod:`~playerfl_core.stats.exact_tests
 :mod:`~playerfl_core.stats.evidence`, the split study's interval verdicts in
 :mod:`~playerfl_core.stats.split_verdicts`, the scorecard in
 :mod:`~playerfl_core.stats.scorecard`; this module holds the book's claims and re-exports the
-others' names (:data:`__all__`), so a chapter needs one import (``claims as C``).
+others' names (:data:`__all__`), so a chapter needs one import (``claims as C``). About 420
+lines, of which the re-export list takes 45.
 """
 
 from __future__ import annotations
