@@ -6,6 +6,6 @@ Here: ``reports/`` (one module per chapter: the numbers and tables it shows), th
 ``notebook_stamp`` (``make book`` re-executes a chapter only when its inputs changed).
 Presentation only: nothing here changes what a run computes.
 
-May import: every wing below (``flower`` excepted in practice: chapters import it directly).
-Imported by nothing in the library but the chapters.
+May import: every wing below it (``flower``, ``study``, ``measure``, ``stats``, ``fl``) and
+``data_prep``. Imported by the chapters only; the entry points above it do not need it.
 """
