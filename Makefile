@@ -18,9 +18,9 @@ book: setup data execute html
 # The browser test (tests/test_browser.py) opens every page of the freshly built HTML in Chromium.
 # Tests and chapters run on every core (pytest-xdist; one test file or chapter per worker, one
 # thread each). nbval re-executes the chapters with their last bits perturbed the way another CPU
-# would perturb them (python -m playerfl_core.machine --perturbation: another ATen kernel set and
-# MKL's compatible path), so an output that only this machine reproduces fails here too.
-PERTURB = $(shell $(PY) -m playerfl_core.machine --perturbation)
+# would perturb them (python -m playerfl_core.study.machine --perturbation: another ATen kernel
+# set and MKL's compatible path), so an output that only this machine reproduces fails here too.
+PERTURB = $(shell $(PY) -m playerfl_core.study.machine --perturbation)
 test: setup data browser html
 	$(PY) -m pytest -n auto --dist loadfile tests
 	env $(PERTURB) $(PY) -m pytest -n auto --dist loadfile --nbval-lax --nbval-current-env chapters
@@ -56,7 +56,7 @@ browser:
 # recorded in its metadata (its cells, the library, requirements.txt, stores/) no longer matches:
 # a fresh clone reuses the committed outputs. Which chapters are current: notebook_stamp status.
 execute: setup
-	$(PY) -m playerfl_core.notebook_stamp execute
+	$(PY) -m playerfl_core.book.notebook_stamp execute
 
 html: setup
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
@@ -82,7 +82,7 @@ standard: setup data
 # SuperNode authentication, one SuperNode per hospital; see silos/README.md. Everything it
 # makes (certificates, logs, checkpoints, results.parquet) goes to _build/silos.
 silos: setup data
-	$(PY) -m playerfl_core.flower_federation --out _build/silos
+	$(PY) -m playerfl_core.flower.federation --out _build/silos
 
 lint: setup
 	$(VENV)/bin/ruff check playerfl_core data_prep tests bench

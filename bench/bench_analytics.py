@@ -21,10 +21,10 @@ import torch
 
 from data_prep import load
 from playerfl_core import make_config
-from playerfl_core.analytics import hessian_metrics
-from playerfl_core.engine import Client
-from playerfl_core.layer_studies import first_epoch_models
-from playerfl_core.sensitivity import federation_sensitivity
+from playerfl_core.fl.engine import Client
+from playerfl_core.fl.sensitivity import federation_sensitivity
+from playerfl_core.measure.analytics import hessian_metrics
+from playerfl_core.measure.layer_studies import first_epoch_models
 
 
 def median_time(fn, repeats: int) -> float:

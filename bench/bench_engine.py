@@ -28,11 +28,12 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from data_prep import load
-from playerfl_core import engine, make_config, run_federated
-from playerfl_core.algorithms import get_algorithm
-from playerfl_core.engine import Client, client_seed
-from playerfl_core.models import build_model
-from playerfl_core.sensitivity import federation_sensitivity
+from playerfl_core import make_config, run_federated
+from playerfl_core.fl import engine
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.engine import Client, client_seed
+from playerfl_core.fl.models import build_model
+from playerfl_core.fl.sensitivity import federation_sensitivity
 
 TARGET = 1.3
 
@@ -109,7 +110,7 @@ def sensitivity_cost(data, cfg, repeats: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--profile", default="quick", help="a profile of playerfl_core.profiles")
+    parser.add_argument("--profile", default="quick", help="a profile of playerfl_core.fl.profiles")
     parser.add_argument("--datasets", default="heart,digits,fmnist")
     parser.add_argument("--rounds", type=int, help="override the profile's rounds")
     parser.add_argument("--repeats", type=int, default=5)

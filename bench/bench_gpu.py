@@ -26,7 +26,7 @@ from bench_grid import run_jobs  # bench/ is on sys.path when run as a script
 def seconds_per_round(rounds: int, repeats: int) -> float:
     from data_prep import load
     from playerfl_core import make_config, run_federated
-    from playerfl_core.algorithms import get_algorithm
+    from playerfl_core.fl.algorithms import get_algorithm
 
     data = load("fmnist", profile="paper", seed=0)
     cfg = make_config("fmnist", "paper", rounds=rounds, device="cuda", progress=False)
@@ -53,8 +53,8 @@ def main() -> None:
     if not torch.cuda.is_available():
         print("not measured: no GPU")
         return
-    from playerfl_core.algorithms import ALGORITHMS
-    from playerfl_core.profiles import training_settings
+    from playerfl_core.fl.algorithms import ALGORITHMS
+    from playerfl_core.fl.profiles import training_settings
 
     paper_rounds = training_settings("fmnist", "paper")["rounds"]
     print(f"{torch.cuda.get_device_name()} torch={torch.__version__}")

@@ -32,7 +32,7 @@ def one_run(job: tuple) -> tuple[str, str, float, float]:
     torch.set_num_threads(threads)
     from data_prep import load
     from playerfl_core import make_config, run_federated
-    from playerfl_core.algorithms import get_algorithm
+    from playerfl_core.fl.algorithms import get_algorithm
 
     data = load(name, profile=profile, seed=seed)
     cfg = make_config(name, profile, seed=seed, device=device, rounds=rounds, progress=False)
@@ -45,7 +45,7 @@ def one_run(job: tuple) -> tuple[str, str, float, float]:
 
 
 def jobs_for(args) -> list[tuple]:
-    from playerfl_core.algorithms import ALGORITHMS
+    from playerfl_core.fl.algorithms import ALGORITHMS
 
     algorithms = list(ALGORITHMS) if args.algorithms == "all" else args.algorithms.split(",")
     return [
@@ -88,7 +88,7 @@ def report(results: list, wall: float, label: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--profile", default="quick", help="a profile of playerfl_core.profiles")
+    parser.add_argument("--profile", default="quick", help="a profile of playerfl_core.fl.profiles")
     parser.add_argument("--datasets", default="heart,digits,fmnist")
     parser.add_argument("--algorithms", default="all", help="comma-separated, or 'all'")
     parser.add_argument("--seed", type=int, default=0)

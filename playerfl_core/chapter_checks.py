@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from playerfl_core import checks
-from playerfl_core.algorithms import ALGORITHMS
 from playerfl_core.checks import OptionError
-from playerfl_core.profiles import PROFILE_NAMES
+from playerfl_core.fl.algorithms import ALGORITHMS
+from playerfl_core.fl.profiles import PROFILE_NAMES
 
 
 def _opt(check: Callable) -> Callable:
@@ -114,7 +114,7 @@ def _mixed(value, name):
 
 
 def _algorithms(value, name):
-    from playerfl_core.algorithms import is_algorithm
+    from playerfl_core.fl.algorithms import is_algorithm
 
     if value != "all":
         checks.name_list(

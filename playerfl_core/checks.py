@@ -2,7 +2,7 @@
 
 Every check runs before any training and raises :class:`OptionError` (a ValueError) whose
 message names the option, the bad value and what would be valid, so a mistake costs seconds,
-not a finished grid. :class:`~playerfl_core.engine.RunConfig` and the algorithms check their own
+not a finished grid. :class:`~playerfl_core.fl.engine.RunConfig` and the algorithms check their own
 fields; these helpers cover what only the caller knows (lists typed as text, paths, devices).
 """
 

@@ -2,9 +2,12 @@
 
 ``playerfl run`` trains a few algorithms on one dataset and writes one CSV. ``playerfl grid``
 runs the resumable dataset × algorithm × learning-rate × seed grid into a store directory
-(:mod:`playerfl_core.experiments`); kill it at any time and start it again to continue.
+(:mod:`playerfl_core.study.experiments`); kill it at any time and start it again to continue.
 ``playerfl status`` summarises a store. ``playerfl sweep`` runs the prefix federation at every
-split p = 0 … L at one learning rate (:mod:`playerfl_core.split_oracle`).
+split p = 0 … L at one learning rate (:mod:`playerfl_core.study.split_oracle`).
+
+Length (about 470 lines): the parser and one short function per command; each command reads
+the options the parser above defines, so they stay together.
 """
 
 from __future__ import annotations
@@ -18,14 +21,15 @@ from tqdm import tqdm
 
 from data_prep.base import DataError
 from data_prep.registry import default_datasets
-from playerfl_core import checks, machine
-from playerfl_core.algorithms import ALGORITHMS, get_algorithm
-from playerfl_core.archive import ArchiveError
-from playerfl_core.engine import EVAL_TIMINGS, LR_MAX, DivergenceError, run_federated
-from playerfl_core.experiments import DamagedRunError
-from playerfl_core.losses import LOSSES
-from playerfl_core.profiles import PROFILE_NAMES, make_config
-from playerfl_core.results import save_table
+from playerfl_core import checks
+from playerfl_core.fl.algorithms import ALGORITHMS, get_algorithm
+from playerfl_core.fl.engine import EVAL_TIMINGS, LR_MAX, DivergenceError, run_federated
+from playerfl_core.fl.losses import LOSSES
+from playerfl_core.fl.profiles import PROFILE_NAMES, make_config
+from playerfl_core.stats.results import save_table
+from playerfl_core.study import machine
+from playerfl_core.study.archive import ArchiveError
+from playerfl_core.study.experiments import DamagedRunError
 
 
 def add_training_options(parser: argparse.ArgumentParser) -> None:
@@ -182,8 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_grid(args) -> int:
-    from playerfl_core.experiments import run_grid
-    from playerfl_core.results import save_table
+    from playerfl_core.stats.results import save_table
+    from playerfl_core.study.experiments import run_grid
 
     out = checks.output_file(args.out)
     result = run_grid(
@@ -224,14 +228,14 @@ ALGS = f"available: {', '.join(ALGORITHMS)}, prefix_p<k>, or 'all'"
 
 
 def _known_algorithm(name: str) -> bool:
-    from playerfl_core.algorithms import is_algorithm
+    from playerfl_core.fl.algorithms import is_algorithm
 
     return is_algorithm(name)
 
 
 def cmd_archive(args) -> int:
-    from playerfl_core.archive import archive_dir, pack, verify
-    from playerfl_core.experiments import Store, default_store
+    from playerfl_core.study.archive import archive_dir, pack, verify
+    from playerfl_core.study.experiments import Store, default_store
 
     path = args.archive or archive_dir(args.profile)
     checks.positive_int(args.sample, "--sample")
@@ -253,7 +257,7 @@ def cmd_archive(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from playerfl_core.experiments import Store, default_store
+    from playerfl_core.study.experiments import Store, default_store
 
     root = checks.existing_store(args.store) if args.store else default_store(args.profile)
     if not root.is_dir():
@@ -303,7 +307,7 @@ def cmd_status(args) -> int:
 
 def cmd_run(args) -> int:
     from data_prep import DataError, load
-    from playerfl_core.divergence import check_table
+    from playerfl_core.fl.divergence import check_table
 
     if args.backend == "flower" and args.device not in (None, "cpu"):
         raise checks.OptionError("--backend flower runs on the CPU: drop --device.")
@@ -363,8 +367,8 @@ def _run_on_flower(args, names, seeds, settings, out) -> int:
     from dataclasses import asdict
 
     from data_prep import DataError, load
-    from playerfl_core.divergence import check_table
-    from playerfl_core.flower_link import FlowerRunError, Job, simulate
+    from playerfl_core.fl.divergence import check_table
+    from playerfl_core.flower.link import FlowerRunError, Job, simulate
 
     jobs, silos = [], 0
     try:
@@ -399,7 +403,7 @@ def _run_on_flower(args, names, seeds, settings, out) -> int:
 
 def cmd_sweep(args) -> int:
     from data_prep import DataError
-    from playerfl_core.split_oracle import run_sweep
+    from playerfl_core.study.split_oracle import run_sweep
 
     dataset = checks.dataset_list(args.dataset, "--dataset")
     if len(dataset) != 1:

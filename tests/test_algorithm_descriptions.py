@@ -2,7 +2,7 @@
 
 import pytest
 
-from playerfl_core.algorithms import ALGORITHMS, Algorithm, describe_algorithms
+from playerfl_core.fl.algorithms import ALGORITHMS, Algorithm, describe_algorithms
 
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))

@@ -9,10 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from playerfl_core import analytics as A
-from playerfl_core import layer_studies as S
-from playerfl_core.models import MLP, build_model
-from playerfl_core.sensitivity import cumulative_sensitivity, sensitivity_from_gradient
+from playerfl_core.fl.models import MLP, build_model
+from playerfl_core.fl.sensitivity import cumulative_sensitivity, sensitivity_from_gradient
+from playerfl_core.measure import analytics as A
+from playerfl_core.measure import layer_studies as S
 
 
 def _tiny_mlp(seed=0):

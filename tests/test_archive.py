@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 
 from data_prep.registry import is_registered
-from playerfl_core import machine
-from playerfl_core.algorithms import ALGORITHMS
-from playerfl_core.archive import (
+from playerfl_core.fl.algorithms import ALGORITHMS
+from playerfl_core.stats.results import COLUMNS
+from playerfl_core.study import machine
+from playerfl_core.study.archive import (
     ArchiveError,
     load_archive,
     pack,
@@ -18,15 +19,14 @@ from playerfl_core.archive import (
     unpack,
     verify,
 )
-from playerfl_core.experiments import (
+from playerfl_core.study.experiments import (
     Store,
     default_grid,
     run_grid,
     split_algorithms,
     widened_lr,
 )
-from playerfl_core.results import COLUMNS
-from playerfl_core.verification import BITWISE, STATISTICAL
+from playerfl_core.study.verification import BITWISE, STATISTICAL
 
 TINY = dict(seeds=[0, 1], lrs=[1e-2], rounds=2, workers=1, progress=False)
 
@@ -68,7 +68,7 @@ def test_a_store_written_by_something_else_first_still_gets_the_archive(
 ):
     """A fresh clone's store may already hold another chapter's runs when a grid first looks
     at it: the archive's runs are added all the same, and nothing is recomputed."""
-    from playerfl_core.run_store import RunSpec, execute
+    from playerfl_core.study.run_store import RunSpec, execute
 
     grid, out = packed
     monkeypatch.setenv("PLAYERFL_STORES", str(out.parent))
@@ -101,7 +101,7 @@ def test_recompute_sample_is_identical_and_catches_a_consistent_forgery(packed, 
     report = recompute_sample(out, n=2, seed=0)
     assert report["identical"].all() and report["same_spec"].all()
     # A forged archive whose manifest agrees with its rows still fails re-computation.
-    from playerfl_core.archive import table_digest
+    from playerfl_core.study.archive import table_digest
 
     table = pd.read_parquet(out / "runs.parquet")
     manifest = json.loads((out / "manifest.json").read_text())
@@ -287,7 +287,7 @@ def test_statistical_verification_catches_a_wrong_algorithm(packed, tmp_path):
 def _forged(out, dest, change, machine_key=None):
     """A copy of archive ``out`` with ``change`` applied to its rows and the manifest's
     checksums forged to match (optionally claiming another machine computed every run)."""
-    from playerfl_core.archive import table_digest
+    from playerfl_core.study.archive import table_digest
 
     table = pd.read_parquet(out / "runs.parquet")
     for col in ("dataset", "algorithm", "split", "metric", "run_id"):
@@ -304,7 +304,7 @@ def _forged(out, dest, change, machine_key=None):
 
 
 def test_the_statistical_verdict_needs_structure_round_zero_and_no_shift():
-    from playerfl_core.verification import statistical_verdict
+    from playerfl_core.study.verification import statistical_verdict
 
     drift = pd.DataFrame(
         {

@@ -5,15 +5,15 @@ import pytest
 import torch
 from torch import nn
 
-from playerfl_core.averaging_check import (
+from playerfl_core.fl.models import build_model
+from playerfl_core.fl.sensitivity import federation_sensitivity
+from playerfl_core.measure.averaging_check import (
     averaging_effects,
     client_averaged,
     mean_cross_entropy,
     replacement_effects,
     weighted_average,
 )
-from playerfl_core.models import build_model
-from playerfl_core.sensitivity import federation_sensitivity
 
 
 class TwoUnits(nn.Module):

@@ -18,24 +18,23 @@ from torch import nn
 
 import data_prep
 from data_prep.base import ClientData, FederatedData
-from playerfl_core.algorithms import ALGORITHMS, get_algorithm, is_algorithm
-from playerfl_core.algorithms.ditto import Ditto
-from playerfl_core.algorithms.fedbabu import FedBABU
-from playerfl_core.algorithms.fedlama import FedLAMA, global_average
-from playerfl_core.algorithms.fedlp import FedLP
-from playerfl_core.algorithms.fedprox import FedProx
-from playerfl_core.algorithms.finetune import FineTune
-from playerfl_core.algorithms.pfedla import HyperNetwork, PFedLA, declared_sizes
-from playerfl_core.algorithms.pfedme import PFedMe
-from playerfl_core.algorithms.playerfl import PLayerFL
-from playerfl_core.algorithms.playerfl_random import PLayerFLRandom, random_split
-from playerfl_core.algorithms.prefix import RULE_METRIC, Prefix, parse_prefix_name
-from playerfl_core.engine import DivergenceError, RunConfig, run_federated
-from playerfl_core.models import MODELS, UnitModel
-from playerfl_core.profiles import make_config
-from playerfl_core.results import SERVER
-from playerfl_core.sensitivity import choose_split, federation_sensitivity
-from playerfl_core.units import (
+from playerfl_core.fl.algorithms import ALGORITHMS, get_algorithm, is_algorithm
+from playerfl_core.fl.algorithms.ditto import Ditto
+from playerfl_core.fl.algorithms.fedbabu import FedBABU
+from playerfl_core.fl.algorithms.fedlama import FedLAMA, global_average
+from playerfl_core.fl.algorithms.fedlp import FedLP
+from playerfl_core.fl.algorithms.fedprox import FedProx
+from playerfl_core.fl.algorithms.finetune import FineTune
+from playerfl_core.fl.algorithms.pfedla import HyperNetwork, PFedLA, declared_sizes
+from playerfl_core.fl.algorithms.pfedme import PFedMe
+from playerfl_core.fl.algorithms.playerfl import PLayerFL
+from playerfl_core.fl.algorithms.playerfl_random import PLayerFLRandom, random_split
+from playerfl_core.fl.algorithms.prefix import RULE_METRIC, Prefix, parse_prefix_name
+from playerfl_core.fl.engine import DivergenceError, RunConfig, run_federated
+from playerfl_core.fl.models import MODELS, UnitModel
+from playerfl_core.fl.profiles import make_config
+from playerfl_core.fl.sensitivity import choose_split, federation_sensitivity
+from playerfl_core.fl.units import (
     get_params,
     param_names,
     set_params,
@@ -43,6 +42,7 @@ from playerfl_core.units import (
     unit_of,
     unit_params,
 )
+from playerfl_core.stats.results import SERVER
 
 ORDER = [
     "local",

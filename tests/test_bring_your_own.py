@@ -74,8 +74,8 @@ def clean_registry(monkeypatch):
 
 def test_a_file_outside_the_package_adds_a_federation(outside, clean_registry):
     from playerfl_core import make_config, run_federated
-    from playerfl_core.algorithms import get_algorithm
-    from playerfl_core.experiments import default_grid
+    from playerfl_core.fl.algorithms import get_algorithm
+    from playerfl_core.study.experiments import default_grid
 
     assert registry.load_dataset_module(outside) == ["minidigits"]
     assert "minidigits" in registry.available_datasets()
@@ -172,7 +172,7 @@ def test_a_loader_that_returns_bad_tensors_is_refused_naming_its_file(tmp_path, 
 def test_a_model_can_be_registered_from_the_dataset_file():
     from torch import nn
 
-    from playerfl_core import models
+    from playerfl_core.fl import models
 
     class Tiny(models.UnitModel):
         units = ("fc",)
@@ -186,7 +186,7 @@ def test_a_model_can_be_registered_from_the_dataset_file():
         assert models.build_model("tiny_for_test", 3, (4,), 1.0, 0).fc.in_features == 4
         with pytest.raises(ValueError, match="taken by MLP"):
             models.register_model("mlp", Tiny)
-        with pytest.raises(ValueError, match="must subclass playerfl_core.models.UnitModel"):
+        with pytest.raises(ValueError, match="must subclass playerfl_core.fl.models.UnitModel"):
             models.register_model("plain", nn.Linear)
     finally:
         models.MODELS.pop("tiny_for_test", None)

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from playerfl_core import claims as C
-from playerfl_core.layer_studies import COLUMNS, NO_OTHER
+from playerfl_core.measure.layer_studies import COLUMNS, NO_OTHER
+from playerfl_core.stats import claims as C
 
 
 # -- smallest attainable p-values --------------------------------------------------------------
@@ -235,7 +235,7 @@ def test_c1_and_scorecard():
 
 # -- timings -------------------------------------------------------------------------------------
 def test_timed_warms_up_and_repeats():
-    from playerfl_core import layer_studies as S
+    from playerfl_core.measure import layer_studies as S
 
     calls = {"a": 0, "b": 0}
 
@@ -255,8 +255,8 @@ def test_timed_warms_up_and_repeats():
 def test_metric_cost_reports_medians_and_spread():
     import torch
 
-    from playerfl_core import layer_studies as S
-    from playerfl_core.models import MLP
+    from playerfl_core.fl.models import MLP
+    from playerfl_core.measure import layer_studies as S
 
     torch.manual_seed(0)
     model = MLP(num_classes=5, input_shape=(10,))
@@ -279,7 +279,7 @@ def _results(
     algs=("playerfl", "playerfl_random", "local", "fedavg", "x", "y"),
 ):
     """One-round runs, 3 clients; ``playerfl`` scores ``effect`` above every other algorithm."""
-    from playerfl_core.results import COLUMNS as RESULT_COLUMNS
+    from playerfl_core.stats.results import COLUMNS as RESULT_COLUMNS
 
     rng = np.random.default_rng(5)
     rows = []

@@ -276,7 +276,7 @@ def test_tokenizer_config_controls_lowercasing(tmp_path):
 
 
 def test_padding_is_masked_in_attention(tmp_path):
-    from playerfl_core.models import build_model
+    from playerfl_core.fl.models import build_model
 
     emb = torch.randn(len(VOCAB), DIM)
     emb[0] = 0
@@ -477,8 +477,8 @@ def federations(tmp_path_factory):
 @pytest.mark.parametrize("name", list(FEDERATIONS))
 def test_one_round_of_every_algorithm(federations, name):
     from playerfl_core import ALGORITHMS, get_algorithm
-    from playerfl_core.engine import RunConfig, run_federated
-    from playerfl_core.units import unit_names
+    from playerfl_core.fl.engine import RunConfig, run_federated
+    from playerfl_core.fl.units import unit_names
 
     data = federations[name]
     width = 0.05 if name in ("cifar10", "isic2019", "emnist") else 1.0
@@ -497,7 +497,7 @@ def test_dropout_models_repeat_whatever_ran_before(federations, name):
     """These CNNs have dropout, which draws from torch's global generator: the run must seed it
     from its own streams, or the same seed gives other numbers after other code ran."""
     from playerfl_core import get_algorithm
-    from playerfl_core.engine import RunConfig, run_federated
+    from playerfl_core.fl.engine import RunConfig, run_federated
 
     config = RunConfig(rounds=1, lr=1e-3, batch_size=16, width=0.05, progress=False)
     tables = []
@@ -513,7 +513,7 @@ def test_dropout_models_repeat_whatever_ran_before(federations, name):
 @pytest.mark.parametrize("name", ["cifar10", "isic2019"])
 def test_one_augmented_round_on_image_federations(federations, name):
     from playerfl_core import get_algorithm
-    from playerfl_core.engine import RunConfig, run_federated
+    from playerfl_core.fl.engine import RunConfig, run_federated
 
     def run(augment):
         config = RunConfig(
@@ -529,7 +529,7 @@ def test_one_augmented_round_on_image_federations(federations, name):
 
 
 def test_published_numbers_beside_federations_not_run():
-    from playerfl_core import published as P
+    from playerfl_core.stats import published as P
 
     out = P.published_beside_missing("accuracy", ["fmnist", "heart"], present={"emnist": True})
     keys = list(dict.fromkeys(k for k, _ in out.columns))

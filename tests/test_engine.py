@@ -9,12 +9,12 @@ import torch
 from sklearn.metrics import accuracy_score, f1_score
 
 from playerfl_core import RunConfig, get_algorithm, run_federated
-from playerfl_core.algorithms.playerfl import PLayerFL
 from playerfl_core.cli import main
-from playerfl_core.engine import DivergenceError
-from playerfl_core.results import COLUMNS, SERVER, chosen_splits, select_rounds
-from playerfl_core.sensitivity import choose_split, cumulative_sensitivity, relative_rises
-from playerfl_core.units import param_names, prefix, unit_names
+from playerfl_core.fl.algorithms.playerfl import PLayerFL
+from playerfl_core.fl.engine import DivergenceError
+from playerfl_core.fl.sensitivity import choose_split, cumulative_sensitivity, relative_rises
+from playerfl_core.fl.units import param_names, prefix, unit_names
+from playerfl_core.stats.results import COLUMNS, SERVER, chosen_splits, select_rounds
 
 
 def config(**kw):
@@ -207,8 +207,8 @@ def test_train_and_eval_modes_are_honoured_only_where_they_matter(heart):
     """The engine skips train/eval switching for models without dropout or batch norm (pure
     overhead), but a model with dropout must still train in train mode and be scored in eval
     mode (deterministic logits), and be left in the mode it was found in."""
-    from playerfl_core.engine import Client, mode_matters
-    from playerfl_core.models import build_model
+    from playerfl_core.fl.engine import Client, mode_matters
+    from playerfl_core.fl.models import build_model
 
     plain = build_model(heart.model, heart.num_classes, heart.input_shape, 1.0, 0)
     assert not mode_matters(plain)
@@ -282,8 +282,8 @@ def test_cli_explains_bad_input(tmp_path, capsys, args, message):
 
 
 def test_sensitivity_leaves_the_model_as_found(heart):
-    from playerfl_core.models import build_model
-    from playerfl_core.sensitivity import federation_sensitivity
+    from playerfl_core.fl.models import build_model
+    from playerfl_core.fl.sensitivity import federation_sensitivity
 
     model = build_model("mlp", 5, heart.input_shape, 1.0, seed=0)
     model.train()
@@ -306,7 +306,7 @@ def test_run_federated_takes_algorithm_objects_not_names(heart):
 def test_observers_see_each_round_before_and_after_the_server_and_change_nothing(heart):
     """The measurement hook: ``after_local_updates`` sees the clients' own models (FedAvg has
     not averaged them yet), ``on_round_end`` the averaged ones; watching changes no number."""
-    from playerfl_core.engine import Observer
+    from playerfl_core.fl.engine import Observer
 
     class Watch(Observer):
         def __init__(self):

@@ -17,9 +17,11 @@ import pytest
 import torch
 
 from data_prep import ClientData, FederatedData
-from playerfl_core.algorithms import get_algorithm
-from playerfl_core.engine import RunConfig, run_federated
-from playerfl_core.experiments import (
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.engine import RunConfig, run_federated
+from playerfl_core.stats.metrics import run_scores, summarize
+from playerfl_core.stats.results import RUN_KEYS
+from playerfl_core.study.experiments import (
     DIVERGED,
     OK,
     MissingResultsError,
@@ -29,8 +31,6 @@ from playerfl_core.experiments import (
     execute,
     run_grid,
 )
-from playerfl_core.metrics import run_scores, summarize
-from playerfl_core.results import RUN_KEYS
 
 GRID = dict(
     datasets="heart",
@@ -60,7 +60,7 @@ def test_default_store_is_under_the_repository(monkeypatch, tmp_path):
 def test_resume_after_kill_recomputes_nothing_and_matches_uninterrupted(tmp_path):
     killed_store = tmp_path / "killed"
     script = textwrap.dedent(f"""
-        from playerfl_core.experiments import run_grid
+        from playerfl_core.study.experiments import run_grid
         if __name__ == "__main__":
             run_grid(store={str(killed_store)!r}, **{GRID!r})
     """)
@@ -268,7 +268,7 @@ def test_stale_runs_are_flagged_and_recomputed_on_request(tmp_path):
 def test_grid_plan_counts_tuning_then_evaluation_runs(tmp_path):
     """The plan before any run: every tuning run can start; evaluation waits for the rate,
     and the tuning seed that is also an evaluation seed is not counted twice."""
-    from playerfl_core.grid_plan import GridPlan
+    from playerfl_core.study.grid_plan import GridPlan
 
     plan = GridPlan(Store(tmp_path), "quick", rounds=1)
     settings = {"lrs": (1e-2, 1e-3), "seeds": (0, 1, 2), "tune_seeds": (0,), "widen": 0}

@@ -25,11 +25,11 @@ import torch
 import data_prep
 from data_prep import DataError, fmnist
 from playerfl_core import cli
-from playerfl_core.algorithms import get_algorithm
-from playerfl_core.archive import pack, unpack
-from playerfl_core.divergence import LOSS_BOUND, divergence
-from playerfl_core.engine import RunConfig
-from playerfl_core.experiments import (
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.divergence import LOSS_BOUND, divergence
+from playerfl_core.fl.engine import RunConfig
+from playerfl_core.study.archive import pack, unpack
+from playerfl_core.study.experiments import (
     DIVERGED,
     OK,
     MissingResultsError,
@@ -545,7 +545,7 @@ def test_sigterm_stops_a_grid_cleanly_with_a_resume_hint(tmp_path):
 def test_a_grid_removes_temporary_files_of_killed_writes_only(tmp_path):
     """A kill -9 between writing a run's temporary file and renaming it leaves the file; the next
     grid deletes it (its writer is gone) and says so, and keeps a live writer's file."""
-    from playerfl_core.run_store import Store
+    from playerfl_core.study.run_store import Store
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -14,19 +14,14 @@ import torch
 from flwr.app import Context, Message, Metadata, RecordDict
 
 from data_prep import load
-from playerfl_core.algorithms import ALGORITHMS, get_algorithm
 from playerfl_core.cli import main as cli_main
-from playerfl_core.engine import RunConfig, run_federated
-from playerfl_core.flower_link import (
-    PROTOCOL,
-    FlowerRunError,
-    Job,
-    _handle,
-    _header,
-    simulate,
-)
-from playerfl_core.profiles import make_config
-from playerfl_core.units import param_names, prefix, unit_names
+from playerfl_core.fl.algorithms import ALGORITHMS, get_algorithm
+from playerfl_core.fl.engine import RunConfig, run_federated
+from playerfl_core.fl.profiles import make_config
+from playerfl_core.fl.units import param_names, prefix, unit_names
+from playerfl_core.flower.client import _handle
+from playerfl_core.flower.link import simulate
+from playerfl_core.flower.wire import PROTOCOL, FlowerRunError, Job, _header
 
 ROUNDS = 4  # FedLAMA re-sets its intervals after round 3: every mechanism runs
 RUNS = [(name, "after_aggregation") for name in ALGORITHMS] + [
@@ -119,7 +114,7 @@ def test_fedavg_uploads_the_whole_model_every_round(flower, heart):
 
 
 def _model(heart):
-    from playerfl_core.models import model_for
+    from playerfl_core.fl.models import model_for
 
     return model_for(heart, 1.0, 0)
 

@@ -18,13 +18,15 @@ from flwr.app import Context, RecordDict
 from flwr.supercore.task_identity import TaskIdentity
 
 from data_prep import load
-from playerfl_core import silo_data
-from playerfl_core.algorithms import get_algorithm
-from playerfl_core.engine import RunConfig, run_federated
-from playerfl_core.flower_checkpoints import CheckpointObserver, ServerCheckpoint
-from playerfl_core.flower_deploy import job_from_config
-from playerfl_core.flower_link import _DATA, FlowerRunError, SiloLost, _handle, serve
-from playerfl_core.profiles import make_config
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.engine import RunConfig, run_federated
+from playerfl_core.fl.profiles import make_config
+from playerfl_core.flower import silo_data
+from playerfl_core.flower.checkpoints import CheckpointObserver, ServerCheckpoint
+from playerfl_core.flower.client import _DATA, _handle
+from playerfl_core.flower.deploy import job_from_config
+from playerfl_core.flower.link import serve
+from playerfl_core.flower.wire import FlowerRunError, SiloLost
 
 ROUNDS = 3
 SILOS = 4
@@ -171,7 +173,7 @@ def test_a_silo_without_a_state_dir_says_how_to_start_it(tmp_path):
 
 
 def test_drive_refuses_a_start_outside_the_rounds():
-    from playerfl_core.engine import drive
+    from playerfl_core.fl.engine import drive
 
     run = type("R", (), {"config": RunConfig(rounds=2, lr=0.1, batch_size=4), "link": None})
     with pytest.raises(ValueError, match="start must be a round in 0 … 2, got 3"):

@@ -20,20 +20,20 @@ import torch
 from cryptography import x509
 
 from data_prep import load
-from playerfl_core import silo_data
-from playerfl_core.algorithms import get_algorithm
-from playerfl_core.engine import run_federated
-from playerfl_core.flower_checkpoints import ServerCheckpoint
-from playerfl_core.flower_credentials import NodeKeys, make_credentials, write_node_keys
-from playerfl_core.flower_deploy import RUN_CONFIG, job_from_config
-from playerfl_core.flower_federation import (
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.engine import run_federated
+from playerfl_core.fl.profiles import make_config
+from playerfl_core.flower import silo_data
+from playerfl_core.flower.checkpoints import ServerCheckpoint
+from playerfl_core.flower.credentials import NodeKeys, make_credentials, write_node_keys
+from playerfl_core.flower.deploy import RUN_CONFIG, job_from_config
+from playerfl_core.flower.federation import (
     APP_DIR,
     REFUSED,
     Federation,
     FederationError,
     _descendants,
 )
-from playerfl_core.profiles import make_config
 
 ROUNDS = 2
 RUN = {"dataset": "heart", "algorithm": "playerfl", "rounds": ROUNDS, "seed": 0}
@@ -65,8 +65,8 @@ def test_the_app_declares_the_run_config_the_server_reads():
     declared = tomllib.loads((APP_DIR / "pyproject.toml").read_text())["tool"]["flwr"]["app"]
     assert declared["config"] == RUN_CONFIG
     assert declared["components"] == {
-        "serverapp": "playerfl_core.flower_deploy:server",
-        "clientapp": "playerfl_core.flower_deploy:client",
+        "serverapp": "playerfl_core.flower.deploy:server",
+        "clientapp": "playerfl_core.flower.deploy:client",
     }
 
 
@@ -176,7 +176,7 @@ def test_the_recipe_stops_its_processes_when_a_start_fails(tmp_path, monkeypatch
 def test_the_flower_cli_prints_plain_json_from_a_notebook_kernel(monkeypatch, tmp_path):
     """Jupyter kernels set FORCE_COLOR, and Flower's CLI then wraps its JSON in colour codes:
     the recipe's processes run without it (chapter 07 starts the recipe from a kernel)."""
-    from playerfl_core.flower_federation import _environment
+    from playerfl_core.flower.federation import _environment
 
     monkeypatch.setenv("FORCE_COLOR", "1")
     monkeypatch.setenv("CLICOLOR_FORCE", "1")

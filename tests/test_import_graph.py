@@ -1,94 +1,55 @@
-"""No arrows back up: every module of ``playerfl_core`` (and ``data_prep``) sits on a layer, and
-no module imports a module on a higher layer, at top level or inside a function.
+"""No arrows back up: every module of ``playerfl_core`` (and ``data_prep``) sits in a wing, no
+module imports a module of a higher wing, at top level or inside a function, and inside a wing
+the imports form no circle.
 
-The layers, bottom to top, are :data:`LAYERS`; a module may import modules of its own layer or
-lower ones. A new module must be given a layer here, so the map stays complete.
+The wings, bottom to top, are :data:`WINGS`; a module may import modules of its own wing or lower
+ones. A new module must be given a wing here, so the map stays complete. The former flat module
+paths (``playerfl_core.engine``, ...) must all still import, through ``playerfl_core.MOVED``.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
 
+import playerfl_core
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("data_prep", "playerfl_core")
 
-LAYERS: list[tuple[str, tuple[str, ...]]] = [
+WINGS: list[tuple[str, tuple[str, ...]]] = [
     ("data", ("data_prep",)),
-    (
-        "foundations",
-        (
-            "playerfl_core.models",
-            "playerfl_core.units",
-            "playerfl_core.schema",
-            "playerfl_core.seeding",
-            "playerfl_core.errors",
-            "playerfl_core.losses",
-            "playerfl_core.scoring",
-            "playerfl_core.sensitivity",
-            "playerfl_core.workers",
-            "playerfl_core.machine",  # which machine computed a run (the facts behind last bits)
-        ),
-    ),
-    ("engine", ("playerfl_core.engine", "playerfl_core.divergence", "playerfl_core.profiles")),
-    ("algorithms", ("playerfl_core.algorithms", "playerfl_core")),
-    (
-        "studies",
-        (
-            "playerfl_core.style",  # display names and colours: claims' reasons use the names
-            "playerfl_core.results",
-            "playerfl_core.run_store",
-            "playerfl_core.flower_link",  # the round loop over Flower (uses the code fingerprint)
-            "playerfl_core.flower_checkpoints",
-            "playerfl_core.flower_credentials",
-            "playerfl_core.flower_deploy",
-            "playerfl_core.silo_data",  # each silo's own data file, for a deployed SuperNode
-            "playerfl_core.tuning",
-            "playerfl_core.grid_plan",
-            "playerfl_core.grid_runner",
-            "playerfl_core.experiments",
-            "playerfl_core.verification",  # bitwise here, statistical across machines
-            "playerfl_core.archive",
-            "playerfl_core.analytics",
-            "playerfl_core.layer_measure",
-            "playerfl_core.split_studies",
-            "playerfl_core.seed_stats",
-            "playerfl_core.layer_studies",
-            "playerfl_core.averaging_check",
-            "playerfl_core.split_oracle",
-            "playerfl_core.metrics",
-            "playerfl_core.claims",
-        ),
-    ),
-    (
-        "reports",
-        (
-            "playerfl_core.plots",
-            "playerfl_core.analysis_plots",
-            "playerfl_core.comparison_plots",
-            "playerfl_core.split_plots",
-            "playerfl_core.averaging_plots",
-            "playerfl_core.data_plots",
-            "playerfl_core.prose",
-            "playerfl_core.published",
-            "playerfl_core.reports",
-        ),
-    ),
+    ("fl", ("playerfl_core.fl",)),  # the engine and algorithms (with the sensitivity they use)
+    ("stats", ("playerfl_core.stats",)),  # tables in, numbers and verdicts out
+    ("measure", ("playerfl_core.measure",)),  # layer measurements (their seeds' stats: stats)
+    ("study", ("playerfl_core.study",)),  # store, grids, tuning, archives, split sweeps
+    ("flower", ("playerfl_core.flower",)),  # the same runs over Flower (fingerprint: study)
+    ("book", ("playerfl_core.book",)),  # reports, figures, style, prose, chapter stamps
     (
         "entry points",
         (
+            "playerfl_core",  # the stable face (and the former paths' aliases)
             "playerfl_core.cli",
-            "playerfl_core.chapter_checks",
-            "playerfl_core.checks",
-            "playerfl_core.flower_federation",  # the processes recipe (python -m, make silos)
-            "playerfl_core.notebook_stamp",  # make book: re-execute a chapter whose inputs changed
+            "playerfl_core.checks",  # user input, checked before training (CLI and chapters)
+            "playerfl_core.chapter_checks",  # the chapters' parameters
         ),
     ),
 ]
 """Bottom to top. A name covers the module and, for a package, every module inside it (the
-package's own ``__init__`` only when the name is listed by itself, as ``playerfl_core``)."""
+top package's own ``__init__`` only, when the name is ``playerfl_core``)."""
+
+FORMER_MODULES = (
+    "algorithms analysis_plots analytics archive averaging_check averaging_plots claims "
+    "comparison_plots data_plots divergence engine errors experiments flower_checkpoints "
+    "flower_credentials flower_deploy flower_federation flower_link grid_plan grid_runner "
+    "layer_measure layer_studies losses machine metrics models notebook_stamp plots profiles "
+    "prose published reports results run_store schema scoring seed_stats seeding sensitivity "
+    "silo_data split_oracle split_plots split_studies style tuning units verification workers"
+).split()
+"""Every module ``playerfl_core`` had at its top level before the wings (issue 23)."""
 
 
 def module_name(path: Path) -> str:
@@ -107,21 +68,31 @@ def all_modules() -> dict[str, Path]:
     }
 
 
-def layer_of(module: str) -> int | None:
-    """Index in :data:`LAYERS` of the most specific name covering ``module``."""
+def wing_of(module: str) -> int | None:
+    """Index in :data:`WINGS` of the most specific name covering ``module``."""
     best, best_len = None, -1
-    for i, (_, names) in enumerate(LAYERS):
+    for i, (_, names) in enumerate(WINGS):
         for name in names:
-            covers = module == name or (
-                module.startswith(name + ".") and name not in ("playerfl_core",)
-            )
+            covers = module == name or (module.startswith(name + ".") and name != "playerfl_core")
             if covers and len(name) > best_len:
                 best, best_len = i, len(name)
     return best
 
 
-def imports_of(module: str, path: Path, known: set[str]) -> list[tuple[int, str]]:
-    """(line, imported module) for every import of our packages anywhere in the file."""
+def current(name: str) -> str:
+    """A former flat path under its new name (``playerfl_core.engine`` → ``...fl.engine``)."""
+    top, _, rest = name.partition(".")
+    old, _, below = rest.partition(".")
+    if top != "playerfl_core" or old not in playerfl_core.MOVED:
+        return name
+    return f"playerfl_core.{playerfl_core.MOVED[old]}" + (f".{below}" if below else "")
+
+
+def imports_of(
+    module: str, path: Path, known: set[str], former: list | None = None
+) -> list[tuple[int, str]]:
+    """(line, imported module) for every import of our packages anywhere in the file; a former
+    path counts as its new module (and is listed in ``former`` when given)."""
     tree = ast.parse(path.read_text(), filename=str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out = []
@@ -136,67 +107,125 @@ def imports_of(module: str, path: Path, known: set[str]) -> list[tuple[int, str]
             else:
                 source = node.module or ""
             # ``from pkg import mod`` imports the module pkg.mod; ``from mod import name`` mod.
-            targets = [
-                f"{source}.{a.name}" if f"{source}.{a.name}" in known else source
-                for a in node.names
-            ]
+            targets = []
+            for a in node.names:
+                sub = current(f"{source}.{a.name}")
+                targets.append(sub if sub in known else f"{source}.{a.name}")
+                if targets[-1] not in known:
+                    targets[-1] = source
         else:
             continue
-        out.extend((node.lineno, t) for t in targets if t.split(".")[0] in PACKAGES and t in known)
+        for t in targets:
+            new = current(t)
+            if new != t and former is not None:
+                former.append(f"{path.name}:{node.lineno}: {t} (now {new})")
+            if new.split(".")[0] in PACKAGES and new in known:
+                out.append((node.lineno, new))
     return out
 
 
 def violations(modules: dict[str, Path]) -> tuple[list[str], list[str]]:
-    """(modules with no layer, upward imports as readable lines)."""
+    """(modules with no wing, upward imports as readable lines)."""
     known = set(modules)
-    missing = sorted(m for m in modules if layer_of(m) is None)
+    missing = sorted(m for m in modules if wing_of(m) is None)
     upward = []
     for module, path in modules.items():
-        here = layer_of(module)
+        here = wing_of(module)
         if here is None:
             continue
         for line, target in imports_of(module, path, known):
-            there = layer_of(target)
+            there = wing_of(target)
             if there is not None and there > here:
                 where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
                 upward.append(
-                    f"{where}:{line}: {module} (layer {LAYERS[here][0]!r}) "
-                    f"imports {target} (layer {LAYERS[there][0]!r}, higher)"
+                    f"{where}:{line}: {module} (wing {WINGS[here][0]!r}) "
+                    f"imports {target} (wing {WINGS[there][0]!r}, higher)"
                 )
     return missing, upward
 
 
-def test_every_module_has_a_layer():
+def cycles(modules: dict[str, Path]) -> list[list[str]]:
+    """Circles of imports among modules of one wing, each as [a, b, ..., a]."""
+    known = set(modules)
+    edges = {
+        m: sorted({t for _, t in imports_of(m, p, known) if t != m and wing_of(t) == wing_of(m)})
+        for m, p in modules.items()
+    }
+    found, done = [], set()
+
+    def visit(m: str, stack: list[str]) -> None:
+        if m in stack:
+            found.append(stack[stack.index(m) :] + [m])
+            return
+        if m in done:
+            return
+        for t in edges.get(m, []):
+            visit(t, stack + [m])
+        done.add(m)
+
+    for m in sorted(edges):
+        visit(m, [])
+    return found
+
+
+def test_every_module_has_a_wing():
     missing, _ = violations(all_modules())
     assert not missing, (
-        f"Modules without a layer: {missing}. Add each to LAYERS in tests/test_import_graph.py."
+        f"Modules without a wing: {missing}. Add each to WINGS in tests/test_import_graph.py."
     )
 
 
-def test_no_module_imports_a_higher_layer():
+def test_no_module_imports_a_higher_wing():
     _, upward = violations(all_modules())
-    assert not upward, "Imports pointing up a layer:\n" + "\n".join(upward)
+    assert not upward, "Imports pointing up a wing:\n" + "\n".join(upward)
 
 
-def test_layers_name_only_existing_modules():
+def test_no_circle_inside_a_wing():
+    found = cycles(all_modules())
+    assert not found, "Import circles:\n" + "\n".join(" → ".join(c) for c in found)
+
+
+def test_wings_name_only_existing_modules():
     """A stale name in the map (a module renamed or removed) would silently cover nothing."""
     modules = set(all_modules())
     stale = [
         name
-        for _, names in LAYERS
+        for _, names in WINGS
         for name in names
         if name not in modules and not any(m.startswith(name + ".") for m in modules)
     ]
-    assert not stale, f"LAYERS names modules that do not exist: {stale}"
+    assert not stale, f"WINGS names modules that do not exist: {stale}"
+
+
+def test_the_library_uses_no_former_path():
+    """Former paths are for readers' code, one release; ours would dodge the wings' order."""
+    modules = all_modules()
+    former: list[str] = []
+    for m, p in modules.items():
+        imports_of(m, p, set(modules), former)
+    assert not former, "Imports of former paths:\n" + "\n".join(former)
+
+
+def test_every_former_module_still_imports_as_the_same_object():
+    modules = set(all_modules())
+    assert sorted(playerfl_core.MOVED) == sorted(FORMER_MODULES)
+    for old in FORMER_MODULES:
+        new = f"playerfl_core.{playerfl_core.MOVED[old]}"
+        assert new in modules, f"MOVED[{old!r}] = {new}, which does not exist"
+        with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
+            aliased = importlib.import_module(f"playerfl_core.{old}")
+        assert aliased is importlib.import_module(new), old
 
 
 @pytest.mark.parametrize(
     ("source", "expect"),
     [
-        ("from playerfl_core.algorithms import get_algorithm\n", True),
-        ("def f():\n    from playerfl_core import experiments\n", True),
+        ("from playerfl_core.stats.metrics import holm\n", True),
+        ("def f():\n    from playerfl_core.study import experiments\n", True),
         ("import playerfl_core.cli\n", True),
-        ("from playerfl_core.schema import SERVER\n", False),
+        ("from playerfl_core.book import style\n", True),
+        ("from playerfl_core.metrics import holm\n", True),  # a former path counts as its new one
+        ("from playerfl_core.fl.schema import SERVER\n", False),
         ("from .units import unit_names\n", False),
     ],
 )
@@ -205,11 +234,37 @@ def test_the_checker_sees_imports_at_any_depth(tmp_path, source, expect):
     modules = all_modules()
     fake = tmp_path / "engine.py"
     fake.write_text(source)
-    original = modules["playerfl_core.engine"]
-    modules["playerfl_core.engine"] = fake
-    known = set(modules)
-    found = imports_of("playerfl_core.engine", fake, known)
+    modules["playerfl_core.fl.engine"] = fake
+    found = imports_of("playerfl_core.fl.engine", fake, set(modules))
     assert found, f"no import of our packages seen in {source!r}"
     _, upward = violations(modules)
-    assert any(": playerfl_core.engine (layer" in u for u in upward) == expect, upward
-    modules["playerfl_core.engine"] = original
+    assert any(": playerfl_core.fl.engine (wing" in u for u in upward) == expect, upward
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from playerfl_core.fl.engine import run_federated\n",
+        "def f():\n    from playerfl_core.fl import engine\n",
+    ],
+)
+def test_the_checker_sees_circles(tmp_path, source):
+    """A module of ``fl`` importing the engine, which imports it back, is a circle."""
+    modules = all_modules()
+    fake = tmp_path / "losses.py"
+    fake.write_text(source)
+    modules["playerfl_core.fl.losses"] = fake
+    found = cycles(modules)
+    assert any("playerfl_core.fl.losses" in c and "playerfl_core.fl.engine" in c for c in found)
+
+
+def test_long_modules_say_why():
+    """Small rooms: a module over about 400 lines states in its docstring why it is one module."""
+    long = []
+    for m, p in all_modules().items():
+        text = p.read_text()
+        if text.count("\n") > 420:
+            doc = ast.get_docstring(ast.parse(text)) or ""
+            if "lines" not in doc.lower():
+                long.append(f"{m} ({text.count(chr(10))} lines)")
+    assert not long, f"Long modules whose docstring does not say why: {long}"

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from playerfl_core import metrics as M
-from playerfl_core.published import TABLES, published, published_wide
-from playerfl_core.results import COLUMNS
+from playerfl_core.stats import metrics as M
+from playerfl_core.stats.published import TABLES, published, published_wide
+from playerfl_core.stats.results import COLUMNS
 
 
 def _run(ds, alg, seed, clients, lr=0.01):

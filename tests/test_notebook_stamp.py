@@ -13,12 +13,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from playerfl_core import machine
-from playerfl_core import notebook_stamp as ns
+from playerfl_core.book import notebook_stamp as ns
+from playerfl_core.study import machine
 
 FILES = {
     "playerfl_core/__init__.py": "",
-    "playerfl_core/reports/chapter.py": "X = 1\n",
+    "playerfl_core/book/reports/chapter.py": "X = 1\n",
     "data_prep/heart.py": "ROWS = 303\n",
     "examples/cancer.py": "FEATURES = 30\n",
     "requirements.txt": "torch==2.14.1\n",
@@ -121,7 +121,7 @@ def test_a_changed_input_changes_the_digest(repo, change):
         nbformat.write(book, nb)
     else:
         name = {
-            "library": "playerfl_core/reports/chapter.py",
+            "library": "playerfl_core/book/reports/chapter.py",
             "new library module": "playerfl_core/new.py",
             "data_prep": "data_prep/heart.py",
             "example": "examples/cancer.py",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from playerfl_core import prose
+from playerfl_core.book import prose
 
 
 def test_first_units_reads_as_english():

@@ -6,9 +6,9 @@ import pytest
 
 from data_prep import load
 from playerfl_core import get_algorithm, make_config, run_federated
-from playerfl_core.reports import fedavg_from_scratch as scratch
-from playerfl_core.reports import split_choice
-from playerfl_core.reports.tables import named
+from playerfl_core.book.reports import fedavg_from_scratch as scratch
+from playerfl_core.book.reports import split_choice
+from playerfl_core.book.reports.tables import named
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_named_tables_show_display_names():
 
 def test_shown_tables_are_the_same_output_every_run():
     """nbval compares a checked cell's HTML and text: no random element id, no address."""
-    from playerfl_core.reports.tables import captioned, show
+    from playerfl_core.book.reports.tables import captioned, show
 
     frame = pd.DataFrame({"dataset": ["heart"], "p": [0.01234]})
     first, again = show(frame).set_caption("c"), show(frame).set_caption("c")
@@ -106,7 +106,7 @@ def _rows(values):
 
 
 def test_equivalence_sees_one_changed_value_and_missing_rows():
-    from playerfl_core.reports.silos import equivalence
+    from playerfl_core.book.reports.silos import equivalence
 
     base = _rows([0.5, 0.25, 0.125])
     same = equivalence({"fedavg": base}, base.copy())
@@ -121,7 +121,7 @@ def test_equivalence_sees_one_changed_value_and_missing_rows():
 
 
 def test_traffic_is_kilobytes_per_silo_per_round_by_purpose():
-    from playerfl_core.reports.silos import traffic
+    from playerfl_core.book.reports.silos import traffic
 
     wire = pd.DataFrame(
         [

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from sklearn.metrics import accuracy_score, f1_score
 
-from playerfl_core.scoring import (
+from playerfl_core.fl.scoring import (
     accuracy_and_macro_f1,
     confusion_matrix,
     score_logits,

@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from playerfl_core.models import UnitModel
-from playerfl_core.sensitivity import (
+from playerfl_core.fl.models import UnitModel
+from playerfl_core.fl.sensitivity import (
     DEFAULT_THRESHOLD,
     average_sensitivities,
     choose_split,

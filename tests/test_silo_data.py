@@ -7,7 +7,7 @@ import torch
 
 from data_prep import load
 from data_prep.base import DataError, sha256sum
-from playerfl_core import silo_data
+from playerfl_core.flower import silo_data
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,12 @@ import pytest
 from torch import nn
 
 from playerfl_core import make_config
-from playerfl_core import split_oracle as O
-from playerfl_core.algorithms import get_algorithm, is_algorithm
-from playerfl_core.algorithms.playerfl_random import random_split
-from playerfl_core.engine import run_federated
-from playerfl_core.results import COLUMNS, SERVER
-from playerfl_core.sensitivity import average_sensitivities, choose_split, server_split
+from playerfl_core.fl.algorithms import get_algorithm, is_algorithm
+from playerfl_core.fl.algorithms.playerfl_random import random_split
+from playerfl_core.fl.engine import run_federated
+from playerfl_core.fl.sensitivity import average_sensitivities, choose_split, server_split
+from playerfl_core.stats.results import COLUMNS, SERVER
+from playerfl_core.study import split_oracle as O
 
 ROUNDS = 3
 
@@ -96,7 +96,7 @@ def test_p_beyond_the_model_names_the_valid_range(heart):
 
 
 def test_sweep_over_a_one_unit_model_is_explained(heart, monkeypatch):
-    from playerfl_core import models
+    from playerfl_core.fl import models
 
     class OneUnit(models.UnitModel):
         units = ("fc",)
@@ -114,7 +114,7 @@ def test_sweep_over_a_one_unit_model_is_explained(heart, monkeypatch):
 
 
 def test_a_grid_spec_can_name_a_sweep_run(tmp_path, heart_runs):
-    from playerfl_core.experiments import RunSpec, Store, execute
+    from playerfl_core.study.experiments import RunSpec, Store, execute
 
     spec = RunSpec("heart", "prefix_p4", 0.01, 0, "quick", rounds=ROUNDS)
     assert execute(spec, str(tmp_path), device="cpu", threads=None)["status"] == "ok"
@@ -259,7 +259,7 @@ def test_first_epoch_sensitivities_give_playerfls_split(heart, heart_runs):
 
 
 def test_a_diverged_split_run_stops_the_sweep_with_a_clear_message(heart):
-    from playerfl_core.engine import DivergenceError
+    from playerfl_core.fl.engine import DivergenceError
 
     with pytest.raises(DivergenceError, match="above the divergence bound"):
         O.run_sweeps(["heart"], [0], lr=10.0, rounds=1, splits=[0], data_loader=lambda s: heart,
@@ -269,7 +269,7 @@ def test_a_diverged_split_run_stops_the_sweep_with_a_clear_message(heart):
 # -- the command line ----------------------------------------------------------------------
 def test_cli_sweep_writes_one_algorithm_per_split_at_one_lr(tmp_path, capsys):
     from playerfl_core.cli import main
-    from playerfl_core.results import load_table
+    from playerfl_core.stats.results import load_table
 
     out = tmp_path / "sweep.csv"
     args = ["sweep", "--dataset", "heart", "--seeds", "0", "--rounds", "2", "--out", str(out)]

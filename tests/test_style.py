@@ -10,8 +10,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
-from playerfl_core import analysis_plots, comparison_plots, plots, style  # noqa: E402
-from playerfl_core.algorithms import ALGORITHMS  # noqa: E402
+from playerfl_core.book import analysis_plots, comparison_plots, plots, style  # noqa: E402
+from playerfl_core.fl.algorithms import ALGORITHMS  # noqa: E402
 
 
 def test_every_algorithm_has_a_name_and_a_distinct_colour():
@@ -148,7 +148,7 @@ def test_the_same_algorithm_has_the_same_colour_in_every_chapter_figure():
 
 
 def test_claim_reasons_name_algorithms_by_display_name():
-    from playerfl_core import claims as C
+    from playerfl_core.stats import claims as C
 
     rng = np.random.default_rng(0)
     wide = pd.DataFrame(rng.normal(size=(3, 12)), index=["playerfl", "fedavg", "local"])

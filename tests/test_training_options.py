@@ -10,9 +10,9 @@ import torch.nn.functional as F
 from data_prep import load
 from data_prep.augment import random_affine_perspective
 from playerfl_core import RunConfig, get_algorithm, run_federated
-from playerfl_core.engine import Client
-from playerfl_core.losses import authors_focal_loss
-from playerfl_core.models import build_model
+from playerfl_core.fl.engine import Client
+from playerfl_core.fl.losses import authors_focal_loss
+from playerfl_core.fl.models import build_model
 
 
 def config(**kw):

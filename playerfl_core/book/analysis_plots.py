@@ -1,0 +1,281 @@
+"""Figures for the layer-analytics chapters, drawn from the long analytics table of
+:func:`playerfl_core.measure.layer_studies.layer_analytics` (or summaries of it), never from
+live models.
+
+Every function returns the matplotlib Figure; the chapter ends its cell with ``plt.show()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import MaxNLocator
+
+from playerfl_core.book.style import (
+    MARKER_COLORS,
+    MARKER_NAMES,
+    algorithm_color,
+    algorithm_label,
+    dataset_label,
+    marker_color,
+)
+
+METRIC_LABELS = {
+    "sensitivity": "federation sensitivity $s_k$",
+    "cum_sensitivity": "cumulative $F_k=\\sum_{j\\leq k}s_j/s_1$",
+    "grad_variance": "gradient variance (full data)",
+    "grad_noise": "gradient noise (across batches)",
+    "hessian_trace": "Hessian block trace",
+    "hessian_trace_per_param": "Hessian trace / parameters",
+    "hessian_top_eig": "Hessian block top eigenvalue",
+    "cka_dissimilarity": "1 − CKA (mean over other clients)",
+    "cka": "linear CKA",
+}
+STAGE_STYLES = {"first": "--", "final": "-"}
+
+
+def metric_label(metric: str) -> str:
+    return METRIC_LABELS.get(metric, metric)
+
+
+def _line_color(name: str) -> str:
+    """An algorithm's colour; a combined label (e.g. 'Local = FedAvg') gets the shared colour."""
+    try:
+        return algorithm_color(name)
+    except ValueError:
+        return marker_color("shared")
+
+
+def _units(frame: pd.DataFrame) -> list[str]:
+    return list(frame.sort_values("depth").drop_duplicates("depth")["unit"])
+
+
+def _band(ax, x, mean, lo, hi, log: bool, **style):
+    """A line with its CI band; on a log axis non-positive bounds are dropped from the band."""
+    (line,) = ax.plot(x, mean, marker="o", ms=4, **style)
+    lo, hi = np.asarray(lo, float), np.asarray(hi, float)
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    if log:
+        ok &= lo > 0
+    if ok.any():
+        ax.fill_between(np.asarray(x)[ok], lo[ok], hi[ok], color=line.get_color(), alpha=0.15)
+    return line
+
+
+def _distinct_lines(d: pd.DataFrame):
+    """(algorithms, stage, rows) per line to draw; algorithms whose profiles are identical at a
+    stage (Local and FedAvg after the first epoch) share one line instead of hiding each other."""
+    lines = []
+    for stage, gs in d.groupby("stage", sort=False):
+        drawn: list[tuple[list[str], pd.DataFrame]] = []
+        for algo, g in gs.groupby("algorithm", sort=False):
+            g = g.sort_values("depth")
+            for algos, h in drawn:
+                if np.array_equal(h["mean"].to_numpy(), g["mean"].to_numpy()):
+                    algos.append(algo)
+                    break
+            else:
+                drawn.append(([algo], g))
+        lines.extend((algos, stage, g) for algos, g in drawn)
+    return lines
+
+
+def unit_profiles(
+    summary: pd.DataFrame,
+    metrics: Sequence[str],
+    log_metrics: Sequence[str] = (),
+    panel_size: tuple[float, float] = (3.4, 2.6),
+):
+    """Grid of per-unit profiles: one row per metric, one column per dataset; a line per
+    (algorithm, stage) with its confidence band over seeds.
+
+    ``summary``: :func:`~playerfl_core.measure.layer_studies.seed_summary` by dataset, algorithm,
+    stage, metric, depth, unit.
+    """
+    datasets = list(dict.fromkeys(summary["dataset"]))
+    fig, axes = plt.subplots(
+        len(metrics),
+        len(datasets),
+        figsize=(panel_size[0] * len(datasets), panel_size[1] * len(metrics)),
+        squeeze=False,
+    )
+    for i, metric in enumerate(metrics):
+        for j, name in enumerate(datasets):
+            ax = axes[i, j]
+            d = summary[(summary["dataset"] == name) & (summary["metric"] == metric)]
+            log = metric in log_metrics
+            for algos, stage, g in _distinct_lines(d):
+                shared = len(algos) > 1
+                _band(
+                    ax,
+                    g["depth"],
+                    g["mean"],
+                    g["lo"],
+                    g["hi"],
+                    log,
+                    color=marker_color("shared") if shared else _line_color(algos[0]),
+                    ls=STAGE_STYLES.get(stage, ":"),
+                    label=f"{' = '.join(algorithm_label(a) for a in algos)}, {stage}",
+                )
+            if log:
+                ax.set_yscale("log")
+            units = _units(d)
+            ax.set_xticks(range(1, len(units) + 1), units, fontsize=8)
+            if i == 0:
+                ax.set_title(dataset_label(name))
+            if j == 0:
+                ax.set_ylabel(metric_label(metric), fontsize=8)
+            ax.grid(alpha=0.3)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(
+        handles,
+        labels,
+        loc="upper center",
+        ncol=max(len(labels), 1),
+        bbox_to_anchor=(0.5, 1.02),
+        frameon=False,
+        fontsize=8,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def cka_heatmaps(matrices: Mapping[str, np.ndarray], client_names: Sequence[str], title: str = ""):
+    """One client × client heatmap of linear CKA per unit (``{unit: K×K}``)."""
+    units = list(matrices)
+    fig, axes = plt.subplots(1, len(units), figsize=(2.3 * len(units) + 0.8, 2.6), squeeze=False)
+    for ax, unit in zip(axes[0], units, strict=True):
+        im = ax.imshow(matrices[unit], vmin=0, vmax=1, cmap="viridis")
+        ax.set_title(unit, fontsize=9)
+        ticks = range(len(client_names))
+        ax.set_xticks(ticks, client_names, rotation=90, fontsize=6)
+        ax.set_yticks(ticks, client_names if ax is axes[0, 0] else [], fontsize=6)
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="linear CKA")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def forest(
+    summary: pd.DataFrame,
+    row_label: Sequence[str],
+    xlabel: str = "Spearman ρ",
+    ref: float = 0.0,
+    color_by: str | None = None,
+):
+    """Point estimates with confidence intervals, one row per line of ``summary`` (columns
+    mean, lo, hi), labelled by the columns ``row_label``; a vertical reference line at ``ref``."""
+    n = len(summary)
+    fig, ax = plt.subplots(figsize=(6.4, 0.28 * n + 1.0))
+    y = np.arange(n)[::-1]
+    colors = None
+    if color_by is not None:
+        keys = list(dict.fromkeys(summary[color_by]))
+        cmap = plt.get_cmap("tab10")
+        colors = [cmap(keys.index(k) % 10) for k in summary[color_by]]
+    lo = summary["lo"].fillna(summary["mean"]).to_numpy()
+    hi = summary["hi"].fillna(summary["mean"]).to_numpy()
+    mean = summary["mean"].to_numpy()
+    for k in range(n):
+        c = colors[k] if colors else "k"
+        ax.plot([lo[k], hi[k]], [y[k], y[k]], color=c, lw=1.5)
+        ax.plot(mean[k], y[k], "o", color=c, ms=5)
+    labels = [" · ".join(str(r[c]) for c in row_label) for _, r in summary.iterrows()]
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.axvline(ref, color="grey", ls=":")
+    ax.set_xlabel(xlabel)
+    if xlabel.startswith("Spearman"):
+        ax.set_xlim(-1.05, 1.05)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def split_lines(
+    table: pd.DataFrame,
+    x: str,
+    xlabel: str,
+    references: Mapping[str, Mapping[str, int]] | None = None,
+    logx: bool = False,
+    hue: str | None = None,
+):
+    """The chosen split p against ``x`` (threshold, epoch, batches), one panel per dataset:
+    mean over seeds with the range of seeds as a band; dotted lines at reference splits."""
+    datasets = list(dict.fromkeys(table["dataset"]))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3.6 * len(datasets), 2.9), squeeze=False)
+    for ax, name in zip(axes[0], datasets, strict=True):
+        d = table[table["dataset"] == name]
+        groups = d.groupby(hue, sort=False) if hue else [(None, d)]
+        for key, g in groups:
+            agg = g.groupby(x)["p"].agg(["mean", "min", "max"]).reset_index()
+            (line,) = ax.plot(
+                agg[x],
+                agg["mean"],
+                marker="o",
+                ms=4,
+                label=algorithm_label(key) if key else "mean over seeds",
+                color=_line_color(key) if key else "k",
+            )
+            ax.fill_between(agg[x], agg["min"], agg["max"], color=line.get_color(), alpha=0.15)
+        for ref, value in (references or {}).get(name, {}).items():
+            color = marker_color(ref) if ref in MARKER_COLORS else "grey"
+            text = MARKER_NAMES.get(ref, ref)
+            ax.axhline(
+                value + (0.04 if ref == "authors_config" else -0.04),
+                color=color,
+                ls=":",
+                label=text,
+            )
+        if logx:
+            ax.set_xscale("log", base=2)
+        elif pd.api.types.is_integer_dtype(d[x]):
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        n_units = int(d["n_units"].iloc[0]) if "n_units" in d else int(d["p"].max()) + 1
+        ax.set_ylim(0.5, n_units - 0.5)
+        ax.set_yticks(range(1, n_units))
+        ax.set_title(dataset_label(name))
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    axes[0, 0].set_ylabel("split p (federated units)")
+    fig.tight_layout()
+    return fig
+
+
+def pruning_scatter(check: pd.DataFrame, title: str = ""):
+    """Actual loss change from zeroing each parameter against its first-order prediction −θ·g
+    (from :func:`~playerfl_core.measure.layer_studies.pruning_check`), with the identity line."""
+    fig, ax = plt.subplots(figsize=(4.4, 3.8))
+    ax.scatter(check["predicted"], check["actual"], s=12, alpha=0.7)
+    both = np.concatenate([check["predicted"], check["actual"]])
+    lim = (both.min() * 1.1, both.max() * 1.1)
+    ax.plot(lim, lim, "k:", lw=1, label="actual = −θ·g")
+    ax.set_xlabel("first-order prediction −θ·∂L/∂θ")
+    ax.set_ylabel("actual loss change when θ := 0")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def agreement_lines(table: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str):
+    """``y`` against ``x``, one line per dataset (e.g. how often the split from m batches equals
+    the full-data split)."""
+    fig, ax = plt.subplots(figsize=(4.8, 3.2))
+    for name, g in table.groupby("dataset", sort=False):
+        g = g.sort_values(x)
+        ax.plot(g[x], g[y], marker="o", label=dataset_label(name))
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(table[x].unique()), [str(v) for v in sorted(table[x].unique())])
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

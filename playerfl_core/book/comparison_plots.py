@@ -1,0 +1,223 @@
+"""Figures comparing algorithms, drawn from metric tables (themselves from the results table)."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from playerfl_core.book.style import KEY_ALGORITHMS, MUTED, algorithm_color, dataset_label
+from playerfl_core.book.style import algorithm_label as label
+
+HIGHLIGHT = KEY_ALGORITHMS
+"""The algorithms drawn in their own colour; the other baselines are muted."""
+
+
+def _color(algorithm: str) -> str:
+    return algorithm_color(algorithm) if algorithm in HIGHLIGHT else MUTED
+
+
+def _order(algorithms) -> list[str]:
+    """Registry order (Local, FedAvg, ..., PLayer-FL, PLayer-FL-Random), unknown names last."""
+    from playerfl_core.fl.algorithms import ALGORITHMS
+
+    present = list(dict.fromkeys(algorithms))
+    return [a for a in ALGORITHMS if a in present] + [a for a in present if a not in ALGORITHMS]
+
+
+def plot_summary(summary: pd.DataFrame, metric_label: str):
+    """Median over seeds with its bootstrap CI, one panel per dataset, algorithms as rows."""
+    datasets = list(dict.fromkeys(summary["dataset"]))
+    algorithms = _order(summary["algorithm"])
+    fig, axes = plt.subplots(
+        1,
+        len(datasets),
+        figsize=(3.6 * len(datasets), 0.32 * len(algorithms) + 1.4),
+        sharey=True,
+        squeeze=False,
+    )
+    for ax, ds in zip(axes[0], datasets, strict=True):
+        d = summary[summary["dataset"] == ds].set_index("algorithm").reindex(algorithms)
+        y = np.arange(len(algorithms))
+        for i, alg in enumerate(algorithms):
+            row = d.loc[alg]
+            if pd.isna(row["median"]):
+                continue
+            ax.errorbar(
+                row["median"],
+                i,
+                xerr=[[row["median"] - row["ci_low"]], [row["ci_high"] - row["median"]]],
+                fmt="o",
+                color=_color(alg),
+                capsize=3,
+            )
+        ax.set_yticks(y, [label(a) for a in algorithms])
+        ax.invert_yaxis()
+        ax.set_title(dataset_label(ds))
+        ax.set_xlabel(metric_label)
+        ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_client_medians(medians: pd.DataFrame, metric_label: str, client_names=None):
+    """Each client's median score per algorithm (dots), one panel per dataset.
+
+    The reference models (Local, FedAvg) and PLayer-FL are coloured; a client "gains" from
+    PLayer-FL when the red dot is above both the grey and the blue one.
+    """
+    datasets = list(dict.fromkeys(medians["dataset"]))
+    algorithms = _order(medians["algorithm"])
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.0 * len(datasets), 3.4), squeeze=False)
+    offsets = np.linspace(-0.3, 0.3, len(algorithms))
+    for ax, ds in zip(axes[0], datasets, strict=True):
+        d = medians[medians["dataset"] == ds]
+        clients = sorted(d["client"].unique())
+        for off, alg in zip(offsets, algorithms, strict=True):
+            a = d[d["algorithm"] == alg].set_index("client").reindex(clients)
+            strong = alg in HIGHLIGHT
+            ax.scatter(
+                np.arange(len(clients)) + off,
+                a["median"],
+                s=28 if strong else 12,
+                color=_color(alg),
+                zorder=3 if strong else 2,
+                label=label(alg) if strong else None,
+            )
+        names = [client_names.get((ds, c), c) if client_names else c for c in clients]
+        ax.set_xticks(range(len(clients)), names, rotation=30, ha="right")
+        ax.set_title(dataset_label(ds))
+        ax.set_ylabel(metric_label)
+        ax.grid(axis="y", alpha=0.3)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    handles.append(plt.Line2D([], [], marker="o", ls="", color=MUTED, markersize=4))
+    labels.append("other baselines")
+    fig.legend(
+        handles,
+        labels,
+        loc="upper center",
+        ncol=len(labels),
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.04),
+    )
+    fig.tight_layout()
+    return fig
+
+
+def plot_cd_diagram(mean_ranks: pd.Series, cd: float, title: str = ""):
+    """Critical-difference diagram (Demšar 2006): mean ranks on an axis, best on the left.
+
+    A bar of length ``cd`` is drawn at the top; algorithms whose mean ranks differ by less
+    than ``cd`` are joined by a thick line (not significantly different by Nemenyi).
+    """
+    r = mean_ranks.dropna().sort_values()
+    k = len(r)
+    lo, hi = 1, max(k, int(np.ceil(r.max())))
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.26 * k))
+    ax.set_xlim(lo - 0.3, hi + 0.3)
+    ax.set_ylim(0, 1.1)
+    ax.axis("off")
+    top = 0.82
+    ax.plot([lo, hi], [top, top], color="k", lw=1)
+    for t in range(lo, hi + 1):
+        ax.plot([t, t], [top, top + 0.03], color="k", lw=1)
+        ax.text(t, top + 0.05, str(t), ha="center", va="bottom", fontsize=8)
+    if np.isfinite(cd):
+        ax.plot([lo, lo + cd], [0.98, 0.98], color="k", lw=2)
+        ax.text(lo + cd / 2, 0.99, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=8)
+    half = (k + 1) // 2
+    step = 0.62 / max(half, 1)
+    for i, (alg, rank) in enumerate(r.items()):
+        left = i < half
+        y = top - 0.08 - step * (i if left else k - 1 - i)
+        x_text = lo - 0.2 if left else hi + 0.2
+        ax.plot([rank, rank, x_text], [top, y, y], color=_color(alg), lw=1)
+        ax.text(
+            x_text,
+            y,
+            f"{label(alg)} ({rank:.2f})",
+            ha="right" if left else "left",
+            va="center",
+            fontsize=8,
+            color=_color(alg) if alg in HIGHLIGHT else "k",
+        )
+    # cliques: maximal runs of consecutive algorithms within cd of each other
+    vals = r.to_numpy()
+    cliques = []
+    for i in range(k):
+        j = i
+        while j + 1 < k and vals[j + 1] - vals[i] < cd:
+            j += 1
+        if j > i and not any(a <= i and j <= b for a, b in cliques):
+            cliques.append((i, j))
+    for n, (i, j) in enumerate(cliques):
+        y = top - 0.03 - 0.035 * n
+        ax.plot([vals[i] - 0.03, vals[j] + 0.03], [y, y], color="k", lw=3, alpha=0.6)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_paired(
+    diffs: pd.DataFrame,
+    metric_label: str,
+    title: str = "",
+    pair: tuple[str, str] = ("playerfl", "playerfl_random"),
+):
+    """Per-seed paired differences ``pair[0] − pair[1]``, one column per dataset; a seed is
+    drawn in the colour of the algorithm it favours."""
+    positive, negative = (algorithm_color(a) for a in pair)
+    datasets = list(dict.fromkeys(diffs["dataset"]))
+    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(datasets), 3.0))
+    for i, ds in enumerate(datasets):
+        d = diffs[diffs["dataset"] == ds]["diff"].to_numpy()
+        jitter = np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else np.zeros(1)
+        ax.scatter(i + jitter, d, color=np.where(d > 0, positive, negative), zorder=3)
+        ax.plot([i - 0.25, i + 0.25], [np.median(d)] * 2, color="k", lw=2)
+    ax.axhline(0, color="0.5", lw=1, ls="--")
+    ax.set_xticks(range(len(datasets)), [dataset_label(d) for d in datasets])
+    ax.set_ylabel(metric_label)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def plot_ours_vs_published(ours: pd.DataFrame, theirs: pd.DataFrame, metric_label: str):
+    """Scatter of our medians against the published ones, one panel per dataset.
+
+    Both frames are algorithms × datasets. Absolute values differ (smaller data and models
+    here), so the panel to read is the *ordering*: the Spearman correlation is in each title.
+    Coloured points and the extremes are labelled; grey points are the other baselines.
+    """
+    from scipy.stats import spearmanr
+
+    datasets = [d for d in ours.columns if d in theirs.columns]
+    if not datasets:  # e.g. a user's own federation: nothing published to compare with
+        fig, ax = plt.subplots(figsize=(6, 1.2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "None of these federations is in the paper's tables.", ha="center")
+        return fig
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3.8 * len(datasets), 3.4), squeeze=False)
+    for ax, ds in zip(axes[0], datasets, strict=True):
+        both = pd.concat([ours[ds].rename("ours"), theirs[ds].rename("theirs")], axis=1).dropna()
+        extremes = {both[c].idxmin() for c in both} | {both[c].idxmax() for c in both}
+        for alg, row in both.iterrows():
+            ax.scatter(row["theirs"], row["ours"], color=_color(alg), zorder=3)
+            if alg in HIGHLIGHT or alg in extremes:  # the rest stay unlabelled: they overlap
+                ax.annotate(
+                    label(alg),
+                    (row["theirs"], row["ours"]),
+                    fontsize=7,
+                    xytext=(3, 2),
+                    textcoords="offset points",
+                )
+        rho = spearmanr(both["theirs"], both["ours"]).statistic if len(both) > 2 else np.nan
+        ax.set_title(f"{dataset_label(ds)}: Spearman ρ = {rho:.2f}")
+        ax.set_xlabel(f"published {metric_label}")
+        ax.set_ylabel(f"ours {metric_label}")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

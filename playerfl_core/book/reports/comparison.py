@@ -1,0 +1,277 @@
+"""Tables, numbers and sentences of chapter 05 ("PLayer-FL against the baselines", claims C3,
+C4 and C5), from the grid's evaluation table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from data_prep import load
+from playerfl_core.book.style import algorithm_label, dataset_label
+from playerfl_core.stats import claims as C
+from playerfl_core.stats import metrics as M
+from playerfl_core.stats.results import SERVER
+
+PLAYER, RANDOM = "playerfl", "playerfl_random"
+METRICS = {
+    "macro_f1": ("Test macro-F1", 1, 3),
+    "accuracy": ("Test accuracy (%)", 100, 1),
+    "loss": ("Test loss (cross-entropy)", 1, 3),
+}
+"""Each evaluation metric: title, scale and digits of its table."""
+
+
+def by_algorithm(frame: pd.DataFrame) -> pd.DataFrame:
+    """Algorithms (index) and datasets (columns) in display names."""
+    out = frame.rename(index=algorithm_label)
+    return out.rename(columns=lambda c: dataset_label(c) if isinstance(c, str) else c)
+
+
+def grid_sizes(grid, table: pd.DataFrame, datasets) -> pd.DataFrame:
+    """Per dataset: learning rates tried, tuning and evaluation seeds, runs."""
+    rows = []
+    for ds in datasets:
+        status = grid.status[grid.status["dataset"] == ds]
+        rows.append(
+            {
+                "dataset": dataset_label(ds),
+                "learning rates tried": grid.tuning[grid.tuning["dataset"] == ds]["lr"].nunique(),
+                "tuning seeds": status[status["stage"] != "eval"]["seed"].nunique(),
+                "evaluation seeds": table[table["dataset"] == ds]["seed"].nunique(),
+                "runs": len(status),
+            }
+        )
+    return pd.DataFrame(rows).set_index("dataset")
+
+
+def chosen_lrs(grid, order, datasets) -> pd.DataFrame:
+    """The learning rate chosen per algorithm and dataset."""
+    chosen = grid.chosen.pivot(index="algorithm", columns="dataset", values="lr")
+    return by_algorithm(chosen.reindex(order)[list(datasets)].map(lambda v: f"{v:g}"))
+
+
+def lr_edges(grid) -> tuple[pd.DataFrame, str]:
+    """How many algorithms chose an edge of the LR grid, and 'k of n' for the prose."""
+    edges = grid.lr_at_edges()
+    at_edge = int(edges["at smallest"].sum() + edges["at largest"].sum())
+    shown = edges.rename(index=dataset_label) if edges.index.name == "dataset" else edges
+    return shown, f"{at_edge} of {int(edges['algorithms'].sum())}"
+
+
+def ci_tables(table: pd.DataFrame, order, n_boot: int):
+    """Per metric: the bootstrap summary, and its "median [95 % CI]" table for the page."""
+    summaries = {m: M.summarize(table, m, n_boot=n_boot) for m in METRICS}
+    shown = {
+        title: by_algorithm(M.format_ci(summaries[m], scale, digits, order))
+        for m, (title, scale, digits) in METRICS.items()
+    }
+    return summaries, shown
+
+
+def client_names(datasets, profile: str) -> dict:
+    return {
+        (ds, i): c.name
+        for ds in datasets
+        for i, c in enumerate(load(ds, profile=profile, seed=0).clients)
+    }
+
+
+def fairness_and_ipr(table: pd.DataFrame, order):
+    """Per metric: fairness (variance of client medians) and IPR, algorithms × datasets; and the
+    algorithms IPR is defined for (all but the references)."""
+    others = [a for a in order if a not in M.REFERENCES]
+    fair, incent = {}, {}
+    for metric in METRICS:
+        f = M.fairness(table, metric)
+        fair[metric] = M.to_wide(f.rename(columns={"variance": "value"}), "value", order)
+        i = M.ipr(table, metric)
+        incent[metric] = M.to_wide(i.rename(columns={"ipr": "value"}), "value", order)
+    return fair, incent, others
+
+
+def fairness_table(fair: dict) -> pd.DataFrame:
+    """Variance across clients of their median macro-F1, ×1e3."""
+    return by_algorithm((1e3 * fair["macro_f1"]).round(3))
+
+
+def ipr_table(incent: dict, others) -> pd.DataFrame:
+    """IPR (%) on every metric, for the algorithms it is defined for."""
+    out = pd.concat({m: 100 * incent[m].loc[others] for m in incent}, axis=1).round(0)
+    return out.rename(index=algorithm_label).rename(columns=dataset_label, level=1)
+
+
+def ranks(summaries: dict, order):
+    """Macro-F1 ranks over datasets, the Friedman test and Nemenyi's critical difference."""
+    wide = M.to_wide(summaries["macro_f1"], "median", order)
+    rank_table = M.rank_table(wide, higher_is_better=True)
+    fried = M.friedman(wide, higher_is_better=True)
+    return rank_table, fried, M.nemenyi_cd(fried.n_treatments, fried.n_blocks)
+
+
+def rank_test_table(fried, cd: float) -> pd.DataFrame:
+    """The Friedman test over datasets and the critical difference, as one row."""
+    return pd.DataFrame(
+        [
+            {
+                "algorithms": fried.n_treatments,
+                "datasets (blocks)": fried.n_blocks,
+                "χ²": round(fried.statistic, 3),
+                "p": f"{fried.pvalue:.3g}",
+                "Nemenyi CD (α = 0.05, ranks)": round(cd, 2),
+                "note": fried.message or "",
+            }
+        ]
+    ).set_index("algorithms")
+
+
+def within_dataset(table: pd.DataFrame, datasets, order) -> pd.DataFrame:
+    """Per dataset, seeds as blocks: Friedman, PLayer-FL's mean rank, the best algorithm, and
+    the Holm-adjusted Wilcoxon tests of PLayer-FL against each other algorithm."""
+    runs = M.run_scores(table, "macro_f1")
+    rows = []
+    for ds in datasets:
+        by_seed = (
+            runs[runs["dataset"] == ds]
+            .pivot(index="algorithm", columns="seed", values="value")
+            .reindex(order)
+        )
+        f = M.friedman(by_seed, higher_is_better=True)
+        w = M.wilcoxon_holm(by_seed, PLAYER, higher_is_better=True)
+        rows.append(
+            {
+                "dataset": ds,
+                "seeds (blocks)": f.n_blocks,
+                "chi2": round(f.statistic, 2),
+                "p": f"{f.pvalue:.2g}",
+                "PLayer-FL mean rank": round(f.mean_ranks.get(PLAYER, np.nan), 2),
+                "best": algorithm_label(f.mean_ranks.idxmin()),
+                "smallest Wilcoxon p": f"{w['min_p'].min():.2g}",
+                "Wilcoxon tests run": f"{int(w['pvalue'].notna().sum())} of {len(w)}",
+                "rejections": int(w["reject"].sum()),
+            }
+        )
+    return pd.DataFrame(rows).set_index("dataset")
+
+
+def within_numbers(within: pd.DataFrame) -> dict:
+    seed_counts = sorted(within["seeds (blocks)"].unique())
+    n_run = sum(int(v.split(" of ")[0]) for v in within["Wilcoxon tests run"])
+    n_all = sum(int(v.split(" of ")[1]) for v in within["Wilcoxon tests run"])
+    rejecting = [dataset_label(ds) for ds, p in within["p"].items() if float(p) <= 0.05]
+    ps = ", ".join(within["p"])
+    return {
+        "within_min_p": ", ".join(
+            f"{C.min_pvalue('wilcoxon', n):.2g} with {n} seeds" for n in seed_counts
+        ),
+        "within_wilcoxon_text": (
+            "none of the PLayer-FL-vs-other comparisons can be run, so none can be rejected"
+            if n_run == 0
+            else f"{n_run} of {n_all} PLayer-FL-vs-other comparisons can be run, with "
+            f"{int(within['rejections'].sum())} Holm-adjusted rejections"
+        ),
+        "within_friedman_text": (
+            f"The within-dataset Friedman p-values ({ps}) do not reject at 0.05: "
+            "inside each dataset these seeds cannot tell the algorithms apart."
+            if not rejecting
+            else f"The within-dataset Friedman test rejects at 0.05 on {', '.join(rejecting)} "
+            f"(p-values {ps})."
+        ),
+    }
+
+
+def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
+    """PLayer-FL against PLayer-FL-Random paired by seed: differences, both splits, per-dataset
+    summary, claim C5 and its glue values."""
+    diffs = M.paired_differences(table, PLAYER, RANDOM, "macro_f1")
+    splits = table[
+        (table["client"] == SERVER)
+        & (table["metric"] == "split_p")
+        & table["algorithm"].isin([PLAYER, RANDOM])
+    ].pivot_table(index=["dataset", "seed"], columns="algorithm", values="value")
+    paired = diffs.set_index(["dataset", "seed"]).join(splits.astype(int))
+    paired = paired.rename(columns={PLAYER: "p (PLayer-FL)", RANDOM: "p (Random)"}).round(3)
+    per_ds = diffs.groupby("dataset", sort=False)["diff"].agg(
+        median="median", wins=lambda d: int((d > 0).sum()), seeds="size"
+    )
+    c5 = C.c5_beats_random(
+        table, PLAYER, RANDOM, rope=0.01, profile=C.describe_profile(profile, table)
+    )
+    ev = c5.parts.iloc[0]
+    same_p = int((splits[PLAYER] == splits[RANDOM]).sum())
+    numbers = {
+        "same_p": f"{same_p} of {len(splits)}",
+        "c5_pairs": int(ev["n"]),
+        "c5_median": f"{ev['estimate']:+.3f}",
+        "c5_p": f"{ev['p']:.2g}" if np.isfinite(ev["p"]) else "not run",
+        "c5_posterior": f"P(PLayer-FL better) = {ev['P(claim)']:.2f}, P(equivalent) = "
+        f"{ev['P(rope)']:.2f}, P(Random better) = {ev['P(opposite)']:.2f}",
+    }
+    parts = c5.parts[
+        [
+            "part",
+            "estimate",
+            "n",
+            "p",
+            "min_p",
+            "P(claim)",
+            "P(rope)",
+            "P(opposite)",
+            "verdict",
+            "strength",
+        ]
+    ]
+    return {
+        "diffs": diffs,
+        "paired": paired.rename(index=dataset_label, level="dataset"),
+        "per_dataset": per_ds.round(3).rename(index=dataset_label),
+        "c5": c5,
+        "c5_table": parts,
+        "numbers": numbers,
+    }
+
+
+def best_vs_last(table: pd.DataFrame, summaries: dict, order, datasets) -> pd.DataFrame:
+    """Per algorithm and dataset: median macro-F1 at the best-validation round minus at the
+    last round."""
+    last = M.summarize(table, "macro_f1", selection="last", n_boot=200)
+    both = summaries["macro_f1"].merge(
+        last, on=["dataset", "algorithm"], suffixes=("_best", "_last")
+    )
+    both["gain"] = both["median_best"] - both["median_last"]
+    gain = both.pivot(index="algorithm", columns="dataset", values="gain")
+    return by_algorithm(gain.reindex(order)[list(datasets)].round(3))
+
+
+def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5, order):
+    """Claims C3–C5: the scorecard and every glue value of the chapter's verdict section."""
+    c3_rank = M.best_mean_rank(rank_table, PLAYER)
+    fair_ranks = M.rank_table(fair["macro_f1"].loc[others], higher_is_better=False)
+    ipr_ranks = M.rank_table(incent["macro_f1"].loc[others], higher_is_better=True)
+    c4_fair = M.best_mean_rank(fair_ranks, PLAYER)
+    c4_ipr = M.best_mean_rank(ipr_ranks, PLAYER)
+    described = C.describe_profile(profile, table)
+    c3 = C.c3_best_rank(table, PLAYER, profile=described)
+    c4 = C.c4_fairness_and_ipr(table, PLAYER, profile=described)
+    card = C.scorecard([c3, c4, c5])
+    out = {"grid_profile": described.replace(":", " profile,", 1)}
+    for claim in (c3, c4, c5):
+        key = claim.id.lower()
+        out[f"{key}_verdict"] = claim.verdict.verdict
+        out[f"{key}_strength"] = claim.verdict.strength
+        out[f"{key}_reason"] = claim.verdict.reason
+    out |= {
+        "c3_test": c3.parts["reason"].iloc[0],
+        "c4_fair_test": c4.parts["reason"].iloc[0],
+        "c4_ipr_test": c4.parts["reason"].iloc[1],
+        "c3_rank": f"{c3_rank['mean_rank']:.2f}",
+        "c3_position": f"{c3_rank['position']} of {c3_rank['n_algorithms']}",
+        "c3_best_other": algorithm_label(c3_rank["best_other"]),
+        "c3_best_other_rank": f"{c3_rank['best_other_rank']:.2f}",
+        "c3_p": f"{fried.pvalue:.2g}",
+        "c3_cd": f"{cd:.1f}",
+        "c4_fair_position": f"{c4_fair['position']} of {c4_fair['n_algorithms']}",
+        "c4_ipr_position": f"{c4_ipr['position']} of {c4_ipr['n_algorithms']}",
+        "c4_ipr_mean": f"{100 * incent['macro_f1'].loc[PLAYER].mean():.0f}%",
+        "n_for_cd2": min(n for n in range(3, 500) if M.nemenyi_cd(len(order), n) < 2),
+    }
+    return card, out

@@ -1,0 +1,60 @@
+"""Tables of chapter 01 ("PLayer-FL in one run"): the chosen splits and who gains."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from playerfl_core.book.style import algorithm_label, dataset_label
+from playerfl_core.stats.results import client_scores
+
+
+def split_table(sens: pd.DataFrame, splits: dict[str, int]) -> pd.DataFrame:
+    """Per dataset (display name): the split p and the federated units, in order."""
+    rows = []
+    for name, p in splits.items():
+        units = list(sens[sens["dataset"] == name]["unit"])
+        rows.append(
+            {"dataset": dataset_label(name), "p": p, "federated units": ", ".join(units[:p])}
+        )
+    return pd.DataFrame(rows).set_index("dataset")
+
+
+def per_client_scores(results: pd.DataFrame, federations: dict) -> pd.DataFrame:
+    """Each client's test macro-F1 at its best-validation round, with its name (long format)."""
+    scores = client_scores(results, metric="macro_f1", split="test", selection="best_val")
+    names = {(n, i): c.name for n, fd in federations.items() for i, c in enumerate(fd.clients)}
+    scores["client_name"] = [
+        names[k] for k in zip(scores["dataset"], scores["client"], strict=True)
+    ]
+    return scores.sort_values(["client"], kind="stable")
+
+
+def wide_scores(scores: pd.DataFrame, algorithms) -> pd.DataFrame:
+    """(dataset, client) × algorithm, internal names (for comparisons)."""
+    return scores.pivot_table(
+        index=["dataset", "client_name"], columns="algorithm", values="value", sort=False
+    )[list(algorithms)]
+
+
+def shown(wide: pd.DataFrame) -> pd.DataFrame:
+    """A (dataset, ...) × algorithm table with display names, rounded, for the page."""
+    out = wide.rename(columns=algorithm_label).round(3)
+    if "dataset" in (out.index.names or []):
+        out = out.rename(index=dataset_label, level="dataset")
+    return out
+
+
+def beats_both(wide: pd.DataFrame, method="playerfl", references=("local", "fedavg")) -> pd.Series:
+    """Per client: does ``method`` score strictly higher than every reference model?"""
+    out = pd.Series(True, index=wide.index)
+    for ref in references:
+        out &= wide[method] > wide[ref]
+    return out
+
+
+def gain_summary(wide: pd.DataFrame, wins: pd.Series) -> pd.DataFrame:
+    """Per dataset: mean score of each algorithm and the share of clients where PLayer-FL beats
+    both references (the incentivized participation rate)."""
+    summary = wide.groupby(level="dataset", sort=False).mean()
+    summary["clients where PLayer-FL beats both"] = wins.groupby(level="dataset", sort=False).mean()
+    return shown(summary)

@@ -1,0 +1,135 @@
+"""Tables and the figure of chapter 07 ("From notebook to silos"): the same runs in-process and
+on Flower, and what crosses the wire."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from playerfl_core.book.style import algorithm_color, algorithm_label
+
+TRAINING_UP, TRAINING_DOWN = ("uploads",), ("send",)
+SCORING_UP, SCORING_DOWN = ("deployment uploads",), ("deploy",)
+"""Wire calls by purpose: training traffic, and traffic that only serves the per-round scoring
+of a model no client holds (FedLAMA's global average)."""
+
+
+def equivalence(in_process: dict[str, pd.DataFrame], flower: pd.DataFrame) -> pd.DataFrame:
+    """Per algorithm: rows of each run, whether every row (in order) is identical, and the
+    largest absolute difference of the values (0 when identical; inf when the rows differ in
+    anything but their value)."""
+    rows = []
+    for name, expected in in_process.items():
+        got = flower[flower["algorithm"] == name].reset_index(drop=True)
+        expected = expected.reset_index(drop=True)
+        keys = [c for c in expected.columns if c != "value"]
+        same_keys = len(got) == len(expected) and got[keys].equals(expected[keys])
+        diff = (
+            float(np.max(np.abs(got["value"].to_numpy() - expected["value"].to_numpy())))
+            if same_keys
+            else float("inf")
+        )
+        rows.append(
+            {
+                "algorithm": algorithm_label(name),
+                "rows in-process": len(expected),
+                "rows on Flower": len(got),
+                "identical": same_keys and got.equals(expected),
+                "largest |difference|": diff,
+            }
+        )
+    return pd.DataFrame(rows).set_index("algorithm")
+
+
+def traffic(wire: pd.DataFrame, rounds: int) -> pd.DataFrame:
+    """Per algorithm (internal name): mean kB one silo sends and receives per round, for
+    training and for scoring only, the numbers it reports, and its messages per round."""
+    rows = []
+    for name, w in wire.groupby("algorithm", sort=False):
+        silos = w["silo"].nunique()
+
+        def kb(calls, column, w=w, silos=silos):
+            return w[w["call"].isin(calls)][column].sum() / silos / rounds / 1000
+
+        rows.append(
+            {
+                "algorithm": name,
+                "up kB/round": kb(TRAINING_UP, "bytes_from_silo"),
+                "down kB/round": kb(TRAINING_DOWN, "bytes_to_silo"),
+                "scoring kB/round": kb(SCORING_UP, "bytes_from_silo")
+                + kb(SCORING_DOWN, "bytes_to_silo"),
+                "numbers reported": int(w["numbers_from_silo"].sum() / silos),
+                "messages/round": w["messages"].iloc[0] / silos / rounds,
+            }
+        )
+    return pd.DataFrame(rows).set_index("algorithm")
+
+
+def shown_traffic(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`traffic` with display names, rounded for the page."""
+    out = table.round({"up kB/round": 1, "down kB/round": 1, "scoring kB/round": 1})
+    out["messages/round"] = out["messages/round"].round(2)
+    out.index = [algorithm_label(n) for n in out.index]
+    return out
+
+
+def plot_traffic(table: pd.DataFrame):
+    """Horizontal bars per algorithm: kB a silo uploads and downloads per round for training,
+    and (hatched) what only the scoring of a global average needs."""
+    names = list(table.index)
+    y = np.arange(len(names))
+    fig, ax = plt.subplots(figsize=(7.5, 0.38 * len(names) + 1.2))
+    colors = [algorithm_color(n) for n in names]
+    ax.barh(y - 0.2, table["up kB/round"], height=0.4, color=colors, label="upload (training)")
+    ax.barh(
+        y + 0.2,
+        table["down kB/round"],
+        height=0.4,
+        color=colors,
+        alpha=0.45,
+        label="download (training)",
+    )
+    scoring = table["scoring kB/round"].to_numpy()
+    some = scoring > 0
+    if some.any():
+        ax.barh(
+            y[some] + 0.2,
+            scoring[some],
+            left=table["down kB/round"].to_numpy()[some],
+            height=0.4,
+            color="white",
+            edgecolor="0.3",
+            hatch="//",
+            label="up + down for scoring only",
+        )
+    ax.set_yticks(y, [algorithm_label(n) for n in names])
+    ax.invert_yaxis()
+    ax.set_xlabel("kB per silo per round (mean)")
+    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def wire_facts(table: pd.DataFrame) -> dict[str, str]:
+    """The glued sentence comparing PLayer-FL's traffic with FedAvg's (what the table shows)."""
+    parts = []
+    if "playerfl" in table.index and "fedavg" in table.index:
+        p, f = table.loc["playerfl"], table.loc["fedavg"]
+        share = p["up kB/round"] / f["up kB/round"] if f["up kB/round"] else float("nan")
+        parts.append(
+            f"A PLayer-FL silo uploads {p['up kB/round']:.1f} kB per round, {share:.0%} of "
+            f"FedAvg's {f['up kB/round']:.1f} kB, and reports {int(p['numbers reported'])} "
+            "numbers once (its sensitivities)."
+        )
+    if "local" in table.index:
+        parts.append(
+            f"Local sends {table.loc['local', 'up kB/round']:.0f} kB: nothing leaves its silos."
+        )
+    if "fedlama" in table.index and table.loc["fedlama", "scoring kB/round"] > 0:
+        parts.append(
+            f"FedLAMA saves upload traffic ({table.loc['fedlama', 'up kB/round']:.1f} kB per "
+            f"round) but scoring its global model every round moves "
+            f"{table.loc['fedlama', 'scoring kB/round']:.1f} kB more."
+        )
+    return {"wire_sentence": " ".join(parts) or "(No algorithm to compare here.)"}

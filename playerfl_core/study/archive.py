@@ -1,0 +1,296 @@
+"""Committed results: a compact, self-checking copy of a grid's store that anyone can re-verify.
+
+A grid's working store (``results/<profile>/runs/``: one CSV and one JSON per run) resumes fast
+but is large and not committed. :func:`pack` turns it into two files that are committed under
+``stores/<profile>/``:
+
+- ``runs.parquet``: every row of every finished run (the long results table plus ``run_id``);
+- ``manifest.json``: provenance (code fingerprint, profile, date, the packing machine, library
+  versions, the command that made it), the machines that computed the runs
+  (:mod:`playerfl_core.study.machine`) and one entry per run: its spec, status, machine key, row
+  count and SHA-256 of its rows.
+
+:func:`unpack` writes the runs back as a store, verifying every run's row count and checksum on
+the way, so ``run_grid(..., compute=False)`` and the chapters load them like any grid.
+:func:`verify` re-runs a seeded sample of stored runs: bit for bit where this machine is the
+one that computed them, statistically elsewhere (:mod:`playerfl_core.study.verification`), and says
+which case it found. The committed numbers are only as good as the code's ability to produce
+them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from playerfl_core.stats.results import COLUMNS, atomic_write
+from playerfl_core.study import machine
+from playerfl_core.study.verification import BITWISE, STATISTICAL, compare_run, statistical_verdict
+
+ARCHIVE_DIR = Path(__file__).resolve().parents[2] / "stores"
+TABLE_FILE, MANIFEST_FILE = "runs.parquet", "manifest.json"
+
+
+class ArchiveError(RuntimeError):
+    """A committed archive is missing, damaged or does not match its manifest."""
+
+
+def archive_dir(profile: str) -> Path:
+    """``<repo>/stores/<profile>`` (``PLAYERFL_STORES`` replaces ``<repo>/stores``)."""
+    env = os.environ.get("PLAYERFL_STORES")
+    return (Path(env).expanduser().resolve() if env else ARCHIVE_DIR) / profile
+
+
+def table_digest(table: pd.DataFrame) -> str:
+    """SHA-256 of a run's rows in the results schema (floats written at round-trip precision)."""
+    text = table[COLUMNS].to_csv(index=False, float_format="%.17g", lineterminator="\n")
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def provenance(profile: str, command: str) -> dict:
+    """Who, what and where: enough to tell whether a re-computation should match bit for bit."""
+    from playerfl_core.study.run_store import code_fingerprint
+
+    return {
+        "profile": profile,
+        "code": code_fingerprint(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": command,
+        "machine": {**machine.fingerprint(threads=1), "cpu_count": os.cpu_count()},
+        "versions": {**machine.fingerprint()["versions"], "pandas": pd.__version__},
+    }
+
+
+def pack(store, profile: str, out: str | Path | None = None, command: str = "") -> Path:
+    """Write every run of ``store`` (a :class:`~playerfl_core.study.experiments.Store`) as an
+    archive.
+
+    Runs that diverged or failed are listed in the manifest with their status and no rows, so a
+    reader sees what was excluded. Both files are written atomically.
+    """
+    out = Path(out) if out is not None else archive_dir(profile)
+    records, damaged = store.scan()
+    if damaged:
+        raise ArchiveError(
+            f"{store.root} holds {len(damaged)} damaged runs; run the grid again to recompute "
+            "them, then pack:\n  " + "\n  ".join(list(damaged.values())[:5])
+        )
+    if not records:
+        raise ArchiveError(f"{store.root} holds no finished runs; run `playerfl grid` first.")
+    tables, entries, machines = [], [], {}
+    for rec in tqdm(records, desc=f"pack {profile}", unit="run"):
+        entry = {k: v for k, v in rec.items() if k not in ("info", "error", "csv_sha256")}
+        entry["error"] = str(rec.get("error", ""))[-500:]
+        entry["info"] = rec.get("info", {})
+        entry["machine"] = machine.key(rec.get("machine"))
+        if isinstance(rec.get("machine"), dict):
+            machines[entry["machine"]] = {k: v for k, v in rec["machine"].items() if k != "key"}
+        if rec["status"] == "ok":
+            table = store.rows(rec["run_id"])[COLUMNS]
+            entry["rows"], entry["sha256"] = len(table), table_digest(table)
+            tables.append(table.assign(run_id=rec["run_id"]))
+        entries.append(entry)
+    out.mkdir(parents=True, exist_ok=True)
+    combined = pd.concat(tables, ignore_index=True)
+    for col in ("dataset", "algorithm", "split", "metric", "run_id"):
+        combined[col] = combined[col].astype("category")
+    manifest = {**provenance(profile, command), "machines": machines, "runs": entries}
+    atomic_write(
+        out / TABLE_FILE, lambda p: combined.to_parquet(p, index=False, compression="zstd")
+    )
+    text = json.dumps(manifest, indent=1, sort_keys=True, default=str)
+    atomic_write(out / MANIFEST_FILE, lambda p: p.write_text(text))
+    return out
+
+
+def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
+    """The archive's rows and manifest, after checking every run's row count and checksum."""
+    path = Path(path)
+    missing = [f for f in (TABLE_FILE, MANIFEST_FILE) if not (path / f).is_file()]
+    if missing:
+        raise ArchiveError(
+            f"{path} is not a results archive: {', '.join(missing)} missing. Restore it with "
+            f"`git checkout -- {path}` or rebuild it with `playerfl archive pack`."
+        )
+    try:
+        manifest = json.loads((path / MANIFEST_FILE).read_text())
+        table = pd.read_parquet(path / TABLE_FILE)
+    except (OSError, ValueError) as err:
+        raise ArchiveError(f"{path}: cannot read the archive ({err}).") from err
+    table["run_id"] = table["run_id"].astype(str)
+    for col in ("dataset", "algorithm", "split", "metric"):
+        table[col] = table[col].astype(str)
+    groups = dict(tuple(table.groupby("run_id", sort=False)))
+    damaged = []
+    for entry in manifest.get("runs", []):
+        if entry.get("status") != "ok":
+            continue
+        rows = groups.get(entry["run_id"])
+        if rows is None or len(rows) != entry["rows"] or table_digest(rows) != entry["sha256"]:
+            damaged.append(entry["run_id"])
+    if damaged:
+        raise ArchiveError(
+            f"{path}: {len(damaged)} runs do not match the manifest (rows or SHA-256): "
+            f"{', '.join(damaged[:3])}{' …' if len(damaged) > 3 else ''}. The archive was "
+            "edited or damaged; restore it from git or rebuild it with `playerfl archive pack`."
+        )
+    return table, manifest
+
+
+def unpack(path: str | Path, store) -> int:
+    """Write a verified archive's runs into ``store`` (intact files already there are kept;
+    damaged ones are replaced by the archive's copy). Each run's JSON records its CSV's row
+    count and SHA-256, which the store checks on every read.
+
+    Returns the number of runs written.
+    """
+    table, manifest = load_archive(path)
+    groups = dict(tuple(table.groupby("run_id", sort=False)))
+    written = 0
+    store.runs.mkdir(parents=True, exist_ok=True)
+    for entry in manifest["runs"]:
+        run_id = entry["run_id"]
+        if store.checked_record(run_id) is not None:
+            continue
+        record = {k: v for k, v in entry.items() if k not in ("rows", "sha256")}
+        facts = manifest.get("machines", {}).get(entry.get("machine"))
+        if facts:
+            record["machine"] = {**facts, "key": entry["machine"]}
+        if entry["status"] == "ok":
+            # The store's own check (row count + SHA-256 of the CSV bytes) for the rows just
+            # verified against the archive's checksum.
+            data = groups[run_id][COLUMNS].to_csv(index=False).encode()
+            record.update(rows=len(groups[run_id]), csv_sha256=hashlib.sha256(data).hexdigest())
+            atomic_write(store.runs / f"{run_id}.csv", lambda p, d=data: p.write_bytes(d))
+        text = json.dumps(record, indent=1, sort_keys=True, default=str)
+        atomic_write(store.runs / f"{run_id}.json", lambda p, t=text: p.write_text(t))
+        written += 1
+    return written
+
+
+def spec_of(entry: dict):
+    """The :class:`~playerfl_core.study.experiments.RunSpec` a manifest entry was computed from."""
+    from playerfl_core.study.run_store import RunSpec
+
+    names = {f.name for f in fields(RunSpec)}
+    return RunSpec(**{k: v for k, v in entry.items() if k in names})
+
+
+def recompute_sample(
+    path: str | Path,
+    n: int = 3,
+    seed: int = 0,
+    max_seconds: float | None = None,
+    threads: int = 1,
+) -> pd.DataFrame:
+    """Re-run ``n`` stored runs drawn with ``seed`` and compare every row with the archive.
+
+    Runs are recomputed on the CPU with ``threads`` threads (archives are computed with one).
+    ``max_seconds`` restricts the draw to runs whose stored time was at most that long (to keep
+    a test short). Returns one row per run: ``run_id``, ``rows``, ``stored_on`` (the key of the
+    machine that computed it), ``case`` (``bitwise`` where that is this machine with these
+    threads, else ``statistical``), ``same_spec`` (False when today's code names the run
+    differently, i.e. its settings changed since the archive was made) and the columns of
+    :func:`~playerfl_core.study.verification.compare_run`.
+    """
+    from data_prep import load
+    from playerfl_core.fl.algorithms import get_algorithm
+    from playerfl_core.fl.engine import run_federated
+
+    table, manifest = load_archive(path)
+    ok = [e for e in manifest["runs"] if e["status"] == "ok"]
+    if max_seconds is not None:
+        ok = [e for e in ok if float(e.get("seconds") or 0) <= max_seconds]
+    if len(ok) < n:
+        raise ArchiveError(f"{path}: only {len(ok)} finished runs to sample from, asked for {n}.")
+    chosen = np.random.default_rng(seed).choice(len(ok), size=n, replace=False)
+    out, previous = [], torch.get_num_threads()
+    here = machine.fingerprint(threads=threads)["key"]
+    torch.set_num_threads(threads)
+    try:
+        for i in tqdm(sorted(chosen), desc="recompute sample", unit="run"):
+            entry = ok[i]
+            spec = spec_of(entry)
+            data = load(spec.dataset, profile=spec.profile, seed=spec.seed)
+            fresh = run_federated(data, get_algorithm(spec.algorithm), spec.config("cpu")).table()
+            stored = table[table["run_id"] == entry["run_id"]]
+            stored_on = machine.key(entry.get("machine"))
+            out.append(
+                {
+                    "run_id": entry["run_id"],
+                    "rows": len(stored),
+                    "stored_on": stored_on,
+                    "case": BITWISE if stored_on == here else STATISTICAL,
+                    "same_spec": spec.run_id == entry["run_id"],
+                    **compare_run(fresh, stored),
+                }
+            )
+    finally:
+        torch.set_num_threads(previous)
+    return pd.DataFrame(out)
+
+
+@dataclass
+class Verification:
+    """What :func:`verify` found: per-run comparisons, the case, and the verdict with its reason."""
+
+    report: pd.DataFrame
+    case: str
+    """``bitwise``, ``statistical``, or ``mixed`` (runs from this machine and from others)."""
+    consistent: bool
+    reason: str
+
+    def summary(self) -> str:
+        return f"{self.case}: {'PASS' if self.consistent else 'FAIL'}, {self.reason}"
+
+
+def verify(
+    path: str | Path,
+    n: int = 3,
+    seed: int = 0,
+    max_seconds: float | None = None,
+    threads: int = 1,
+) -> Verification:
+    """Recompute a sample (:func:`recompute_sample`) and judge it: runs computed by this machine
+    (same :func:`~playerfl_core.study.machine.key`) must be identical; runs from any other machine
+    must be consistent over the sample
+    (:func:`~playerfl_core.study.verification.statistical_verdict`).
+    A run whose name today's code would not give is a failure either way."""
+    report = recompute_sample(path, n=n, seed=seed, max_seconds=max_seconds, threads=threads)
+    cases = set(report["case"])
+    case = cases.pop() if len(cases) == 1 else "mixed"
+    reasons, consistent = [], True
+    renamed = report.loc[~report["same_spec"], "run_id"].tolist()
+    if renamed:
+        consistent = False
+        reasons.append(f"{len(renamed)} runs are named differently by today's code: {renamed[:3]}")
+    here = report[report["case"] == BITWISE]
+    if len(here):
+        differ = here.loc[~here["identical"], "run_id"].tolist()
+        consistent &= not differ
+        reasons.append(
+            f"{len(here) - len(differ)} of {len(here)} runs computed on this machine repeat bit "
+            f"for bit" + (f"; differ: {', '.join(differ[:3])}" if differ else "")
+        )
+    elsewhere = report[report["case"] == STATISTICAL]
+    if len(elsewhere):
+        ok, why = statistical_verdict(elsewhere)
+        consistent &= ok
+        n_identical = int(elsewhere["identical"].sum())
+        unrecorded = int((elsewhere["stored_on"] == machine.UNKNOWN).sum())
+        where = "another machine" + (
+            f" ({unrecorded} stored before machines were recorded)" if unrecorded else ""
+        )
+        reasons.append(
+            f"{len(elsewhere)} runs computed on {where}, {n_identical} identical nonetheless; {why}"
+        )
+    return Verification(report, case, consistent, "; ".join(reasons))

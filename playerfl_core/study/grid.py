@@ -1,0 +1,194 @@
+"""Run a grid: :func:`run_grid` plans it (:mod:`~playerfl_core.study.grid_plan`), runs what is
+missing (:mod:`~playerfl_core.study.grid_runner`) and collects the result
+(:mod:`~playerfl_core.study.grid_result`); :func:`load_grid` only loads, never computes.
+
+Cut out of the former ``grid_plan`` (issue 23); its former path ``playerfl_core.grid_plan`` leads
+here, and this module re-exports the plan's and the result's names for it (:data:`__all__`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import torch
+
+from playerfl_core.fl.algorithms import ALGORITHMS
+from playerfl_core.fl.profiles import PROFILE_NAMES
+from playerfl_core.stats.results import atomic_write, save_table
+from playerfl_core.study.grid_plan import (
+    SPLIT_PREFIX,
+    GridPlan,
+    PairPlan,
+    algorithm_names,
+    split_algorithms,
+)
+from playerfl_core.study.grid_result import (
+    GridResult,
+    MissingResultsError,
+)
+from playerfl_core.study.grid_runner import run_plan
+from playerfl_core.study.run_store import (
+    Store,
+    code_fingerprint,
+    default_store,
+    options_tag,
+)
+from playerfl_core.study.tuning import grid_settings
+
+__all__ = [  # the former grid_plan's names
+    "GridPlan",
+    "GridResult",
+    "MissingResultsError",
+    "PairPlan",
+    "SPLIT_PREFIX",
+    "algorithm_names",
+    "load_grid",
+    "run_grid",
+    "split_algorithms",
+]
+
+
+def run_grid(
+    datasets: Iterable[str] | str,
+    algorithms="all",
+    profile: str = "quick",
+    *,
+    seeds=None,
+    lrs=None,
+    tune_seeds=None,
+    fixed_lr: dict | None = None,
+    store: str | Path | None = None,
+    eval_timing: str = "after_aggregation",
+    rounds: int | None = None,
+    loss: str = "cross_entropy",
+    augment: bool = False,
+    device: str | None = None,
+    workers: int | None = None,
+    threads: int = 1,
+    compute: bool = True,
+    retry_errors: bool = True,
+    fresh: bool = False,
+    recompute_stale: bool = False,
+    progress: bool = True,
+    name: str | None = None,
+    splits: bool = False,
+) -> GridResult:
+    """Run (or load) the grid; return its tables. Safe to kill and call again at any time.
+
+    ``seeds``/``lrs``/``tune_seeds`` override :func:`default_grid` for every dataset. ``fixed_lr``
+    maps ``(dataset, algorithm)`` to a learning rate and skips tuning for those pairs (e.g. to
+    rerun chosen LRs under ``eval_timing="before_aggregation"``). ``compute=False`` only loads
+    and raises :class:`MissingResultsError` naming the command that computes what is missing.
+    ``recompute_stale`` recomputes stored runs made by different code (see
+    :func:`code_fingerprint`); ``fresh`` recomputes everything. ``workers``
+    processes run in parallel on the CPU (default: 2 when the CPU has ≥ 2 cores and device is
+    CPU, else 1). The combined tables are also written to ``<store>/<name>.csv`` and
+    ``<name>-status.csv`` (``name`` defaults to ``grid-<eval_timing>``, plus ``-focal`` and
+    ``-augment`` for those training options; ``loss``/``augment`` as in ``RunConfig``).
+
+    ``splits`` adds the split sweep: ``prefix_p0`` … ``prefix_pL`` per dataset, each run at the
+    learning rate tuned for PLayer-FL (which is then added to the algorithms), so the split is
+    the only thing that changes between them. Where a profile allows it (``widen`` in
+    :func:`default_grid`), a learning rate chosen at an edge of the grid makes tuning try the
+    next value beyond that edge, up to ``widen`` times per (dataset, algorithm); the notes list
+    each one.
+    """
+    datasets = (
+        [d.strip() for d in datasets.split(",")] if isinstance(datasets, str) else list(datasets)
+    )
+    algorithms = algorithm_names(algorithms)
+    if profile not in PROFILE_NAMES:
+        raise ValueError(f"Unknown profile {profile!r}; use one of {PROFILE_NAMES}.")
+    store = Store(store if store is not None else default_store(profile))
+    stale = store.remove_stale_temporaries() if compute else []
+    _start_from_archive(store, profile)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1) if device == "cpu" else 1
+    code = code_fingerprint()
+    fixed_lr = dict(fixed_lr or {})
+    if splits and "playerfl" not in algorithms:
+        algorithms.append("playerfl")
+
+    plan = GridPlan(
+        store,
+        profile,
+        eval_timing=eval_timing,
+        rounds=rounds,
+        loss=loss,
+        augment=augment,
+        code=code,
+        fresh=fresh,
+        retry_errors=retry_errors,
+        recompute_stale=recompute_stale,
+    )
+    for ds in datasets:
+        settings = grid_settings(ds, profile, seeds, lrs, tune_seeds)
+        plan.add_dataset(ds, algorithms, settings, fixed_lr, splits)
+    plan.resolve()
+    ready, n_left = plan.todo()
+    if not compute and n_left:
+        missing = list(dict.fromkeys(ready + plan.undecided_tuning()))
+        raise MissingResultsError(_missing_message(missing, store, profile, datasets, algorithms))
+    computed = run_plan(plan, ready, n_left, device, workers, threads, progress)
+
+    result = plan.collect(computed)
+    result.notes += [
+        f"DAMAGED, recomputed: {problem}"
+        for run_id, problem in store.damaged.items()
+        if any(sp.run_id == run_id for sp in plan.records)
+    ]
+    if stale:
+        result.notes.append(
+            f"Removed {len(stale)} temporary files of writes interrupted earlier (their "
+            f"processes are gone): {', '.join(stale)}."
+        )
+    name = name or f"grid-{eval_timing}{options_tag(loss, augment).replace('_', '-')}"
+    if computed or not (store.root / f"{name}.csv").exists():
+        save_table(result.table, store.root / f"{name}.csv")
+        atomic_write(
+            store.root / f"{name}-status.csv", lambda p: result.status.to_csv(p, index=False)
+        )
+    return result
+
+
+def _start_from_archive(store: Store, profile: str) -> None:
+    """A store that lacks runs of its profile's committed archive gets them (verified; runs
+    already there are kept), so a fresh clone recomputes only what the archive does not hold,
+    whichever chapter or command wrote into the store first."""
+    from playerfl_core.study.archive import archive_dir, unpack
+
+    manifest = archive_dir(profile) / "manifest.json"
+    if not manifest.exists():
+        return
+    ids = [entry["run_id"] for entry in json.loads(manifest.read_text())["runs"]]
+    if all((store.runs / f"{run_id}.json").exists() for run_id in ids):
+        return
+    unpack(archive_dir(profile), store)
+
+
+def load_grid(*args, **kwargs) -> GridResult:
+    """:func:`run_grid` with ``compute=False``: stored results only."""
+    return run_grid(*args, compute=False, **kwargs)
+
+
+def _missing_message(missing, store, profile, datasets, algorithms) -> str:
+    shown = ", ".join(sp.run_id for sp in missing[:3])
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    algs = "all" if algorithms == list(ALGORITHMS) else ",".join(algorithms)
+    damaged = [store.damaged[sp.run_id] for sp in missing if sp.run_id in store.damaged]
+    damaged_text = (
+        f"{len(damaged)} of them are damaged:\n  " + "\n  ".join(damaged[:5]) + "\n"
+        if damaged
+        else ""
+    )
+    return (
+        f"{len(missing)} runs are not in {store.root} ({shown}{more}). {damaged_text}"
+        "Compute them with:\n"
+        f"  playerfl grid --datasets {','.join(datasets)} --algorithms {algs} "
+        f"--profile {profile} --store {store.root}\n"
+        "(the paper profile is meant for a GPU)."
+    )

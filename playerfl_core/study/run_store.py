@@ -1,0 +1,398 @@
+"""The run store: one directory of finished runs, each named by its :class:`RunSpec`.
+
+Each finished run writes ``runs/<run_id>.csv`` (its rows of the long results table) and then
+``runs/<run_id>.json`` (its manifest entry: status, error, seconds, code fingerprint), each to a
+temporary file that is then renamed. A run counts as finished only once its JSON exists, so a
+grid killed at any moment and started again recomputes nothing that finished, loses nothing and
+duplicates nothing (one file per run id). Every read checks a run's files against its record
+(:class:`DamagedRunError`). :func:`execute` runs one spec into the store; :func:`code_fingerprint`
+names the code that computed it, :func:`playerfl_core.study.machine.fingerprint` the machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import time
+import traceback
+from dataclasses import MISSING, asdict, dataclass, fields
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from data_prep.registry import federation, is_registered
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.divergence import check_table
+from playerfl_core.fl.engine import DivergenceError, RunConfig, run_federated
+from playerfl_core.fl.profiles import SIZE_OF, make_config
+from playerfl_core.fl.schema import COLUMNS
+from playerfl_core.stats.results import atomic_write
+from playerfl_core.study import machine
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+REPO_ROOT = PACKAGE_DIR.parent
+RESULTS_DIR = REPO_ROOT / "results"
+
+OK, DIVERGED, ERROR = "ok", "diverged", "error"
+
+
+def default_store(profile: str = "quick") -> Path:
+    """``<repo>/results/<profile>``, independent of the working directory.
+
+    ``PLAYERFL_RESULTS`` replaces ``<repo>/results`` (as ``PLAYERFL_DATA`` does for the data).
+    """
+    env = os.environ.get("PLAYERFL_RESULTS")
+    return (Path(env).expanduser().resolve() if env else RESULTS_DIR) / profile
+
+
+def code_fingerprint() -> str:
+    """Hash of the sources a run depends on (engine, models, algorithms, data preparation).
+
+    Recorded with every run; a stored run whose fingerprint differs from the current code is
+    flagged ``stale_code`` in the status table (and counted in the note); ``fresh=True``
+    recomputes. Analysis and plotting modules are not part of it: they never change a run.
+    """
+    h = hashlib.sha256()
+    core = [PACKAGE_DIR / f"{m}.py" for m in RUN_MODULES]
+    files = (
+        core
+        + sorted((PACKAGE_DIR / "fl" / "algorithms").glob("*.py"))
+        + sorted((REPO_ROOT / "data_prep").glob("*.py"))
+    )
+    for f in files:
+        if f.exists():
+            h.update(f.relative_to(REPO_ROOT).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+RUN_MODULES = (
+    "fl/engine",
+    "fl/config",  # cut out of the engine (issue 23)
+    "fl/client",  # cut out of the engine (issue 23)
+    "fl/seeding",
+    "fl/errors",
+    "fl/schema",
+    "fl/models",
+    "fl/units",
+    "fl/sensitivity",
+    "fl/profiles",
+    "stats/results",
+    "fl/scoring",
+    "fl/losses",
+)
+"""Modules of ``playerfl_core`` (paths under the package) whose code decides a run's numbers
+(besides ``fl/algorithms/``)."""
+
+
+# -- one run ----------------------------------------------------------------------------------
+def options_tag(loss: str, augment: bool) -> str:
+    """``""`` for the default training options, else ``_focal`` and/or ``_augment``."""
+    return ("_focal" if loss == "focal" else "") + ("_augment" if augment else "")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that names one run; :attr:`run_id` is its file name in the store."""
+
+    dataset: str
+    algorithm: str
+    lr: float
+    seed: int
+    profile: str = "quick"
+    eval_timing: str = "after_aggregation"
+    rounds: int | None = None
+    loss: str = "cross_entropy"
+    augment: bool = False
+
+    def config(self, device: str | None = None) -> RunConfig:
+        return make_config(
+            self.dataset,
+            self.profile,
+            seed=self.seed,
+            lr=self.lr,
+            rounds=self.rounds,
+            device=device,
+            eval_timing=self.eval_timing,
+            loss=self.loss,
+            augment=self.augment,
+            progress=False,
+        )
+
+    def fingerprint(self) -> dict:
+        """What the user chose for this run: dataset, algorithm, data profile, and the settings
+        and hyper-parameters that differ from their defaults.
+
+        Defaults stay out, so adding an option whose default keeps the old behaviour keeps every
+        stored run's name; what the code does by default is tracked by :func:`code_fingerprint`
+        (stored runs of other code are flagged ``stale_code``) and checked by re-computation
+        (:func:`playerfl_core.study.archive.recompute_sample`).
+        """
+        config = asdict(self.config("cpu"))
+        defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
+        chosen = {
+            k: v
+            for k, v in config.items()
+            if k not in ("device", "progress") and (k not in defaults or v != defaults[k])
+        }
+        algorithm = get_algorithm(self.algorithm)
+        hyper = {
+            k: v for k, v in algorithm.hyperparameters().items() if v != algorithm.defaults()[k]
+        }
+        size = SIZE_OF[self.profile]
+        data = federation(self.dataset).loader_sizes(size) if is_registered(self.dataset) else {}
+        return {
+            "dataset": self.dataset,
+            "algorithm": self.algorithm,
+            "config": chosen,
+            "hyperparameters": hyper,
+            "data": {"profile": self.profile, **data},
+        }
+
+    @cached_property
+    def run_id(self) -> str:
+        digest = hashlib.sha256(
+            json.dumps(self.fingerprint(), sort_keys=True, default=str).encode()
+        ).hexdigest()
+        rounds = f"_r{self.rounds}" if self.rounds is not None else ""
+        timing = "" if self.eval_timing == "after_aggregation" else f"_{self.eval_timing}"
+        return (
+            f"{self.dataset}_{self.algorithm}_lr{self.lr:g}_s{self.seed}{timing}{rounds}"
+            f"{options_tag(self.loss, self.augment)}_{digest[:8]}"
+        )
+
+
+class DamagedRunError(RuntimeError):
+    """A stored run's files are missing, truncated or do not match its recorded checksum."""
+
+
+STATUSES = (OK, DIVERGED, ERROR)
+CSV_HEADER = (",".join(COLUMNS) + "\n").encode()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+class Store:
+    """One directory of finished runs: ``runs/<run_id>.csv`` + ``runs/<run_id>.json``.
+
+    The JSON records the CSV's row count (``rows``) and the SHA-256 of its bytes
+    (``csv_sha256``); every read checks both, so a file cut short, emptied, edited or deleted
+    is *damaged*: reported by name (:attr:`damaged`), treated as never finished (a grid
+    recomputes it, ``playerfl status`` lists it), never summed in. Runs stored before checksums
+    existed (*legacy*: no ``csv_sha256``) are checked for what can be checked without one: a
+    readable JSON naming its status, and a CSV with the results header, a complete last line
+    and, when recorded, the right row count.
+    """
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root).expanduser().resolve()
+        self.runs = self.root / "runs"
+        self.damaged: dict[str, str] = {}
+        """run_id -> what is wrong, for every damaged run this object has read."""
+
+    def __repr__(self):
+        return f"Store({str(self.root)!r})"
+
+    def remove_stale_temporaries(self) -> list[str]:
+        """Delete the temporary files of writes whose process is gone (a ``kill -9`` between
+        writing ``.<name>.<pid>.tmp`` and renaming it); returns their names. A live writer's file
+        is kept."""
+        removed = []
+        for tmp in sorted(self.runs.glob(".*.tmp")) if self.runs.is_dir() else []:
+            pid = tmp.name.rsplit(".", 2)[-2]
+            if pid.isdigit() and not _alive(int(pid)):
+                tmp.unlink(missing_ok=True)
+                removed.append(tmp.name)
+        return removed
+
+    def record(self, spec: RunSpec) -> dict | None:
+        """The manifest entry of a finished, intact run; None if it never finished or is
+        damaged (then :attr:`damaged` says why)."""
+        return self.checked_record(spec.run_id)
+
+    def checked_record(self, run_id: str) -> dict | None:
+        path = self.runs / f"{run_id}.json"
+        if not path.exists():
+            return None
+        try:
+            rec = self._read_record(path)
+            if rec["status"] == OK:
+                self._check_csv(rec, self._csv_bytes(run_id))
+        except DamagedRunError as err:
+            self.damaged[run_id] = str(err)
+            return None
+        self.damaged.pop(run_id, None)
+        return rec
+
+    def scan(self) -> tuple[list[dict], dict[str, str]]:
+        """Every intact record in the store, and ``{run_id: problem}`` for the damaged ones."""
+        records, damaged = [], {}
+        for path in sorted(self.runs.glob("*.json")) if self.runs.is_dir() else []:
+            rec = self.checked_record(path.stem)
+            if rec is not None:
+                records.append(rec)
+            elif path.stem in self.damaged:
+                damaged[path.stem] = self.damaged[path.stem]
+        return records, damaged
+
+    def table(self, spec: RunSpec) -> pd.DataFrame:
+        """The run's rows, checked against its record (raises :class:`DamagedRunError`)."""
+        return self.rows(spec.run_id)
+
+    def rows(self, run_id: str) -> pd.DataFrame:
+        """:meth:`table` by run id."""
+        path = self.runs / f"{run_id}.json"
+        data = self._csv_bytes(run_id)
+        self._check_csv(self._read_record(path), data)
+        table = pd.read_csv(io.BytesIO(data))
+        if table[[c for c in COLUMNS if c != "value"]].isna().any().any():
+            raise DamagedRunError(
+                f"{run_id}: {path.with_suffix('.csv')} has empty fields; the file is "
+                "damaged. Delete it and its .json; the grid recomputes the run."
+            )
+        return table
+
+    def write(self, spec: RunSpec, table: pd.DataFrame | None, record: dict) -> dict:
+        """Rows first, manifest last, each by temp file + rename: the JSON marks completion.
+
+        The manifest records the rows' count and SHA-256, which every later read checks.
+        """
+        self.runs.mkdir(parents=True, exist_ok=True)
+        record = dict(record)
+        if table is not None:
+            data = table[COLUMNS].to_csv(index=False).encode()
+            record.update(rows=len(table), csv_sha256=hashlib.sha256(data).hexdigest())
+            atomic_write(self.runs / f"{spec.run_id}.csv", lambda p: p.write_bytes(data))
+        text = json.dumps(record, indent=1, sort_keys=True, default=str)
+        atomic_write(self.runs / f"{spec.run_id}.json", lambda p: p.write_text(text))
+        return record
+
+    # -- checks -----------------------------------------------------------------------------
+    def _read_record(self, path: Path) -> dict:
+        fix = "Delete it; the grid recomputes the run."
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            raise DamagedRunError(f"{path.stem}: {path} is unreadable ({err}). {fix}") from err
+        if not isinstance(rec, dict) or rec.get("status") not in STATUSES:
+            got = rec.get("status") if isinstance(rec, dict) else type(rec).__name__
+            raise DamagedRunError(
+                f"{path.stem}: {path} is not a run record (status {got!r}, want one of "
+                f"{STATUSES}). {fix}"
+            )
+        if rec.get("run_id", path.stem) != path.stem:
+            raise DamagedRunError(
+                f"{path.stem}: {path} records run {rec['run_id']!r}, not its file name. {fix}"
+            )
+        rec.setdefault("run_id", path.stem)
+        return rec
+
+    def _csv_bytes(self, run_id: str) -> bytes:
+        path = self.runs / f"{run_id}.csv"
+        try:
+            return path.read_bytes()
+        except OSError as err:
+            raise DamagedRunError(
+                f"{run_id}: its rows ({path}) are missing or unreadable ({err.strerror}). "
+                "The grid recomputes the run."
+            ) from err
+
+    def _check_csv(self, rec: dict, data: bytes) -> None:
+        name, path = rec["run_id"], self.runs / f"{rec['run_id']}.csv"
+        fix = "The file was cut short, emptied or edited; the grid recomputes the run."
+        expected, n = rec.get("csv_sha256"), max(data.count(b"\n") - 1, 0)
+        if expected is not None and hashlib.sha256(data).hexdigest() != expected:
+            raise DamagedRunError(
+                f"{name}: {path} does not match its recorded SHA-256 ({n} rows, "
+                f"{rec.get('rows', '?')} recorded). {fix}"
+            )
+        # legacy run (stored before checksums): check what can be checked without one
+        if expected is None and (not data.startswith(CSV_HEADER) or not data.endswith(b"\n")):
+            raise DamagedRunError(
+                f"{name}: {path} is empty, truncated or not a results table (stored before "
+                f"checksums, so only its header and last line can be checked). {fix}"
+            )
+        if rec.get("rows") is not None and n != rec["rows"]:
+            raise DamagedRunError(f"{name}: {path} has {n} rows, {rec['rows']} recorded. {fix}")
+
+
+_DATA_CACHE: dict = {}
+
+
+def load_data_cached(dataset: str, profile: str, seed: int):
+    """``data_prep.load`` with a small per-process cache: a worker reuses a seed's federation
+    across the algorithms and splits it runs on it."""
+    from data_prep import load
+
+    key = (dataset, profile, seed)
+    if key not in _DATA_CACHE:
+        if len(_DATA_CACHE) >= 4:
+            _DATA_CACHE.pop(next(iter(_DATA_CACHE)))
+        _DATA_CACHE[key] = load(dataset, profile=profile, seed=seed)
+    return _DATA_CACHE[key]
+
+
+def execute(
+    spec: RunSpec,
+    store_root: str,
+    device: str | None = None,
+    threads: int | None = 1,
+    code: str = "",
+) -> dict:
+    """Run one spec and write it to the store; return its manifest entry (never raises).
+
+    Divergence (:class:`DivergenceError`, or a table that :mod:`playerfl_core.fl.divergence`
+    calls diverged: a non-finite value or a loss above its bound) gives status ``diverged``
+    and no rows; any other exception gives ``error`` with the traceback's tail.
+    """
+    store = Store(store_root)
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    table, status, error, info = None, OK, "", {}
+    facts = machine.fingerprint()  # with the thread count the run computes with
+    try:
+        run = run_federated(
+            load_data_cached(spec.dataset, spec.profile, spec.seed),
+            get_algorithm(spec.algorithm),
+            spec.config(device),
+        )
+        table, info = check_table(run.table()), run.info
+    except DivergenceError as err:
+        table, status, error = None, DIVERGED, str(err)
+    except Exception:  # noqa: BLE001 - recorded, shown, retried; never silently averaged in
+        table, status, error = None, ERROR, traceback.format_exc(limit=-4)
+    finally:
+        torch.set_num_threads(previous)
+    record = {
+        "run_id": spec.run_id,
+        **asdict(spec),
+        "status": status,
+        "error": error,
+        "seconds": round(time.perf_counter() - start, 3),
+        "cpu_seconds": round(time.process_time() - cpu_start, 3),
+        "threads": threads,
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "code": code,
+        "machine": facts,
+        "info": {
+            k: v
+            for k, v in info.items()
+            if k in ("split_p", "federated_units", "hyperparameters", "deploys")
+        },
+    }
+    return store.write(spec, table, record)

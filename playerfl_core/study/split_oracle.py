@@ -1,0 +1,257 @@
+"""Does the rule pick the right split? The split sweep, its oracle and the rule's regret.
+
+A **split sweep** runs the prefix federation (:mod:`playerfl_core.fl.algorithms.prefix`) at every
+split p = 0 … L on the same seeds and learning rate, so p is the only thing that changes; p = 0
+is Local and p = L FedAvg. Each run is an ordinary long results table (``algorithm`` =
+``prefix_p{p}``) that also carries the clients' first-epoch sensitivities, from which the rule's
+split is recomputed (any variant of the rule, see :func:`rule_splits`).
+
+From a sweep table:
+
+* :func:`sweep_scores`: per seed and p, the run's validation and test score (each client's
+  best-validation round, training-share weights: the book's headline protocol);
+* :func:`oracle_splits`: the **oracle** p of each seed, the best on *validation* data only;
+* :func:`regrets`: the rule's **regret** per seed, test(oracle p) − test(rule's p);
+* :func:`client_curves`: which clients win or lose against Local at each p;
+* :func:`c5_table`: PLayer-FL against every other split and against PLayer-FL-Random at the
+  same learning rate (claim C5 without the learning-rate confound).
+
+Studies that need only the first epoch (the rule's p over many seeds) are in
+:func:`first_epoch_sensitivities` and :func:`rule_splits`.
+
+Where each part lives: running and loading sweeps in :mod:`~playerfl_core.study.split_sweeps`;
+scores, the oracle, the rule's split and its regret in :mod:`~playerfl_core.study.split_scores`;
+here the judgements (C5, stability, heterogeneity). This module re-exports the other two
+(:data:`__all__`), so a chapter needs one import (``split_oracle as O``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from playerfl_core.fl.algorithms.playerfl_random import random_split
+from playerfl_core.stats.split_verdicts import interval_verdict
+from playerfl_core.study.split_scores import (
+    RULE_VARIANTS,
+    client_curve_summary,
+    client_curves,
+    first_epoch_sensitivities,
+    interval,
+    oracle_splits,
+    regret_summary,
+    regrets,
+    rule_splits,
+    sweep_rows,
+    sweep_scores,
+    sweep_summary,
+    table_sensitivities,
+)
+from playerfl_core.study.split_sweeps import (
+    ALPHAS,
+    FEATURE_KINDS,
+    MIXED,
+    RUN,
+    check_sweepable,
+    heterogeneity_federations,
+    load_sweeps,
+    model_units,
+    run_sweep,
+    run_sweeps,
+    sweep_algorithms,
+    sweeps,
+)
+
+__all__ = [  # chapters read the split study through this one module (``split_oracle as O``)
+    "ALPHAS",
+    "FEATURE_KINDS",
+    "MIXED",
+    "RULE_VARIANTS",
+    "RUN",
+    "c5_summary",
+    "c5_table",
+    "check_sweepable",
+    "client_curve_summary",
+    "client_curves",
+    "dataset_oracle",
+    "first_epoch_sensitivities",
+    "heterogeneity_federations",
+    "heterogeneity_summary",
+    "interval",
+    "load_sweeps",
+    "model_units",
+    "near_threshold_regret",
+    "oracle_splits",
+    "reference_table",
+    "regret_summary",
+    "regrets",
+    "rule_splits",
+    "run_sweep",
+    "run_sweeps",
+    "stability_summary",
+    "sweep_algorithms",
+    "sweep_rows",
+    "sweep_scores",
+    "sweep_summary",
+    "sweeps",
+    "table_sensitivities",
+    "variant_regrets",
+]
+
+
+# -- PLayer-FL against Local, FedAvg, every other split and the random split ---------------
+def c5_table(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") -> pd.DataFrame:
+    """Per seed and comparison: test(rule's p) − test(other), at the same learning rate.
+
+    Comparisons: ``p=<q>`` for every other split q (p = 0 is Local, p = L FedAvg);
+    ``random (drawn)``: the split PLayer-FL-Random draws on this seed
+    (:func:`~playerfl_core.fl.algorithms.playerfl_random.random_split`, never the rule's) and
+    ``random (expected)``: the mean over the splits it can draw, {1..L−1} minus the rule's.
+    Columns: dataset, lr, seed, p_rule, other, p_other, diff.
+    """
+    rule = rules[rules["variant"] == variant].set_index(RUN)["p_rule"]
+    rows = []
+    for key, g in scores.groupby(RUN, sort=False):
+        test = g.set_index("p")["test"]
+        p_rule, n_units = int(rule[key]), int(g["p"].max())
+        mine = test[p_rule]
+        for q in test.index:
+            if q != p_rule:
+                rows.append((*key, p_rule, f"p={q}", int(q), mine - test[q]))
+        candidates = [q for q in range(1, n_units) if q != p_rule]
+        if candidates:
+            drawn = random_split(int(key[2]), n_units, p_rule)
+            rows.append((*key, p_rule, "random (drawn)", drawn, mine - test[drawn]))
+            rows.append(
+                (*key, p_rule, "random (expected)", -1, mine - float(test[candidates].mean()))
+            )
+    return pd.DataFrame(rows, columns=[*RUN, "p_rule", "other", "p_other", "diff"])
+
+
+def c5_summary(c5: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and comparison: mean difference with a bootstrap CI over seeds.
+    Columns: dataset, other, mean, lo, hi, n_seeds, verdict."""
+    rows = []
+    for (ds, other), g in c5.groupby(["dataset", "other"], sort=False):
+        m, lo, hi = interval(g["diff"])
+        rows.append((ds, other, m, lo, hi, len(g), interval_verdict(lo, hi, len(g)).verdict))
+    return pd.DataFrame(
+        rows, columns=["dataset", "other", "mean", "lo", "hi", "n_seeds", "verdict"]
+    )
+
+
+def reference_table(
+    scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper"
+) -> pd.DataFrame:
+    """Per seed: PLayer-FL (the rule's p), Local (p = 0) and FedAvg (p = L) test scores, all
+    read from the sweep. Columns: dataset, lr, seed, playerfl, local, fedavg."""
+    rule = rules[rules["variant"] == variant].set_index(RUN)["p_rule"]
+    rows = []
+    for key, g in scores.groupby(RUN, sort=False):
+        test = g.set_index("p")["test"]
+        rows.append((*key, test[int(rule[key])], test[0], test[int(g["p"].max())]))
+    return pd.DataFrame(rows, columns=[*RUN, "playerfl", "local", "fedavg"])
+
+
+# -- stability ------------------------------------------------------------------------------
+def stability_summary(splits: pd.DataFrame, oracle: pd.Series | Mapping) -> pd.DataFrame:
+    """Per dataset and rule variant, over seeds: the modal p and its share, the number of
+    distinct splits, and the share within one unit of the dataset's oracle split (``oracle``:
+    dataset → p, e.g. :func:`dataset_oracle`).
+    Columns: dataset, variant, n_seeds, modal_p, modal_share, distinct, p_oracle, same,
+    within_one."""
+    rows = []
+    for (ds, var), g in splits.groupby(["dataset", "variant"], sort=False):
+        counts = g["p_rule"].value_counts()
+        po = oracle.get(ds, np.nan) if hasattr(oracle, "get") else np.nan
+        gap = (g["p_rule"] - po).abs()
+        rows.append(
+            (
+                ds,
+                var,
+                len(g),
+                int(counts.idxmax()),
+                float(counts.max() / len(g)),
+                int(len(counts)),
+                po,
+                float((gap == 0).mean()),
+                float((gap <= 1).mean()),
+            )
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "dataset",
+            "variant",
+            "n_seeds",
+            "modal_p",
+            "modal_share",
+            "distinct",
+            "p_oracle",
+            "same",
+            "within_one",
+        ],
+    )
+
+
+def dataset_oracle(scores: pd.DataFrame, on: str = "val") -> dict[str, int]:
+    """Per dataset: the split with the best mean ``on`` score over the sweep's seeds (ties to
+    the smaller p)."""
+    mean = scores.groupby(["dataset", "p"])[on].mean().reset_index()
+    best = mean.sort_values(["dataset", on, "p"], ascending=[True, False, True])
+    return best.groupby("dataset").head(1).set_index("dataset")["p"].astype(int).to_dict()
+
+
+def near_threshold_regret(reg: pd.DataFrame, margin: float = 0.25) -> pd.DataFrame:
+    """Regret of seeds whose decision was close (a rise within ``margin``·t of t) against the
+    others. Columns: dataset, near, mean, lo, hi, n_seeds."""
+    reg = reg.assign(near=reg["margin"] <= margin)
+    rows = []
+    for (ds, near), g in reg.groupby(["dataset", "near"], sort=False):
+        rows.append((ds, bool(near), *interval(g["regret"]), len(g)))
+    return pd.DataFrame(rows, columns=["dataset", "near", "mean", "lo", "hi", "n_seeds"])
+
+
+def variant_regrets(scores: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
+    """:func:`regrets` for every rule variant on the same seeds (the ablation), stacked."""
+    return pd.concat(
+        [regrets(scores, rules, v) for v in rules["variant"].unique()], ignore_index=True
+    )
+
+
+# -- heterogeneity --------------------------------------------------------------------------
+def heterogeneity_summary(
+    scores: pd.DataFrame, rules: pd.DataFrame, federations: pd.DataFrame, variant: str = "paper"
+) -> pd.DataFrame:
+    """Per federation: the rule's and the oracle's p (modal, and per seed as lists), the mean
+    regret with CI, and PLayer-FL, Local and FedAvg mean test scores (all from the sweep).
+    Columns: federations' + p_rule, p_oracle, rule_ps, oracle_ps, regret, lo, hi, playerfl,
+    local, fedavg, n_seeds."""
+    reg = regrets(scores, rules, variant)
+    refs = reference_table(scores, rules, variant)
+    rows = []
+    for _, f in federations.iterrows():
+        r = reg[reg["dataset"] == f["dataset"]]
+        if r.empty:
+            continue
+        ref = refs[refs["dataset"] == f["dataset"]]
+        m, lo, hi = interval(r["regret"])
+        rows.append(
+            {
+                **f.to_dict(),
+                "p_rule": int(r["p_rule"].mode().iloc[0]),
+                "p_oracle": int(r["p_oracle"].mode().iloc[0]),
+                "rule_ps": r["p_rule"].tolist(),
+                "oracle_ps": r["p_oracle"].tolist(),
+                "regret": m,
+                "lo": lo,
+                "hi": hi,
+                "playerfl": ref["playerfl"].mean(),
+                "local": ref["local"].mean(),
+                "fedavg": ref["fedavg"].mean(),
+                "n_seeds": len(r),
+            }
+        )
+    return pd.DataFrame(rows)

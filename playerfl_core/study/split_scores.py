@@ -1,0 +1,267 @@
+"""Scores per split, the validation oracle, the rule's split and its regret, read from a sweep
+table (:mod:`~playerfl_core.study.split_sweeps` runs or loads it).
+
+Cut out of :mod:`playerfl_core.study.split_oracle` (issue 23), which re-exports its names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from playerfl_core.fl.algorithms.prefix import parse_prefix_name
+from playerfl_core.fl.sensitivity import (
+    DEFAULT_THRESHOLD,
+    pooled_sensitivities,
+    relative_rises,
+    server_split,
+)
+from playerfl_core.stats.metrics import client_weights
+from playerfl_core.stats.results import SERVER, client_scores
+from playerfl_core.stats.seed_stats import bootstrap_interval
+from playerfl_core.study.split_sweeps import RUN, check_sweepable
+
+RULE_VARIANTS: dict[str, dict] = {
+    "paper": {"aggregate": "mean", "threshold": DEFAULT_THRESHOLD},
+    "median": {"aggregate": "median", "threshold": DEFAULT_THRESHOLD},
+    "geomean": {"aggregate": "geomean", "threshold": DEFAULT_THRESHOLD},
+}
+"""The paper's rule and its robust variants (options of
+:func:`playerfl_core.fl.sensitivity.server_split`): how the server pools the clients' s_k."""
+
+
+# -- scores per split ----------------------------------------------------------------------
+def sweep_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of prefix runs, with their split as an integer column ``p``."""
+    p = table["algorithm"].map(parse_prefix_name)
+    rows = table[p.notna()]
+    if rows.empty:
+        raise ValueError(
+            "The table holds no split-sweep runs (algorithm values prefix_p0 … prefix_pL); "
+            "compute one with split_oracle.run_sweep or `playerfl sweep`."
+        )
+    return rows.assign(p=p[p.notna()].astype(int))
+
+
+def _split_scores(
+    table: pd.DataFrame, split: str, metric: str, selection: str, weighting: str
+) -> pd.DataFrame:
+    scores = client_scores(table, metric, split, selection)
+    merged = scores.merge(
+        client_weights(table, weighting), on=["dataset", "algorithm", "lr", "seed", "client"]
+    )
+    merged["wv"] = merged["value"] * merged["weight"]
+    out = merged.groupby(["dataset", "algorithm", "lr", "seed"], as_index=False).agg(
+        wv=("wv", "sum"), w=("weight", "sum")
+    )
+    return out.assign(value=out["wv"] / out["w"]).drop(columns=["wv", "w"])
+
+
+def sweep_scores(
+    table: pd.DataFrame,
+    metric: str = "macro_f1",
+    selection: str = "best_val",
+    weighting: str = "train",
+) -> pd.DataFrame:
+    """Per (dataset, lr, seed, p): the run's validation and test score.
+
+    Each client keeps its best-validation round (``selection``); the run's score is the
+    clients' mean with ``weighting`` (training shares by default), the book's headline.
+    Columns: dataset, lr, seed, p, val, test.
+    """
+    rows = sweep_rows(table).drop(columns="p")
+    val = _split_scores(rows, "val", metric, selection, weighting).rename(columns={"value": "val"})
+    test = _split_scores(rows, "test", metric, selection, weighting)
+    out = val.merge(
+        test.rename(columns={"value": "test"}), on=["dataset", "algorithm", "lr", "seed"]
+    )
+    out["p"] = out.pop("algorithm").map(parse_prefix_name).astype(int)
+    return out[[*RUN, "p", "val", "test"]].sort_values([*RUN, "p"], ignore_index=True)
+
+
+def oracle_splits(scores: pd.DataFrame, on: str = "val") -> pd.DataFrame:
+    """Per (dataset, lr, seed): the split with the best score on ``on`` (validation by
+    default: the oracle a practitioner could run, never looking at test data). Ties go to the
+    smaller p (fewer units shared). Columns: dataset, lr, seed, p_oracle."""
+    if on not in ("val", "test"):
+        raise ValueError(f"on must be 'val' or 'test', got {on!r}.")
+    order = scores.sort_values([*RUN, on, "p"], ascending=[True, True, True, False, True])
+    best = order.groupby(RUN, sort=False).head(1)
+    return best[[*RUN, "p"]].rename(columns={"p": "p_oracle"}).reset_index(drop=True)
+
+
+# -- the rule's split, from clients' sensitivities -------------------------------------------
+def table_sensitivities(table: pd.DataFrame) -> pd.DataFrame:
+    """The clients' first-epoch sensitivities recorded in a sweep (or PLayer-FL) table, one
+    set per (dataset, lr, seed). Columns: dataset, lr, seed, client, unit, depth, sensitivity,
+    weight (the client's training share)."""
+    sens = table[table["metric"].str.startswith("sensitivity/") & (table["client"] != SERVER)]
+    if sens.empty:
+        raise ValueError("The table holds no clients' sensitivity rows (sensitivity/<unit>).")
+    first_alg = sens.groupby(RUN)["algorithm"].transform("first")
+    sens = sens[sens["algorithm"] == first_alg]
+    weights = client_weights(table)
+    weights = weights.groupby(["dataset", "lr", "seed", "client"], as_index=False)["weight"].first()
+    out = sens.assign(unit=sens["metric"].str.removeprefix("sensitivity/"))
+    out = out[[*RUN, "client", "unit", "value"]].rename(columns={"value": "sensitivity"})
+    out["depth"] = out.groupby([*RUN, "client"]).cumcount() + 1
+    return out.merge(weights, on=[*RUN, "client"]).reset_index(drop=True)
+
+
+def rule_splits(
+    sens: pd.DataFrame,
+    variants: Mapping[str, Mapping] | None = None,
+    by: Sequence[str] = RUN,
+) -> pd.DataFrame:
+    """The split each rule variant picks from the clients' sensitivities of each group.
+
+    ``sens``: :func:`table_sensitivities` or :func:`first_epoch_sensitivities`. ``variants``
+    maps a name to options of :func:`~playerfl_core.fl.sensitivity.server_split` (default
+    :data:`RULE_VARIANTS`, whose ``"paper"`` entry is PLayer-FL's rule). Also returns, per
+    group, the server's relative rises under the paper's pooling and the smallest relative
+    distance |rise − t| / t of the rises up to the chosen split (how close the decision was).
+    Columns: ``by`` + variant, p_rule, margin.
+    """
+    variants = RULE_VARIANTS if variants is None else variants
+    rows = []
+    for key, grp in sens.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        grp = grp.sort_values(["client", "depth"])
+        per_client = {
+            c: dict(zip(g["unit"], g["sensitivity"], strict=True)) for c, g in grp.groupby("client")
+        }
+        weights = grp.groupby("client")["weight"].first().to_dict()
+        for name, options in variants.items():
+            p = server_split(per_client, weights, **options)
+            t = float(options.get("threshold", DEFAULT_THRESHOLD))
+            rows.append((*key, name, p, _decision_margin(per_client, weights, t, p)))
+    return pd.DataFrame(rows, columns=[*by, "variant", "p_rule", "margin"])
+
+
+def _decision_margin(per_client, weights, threshold: float, p: int) -> float:
+    """min over the rises the rule looked at (l ≤ p) of |rise − t| / t (paper's pooling)."""
+    pooled = pooled_sensitivities(per_client, weights)
+    rises = relative_rises(list(pooled.values()))[:p]
+    finite = rises[np.isfinite(rises)]
+    if not len(finite) or threshold <= 0:
+        return float("nan")
+    return float(np.min(np.abs(finite - threshold)) / threshold)
+
+
+def first_epoch_sensitivities(
+    dataset: str,
+    seeds: Iterable[int],
+    profile: str = "quick",
+    lr: float | None = None,
+    device: str | None = None,
+    data_loader: Callable | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """The clients' sensitivities after one local epoch, for many seeds (one epoch each: the
+    rule's whole input, without training further). Same columns as
+    :func:`table_sensitivities`, so :func:`rule_splits` reads both."""
+    from playerfl_core.fl.profiles import make_config
+    from playerfl_core.fl.sensitivity import federation_sensitivity
+    from playerfl_core.fl.units import unit_names
+    from playerfl_core.measure.layer_measure import first_epoch_models
+
+    if data_loader is None:
+        from data_prep import load
+
+        def data_loader(s):
+            return load(dataset, profile=profile, seed=s)
+
+    rows = []
+    for seed in tqdm(list(seeds), desc=f"first epoch {dataset}", disable=not progress):
+        data = data_loader(seed)
+        config = make_config(dataset, profile, seed=seed, lr=lr, device=device, progress=False)
+        models = first_epoch_models(data, config)
+        check_sweepable(unit_names(models[0]), dataset)
+        total = sum(c.n_train for c in data.clients)
+        for i, (model, c) in enumerate(zip(models, data.clients, strict=True)):
+            dev = next(model.parameters()).device
+            s = federation_sensitivity(model, c.x_train.to(dev), c.y_train.to(dev))
+            for depth, (unit, value) in enumerate(s.items(), start=1):
+                rows.append((data.name, config.lr, seed, i, unit, value, depth, c.n_train / total))
+    return pd.DataFrame(rows, columns=[*RUN, "client", "unit", "sensitivity", "depth", "weight"])
+
+
+# -- the rule against the oracle -----------------------------------------------------------
+def regrets(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") -> pd.DataFrame:
+    """Per seed: the rule's split, the validation oracle's, and the regret
+    test(p_oracle) − test(p_rule) (0 when they agree; negative when the rule did better on test
+    than the validation oracle). Columns: dataset, lr, seed, variant, p_rule, p_oracle,
+    test_rule, test_oracle, regret, margin."""
+    rule = rules[rules["variant"] == variant][[*RUN, "variant", "p_rule", "margin"]]
+    if rule.empty:
+        raise ValueError(
+            f"No rule splits for variant {variant!r}; have {sorted(set(rules['variant']))}."
+        )
+    out = rule.merge(oracle_splits(scores), on=RUN)
+    test = scores.set_index([*RUN, "p"])["test"]
+    out["test_rule"] = [
+        test[(*k, p)] for k, p in zip(out[RUN].itertuples(index=False), out["p_rule"], strict=True)
+    ]
+    out["test_oracle"] = [
+        test[(*k, p)]
+        for k, p in zip(out[RUN].itertuples(index=False), out["p_oracle"], strict=True)
+    ]
+    out["regret"] = out["test_oracle"] - out["test_rule"]
+    cols = [*RUN, "variant", "p_rule", "p_oracle", "test_rule", "test_oracle", "regret", "margin"]
+    return out[cols].reset_index(drop=True)
+
+
+def interval(values, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+    """(mean, lower, upper): the project's seeded percentile bootstrap of the mean over seeds."""
+    return bootstrap_interval(values, level=level, seed=seed)
+
+
+def regret_summary(reg: pd.DataFrame, by: Sequence[str] = ("dataset", "variant")) -> pd.DataFrame:
+    """Per group: mean regret with a seeded bootstrap 95 % CI over seeds, the share of seeds
+    where the rule picked the oracle's split and where it landed within one unit of it.
+    Columns: ``by`` + mean, lo, hi, n_seeds, same, within_one."""
+    rows = []
+    for key, g in reg.groupby(list(by), sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        m, lo, hi = interval(g["regret"])
+        gap = (g["p_rule"] - g["p_oracle"]).abs()
+        rows.append((*key, m, lo, hi, len(g), float((gap == 0).mean()), float((gap <= 1).mean())))
+    return pd.DataFrame(rows, columns=[*by, "mean", "lo", "hi", "n_seeds", "same", "within_one"])
+
+
+def sweep_summary(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset and p: mean test and validation score over seeds, bootstrap CI of the test
+    mean. Columns: dataset, p, mean, lo, hi, val, n_seeds."""
+    rows = []
+    for (ds, p), g in scores.groupby(["dataset", "p"], sort=True):
+        m, lo, hi = interval(g["test"])
+        rows.append((ds, int(p), m, lo, hi, float(g["val"].mean()), len(g)))
+    return pd.DataFrame(rows, columns=["dataset", "p", "mean", "lo", "hi", "val", "n_seeds"])
+
+
+def client_curves(table: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
+    """Per (dataset, seed, client, p): the client's test score and its gain over Local
+    (p = 0) on the same seed: who wins and who loses from sharing the first p units.
+    Columns: dataset, lr, seed, client, p, value, gain."""
+    rows = sweep_rows(table).drop(columns="p")
+    scores = client_scores(rows, metric, "test")
+    scores["p"] = scores["algorithm"].map(parse_prefix_name).astype(int)
+    local = scores[scores["p"] == 0].set_index([*RUN, "client"])["value"].rename("local")
+    out = scores.join(local, on=[*RUN, "client"])
+    out["gain"] = out["value"] - out["local"]
+    return out[[*RUN, "client", "p", "value", "gain"]].sort_values(
+        [*RUN, "client", "p"], ignore_index=True
+    )
+
+
+def client_curve_summary(curves: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, client, p): mean gain over Local across seeds and the share of seeds in
+    which the client gains (> 0). Columns: dataset, client, p, gain, wins, n_seeds."""
+    g = curves.groupby(["dataset", "client", "p"])["gain"]
+    out = g.mean().rename("gain").to_frame()
+    out["wins"] = g.apply(lambda v: float((v > 0).mean()))
+    out["n_seeds"] = g.size()
+    return out.reset_index()

@@ -1,0 +1,253 @@
+"""Split sweeps, run or loaded: the prefix federation at every split p = 0 … L on the same
+seeds and learning rate (:func:`run_sweeps`), the controlled-heterogeneity federations they run
+on (:func:`heterogeneity_federations`), and a stored sweep table or a computed one
+(:func:`load_sweeps`, :func:`sweeps`).
+
+Cut out of :mod:`playerfl_core.study.split_oracle` (issue 23), which re-exports its names; the
+scores, the oracle and the rule's regret are in :mod:`~playerfl_core.study.split_scores`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import pandas as pd
+from tqdm import tqdm
+
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.algorithms.prefix import parse_prefix_name, prefix_name
+from playerfl_core.stats.results import COLUMNS
+
+RUN = ["dataset", "lr", "seed"]
+"""A sweep's run keys besides the split: every p of one (dataset, lr, seed) shares its data,
+initial weights and first epoch."""
+
+
+# -- running a sweep ------------------------------------------------------------------------
+def sweep_algorithms(n_units: int) -> list[str]:
+    """``prefix_p0`` … ``prefix_pL``: the algorithm names of a sweep over a model with L units."""
+    return [prefix_name(p) for p in range(n_units + 1)]
+
+
+def model_units(data, width: float = 1.0) -> tuple[str, ...]:
+    """The layer units of the model ``data`` trains (no training, no data needed)."""
+    from playerfl_core.fl.models import model_for
+    from playerfl_core.fl.units import unit_names
+
+    return unit_names(model_for(data, width, 0))
+
+
+def check_sweepable(units: Sequence[str], dataset: str) -> None:
+    """A sweep needs an interior split for the rule to choose: at least two units."""
+    if len(units) < 2:
+        raise ValueError(
+            f"A split sweep of {dataset!r} needs a model with at least 2 layer units (valid "
+            f"splits p = 0..L with the rule choosing in 1..L−1); its model has {len(units)} "
+            f"({', '.join(units) or 'none'}), so p = 0 (Local) and p = {len(units)} (FedAvg) "
+            "are the only splits and there is no split rule to test."
+        )
+
+
+def run_sweep(
+    dataset: str,
+    seeds: Iterable[int],
+    profile: str = "quick",
+    lr: float | None = None,
+    rounds: int | None = None,
+    device: str | None = None,
+    data_loader: Callable | None = None,
+    splits: Iterable[int] | None = None,
+    progress: bool = True,
+    workers: int = 1,
+) -> pd.DataFrame:
+    """Every split p = 0 … L (or ``splits``) on every seed, at one learning rate (the
+    profile's unless ``lr``): the long results table, one ``prefix_p{p}`` run per (seed, p).
+
+    The data of seed s is ``data_loader(s)`` (default ``data_prep.load(dataset, profile,
+    seed=s)``). Same arguments, same machine: the same table (see :func:`run_sweeps`).
+    """
+    return run_sweeps(
+        [dataset], seeds, profile, lr, rounds, device, data_loader, splits, progress, workers
+    )
+
+
+def run_sweeps(
+    datasets: Iterable[str],
+    seeds: Iterable[int],
+    profile: str = "quick",
+    lr: float | None = None,
+    rounds: int | None = None,
+    device: str | None = None,
+    data_loader: Callable | None = None,
+    splits: Iterable[int] | None = None,
+    progress: bool = True,
+    workers: int = 1,
+) -> pd.DataFrame:
+    """:func:`run_sweep` for several datasets, with ``workers`` CPU processes sharing the runs.
+
+    Every run uses one CPU thread, in a worker or not, so the table does not depend on
+    ``workers`` (CNN kernels differ in the last bits across thread counts). ``data_loader``
+    (seed → data) works with one dataset and ``workers=1`` only.
+    """
+    import torch
+
+    from playerfl_core.fl.profiles import make_config
+
+    datasets, seeds = list(datasets), [int(s) for s in seeds]
+    if data_loader is not None and (len(datasets) != 1 or workers > 1):
+        raise ValueError("data_loader needs exactly one dataset and workers=1.")
+    jobs = []
+    for ds in datasets:
+        for seed in seeds:
+            data = data_loader(seed) if data_loader else _sweep_data(ds, profile, seed)
+            width = make_config(ds, profile, seed=seed, lr=lr, rounds=rounds).width
+            units = model_units(data, width)
+            check_sweepable(units, ds)
+            ps = range(len(units) + 1) if splits is None else [int(p) for p in splits]
+            bad = [p for p in ps if not 0 <= p <= len(units)]
+            if bad:
+                raise ValueError(
+                    f"splits {bad} are outside the valid range 0..{len(units)} for {ds!r} "
+                    f"(units {', '.join(units)})."
+                )
+            jobs += [(ds, profile, seed, p, lr, rounds, device) for p in ps]
+    bar = tqdm(total=len(jobs), desc="sweep", unit="run", disable=not progress)
+    tables: list = [None] * len(jobs)
+    if workers <= 1:
+        previous = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            for i, job in enumerate(jobs):
+                loader = data_loader or (lambda s, ds=job[0]: _sweep_data(ds, profile, s))
+                tables[i] = _sweep_run(*job, data=loader(job[2]))
+                bar.update()
+        finally:
+            torch.set_num_threads(previous)
+    else:
+        import concurrent.futures as cf
+        import multiprocessing
+        import os
+
+        from playerfl_core.study.workers import init_worker, interrupts_as_keyboard, stop_workers
+
+        ctx = multiprocessing.get_context("spawn")
+        pool = cf.ProcessPoolExecutor(
+            workers, mp_context=ctx, initializer=init_worker, initargs=(1, os.getpid())
+        )
+        try:
+            with interrupts_as_keyboard():
+                futures = {pool.submit(_sweep_run, *job): i for i, job in enumerate(jobs)}
+                for fut in cf.as_completed(futures):
+                    tables[futures[fut]] = fut.result()
+                    bar.update()
+        except BaseException:  # Ctrl-C, SIGTERM or a failed run: no worker outlives the sweep
+            stop_workers(pool)
+            raise
+        pool.shutdown()
+    bar.close()
+    return pd.concat(tables, ignore_index=True)
+
+
+def _sweep_data(dataset: str, profile: str, seed: int):
+    """The federation of one seed, from the grid's small per-process cache."""
+    from playerfl_core.study.run_store import load_data_cached
+
+    return load_data_cached(dataset, profile, seed)
+
+
+def _sweep_run(dataset, profile, seed, p, lr, rounds, device, data=None) -> pd.DataFrame:
+    """One prefix run of a sweep (a module-level function so worker processes can run it).
+    Raises :class:`~playerfl_core.fl.engine.DivergenceError` when the run diverged (a non-finite
+    value or a loss above :data:`~playerfl_core.fl.divergence.LOSS_BOUND`)."""
+    from playerfl_core.fl.divergence import check_table
+    from playerfl_core.fl.engine import run_federated
+    from playerfl_core.fl.profiles import make_config
+
+    data = data if data is not None else _sweep_data(dataset, profile, seed)
+    config = make_config(
+        dataset, profile, seed=seed, lr=lr, rounds=rounds, device=device, progress=False
+    )
+    return check_table(run_federated(data, get_algorithm(prefix_name(p)), config).table())
+
+
+# -- heterogeneity --------------------------------------------------------------------------
+ALPHAS = (0.05, 0.1, 0.3, 1.0, 10.0)
+FEATURE_KINDS = ("rotate", "invert")
+MIXED = (("rotate", 0.1),)
+
+
+def heterogeneity_federations(
+    bases: Sequence[str] | None = None,
+    alphas: Sequence[float] = ALPHAS,
+    kinds: Sequence[str] = FEATURE_KINDS,
+    mixed: Sequence[tuple[str, float]] = MIXED,
+) -> pd.DataFrame:
+    """The controlled-heterogeneity federations (registered names, see ``data_prep.skew``),
+    in the order a figure shows them: label skew from strong (small alpha) to nearly IID,
+    then feature skew, then mixed. ``bases``: default every federation declared with
+    ``skew_variants``. Columns: dataset, base, family, level, order."""
+    from data_prep.registry import skew_bases
+    from data_prep.skew import variant_name
+
+    bases = skew_bases() if bases is None else bases
+    rows = []
+    for base in bases:
+        order = 0
+        for a in alphas:
+            rows.append((variant_name(base, None, a), base, "label skew", f"α={a:g}", order))
+            order += 1
+        for k in kinds:
+            rows.append((variant_name(base, k, None), base, "feature skew", k, order))
+            order += 1
+        for k, a in mixed:
+            rows.append((variant_name(base, k, a), base, "mixed", f"{k}+α={a:g}", order))
+            order += 1
+    return pd.DataFrame(rows, columns=["dataset", "base", "family", "level", "order"])
+
+
+# -- stored or computed ---------------------------------------------------------------------
+def load_sweeps(path) -> pd.DataFrame | None:
+    """A stored sweep table (CSV or parquet, the long results table, or a committed archive
+    folder, verified on loading) or None when absent, so a chapter uses stored results when
+    they exist and computes a small version otherwise."""
+    from pathlib import Path
+
+    from playerfl_core.stats.results import load_table
+    from playerfl_core.study.archive import MANIFEST_FILE, load_archive
+
+    if path is None or not Path(path).exists():
+        return None
+    if Path(path).is_dir() and (Path(path) / MANIFEST_FILE).exists():
+        return load_archive(path)[0]
+    if str(path).endswith(".parquet"):
+        table = pd.read_parquet(path)
+        missing = set(COLUMNS) - set(table.columns)
+        if missing:
+            raise ValueError(f"{path} is not a results table: columns {sorted(missing)} missing.")
+        return table
+    return load_table(path)
+
+
+def sweeps(
+    datasets: Iterable[str],
+    seeds: Iterable[int],
+    profile: str = "quick",
+    stored: pd.DataFrame | None = None,
+    progress: bool = True,
+    **run_options,
+) -> pd.DataFrame:
+    """The sweep rows of ``datasets`` from ``stored`` where it has them (every seed it holds),
+    the others computed with :func:`run_sweeps` on ``seeds``. Returns one long table."""
+    parts, missing = [], []
+    for ds in datasets:
+        have = None
+        if stored is not None:
+            rows = stored[stored["dataset"] == ds]
+            have = rows[rows["algorithm"].map(parse_prefix_name).notna()]
+        if have is not None and len(have):
+            parts.append(have)
+        else:
+            missing.append(ds)
+    if missing:
+        parts.append(run_sweeps(missing, seeds, profile, progress=progress, **run_options))
+    return pd.concat(parts, ignore_index=True)

@@ -1,0 +1,111 @@
+"""The tuning protocol: which learning rates a grid tries, and which one it keeps.
+
+1. **Tune** each algorithm's learning rate per dataset on the *tuning seeds*: run every LR of
+   the grid and keep the one with the lowest mean (over tuning seeds) of
+   :func:`playerfl_core.stats.metrics.best_val_loss` — each client's lowest validation loss over
+   rounds, averaged with training-share weights. Only validation data decide; an LR with any
+   failed tuning run is ineligible.
+2. **Widen**: where the dataset's grid allows it (``widen``), a rate chosen at an edge of the
+   grid makes tuning try the next value beyond that edge (:func:`widened_lr`).
+
+The grid plan (:mod:`playerfl_core.study.grid_plan`) schedules the runs; this module only decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from data_prep.registry import federation
+from playerfl_core.stats.metrics import best_val_loss, choose_lr
+from playerfl_core.study.run_store import OK, RunSpec, Store
+
+
+def default_grid(dataset: str, profile: str) -> dict:
+    """LR grid, tuning seeds, evaluation seeds and ``widen`` of ``dataset`` under ``profile``.
+
+    Read from the dataset's declaration (``data_prep.federation.Federation.grid``): ``widen`` is
+    how many values tuning may add beyond an edge of the grid (one at a time, whenever the chosen
+    rate sits at an edge; the grid's notes say so). ``standard``: quick-size runs, ≥ 4 learning
+    rates for the committed datasets, tuning seeds apart from the 10 evaluation seeds; computed
+    once and committed (:mod:`playerfl_core.study.archive`). ``paper``: the authors' run counts
+    (appendix §1.1), meant for a GPU through ``playerfl grid``.
+    """
+    return federation(dataset).grid(profile)
+
+
+def grid_settings(dataset: str, profile: str, seeds=None, lrs=None, tune_seeds=None) -> dict:
+    """The LR grid, tuning seeds and evaluation seeds of one dataset (explicit values win over
+    :func:`default_grid`)."""
+    base = default_grid(dataset, profile)
+    lrs = tuple(float(x) for x in (lrs if lrs is not None else base["lrs"]))
+    seeds = tuple(int(s) for s in (seeds if seeds is not None else base["seeds"]))
+    tune = tuple(
+        int(s)
+        for s in (tune_seeds if tune_seeds is not None else base.get("tune_seeds", seeds[:1]))
+    )
+    if not lrs or not seeds:
+        raise ValueError("A grid needs at least one learning rate and one seed.")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"Evaluation seeds must be distinct, got {list(seeds)}.")
+    if len(lrs) == 1:
+        tune = ()  # nothing to choose
+    widen = int(base.get("widen", 0)) if len(lrs) > 1 else 0
+    return {"lrs": lrs, "seeds": seeds, "tune_seeds": tune, "widen": widen}
+
+
+def widened_lr(chosen: float, lrs: Iterable[float]) -> float | None:
+    """The next learning rate beyond the edge ``chosen`` sits on, or None if it is inside.
+
+    The step repeats the grid's ratio at that edge (3e-2, 1e-2 -> 1e-1 above; -> 3.33e-3 below),
+    so a grid of roughly geometric spacing stays so.
+    """
+    lrs = sorted(set(lrs))
+    if len(lrs) < 2 or chosen is None or not np.isfinite(chosen):
+        return None
+    if chosen == lrs[-1]:
+        return float(f"{lrs[-1] * lrs[-1] / lrs[-2]:.3g}")
+    if chosen == lrs[0]:
+        return float(f"{lrs[0] * lrs[0] / lrs[1]:.3g}")
+    return None
+
+
+def chosen_lr(tune_specs: list[RunSpec], records: dict, store: Store) -> float:
+    """The tuned learning rate of one (dataset, algorithm) pair (NaN when every rate failed)."""
+    tables = [store.table(sp) for sp in tune_specs if records[sp]["status"] == OK]
+    scores = tuning_scores(tune_specs, records, tables)
+    chosen = choose_lr(scores)
+    return float(chosen["lr"].iloc[0]) if len(chosen) else float("nan")
+
+
+def tuning_scores(tune_specs: list[RunSpec], records: dict, tables: list) -> pd.DataFrame:
+    """Mean tuning score per LR; inf when any tuning run of that LR failed."""
+    per_run = best_val_loss(pd.concat(tables, ignore_index=True)) if tables else None
+    rows = []
+    by_lr: dict[float, list[RunSpec]] = {}
+    for sp in tune_specs:
+        by_lr.setdefault(sp.lr, []).append(sp)
+    for lr, specs in by_lr.items():
+        sp0 = specs[0]
+        if any(records[sp]["status"] != OK for sp in specs) or per_run is None:
+            score = float("inf")
+        else:
+            sel = per_run[
+                (per_run["lr"] == lr)
+                & per_run["seed"].isin([s.seed for s in specs])
+                & (per_run["algorithm"] == sp0.algorithm)
+            ]
+            score = float(sel["value"].mean())
+        rows.append(
+            {
+                "dataset": sp0.dataset,
+                "algorithm": sp0.algorithm,
+                "lr": lr,
+                "n_runs": len(specs),
+                "n_ok": sum(records[sp]["status"] == OK for sp in specs),
+                "score": score,
+            }
+        )
+    return pd.DataFrame(rows)
