@@ -8,7 +8,7 @@ import sys
 
 import pandas as pd
 
-from playerfl_core import machine
+from playerfl_core.study import machine
 
 RUN = """
 import sys, torch
