@@ -1,32 +1,9 @@
 """Claims and verdicts: the statistics behind every "supported" in the book.
 
 A **verdict** is exactly one of *supported*, *contradicted* or *undecided*, with an **evidence
-strength**. The rule, applied to every test of this module (α = :data:`ALPHA` unless given):
-
-1. **A test that cannot reject is not run.** Before testing, the smallest two-sided p-value the
-   test can attain with the data's size is computed exactly (Wilcoxon signed-rank over n
-   non-zero pairs: 2/2ⁿ; an exact Spearman permutation test over m units and s seeds:
-   2/(m!)ˢ; the exact Friedman permutation test of k treatments over n blocks: (k!)^(1−n),
-   see :func:`min_pvalue`). If it exceeds α the verdict is *undecided* with strength *none* and
-   the reason says why ("with n = 3 paired seeds the smallest attainable two-sided Wilcoxon p
-   is 0.25 > 0.05").
-2. **Direction from a two-sided test.** Claims are directional (ρ > 0, A better than B). The
-   two-sided p-value decides; its sign gives the direction: p ≤ α with the effect in the
-   claimed direction is *supported*, in the opposite direction *contradicted* (each wrong
-   direction has probability ≤ α/2 under no effect). Otherwise *undecided*.
-3. **Strength.** *strong*: p ≤ α/5 (0.01) and, where a Bayesian test runs beside it, a
-   posterior probability ≥ 0.95 for the same direction; *moderate*: any other decided
-   verdict; *weak*: undecided but leaning (p ≤ 0.2, the direction is named); *none*: no test,
-   or p > 0.2.
-4. **Practical equivalence.** Pairwise comparisons also run baycomp's Bayesian signed-rank test
-   with a region of practical equivalence (ROPE). When the frequentist test is undecided and
-   the posterior puts ≥ 0.95 on the ROPE, a claim of superiority is *contradicted* (moderate):
-   the two are practically equal.
-5. **Claims with several parts** (datasets, measures) are read as universal: Holm's step-down
-   adjustment is applied over the parts that were run (Bonferroni where a part's decision is not
-   a single p-value, as for the Nemenyi-based parts of C4), each part is decided on its adjusted
-   p-value, and the claim is *contradicted* if any part is, *supported* if every part is, else
-   *undecided* (strength *weak* when some parts are decided or leaning, else *none*).
+strength**, decided by one rule, stated once in :mod:`~playerfl_core.stats.decisions` (a test
+that cannot reach α is not run; direction from a two-sided test; strength from the p-value;
+practical equivalence through a ROPE; Holm over the parts of a claim).
 
 Tests used: exact permutation tests of Spearman's ρ (every one of the m! orderings; a pooled
 test of the mean ρ over seeds whose exact null distribution is the convolution of the per-seed
@@ -38,7 +15,7 @@ Where each part lives: the exact tests in :mod:`~playerfl_core.stats.exact_tests
 :mod:`~playerfl_core.stats.evidence`, the split study's interval verdicts in
 :mod:`~playerfl_core.stats.split_verdicts`, the scorecard in
 :mod:`~playerfl_core.stats.scorecard`; this module holds the book's claims and re-exports the
-others' names (:data:`__all__`), so a chapter needs one import (``claims as C``). About 420
+others' names (:data:`__all__`), so a chapter needs one import (``claims as C``). About 400
 lines, of which the re-export list takes 45.
 """
 
