@@ -153,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     archive.add_argument(
         "--threads", type=int, default=1, help="CPU threads for re-computing (verify)"
     )
+    archive.add_argument(
+        "--datasets", help="pack only these datasets' runs (comma-separated; default: all)"
+    )
     archive.add_argument("--seed", type=int, default=0, help="seed of the sample (verify)")
 
     sweep = sub.add_parser(
@@ -243,7 +246,13 @@ def cmd_archive(args) -> int:
     checks.positive_int(args.threads, "--threads")
     if args.action == "pack":
         store = Store(args.store or default_store(args.profile))
-        out = pack(store, args.profile, path, command=" ".join(["playerfl", *sys.argv[1:]]))
+        datasets = (  # any stored dataset's name; pack says which cannot be archived
+            checks.name_list(args.datasets, "--datasets", lambda _: True, "dataset")
+            if args.datasets is not None
+            else None
+        )
+        command = " ".join(["playerfl", *sys.argv[1:]])
+        out = pack(store, args.profile, path, command=command, datasets=datasets)
         print(f"wrote {out}")
         return 0
     found = verify(path, n=args.sample, seed=args.seed, threads=args.threads)

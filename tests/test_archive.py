@@ -340,3 +340,44 @@ def test_a_grid_that_mixes_machines_says_so(packed, tmp_path, capsys):
     here = machine.fingerprint(threads=1)["key"]
     assert f"{len(grid.status) - 1} runs on {here} (this machine, one thread)" in shown, shown
     assert "1 run on " in shown
+
+
+def test_pack_refuses_runs_it_could_not_recompute_elsewhere(packed, tmp_path):
+    """A store that also holds a user federation's runs (the appendix declares one in a file):
+    the archive takes the package's datasets only when told so, never silently."""
+    import hashlib
+
+    from playerfl_core.cli import main
+    from playerfl_core.study.run_store import OK
+
+    _, out = packed
+    store = Store(tmp_path / "s")
+    unpack(out, store)
+    record = json.loads(sorted(store.runs.glob("*.json"))[0].read_text())
+    mine = {**record, "run_id": "mine_local_lr0.01_s0_00000000", "dataset": "mine"}
+    rows = store.rows(record["run_id"]).assign(dataset="mine")
+    assert mine["status"] == OK
+    data = rows.to_csv(index=False).encode()
+    (store.runs / f"{mine['run_id']}.csv").write_bytes(data)
+    mine.update(rows=len(rows), csv_sha256=hashlib.sha256(data).hexdigest())
+    (store.runs / f"{mine['run_id']}.json").write_text(json.dumps(mine))
+    with pytest.raises(ArchiveError, match="holds runs of mine, which no federation"):
+        pack(store, "quick", tmp_path / "a")
+    assert (
+        main(
+            [
+                "archive",
+                "pack",
+                "--store",
+                str(store.root),
+                "--archive",
+                str(tmp_path / "b"),
+                "--datasets",
+                "heart",
+            ]
+        )
+        == 0
+    )
+    _, manifest = load_archive(tmp_path / "b")
+    assert {e["dataset"] for e in manifest["runs"]} == {"heart"}
+    assert main(["archive", "pack", "--store", str(store.root), "--datasets", ""]) == 2

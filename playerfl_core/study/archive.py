@@ -32,6 +32,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from data_prep.registry import is_declared
 from playerfl_core.stats.results import COLUMNS, atomic_write
 from playerfl_core.study import machine
 from playerfl_core.study.verification import BITWISE, STATISTICAL, compare_run, statistical_verdict
@@ -70,15 +71,32 @@ def provenance(profile: str, command: str) -> dict:
     }
 
 
-def pack(store, profile: str, out: str | Path | None = None, command: str = "") -> Path:
-    """Write every run of ``store`` (a :class:`~playerfl_core.study.experiments.Store`) as an
-    archive.
+def pack(
+    store,
+    profile: str,
+    out: str | Path | None = None,
+    command: str = "",
+    datasets: list[str] | None = None,
+) -> Path:
+    """Write every run of ``store`` (a :class:`~playerfl_core.study.experiments.Store`), or only
+    the runs of ``datasets``, as an archive.
 
     Runs that diverged or failed are listed in the manifest with their status and no rows, so a
-    reader sees what was excluded. Both files are written atomically.
+    reader sees what was excluded. Every run must be of a federation the package declares (a
+    built-in or a variant of one): a committed archive is recomputed anywhere, without the user
+    file that declared another one. Both files are written atomically.
     """
     out = Path(out) if out is not None else archive_dir(profile)
     records, damaged = store.scan()
+    if datasets is not None:
+        records = [r for r in records if r["dataset"] in set(datasets)]
+    foreign = sorted({r["dataset"] for r in records if not is_declared(r["dataset"])})
+    if foreign:
+        raise ArchiveError(
+            f"{store.root} holds runs of {', '.join(foreign)}, which no federation of the package "
+            "declares, so the archive could not be recomputed elsewhere; pack the others with "
+            "--datasets (e.g. --datasets heart,digits,fmnist)."
+        )
     if damaged:
         raise ArchiveError(
             f"{store.root} holds {len(damaged)} damaged runs; run the grid again to recompute "
