@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import psutil
 import pytest
@@ -562,3 +563,147 @@ def test_a_grid_removes_temporary_files_of_killed_writes_only(tmp_path):
     assert not stale.exists() and live.exists()
     assert "Removed 1 temporary files of writes interrupted earlier" in grid.note()
     assert Store(tmp_path).remove_stale_temporaries() == []
+
+
+# -- API: results tables on any index and any order of rows (issue 25) -----------------------
+
+FACTS = ["dataset", "algorithm", "lr", "seed", "client", "round", "split", "metric"]
+
+
+@pytest.fixture(scope="module")
+def two_runs():
+    """Two real Heart tables (FedAvg and Local, three rounds), as run_federated returns them."""
+    from data_prep import load
+    from playerfl_core import get_algorithm, make_config, run_federated
+
+    data = load("heart", profile="quick", seed=0)
+    config = make_config("heart", "quick", seed=0, rounds=3, device="cpu", progress=False)
+    return [run_federated(data, get_algorithm(a), config).table() for a in ("fedavg", "local")]
+
+
+def _with_ties(table: pd.DataFrame, rng) -> pd.DataFrame:
+    """Copy each client's lowest validation loss to a random other round of it (a tie)."""
+    table = table.copy()
+    val = table[(table["split"] == "val") & (table["metric"] == "loss")]
+    for _, g in val.groupby(["algorithm", "client"]):
+        best = g["value"].min()
+        table.loc[rng.choice(g.index.to_numpy()), "value"] = best
+    return table
+
+
+def _messy(parts: list[pd.DataFrame], rng) -> pd.DataFrame:
+    """The same rows as ``parts`` with shuffled order, an index of one of the kinds pandas
+    produces, and pieces joined by pd.concat without ignore_index."""
+    pieces = []
+    for part in parts:
+        shuffled = part.sample(frac=1.0, random_state=rng.integers(2**31))
+        a, b = np.sort(rng.choice(np.arange(1, len(part)), size=2, replace=False))
+        pieces += [shuffled.iloc[:a], shuffled.iloc[a:b], shuffled.iloc[b:]]
+    pieces = [pieces[i] for i in rng.permutation(len(pieces))]
+    kind = rng.integers(5)
+    if kind == 0:  # every piece keeps its own 0 … n−1 labels: they repeat
+        pieces = [p.reset_index(drop=True) for p in pieces]
+    elif kind == 1:  # one label for every row
+        pieces = [p.set_axis([7] * len(p)) for p in pieces]
+    elif kind == 2:  # strings, repeated across pieces
+        pieces = [p.set_axis([f"r{i % 5}" for i in range(len(p))]) for p in pieces]
+    elif kind == 3:  # a permuted, offset integer index
+        pieces = [p.set_axis(rng.permutation(len(p)) + 1000) for p in pieces]
+    if kind == 4:  # pd.concat(keys=...) gives a MultiIndex
+        return pd.concat(pieces, keys=range(len(pieces)))
+    return pd.concat(pieces)
+
+
+def _first_best_rounds(table: pd.DataFrame) -> dict:
+    """The oracle: per (algorithm, client), the earliest round with the lowest val loss."""
+    val = table[(table["split"] == "val") & (table["metric"] == "loss")]
+    out = {}
+    for (alg, client), g in val.groupby(["algorithm", "client"]):
+        rounds, losses = g["round"].to_numpy(), g["value"].to_numpy()
+        out[alg, client] = int(rounds[losses == losses.min()].min())
+    return out
+
+
+def _canonical(frame: pd.DataFrame, keys) -> pd.DataFrame:
+    return frame.sort_values(keys).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_results_functions_ignore_the_index_and_the_order_of_rows(two_runs, seed):
+    from playerfl_core.stats.results import client_scores, select_rounds
+
+    rng = np.random.default_rng(seed)
+    parts = [_with_ties(t, rng) for t in two_runs]
+    clean = pd.concat(parts, ignore_index=True)
+    messy = _messy(parts, rng)
+    assert len(messy) == len(clean)
+
+    for selection in ("best_val", "last"):
+        want = select_rounds(clean, selection)
+        got = select_rounds(messy, selection)
+        pd.testing.assert_frame_equal(_canonical(got, FACTS), _canonical(want, FACTS))
+        for metric, split in (("macro_f1", "test"), ("loss", "val"), ("accuracy", "test")):
+            want = client_scores(clean, metric, split, selection)
+            got = client_scores(messy, metric, split, selection)
+            assert len(got) == 2 * 4  # one row per algorithm and client
+            pd.testing.assert_frame_equal(
+                _canonical(got, ["algorithm", "client"]), _canonical(want, ["algorithm", "client"])
+            )
+    chosen = client_scores(messy).set_index(["algorithm", "client"])["round"].to_dict()
+    assert chosen == _first_best_rounds(clean)  # ties: the earliest round
+
+
+def test_a_repeated_index_no_longer_returns_every_round(two_runs):
+    """Issue 25's reproduction: two tables joined without ignore_index."""
+    from playerfl_core.stats import metrics as M
+
+    joined, clean = pd.concat(two_runs), pd.concat(two_runs, ignore_index=True)
+    pd.testing.assert_frame_equal(M.run_scores(joined), M.run_scores(clean))
+
+
+BAD_TABLE_ARGS = {
+    "metric typo": (dict(metric="f1"), "Unknown metric 'f1'; this table's test metrics are"),
+    "split typo": (dict(split="tset"), "Unknown split 'tset'; this table's scored splits are"),
+    "train split": (dict(split="train"), "Unknown split 'train'"),
+    "selection typo": (dict(selection="best"), "selection must be one of ('best_val', 'last')"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_TABLE_ARGS))
+def test_unknown_table_arguments_list_the_valid_ones(case, two_runs):
+    from playerfl_core.stats.results import client_scores
+
+    kwargs, expected = BAD_TABLE_ARGS[case]
+    with pytest.raises(ValueError) as err:
+        client_scores(pd.concat(two_runs), **kwargs)
+    assert expected in str(err.value)
+    if "metric" in kwargs:
+        assert "'macro_f1'" in str(err.value)
+    if "split" in kwargs:
+        assert "['val', 'test']" in str(err.value)
+
+
+def test_all_nan_validation_losses_name_the_run_and_client(two_runs):
+    from playerfl_core.stats.results import client_scores
+
+    table = pd.concat(two_runs)
+    lost = (table["split"] == "val") & (table["metric"] == "loss") & (table["client"] == 2)
+    table.loc[lost & (table["algorithm"] == "local"), "value"] = math.nan
+    with pytest.raises(ValueError, match=r"Client 2 of the run \(dataset=heart, algorithm=local"):
+        client_scores(table)
+    table.loc[lost & (table["algorithm"] == "local"), "value"] = [-math.inf, math.nan, 0.5]
+    one = client_scores(table).set_index(["algorithm", "client"]).loc[("local", 2)]
+    assert one["round"] == 2  # a non-finite loss is never chosen
+
+
+def test_a_run_held_twice_or_an_empty_table_is_refused(two_runs):
+    from playerfl_core.stats import metrics as M
+    from playerfl_core.stats.results import client_scores
+
+    with pytest.raises(ValueError, match="more than once.*drop_duplicates"):
+        client_scores(pd.concat([*two_runs, two_runs[0]]))
+    with pytest.raises(ValueError, match="no clients' validation or test rows"):
+        client_scores(two_runs[0].iloc[:0])
+    other_lr = two_runs[1].assign(lr=0.02)
+    with pytest.raises(ValueError, match="several learning rates"):
+        M.paired_differences(pd.concat([*two_runs, other_lr]), "fedavg", "local")
