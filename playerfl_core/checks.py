@@ -25,6 +25,14 @@ class OptionWarning(UserWarning):
     """An option was accepted after a correction (e.g. duplicate seeds dropped)."""
 
 
+def optional(parse, text, option: str, *args, **kwargs):
+    """``parse(text, option, ...)`` for an option that has a default: None (not given) passes
+    as None, so the caller's default applies; any given value, the empty string included, is
+    parsed, and the list parsers refuse an empty list. An empty value never means the default
+    (``grid --seeds ""`` is refused, as ``run --seeds ""`` is)."""
+    return None if text is None else parse(text, option, *args, **kwargs)
+
+
 def int_list(text, option: str, minimum: int = 0, dedupe: bool = True) -> list[int]:
     """Comma-separated integers ≥ ``minimum``; duplicates are dropped with a warning."""
     values = []

@@ -190,15 +190,16 @@ def cmd_grid(args) -> int:
     from playerfl_core.study.experiments import run_grid
 
     out = checks.output_file(args.out)
+    datasets = checks.optional(checks.dataset_list, args.datasets, "--datasets")
     result = run_grid(
-        checks.dataset_list(args.datasets or ",".join(default_datasets())),
+        datasets if datasets is not None else default_datasets(),
         checks.name_list(args.algorithms, "--algorithms", _known_algorithm, "algorithm", ALGS)
         if args.algorithms != "all"
         else "all",
         args.profile,
-        seeds=checks.int_list(args.seeds, "--seeds") if args.seeds else None,
-        lrs=checks.float_list(args.lrs, "--lrs") if args.lrs else None,
-        tune_seeds=checks.int_list(args.tune_seeds, "--tune-seeds") if args.tune_seeds else None,
+        seeds=checks.optional(checks.int_list, args.seeds, "--seeds"),
+        lrs=checks.optional(checks.float_list, args.lrs, "--lrs"),
+        tune_seeds=checks.optional(checks.int_list, args.tune_seeds, "--tune-seeds"),
         store=args.store,
         eval_timing=args.eval_timing,
         loss=args.loss,
@@ -422,7 +423,7 @@ def cmd_sweep(args) -> int:
             seeds,
             args.profile,
             **settings,
-            splits=checks.int_list(args.splits, "--splits") if args.splits else None,
+            splits=checks.optional(checks.int_list, args.splits, "--splits"),
             workers=checks.positive_int(args.workers, "--workers"),
         )
     except (DataError, DivergenceError) as err:

@@ -307,6 +307,24 @@ BAD_CLI = {
         ["--splits", "'x'"],
     ),
     "archive sample zero": (["archive", "verify", "--sample", "0"], ["--sample", "0"]),
+    # an empty list is refused, never the default (issue 25, item 2)
+    "grid datasets empty": (["grid", "--datasets", ""], ["--datasets", "''", "empty entry"]),
+    "grid seeds empty": (["grid", "--seeds", ""], ["--seeds", "''", "empty entry"]),
+    "grid lrs empty": (["grid", "--lrs", ""], ["--lrs", "''", "empty entry"]),
+    "grid tune seeds empty": (["grid", "--tune-seeds", ""], ["--tune-seeds", "empty entry"]),
+    "grid algorithms empty": (["grid", "--algorithms", ""], ["--algorithms", "empty entry"]),
+    "run seeds empty": (
+        ["run", "--dataset", "heart", "--seeds", "", "--out", "{tmp}/o.csv"],
+        ["--seeds", "''", "empty entry"],
+    ),
+    "sweep seeds empty": (
+        ["sweep", "--dataset", "heart", "--seeds", "", "--out", "{tmp}/o.csv"],
+        ["--seeds", "''", "empty entry"],
+    ),
+    "sweep splits empty": (
+        ["sweep", "--dataset", "heart", "--splits", "", "--out", "{tmp}/o.csv"],
+        ["--splits", "''", "empty entry"],
+    ),
 }
 
 
@@ -393,6 +411,28 @@ def test_bad_constructor_arguments_name_the_parameter(case):
     with pytest.raises((ValueError, DataError)) as err:
         make()
     assert expected in str(err.value), str(err.value)
+
+
+EMPTY_API = {
+    "no datasets": (lambda kw: run_grid([], ["local"], "quick", **kw), "at least one dataset"),
+    "empty dataset string": (lambda kw: run_grid("", ["local"], "quick", **kw), "one dataset"),
+    "no algorithms": (lambda kw: run_grid(["heart"], [], "quick", **kw), "No algorithm given"),
+    "no seeds": (lambda kw: run_grid(["heart"], ["local"], **{**kw, "seeds": []}), "seeds is"),
+    "no lrs": (lambda kw: run_grid(["heart"], ["local"], **{**kw, "lrs": []}), "lrs is empty"),
+    "no tune seeds": (
+        lambda kw: run_grid(["heart"], ["local"], **{**kw, "lrs": (0.1, 0.01), "tune_seeds": []}),
+        "tune_seeds is empty",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(EMPTY_API))
+def test_an_empty_list_to_run_grid_is_refused_not_an_empty_grid(case, tmp_path):
+    make, expected = EMPTY_API[case]
+    kw = dict(seeds=(0,), lrs=(0.01,), rounds=1, workers=1, progress=False, store=tmp_path)
+    with pytest.raises(ValueError, match=expected):
+        make(kw)
+    assert not list(tmp_path.glob("runs/*.csv"))
 
 
 # -- 5. data integrity -------------------------------------------------------------------------

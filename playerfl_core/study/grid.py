@@ -99,6 +99,11 @@ def run_grid(
     datasets = (
         [d.strip() for d in datasets.split(",")] if isinstance(datasets, str) else list(datasets)
     )
+    if not datasets or not all(isinstance(d, str) and d for d in datasets):
+        raise ValueError(
+            f"run_grid needs at least one dataset name, got {datasets!r}; e.g. "
+            "run_grid(['heart'], ...), or data_prep.registry.default_datasets() for the book's."
+        )
     algorithms = algorithm_names(algorithms)
     if profile not in PROFILE_NAMES:
         raise ValueError(f"Unknown profile {profile!r}; use one of {PROFILE_NAMES}.")
