@@ -200,7 +200,6 @@ def cmd_grid(args) -> int:
         seeds=checks.optional(checks.int_list, args.seeds, "--seeds"),
         lrs=checks.optional(checks.float_list, args.lrs, "--lrs"),
         tune_seeds=checks.optional(checks.int_list, args.tune_seeds, "--tune-seeds"),
-        store=args.store,
         eval_timing=args.eval_timing,
         loss=args.loss,
         augment=args.augment,
@@ -211,6 +210,7 @@ def cmd_grid(args) -> int:
         recompute_stale=args.recompute_stale,
         retry_errors=not args.no_retry,
         splits=args.splits,
+        store=checks.writable_store(args.store),  # last: every other option is checked first
     )
     print(
         f"store {result.store.root}: {result.computed} runs computed now, "
@@ -238,15 +238,17 @@ def cmd_archive(args) -> int:
     from playerfl_core.study.archive import archive_dir, pack, verify
     from playerfl_core.study.experiments import Store, default_store
 
-    path = args.archive or archive_dir(args.profile)
     checks.positive_int(args.sample, "--sample")
     checks.positive_int(args.seed, "--seed", minimum=0)
     checks.positive_int(args.threads, "--threads")
     if args.action == "pack":
-        store = Store(args.store or default_store(args.profile))
+        path = checks.writable_folder(args.archive, "--archive") or archive_dir(args.profile)
+        given = checks.optional(checks.existing_store, args.store, "--store")
+        store = Store(given or default_store(args.profile))
         out = pack(store, args.profile, path, command=" ".join(["playerfl", *sys.argv[1:]]))
         print(f"wrote {out}")
         return 0
+    path = checks.optional(checks.nonempty, args.archive, "--archive") or archive_dir(args.profile)
     found = verify(path, n=args.sample, seed=args.seed, threads=args.threads)
     print(found.report.to_string(index=False))
     print(f"machine here: {machine.describe(machine.fingerprint(threads=args.threads))}")
@@ -260,7 +262,8 @@ def cmd_archive(args) -> int:
 def cmd_status(args) -> int:
     from playerfl_core.study.experiments import Store, default_store
 
-    root = checks.existing_store(args.store) if args.store else default_store(args.profile)
+    root = checks.optional(checks.existing_store, args.store, "--store")
+    root = root or default_store(args.profile)
     if not root.is_dir():
         print(f"{root}: no store yet (no grid has run with profile {args.profile!r})")
         return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -186,6 +187,143 @@ def test_unpacked_archive_runs_carry_checksums_and_damage_is_caught(store_copy, 
     assert _victim(again.root) in again.scan()[1]
     assert unpack(archive, again) == 1  # the damaged run is restored from the archive
     assert again.scan()[1] == {}
+
+
+# -- store and archive paths, checked before any compute (issue 25, item 4) -------------------
+
+
+@pytest.fixture(scope="module")
+def archive(reference, tmp_path_factory):
+    """The reference store packed as a committed archive (``<folder>/quick``)."""
+    root, _ = reference
+    return pack(Store(root), "quick", tmp_path_factory.mktemp("stores") / "quick", command="test")
+
+
+def _drop_first_finished(manifest: dict) -> dict:
+    runs = list(manifest["runs"])
+    runs.remove(next(e for e in runs if e["status"] == OK))
+    return {**manifest, "runs": runs}
+
+
+MANIFEST_DAMAGES = {
+    "no runs": (lambda m: {k: v for k, v in m.items() if k != "runs"}, 'no "runs" list'),
+    "a list": (lambda m: [], "a JSON list, not an object"),
+    "runs not a list": (lambda m: {**m, "runs": {}}, '"runs" is not a list'),
+    "entry not an object": (lambda m: {**m, "runs": [1]}, "runs[0] is not an object"),
+    "entry without checksum": (
+        lambda m: {**m, "runs": [{k: v for k, v in e.items() if k != "sha256"} for e in m["runs"]]},
+        "runs[0] lacks sha256",
+    ),
+    "not JSON": (None, "not valid JSON"),
+    "entry removed": (_drop_first_finished, "have no finished entry in manifest.json"),
+}
+
+
+def _damage_manifest(archive: Path, dest: Path, damage: str) -> Path:
+    shutil.copytree(archive, dest)
+    edit, _ = MANIFEST_DAMAGES[damage]
+    manifest = dest / "manifest.json"
+    text = json.dumps(edit(json.loads(manifest.read_text()))) if edit else "{"
+    manifest.write_text(text)
+    return dest
+
+
+@pytest.mark.parametrize("damage", list(MANIFEST_DAMAGES))
+def test_a_damaged_archive_manifest_is_one_line_in_verify_and_every_grid(
+    damage, archive, tmp_path, monkeypatch, capsys
+):
+    from playerfl_core.study.archive import ArchiveError
+
+    _, expected = MANIFEST_DAMAGES[damage]
+    damaged = _damage_manifest(archive, tmp_path / "stores" / "quick", damage)
+    code, out = _run_cli(["archive", "verify", "--archive", str(damaged)], capsys)
+    assert code == 2 and "Traceback" not in out, out
+    assert expected in out and "manifest.json" in out and "playerfl archive pack" in out, out
+    assert "restore it" in out, out
+
+    monkeypatch.setenv("PLAYERFL_STORES", str(damaged.parent))  # every grid reads it first
+    with pytest.raises(ArchiveError, match=re.escape(expected)):
+        _grid(tmp_path / "store")
+    assert not list(tmp_path.glob("store/runs/*.csv"))
+
+
+BAD_PATHS = {
+    "grid store is a file": (["grid", "--store", "{file}"], ["--store", "is a file"]),
+    "grid store under a file": (["grid", "--store", "{file}/s"], ["--store", "is a file"]),
+    "grid store empty": (["grid", "--store", ""], ["--store", "'' is empty"]),
+    "status store is a file": (["status", "--store", "{file}"], ["--store", "is a file"]),
+    "status store empty": (["status", "--store", ""], ["--store", "'' is empty"]),
+    "pack archive is a file": (
+        ["archive", "pack", "--archive", "{file}", "--store", "{store}"],
+        ["--archive", "is a file, not a folder"],
+    ),
+    "pack archive empty": (["archive", "pack", "--archive", ""], ["--archive", "'' is empty"]),
+    "pack store is a file": (
+        ["archive", "pack", "--archive", "{tmp}/a", "--store", "{file}"],
+        ["--store", "is a file"],
+    ),
+    "verify archive empty": (["archive", "verify", "--archive", ""], ["--archive", "is empty"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_PATHS))
+def test_a_path_that_cannot_be_written_is_named_before_any_work(case, reference, tmp_path, capsys):
+    argv, expected = BAD_PATHS[case]
+    file = tmp_path / "file.txt"
+    file.write_text("x")
+    fill = {"{file}": str(file), "{store}": str(reference[0]), "{tmp}": str(tmp_path)}
+    for key, value in fill.items():
+        argv = [a.replace(key, value) for a in argv]
+    if argv[0] == "grid":
+        argv += ["--datasets", "heart", "--algorithms", "local", "--lrs", "0.01", "--rounds", "1"]
+    start = time.process_time()
+    code, out = _run_cli(argv, capsys)
+    assert code == 2 and "Traceback" not in out, out
+    assert len(out.strip().splitlines()) == 1, out
+    for text in expected:
+        assert text in out, (text, out)
+    assert time.process_time() - start < 5  # nothing trained, nothing packed
+    assert file.read_text() == "x" and not (tmp_path / "a").exists()
+
+
+def _refuse_writes(monkeypatch):
+    """A read-only store, also for root (who may write anywhere): the write probe is denied."""
+    from playerfl_core.stats import results
+
+    def denied(folder):
+        raise PermissionError(13, "Permission denied", str(folder))
+
+    monkeypatch.setattr(results, "_probe", denied)
+
+
+def test_a_read_only_store_is_refused_before_any_training(tmp_path, monkeypatch, capsys):
+    from playerfl_core.study.run_store import StoreError
+
+    store = tmp_path / "store"
+    _grid(store, seeds=(0,))  # a store with one finished run, then made read-only
+    _refuse_writes(monkeypatch)
+    start = time.process_time()
+    with pytest.raises(StoreError, match="cannot hold runs: .* is not writable"):
+        _grid(store)
+    argv = ["grid", "--datasets", "heart", "--algorithms", "local", "--lrs", "0.01"]
+    code, out = _run_cli([*argv, "--seeds", "0,1", "--rounds", "1", "--store", str(store)], capsys)
+    assert code == 2 and "--store: The store" in out and "Permission denied" in out, out
+    assert "chmod u+w" in out and "Traceback" not in out
+    assert time.process_time() - start < 5  # refused before training seed 1
+    assert len(list((store / "runs").glob("*.json"))) == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_store_without_write_permission_is_refused(tmp_path):
+    from playerfl_core.study.run_store import StoreError
+
+    (tmp_path / "store" / "runs").mkdir(parents=True)
+    (tmp_path / "store" / "runs").chmod(0o555)
+    try:
+        with pytest.raises(StoreError, match="Permission denied"):
+            _grid(tmp_path / "store")
+    finally:
+        (tmp_path / "store" / "runs").chmod(0o755)
 
 
 # -- 3. divergence -------------------------------------------------------------------------
@@ -419,6 +557,7 @@ EMPTY_API = {
     "no algorithms": (lambda kw: run_grid(["heart"], [], "quick", **kw), "No algorithm given"),
     "no seeds": (lambda kw: run_grid(["heart"], ["local"], **{**kw, "seeds": []}), "seeds is"),
     "no lrs": (lambda kw: run_grid(["heart"], ["local"], **{**kw, "lrs": []}), "lrs is empty"),
+    "store empty": (lambda kw: run_grid(["heart"], ["local"], **{**kw, "store": ""}), "empty"),
     "no tune seeds": (
         lambda kw: run_grid(["heart"], ["local"], **{**kw, "lrs": (0.1, 0.01), "tune_seeds": []}),
         "tune_seeds is empty",

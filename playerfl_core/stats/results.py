@@ -1,4 +1,5 @@
-"""Reading the long results table: round selection, per-client scores, save/load.
+"""Reading the long results table: round selection, per-client scores, save/load (atomic writes,
+writability checked before any compute).
 
 The table's schema (:data:`COLUMNS`, :data:`SERVER`) lives in :mod:`playerfl_core.fl.schema`,
 below the engine that writes it; it is re-exported here for readers of tables.
@@ -7,6 +8,7 @@ below the engine that writes it; it is re-exported here for readers of tables.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,7 @@ __all__ = [
     "atomic_write",
     "chosen_splits",
     "client_scores",
+    "folder_problem",
     "load_table",
     "save_table",
     "select_rounds",
@@ -139,6 +142,33 @@ def atomic_write(path: str | Path, write) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _probe(folder: Path) -> None:
+    """Create and remove a file in ``folder`` (OSError when that is not allowed)."""
+    fd, name = tempfile.mkstemp(dir=folder, prefix=".playerfl-probe-")
+    os.close(fd)
+    os.unlink(name)
+
+
+def folder_problem(path: str | Path) -> str | None:
+    """Why files could not be written into the folder ``path`` (made when missing), with how to
+    fix it, or None: a file in its way, or no write permission (probed by creating and removing
+    a file in the nearest folder that exists). Creates nothing, so it is free before compute."""
+    path = Path(path).expanduser()
+    for folder in [path, *path.parents]:
+        if folder.exists():
+            if not folder.is_dir():
+                return f"{folder} is a file, not a folder; move it or choose another folder"
+            break
+    try:
+        _probe(folder)
+    except OSError as err:
+        return (
+            f"{folder} is not writable ({err.strerror}); make it writable (chmod u+w {folder}) "
+            "or choose another folder"
+        )
+    return None
 
 
 def save_table(table: pd.DataFrame, path: str | Path) -> Path:
