@@ -25,6 +25,14 @@ class OptionWarning(UserWarning):
     """An option was accepted after a correction (e.g. duplicate seeds dropped)."""
 
 
+def optional(parse, text, option: str, *args, **kwargs):
+    """``parse(text, option, ...)`` for an option that has a default: None (not given) passes
+    as None, so the caller's default applies; any given value, the empty string included, is
+    parsed, and the list parsers refuse an empty list. An empty value never means the default
+    (``grid --seeds ""`` is refused, as ``run --seeds ""`` is)."""
+    return None if text is None else parse(text, option, *args, **kwargs)
+
+
 def int_list(text, option: str, minimum: int = 0, dedupe: bool = True) -> list[int]:
     """Comma-separated integers ≥ ``minimum``; duplicates are dropped with a warning."""
     values = []
@@ -183,12 +191,49 @@ def output_file(path, option: str = "--out") -> Path | None:
 
 def existing_store(path, option: str = "--store") -> Path:
     """A store folder that exists (reading a typo'd store must not say 'no runs')."""
-    path = Path(path).expanduser()
+    path = Path(nonempty(path, option)).expanduser()
+    if path.exists() and not path.is_dir():
+        raise OptionError(f"{option}: {str(path)!r} is a file, not a store folder.")
     if not path.is_dir():
         parent = path.parent
         near = sorted(p.name for p in parent.iterdir() if p.is_dir())[:8] if parent.is_dir() else []
         hint = f" Folders in {parent}: {', '.join(near)}." if near else ""
         raise OptionError(f"{option}: the store {str(path)!r} does not exist.{hint}")
+    return path
+
+
+def writable_store(path, option: str = "--store") -> Path | None:
+    """A store folder runs can be written into (None passes: the default store, which
+    :func:`~playerfl_core.study.grid.run_grid` checks the same way before any compute)."""
+    from playerfl_core.study.run_store import Store, StoreError
+
+    if path is None:
+        return None
+    store = Store(nonempty(path, option))
+    try:
+        store.check_writable()
+    except StoreError as err:
+        raise OptionError(f"{option}: {err}") from None
+    return store.root
+
+
+def writable_folder(path, option: str) -> Path | None:
+    """A folder files can be written into, or can be made (None passes: the default)."""
+    from playerfl_core.stats.results import folder_problem
+
+    if path is None:
+        return None
+    path = Path(nonempty(path, option)).expanduser()
+    problem = folder_problem(path)
+    if problem:
+        raise OptionError(f"{option}: cannot write into {str(path)!r}: {problem}.")
+    return path
+
+
+def nonempty(path, option: str):
+    """``path`` unless it is empty (an empty option never means the default)."""
+    if not str(path).strip():
+        raise OptionError(f"{option}: {path!r} is empty; give a folder, or leave {option} out.")
     return path
 
 

@@ -193,16 +193,16 @@ def cmd_grid(args) -> int:
     from playerfl_core.study.experiments import run_grid
 
     out = checks.output_file(args.out)
+    datasets = checks.optional(checks.dataset_list, args.datasets, "--datasets")
     result = run_grid(
-        checks.dataset_list(args.datasets or ",".join(default_datasets())),
+        datasets if datasets is not None else default_datasets(),
         checks.name_list(args.algorithms, "--algorithms", _known_algorithm, "algorithm", ALGS)
         if args.algorithms != "all"
         else "all",
         args.profile,
-        seeds=checks.int_list(args.seeds, "--seeds") if args.seeds else None,
-        lrs=checks.float_list(args.lrs, "--lrs") if args.lrs else None,
-        tune_seeds=checks.int_list(args.tune_seeds, "--tune-seeds") if args.tune_seeds else None,
-        store=args.store,
+        seeds=checks.optional(checks.int_list, args.seeds, "--seeds"),
+        lrs=checks.optional(checks.float_list, args.lrs, "--lrs"),
+        tune_seeds=checks.optional(checks.int_list, args.tune_seeds, "--tune-seeds"),
         eval_timing=args.eval_timing,
         loss=args.loss,
         augment=args.augment,
@@ -213,6 +213,7 @@ def cmd_grid(args) -> int:
         recompute_stale=args.recompute_stale,
         retry_errors=not args.no_retry,
         splits=args.splits,
+        store=checks.writable_store(args.store),  # last: every other option is checked first
     )
     print(
         f"store {result.store.root}: {result.computed} runs computed now, "
@@ -240,12 +241,13 @@ def cmd_archive(args) -> int:
     from playerfl_core.study.archive import archive_dir, pack, verify
     from playerfl_core.study.experiments import Store, default_store
 
-    path = args.archive or archive_dir(args.profile)
     checks.positive_int(args.sample, "--sample")
     checks.positive_int(args.seed, "--seed", minimum=0)
     checks.positive_int(args.threads, "--threads")
     if args.action == "pack":
-        store = Store(args.store or default_store(args.profile))
+        path = checks.writable_folder(args.archive, "--archive") or archive_dir(args.profile)
+        given = checks.optional(checks.existing_store, args.store, "--store")
+        store = Store(given or default_store(args.profile))
         datasets = (  # any stored dataset's name; pack says which cannot be archived
             checks.name_list(args.datasets, "--datasets", lambda _: True, "dataset")
             if args.datasets is not None
@@ -255,6 +257,7 @@ def cmd_archive(args) -> int:
         out = pack(store, args.profile, path, command=command, datasets=datasets)
         print(f"wrote {out}")
         return 0
+    path = checks.optional(checks.nonempty, args.archive, "--archive") or archive_dir(args.profile)
     found = verify(path, n=args.sample, seed=args.seed, threads=args.threads)
     print(found.report.to_string(index=False))
     print(f"machine here: {machine.describe(machine.fingerprint(threads=args.threads))}")
@@ -268,7 +271,8 @@ def cmd_archive(args) -> int:
 def cmd_status(args) -> int:
     from playerfl_core.study.experiments import Store, default_store
 
-    root = checks.existing_store(args.store) if args.store else default_store(args.profile)
+    root = checks.optional(checks.existing_store, args.store, "--store")
+    root = root or default_store(args.profile)
     if not root.is_dir():
         print(f"{root}: no store yet (no grid has run with profile {args.profile!r})")
         return 0
@@ -431,7 +435,7 @@ def cmd_sweep(args) -> int:
             seeds,
             args.profile,
             **settings,
-            splits=checks.int_list(args.splits, "--splits") if args.splits else None,
+            splits=checks.optional(checks.int_list, args.splits, "--splits"),
             workers=checks.positive_int(args.workers, "--workers"),
         )
     except (DataError, DivergenceError) as err:

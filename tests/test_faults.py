@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import psutil
 import pytest
@@ -187,6 +189,143 @@ def test_unpacked_archive_runs_carry_checksums_and_damage_is_caught(store_copy, 
     assert again.scan()[1] == {}
 
 
+# -- store and archive paths, checked before any compute (issue 25, item 4) -------------------
+
+
+@pytest.fixture(scope="module")
+def archive(reference, tmp_path_factory):
+    """The reference store packed as a committed archive (``<folder>/quick``)."""
+    root, _ = reference
+    return pack(Store(root), "quick", tmp_path_factory.mktemp("stores") / "quick", command="test")
+
+
+def _drop_first_finished(manifest: dict) -> dict:
+    runs = list(manifest["runs"])
+    runs.remove(next(e for e in runs if e["status"] == OK))
+    return {**manifest, "runs": runs}
+
+
+MANIFEST_DAMAGES = {
+    "no runs": (lambda m: {k: v for k, v in m.items() if k != "runs"}, 'no "runs" list'),
+    "a list": (lambda m: [], "a JSON list, not an object"),
+    "runs not a list": (lambda m: {**m, "runs": {}}, '"runs" is not a list'),
+    "entry not an object": (lambda m: {**m, "runs": [1]}, "runs[0] is not an object"),
+    "entry without checksum": (
+        lambda m: {**m, "runs": [{k: v for k, v in e.items() if k != "sha256"} for e in m["runs"]]},
+        "runs[0] lacks sha256",
+    ),
+    "not JSON": (None, "not valid JSON"),
+    "entry removed": (_drop_first_finished, "have no finished entry in manifest.json"),
+}
+
+
+def _damage_manifest(archive: Path, dest: Path, damage: str) -> Path:
+    shutil.copytree(archive, dest)
+    edit, _ = MANIFEST_DAMAGES[damage]
+    manifest = dest / "manifest.json"
+    text = json.dumps(edit(json.loads(manifest.read_text()))) if edit else "{"
+    manifest.write_text(text)
+    return dest
+
+
+@pytest.mark.parametrize("damage", list(MANIFEST_DAMAGES))
+def test_a_damaged_archive_manifest_is_one_line_in_verify_and_every_grid(
+    damage, archive, tmp_path, monkeypatch, capsys
+):
+    from playerfl_core.study.archive import ArchiveError
+
+    _, expected = MANIFEST_DAMAGES[damage]
+    damaged = _damage_manifest(archive, tmp_path / "stores" / "quick", damage)
+    code, out = _run_cli(["archive", "verify", "--archive", str(damaged)], capsys)
+    assert code == 2 and "Traceback" not in out, out
+    assert expected in out and "manifest.json" in out and "playerfl archive pack" in out, out
+    assert "restore it" in out, out
+
+    monkeypatch.setenv("PLAYERFL_STORES", str(damaged.parent))  # every grid reads it first
+    with pytest.raises(ArchiveError, match=re.escape(expected)):
+        _grid(tmp_path / "store")
+    assert not list(tmp_path.glob("store/runs/*.csv"))
+
+
+BAD_PATHS = {
+    "grid store is a file": (["grid", "--store", "{file}"], ["--store", "is a file"]),
+    "grid store under a file": (["grid", "--store", "{file}/s"], ["--store", "is a file"]),
+    "grid store empty": (["grid", "--store", ""], ["--store", "'' is empty"]),
+    "status store is a file": (["status", "--store", "{file}"], ["--store", "is a file"]),
+    "status store empty": (["status", "--store", ""], ["--store", "'' is empty"]),
+    "pack archive is a file": (
+        ["archive", "pack", "--archive", "{file}", "--store", "{store}"],
+        ["--archive", "is a file, not a folder"],
+    ),
+    "pack archive empty": (["archive", "pack", "--archive", ""], ["--archive", "'' is empty"]),
+    "pack store is a file": (
+        ["archive", "pack", "--archive", "{tmp}/a", "--store", "{file}"],
+        ["--store", "is a file"],
+    ),
+    "verify archive empty": (["archive", "verify", "--archive", ""], ["--archive", "is empty"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_PATHS))
+def test_a_path_that_cannot_be_written_is_named_before_any_work(case, reference, tmp_path, capsys):
+    argv, expected = BAD_PATHS[case]
+    file = tmp_path / "file.txt"
+    file.write_text("x")
+    fill = {"{file}": str(file), "{store}": str(reference[0]), "{tmp}": str(tmp_path)}
+    for key, value in fill.items():
+        argv = [a.replace(key, value) for a in argv]
+    if argv[0] == "grid":
+        argv += ["--datasets", "heart", "--algorithms", "local", "--lrs", "0.01", "--rounds", "1"]
+    start = time.process_time()
+    code, out = _run_cli(argv, capsys)
+    assert code == 2 and "Traceback" not in out, out
+    assert len(out.strip().splitlines()) == 1, out
+    for text in expected:
+        assert text in out, (text, out)
+    assert time.process_time() - start < 5  # nothing trained, nothing packed
+    assert file.read_text() == "x" and not (tmp_path / "a").exists()
+
+
+def _refuse_writes(monkeypatch):
+    """A read-only store, also for root (who may write anywhere): the write probe is denied."""
+    from playerfl_core.stats import results
+
+    def denied(folder):
+        raise PermissionError(13, "Permission denied", str(folder))
+
+    monkeypatch.setattr(results, "_probe", denied)
+
+
+def test_a_read_only_store_is_refused_before_any_training(tmp_path, monkeypatch, capsys):
+    from playerfl_core.study.run_store import StoreError
+
+    store = tmp_path / "store"
+    _grid(store, seeds=(0,))  # a store with one finished run, then made read-only
+    _refuse_writes(monkeypatch)
+    start = time.process_time()
+    with pytest.raises(StoreError, match="cannot hold runs: .* is not writable"):
+        _grid(store)
+    argv = ["grid", "--datasets", "heart", "--algorithms", "local", "--lrs", "0.01"]
+    code, out = _run_cli([*argv, "--seeds", "0,1", "--rounds", "1", "--store", str(store)], capsys)
+    assert code == 2 and "--store: The store" in out and "Permission denied" in out, out
+    assert "chmod u+w" in out and "Traceback" not in out
+    assert time.process_time() - start < 5  # refused before training seed 1
+    assert len(list((store / "runs").glob("*.json"))) == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_store_without_write_permission_is_refused(tmp_path):
+    from playerfl_core.study.run_store import StoreError
+
+    (tmp_path / "store" / "runs").mkdir(parents=True)
+    (tmp_path / "store" / "runs").chmod(0o555)
+    try:
+        with pytest.raises(StoreError, match="Permission denied"):
+            _grid(tmp_path / "store")
+    finally:
+        (tmp_path / "store" / "runs").chmod(0o755)
+
+
 # -- 3. divergence -------------------------------------------------------------------------
 
 
@@ -306,6 +445,24 @@ BAD_CLI = {
         ["--splits", "'x'"],
     ),
     "archive sample zero": (["archive", "verify", "--sample", "0"], ["--sample", "0"]),
+    # an empty list is refused, never the default (issue 25, item 2)
+    "grid datasets empty": (["grid", "--datasets", ""], ["--datasets", "''", "empty entry"]),
+    "grid seeds empty": (["grid", "--seeds", ""], ["--seeds", "''", "empty entry"]),
+    "grid lrs empty": (["grid", "--lrs", ""], ["--lrs", "''", "empty entry"]),
+    "grid tune seeds empty": (["grid", "--tune-seeds", ""], ["--tune-seeds", "empty entry"]),
+    "grid algorithms empty": (["grid", "--algorithms", ""], ["--algorithms", "empty entry"]),
+    "run seeds empty": (
+        ["run", "--dataset", "heart", "--seeds", "", "--out", "{tmp}/o.csv"],
+        ["--seeds", "''", "empty entry"],
+    ),
+    "sweep seeds empty": (
+        ["sweep", "--dataset", "heart", "--seeds", "", "--out", "{tmp}/o.csv"],
+        ["--seeds", "''", "empty entry"],
+    ),
+    "sweep splits empty": (
+        ["sweep", "--dataset", "heart", "--splits", "", "--out", "{tmp}/o.csv"],
+        ["--splits", "''", "empty entry"],
+    ),
 }
 
 
@@ -392,6 +549,29 @@ def test_bad_constructor_arguments_name_the_parameter(case):
     with pytest.raises((ValueError, DataError)) as err:
         make()
     assert expected in str(err.value), str(err.value)
+
+
+EMPTY_API = {
+    "no datasets": (lambda kw: run_grid([], ["local"], "quick", **kw), "at least one dataset"),
+    "empty dataset string": (lambda kw: run_grid("", ["local"], "quick", **kw), "one dataset"),
+    "no algorithms": (lambda kw: run_grid(["heart"], [], "quick", **kw), "No algorithm given"),
+    "no seeds": (lambda kw: run_grid(["heart"], ["local"], **{**kw, "seeds": []}), "seeds is"),
+    "no lrs": (lambda kw: run_grid(["heart"], ["local"], **{**kw, "lrs": []}), "lrs is empty"),
+    "store empty": (lambda kw: run_grid(["heart"], ["local"], **{**kw, "store": ""}), "empty"),
+    "no tune seeds": (
+        lambda kw: run_grid(["heart"], ["local"], **{**kw, "lrs": (0.1, 0.01), "tune_seeds": []}),
+        "tune_seeds is empty",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(EMPTY_API))
+def test_an_empty_list_to_run_grid_is_refused_not_an_empty_grid(case, tmp_path):
+    make, expected = EMPTY_API[case]
+    kw = dict(seeds=(0,), lrs=(0.01,), rounds=1, workers=1, progress=False, store=tmp_path)
+    with pytest.raises(ValueError, match=expected):
+        make(kw)
+    assert not list(tmp_path.glob("runs/*.csv"))
 
 
 # -- 5. data integrity -------------------------------------------------------------------------
@@ -562,3 +742,147 @@ def test_a_grid_removes_temporary_files_of_killed_writes_only(tmp_path):
     assert not stale.exists() and live.exists()
     assert "Removed 1 temporary files of writes interrupted earlier" in grid.note()
     assert Store(tmp_path).remove_stale_temporaries() == []
+
+
+# -- API: results tables on any index and any order of rows (issue 25) -----------------------
+
+FACTS = ["dataset", "algorithm", "lr", "seed", "client", "round", "split", "metric"]
+
+
+@pytest.fixture(scope="module")
+def two_runs():
+    """Two real Heart tables (FedAvg and Local, three rounds), as run_federated returns them."""
+    from data_prep import load
+    from playerfl_core import get_algorithm, make_config, run_federated
+
+    data = load("heart", profile="quick", seed=0)
+    config = make_config("heart", "quick", seed=0, rounds=3, device="cpu", progress=False)
+    return [run_federated(data, get_algorithm(a), config).table() for a in ("fedavg", "local")]
+
+
+def _with_ties(table: pd.DataFrame, rng) -> pd.DataFrame:
+    """Copy each client's lowest validation loss to a random other round of it (a tie)."""
+    table = table.copy()
+    val = table[(table["split"] == "val") & (table["metric"] == "loss")]
+    for _, g in val.groupby(["algorithm", "client"]):
+        best = g["value"].min()
+        table.loc[rng.choice(g.index.to_numpy()), "value"] = best
+    return table
+
+
+def _messy(parts: list[pd.DataFrame], rng) -> pd.DataFrame:
+    """The same rows as ``parts`` with shuffled order, an index of one of the kinds pandas
+    produces, and pieces joined by pd.concat without ignore_index."""
+    pieces = []
+    for part in parts:
+        shuffled = part.sample(frac=1.0, random_state=rng.integers(2**31))
+        a, b = np.sort(rng.choice(np.arange(1, len(part)), size=2, replace=False))
+        pieces += [shuffled.iloc[:a], shuffled.iloc[a:b], shuffled.iloc[b:]]
+    pieces = [pieces[i] for i in rng.permutation(len(pieces))]
+    kind = rng.integers(5)
+    if kind == 0:  # every piece keeps its own 0 … n−1 labels: they repeat
+        pieces = [p.reset_index(drop=True) for p in pieces]
+    elif kind == 1:  # one label for every row
+        pieces = [p.set_axis([7] * len(p)) for p in pieces]
+    elif kind == 2:  # strings, repeated across pieces
+        pieces = [p.set_axis([f"r{i % 5}" for i in range(len(p))]) for p in pieces]
+    elif kind == 3:  # a permuted, offset integer index
+        pieces = [p.set_axis(rng.permutation(len(p)) + 1000) for p in pieces]
+    if kind == 4:  # pd.concat(keys=...) gives a MultiIndex
+        return pd.concat(pieces, keys=range(len(pieces)))
+    return pd.concat(pieces)
+
+
+def _first_best_rounds(table: pd.DataFrame) -> dict:
+    """The oracle: per (algorithm, client), the earliest round with the lowest val loss."""
+    val = table[(table["split"] == "val") & (table["metric"] == "loss")]
+    out = {}
+    for (alg, client), g in val.groupby(["algorithm", "client"]):
+        rounds, losses = g["round"].to_numpy(), g["value"].to_numpy()
+        out[alg, client] = int(rounds[losses == losses.min()].min())
+    return out
+
+
+def _canonical(frame: pd.DataFrame, keys) -> pd.DataFrame:
+    return frame.sort_values(keys).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_results_functions_ignore_the_index_and_the_order_of_rows(two_runs, seed):
+    from playerfl_core.stats.results import client_scores, select_rounds
+
+    rng = np.random.default_rng(seed)
+    parts = [_with_ties(t, rng) for t in two_runs]
+    clean = pd.concat(parts, ignore_index=True)
+    messy = _messy(parts, rng)
+    assert len(messy) == len(clean)
+
+    for selection in ("best_val", "last"):
+        want = select_rounds(clean, selection)
+        got = select_rounds(messy, selection)
+        pd.testing.assert_frame_equal(_canonical(got, FACTS), _canonical(want, FACTS))
+        for metric, split in (("macro_f1", "test"), ("loss", "val"), ("accuracy", "test")):
+            want = client_scores(clean, metric, split, selection)
+            got = client_scores(messy, metric, split, selection)
+            assert len(got) == 2 * 4  # one row per algorithm and client
+            pd.testing.assert_frame_equal(
+                _canonical(got, ["algorithm", "client"]), _canonical(want, ["algorithm", "client"])
+            )
+    chosen = client_scores(messy).set_index(["algorithm", "client"])["round"].to_dict()
+    assert chosen == _first_best_rounds(clean)  # ties: the earliest round
+
+
+def test_a_repeated_index_no_longer_returns_every_round(two_runs):
+    """Issue 25's reproduction: two tables joined without ignore_index."""
+    from playerfl_core.stats import metrics as M
+
+    joined, clean = pd.concat(two_runs), pd.concat(two_runs, ignore_index=True)
+    pd.testing.assert_frame_equal(M.run_scores(joined), M.run_scores(clean))
+
+
+BAD_TABLE_ARGS = {
+    "metric typo": (dict(metric="f1"), "Unknown metric 'f1'; this table's test metrics are"),
+    "split typo": (dict(split="tset"), "Unknown split 'tset'; this table's scored splits are"),
+    "train split": (dict(split="train"), "Unknown split 'train'"),
+    "selection typo": (dict(selection="best"), "selection must be one of ('best_val', 'last')"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_TABLE_ARGS))
+def test_unknown_table_arguments_list_the_valid_ones(case, two_runs):
+    from playerfl_core.stats.results import client_scores
+
+    kwargs, expected = BAD_TABLE_ARGS[case]
+    with pytest.raises(ValueError) as err:
+        client_scores(pd.concat(two_runs), **kwargs)
+    assert expected in str(err.value)
+    if "metric" in kwargs:
+        assert "'macro_f1'" in str(err.value)
+    if "split" in kwargs:
+        assert "['val', 'test']" in str(err.value)
+
+
+def test_all_nan_validation_losses_name_the_run_and_client(two_runs):
+    from playerfl_core.stats.results import client_scores
+
+    table = pd.concat(two_runs)
+    lost = (table["split"] == "val") & (table["metric"] == "loss") & (table["client"] == 2)
+    table.loc[lost & (table["algorithm"] == "local"), "value"] = math.nan
+    with pytest.raises(ValueError, match=r"Client 2 of the run \(dataset=heart, algorithm=local"):
+        client_scores(table)
+    table.loc[lost & (table["algorithm"] == "local"), "value"] = [-math.inf, math.nan, 0.5]
+    one = client_scores(table).set_index(["algorithm", "client"]).loc[("local", 2)]
+    assert one["round"] == 2  # a non-finite loss is never chosen
+
+
+def test_a_run_held_twice_or_an_empty_table_is_refused(two_runs):
+    from playerfl_core.stats import metrics as M
+    from playerfl_core.stats.results import client_scores
+
+    with pytest.raises(ValueError, match="more than once.*drop_duplicates"):
+        client_scores(pd.concat([*two_runs, two_runs[0]]))
+    with pytest.raises(ValueError, match="no clients' validation or test rows"):
+        client_scores(two_runs[0].iloc[:0])
+    other_lr = two_runs[1].assign(lr=0.02)
+    with pytest.raises(ValueError, match="several learning rates"):
+        M.paired_differences(pd.concat([*two_runs, other_lr]), "fedavg", "local")

@@ -419,6 +419,7 @@ def paired_differences(
     is a paired comparison. Columns: dataset, seed, diff.
     """
     sign = 1.0 if higher_is_better(metric) else -1.0
+    _one_lr(table[table["algorithm"].isin([a, b])])  # one run per (dataset, seed) label below
     runs = run_scores(table, metric, selection, weighting)
     wa = runs[runs["algorithm"] == a].set_index(["dataset", "seed"])["value"]
     wb = runs[runs["algorithm"] == b].set_index(["dataset", "seed"])["value"]

@@ -1,4 +1,5 @@
-"""Reading the long results table: round selection, per-client scores, save/load.
+"""Reading the long results table: round selection, per-client scores, save/load (atomic writes,
+writability checked before any compute).
 
 The table's schema (:data:`COLUMNS`, :data:`SERVER`) lives in :mod:`playerfl_core.fl.schema`,
 below the engine that writes it; it is re-exported here for readers of tables.
@@ -7,8 +8,10 @@ below the engine that writes it; it is re-exported here for readers of tables.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from playerfl_core.fl.schema import COLUMNS, RUN_KEYS, SERVER
@@ -16,10 +19,13 @@ from playerfl_core.fl.schema import COLUMNS, RUN_KEYS, SERVER
 __all__ = [
     "COLUMNS",
     "RUN_KEYS",
+    "SCORED_SPLITS",
+    "SELECTIONS",
     "SERVER",
     "atomic_write",
     "chosen_splits",
     "client_scores",
+    "folder_problem",
     "load_table",
     "save_table",
     "select_rounds",
@@ -27,21 +33,78 @@ __all__ = [
 ]
 
 
+SELECTIONS = ("best_val", "last")
+"""How :func:`select_rounds` picks each client's round."""
+
+SCORED_SPLITS = ("val", "test")
+"""The splits a client is scored on (rows of other splits are never selected)."""
+
+
+def _run_name(row) -> str:
+    return ", ".join(f"{k}={row[k]}" for k in RUN_KEYS)
+
+
+def _scored_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The clients' val/test rows with a fresh 0 … n−1 index: every later step picks rows by
+    value or position, never by the caller's labels (which may repeat after ``pd.concat``)."""
+    scored = table[table["split"].isin(SCORED_SPLITS) & (table["client"] != SERVER)]
+    scored = scored.reset_index(drop=True)
+    if scored.empty:
+        raise ValueError(
+            "The table holds no clients' validation or test rows, so there is nothing to score; "
+            "pass a results table of finished runs (an empty grid, or one whose runs all "
+            "diverged, has none: see GridResult.note())."
+        )
+    facts = [*RUN_KEYS, "client", "round", "split", "metric"]
+    repeated = scored.duplicated(facts)
+    if repeated.any():
+        r = scored[repeated].iloc[0]
+        raise ValueError(
+            f"The table holds the run ({_run_name(r)}) more than once (client {r['client']}, "
+            f"round {r['round']}, {r['split']} {r['metric']} repeats): the same table "
+            "concatenated twice, or runs that differ only in options the table's keys do not "
+            "hold (e.g. two variants of a grid). Drop exact repeats with "
+            "table.drop_duplicates(), or score each run's table separately."
+        )
+    return scored
+
+
 def select_rounds(table: pd.DataFrame, selection: str = "best_val") -> pd.DataFrame:
     """Each client's test (and val) scores at its selected round.
 
     ``best_val``: the round with the lowest validation loss (first such round on ties), as the
     paper's per-client model selection; ``last``: the final round. Returns the rows of the
-    selected rounds with an extra column ``selection``.
+    selected rounds with an extra column ``selection`` and a fresh 0 … n−1 index.
+
+    Any index and any order of rows give the same answer (rows are chosen by value, never by
+    index label). Non-finite validation losses are never chosen; a client without any finite
+    one raises a ValueError naming the run and client (such a run diverged: the library never
+    stores one, see :mod:`playerfl_core.fl.divergence`). A table without clients' val/test rows,
+    or holding one run's facts twice, raises too.
     """
-    if selection not in ("best_val", "last"):
-        raise ValueError(f"selection must be 'best_val' or 'last', got {selection!r}.")
+    if selection not in SELECTIONS:
+        raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}.")
     keys = [*RUN_KEYS, "client"]
-    scored = table[table["split"].isin(["val", "test"]) & (table["client"] != SERVER)]
+    scored = _scored_rows(table)
     if selection == "best_val":
         val_loss = scored[(scored["split"] == "val") & (scored["metric"] == "loss")]
-        val_loss = val_loss.sort_values([*keys, "round"])
-        chosen = val_loss.loc[val_loss.groupby(keys)["value"].idxmin(), [*keys, "round"]]
+        if val_loss.empty:
+            raise ValueError(
+                "The table holds no validation losses ('val' split, 'loss' metric), so "
+                "selection='best_val' cannot choose rounds; use selection='last'."
+            )
+        finite = np.isfinite(val_loss["value"].astype(float))
+        none_finite = ~finite.groupby([val_loss[k] for k in keys]).any()
+        if none_finite.any():
+            r = dict(zip(keys, none_finite[none_finite].index[0], strict=True))
+            raise ValueError(
+                f"Client {r['client']} of the run ({_run_name(r)}) has no finite validation "
+                "loss in any round, so no round can be selected: the run diverged or its rows "
+                "are damaged. Drop its rows (or recompute it) before scoring."
+            )
+        # lowest loss first, then the earliest round; the first row of each client is its pick
+        ordered = val_loss[finite].sort_values([*keys, "value", "round"], kind="stable")
+        chosen = ordered.drop_duplicates(keys)[[*keys, "round"]]
     else:
         chosen = scored.groupby(keys, as_index=False)["round"].max()
     out = scored.merge(chosen, on=[*keys, "round"])
@@ -51,9 +114,20 @@ def select_rounds(table: pd.DataFrame, selection: str = "best_val") -> pd.DataFr
 def client_scores(
     table: pd.DataFrame, metric: str = "macro_f1", split: str = "test", selection: str = "best_val"
 ) -> pd.DataFrame:
-    """Wide per-client scores: one row per run and client, the chosen metric as ``value``."""
+    """Wide per-client scores: one row per run and client, the chosen metric as ``value``.
+
+    ``split`` and ``metric`` must name rows the table holds: an unknown one raises a
+    ValueError that lists the valid ones (never an empty frame).
+    """
     sel = select_rounds(table, selection)
-    sel = sel[(sel["split"] == split) & (sel["metric"] == metric)]
+    splits = [s for s in SCORED_SPLITS if s in set(sel["split"])]
+    if split not in splits:
+        raise ValueError(f"Unknown split {split!r}; this table's scored splits are {splits}.")
+    sel = sel[sel["split"] == split]
+    metrics = sorted(set(sel["metric"]))
+    if metric not in metrics:
+        raise ValueError(f"Unknown metric {metric!r}; this table's {split} metrics are {metrics}.")
+    sel = sel[sel["metric"] == metric]
     return sel[[*RUN_KEYS, "client", "round", "value", "n_samples"]].reset_index(drop=True)
 
 
@@ -68,6 +142,33 @@ def atomic_write(path: str | Path, write) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _probe(folder: Path) -> None:
+    """Create and remove a file in ``folder`` (OSError when that is not allowed)."""
+    fd, name = tempfile.mkstemp(dir=folder, prefix=".playerfl-probe-")
+    os.close(fd)
+    os.unlink(name)
+
+
+def folder_problem(path: str | Path) -> str | None:
+    """Why files could not be written into the folder ``path`` (made when missing), with how to
+    fix it, or None: a file in its way, or no write permission (probed by creating and removing
+    a file in the nearest folder that exists). Creates nothing, so it is free before compute."""
+    path = Path(path).expanduser()
+    for folder in [path, *path.parents]:
+        if folder.exists():
+            if not folder.is_dir():
+                return f"{folder} is a file, not a folder; move it or choose another folder"
+            break
+    try:
+        _probe(folder)
+    except OSError as err:
+        return (
+            f"{folder} is not writable ({err.strerror}); make it writable (chmod u+w {folder}) "
+            "or choose another folder"
+        )
+    return None
 
 
 def save_table(table: pd.DataFrame, path: str | Path) -> Path:

@@ -33,7 +33,7 @@ import torch
 from tqdm import tqdm
 
 from data_prep.registry import is_declared
-from playerfl_core.stats.results import COLUMNS, atomic_write
+from playerfl_core.stats.results import COLUMNS, atomic_write, folder_problem
 from playerfl_core.study import machine
 from playerfl_core.study.verification import BITWISE, STATISTICAL, compare_run, statistical_verdict
 
@@ -87,6 +87,12 @@ def pack(
     file that declared another one. Both files are written atomically.
     """
     out = Path(out) if out is not None else archive_dir(profile)
+    problem = folder_problem(out)
+    if problem:
+        raise ArchiveError(
+            f"Cannot write the archive into {out}: {problem} (pack writes {TABLE_FILE} and "
+            f"{MANIFEST_FILE} into it)."
+        )
     records, damaged = store.scan()
     if datasets is not None:
         records = [r for r in records if r["dataset"] in set(datasets)]
@@ -130,6 +136,43 @@ def pack(
     return out
 
 
+def _manifest_error(file: Path, why: str) -> ArchiveError:
+    return ArchiveError(
+        f"{file}: not a results-archive manifest ({why}); restore it with "
+        f"`git checkout -- {file}` or rebuild the archive with `playerfl archive pack`."
+    )
+
+
+def read_manifest(path: str | Path) -> dict:
+    """The manifest of the archive folder ``path``, checked for the shape every reader relies
+    on (an object whose ``runs`` list has one object per run with ``run_id`` and ``status``, and
+    ``rows`` and ``sha256`` for finished runs); anything else raises one :class:`ArchiveError`
+    naming the file and how to restore it."""
+    file = Path(path) / MANIFEST_FILE
+    try:
+        manifest = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError) as err:
+        raise ArchiveError(f"{file}: cannot read the archive's manifest ({err}).") from err
+    except ValueError as err:
+        raise _manifest_error(file, f"not valid JSON: {err}") from None
+    if not isinstance(manifest, dict):
+        raise _manifest_error(file, f"a JSON {type(manifest).__name__}, not an object")
+    runs = manifest.get("runs")
+    if not isinstance(runs, list):
+        raise _manifest_error(file, 'no "runs" list' if runs is None else '"runs" is not a list')
+    for i, entry in enumerate(runs):
+        need = ("run_id", "status", *(("rows", "sha256") if _is_ok(entry) else ()))
+        lacking = [k for k in need if k not in entry] if isinstance(entry, dict) else None
+        if lacking is None or lacking:
+            what = "is not an object" if lacking is None else f"lacks {', '.join(lacking)}"
+            raise _manifest_error(file, f"runs[{i}] {what}")
+    return manifest
+
+
+def _is_ok(entry) -> bool:
+    return isinstance(entry, dict) and entry.get("status") == "ok"
+
+
 def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
     """The archive's rows and manifest, after checking every run's row count and checksum."""
     path = Path(path)
@@ -139,8 +182,8 @@ def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
             f"{path} is not a results archive: {', '.join(missing)} missing. Restore it with "
             f"`git checkout -- {path}` or rebuild it with `playerfl archive pack`."
         )
+    manifest = read_manifest(path)
     try:
-        manifest = json.loads((path / MANIFEST_FILE).read_text())
         table = pd.read_parquet(path / TABLE_FILE)
     except (OSError, ValueError) as err:
         raise ArchiveError(f"{path}: cannot read the archive ({err}).") from err
@@ -149,12 +192,20 @@ def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
         table[col] = table[col].astype(str)
     groups = dict(tuple(table.groupby("run_id", sort=False)))
     damaged = []
-    for entry in manifest.get("runs", []):
-        if entry.get("status") != "ok":
+    for entry in manifest["runs"]:
+        if entry["status"] != "ok":
             continue
         rows = groups.get(entry["run_id"])
         if rows is None or len(rows) != entry["rows"] or table_digest(rows) != entry["sha256"]:
             damaged.append(entry["run_id"])
+    unlisted = sorted(set(groups) - {e["run_id"] for e in manifest["runs"] if _is_ok(e)})
+    if unlisted:
+        raise ArchiveError(
+            f"{path}: {len(unlisted)} runs of {TABLE_FILE} have no finished entry in "
+            f"{MANIFEST_FILE}: {', '.join(unlisted[:3])}{' …' if len(unlisted) > 3 else ''}. The "
+            "manifest was edited or damaged; restore it from git or rebuild the archive with "
+            "`playerfl archive pack`."
+        )
     if damaged:
         raise ArchiveError(
             f"{path}: {len(damaged)} runs do not match the manifest (rows or SHA-256): "

@@ -8,7 +8,6 @@ here, and this module re-exports the plan's and the result's names for it (:data
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -99,10 +98,17 @@ def run_grid(
     datasets = (
         [d.strip() for d in datasets.split(",")] if isinstance(datasets, str) else list(datasets)
     )
+    if not datasets or not all(isinstance(d, str) and d for d in datasets):
+        raise ValueError(
+            f"run_grid needs at least one dataset name, got {datasets!r}; e.g. "
+            "run_grid(['heart'], ...), or data_prep.registry.default_datasets() for the book's."
+        )
     algorithms = algorithm_names(algorithms)
     if profile not in PROFILE_NAMES:
         raise ValueError(f"Unknown profile {profile!r}; use one of {PROFILE_NAMES}.")
     store = Store(store if store is not None else default_store(profile))
+    if compute:
+        store.check_writable()
     stale = store.remove_stale_temporaries() if compute else []
     _start_from_archive(store, profile)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -159,12 +165,11 @@ def _start_from_archive(store: Store, profile: str) -> None:
     """A store that lacks runs of its profile's committed archive gets them (verified; runs
     already there are kept), so a fresh clone recomputes only what the archive does not hold,
     whichever chapter or command wrote into the store first."""
-    from playerfl_core.study.archive import archive_dir, unpack
+    from playerfl_core.study.archive import MANIFEST_FILE, archive_dir, read_manifest, unpack
 
-    manifest = archive_dir(profile) / "manifest.json"
-    if not manifest.exists():
+    if not (archive_dir(profile) / MANIFEST_FILE).exists():
         return
-    ids = [entry["run_id"] for entry in json.loads(manifest.read_text())["runs"]]
+    ids = [entry["run_id"] for entry in read_manifest(archive_dir(profile))["runs"]]
     if all((store.runs / f"{run_id}.json").exists() for run_id in ids):
         return
     unpack(archive_dir(profile), store)

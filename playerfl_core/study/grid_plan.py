@@ -69,6 +69,11 @@ def algorithm_names(algorithms) -> list[str]:
             else list(algorithms)
         )
     )
+    if not names:
+        raise ValueError(
+            f"No algorithm given ({algorithms!r}); name at least one, e.g. 'local,fedavg', or "
+            "'all'."
+        )
     for name in names:
         if not is_algorithm(name):
             raise ValueError(

@@ -31,7 +31,7 @@ from playerfl_core.fl.divergence import check_table
 from playerfl_core.fl.engine import DivergenceError, RunConfig, run_federated
 from playerfl_core.fl.profiles import SIZE_OF, make_config
 from playerfl_core.fl.schema import COLUMNS
-from playerfl_core.stats.results import atomic_write
+from playerfl_core.stats.results import atomic_write, folder_problem
 from playerfl_core.study import machine
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -167,6 +167,10 @@ class RunSpec:
         )
 
 
+class StoreError(ValueError):
+    """A store folder that cannot hold runs: a file in its way, or no write permission."""
+
+
 class DamagedRunError(RuntimeError):
     """A stored run's files are missing, truncated or do not match its recorded checksum."""
 
@@ -198,6 +202,10 @@ class Store:
     """
 
     def __init__(self, root: str | Path):
+        if not str(root).strip():
+            raise StoreError(
+                f"A store folder is empty ({root!r}); give a folder, or None for the default."
+            )
         self.root = Path(root).expanduser().resolve()
         self.runs = self.root / "runs"
         self.damaged: dict[str, str] = {}
@@ -205,6 +213,13 @@ class Store:
 
     def __repr__(self):
         return f"Store({str(self.root)!r})"
+
+    def check_writable(self) -> None:
+        """Raise :class:`StoreError` unless runs can be written into ``runs/`` (checked before
+        any compute, so a read-only store costs seconds, not a trained run)."""
+        problem = folder_problem(self.runs)
+        if problem:
+            raise StoreError(f"The store {self.root} cannot hold runs: {problem}.")
 
     def remove_stale_temporaries(self) -> list[str]:
         """Delete the temporary files of writes whose process is gone (a ``kill -9`` between

@@ -46,8 +46,16 @@ def grid_settings(dataset: str, profile: str, seeds=None, lrs=None, tune_seeds=N
         int(s)
         for s in (tune_seeds if tune_seeds is not None else base.get("tune_seeds", seeds[:1]))
     )
-    if not lrs or not seeds:
-        raise ValueError("A grid needs at least one learning rate and one seed.")
+    for given, values in (("lrs", lrs), ("seeds", seeds)):
+        if not values:
+            raise ValueError(
+                f"{given} is empty; a grid needs at least one value (None: the profile's default)."
+            )
+    if tune_seeds is not None and not tune and len(lrs) > 1:
+        raise ValueError(
+            f"tune_seeds is empty, so none of the {len(lrs)} learning rates could be chosen; give "
+            "at least one seed (None: the profile's default), or a single learning rate."
+        )
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"Evaluation seeds must be distinct, got {list(seeds)}.")
     if len(lrs) == 1:
