@@ -100,8 +100,13 @@ def dataset_module(path, option: str = "--dataset-module") -> list[str]:
     from data_prep.base import DataError
     from data_prep.registry import load_dataset_module
 
-    if path is None or path == "":
+    if path is None:
         return []
+    if not str(path).strip():
+        raise OptionError(
+            f"{option}: an empty path; give your dataset file (a .py declaring FEDERATION) or "
+            "leave the option out."
+        )
     try:
         return load_dataset_module(path)
     except DataError as err:

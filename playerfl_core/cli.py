@@ -221,6 +221,13 @@ def cmd_grid(args) -> int:
     )
     print(result.chosen.to_string(index=False))
     print(result.note())
+    if result.table.empty:  # every evaluation run diverged or failed: nothing to report
+        print(
+            f"playerfl: no evaluation run of this grid finished ({len(result.failures)} "
+            "diverged or failed; see above), so nothing was written; try smaller --lrs.",
+            file=sys.stderr,
+        )
+        return 3
     if out:
         path = save_table(result.table, out)
         print(f"wrote {path} ({len(result.table)} rows)")

@@ -403,6 +403,7 @@ BAD_CLI = {
     "grid rounds zero": (["grid", "--rounds", "0"], ["--rounds", "0", "≥ 1"]),
     "grid workers zero": (["grid", "--workers", "0"], ["--workers", "0", "≥ 1"]),
     "grid device typo": (["grid", "--device", "gpu"], ["--device", "'gpu'"]),
+    "dataset module empty": (["grid", "--dataset-module", ""], ["--dataset-module", "empty path"]),
     "store typo": (["status", "--store", "/nonexistent/storx"], ["--store", "does not exist"]),
     "run dataset unknown": (
         ["run", "--dataset", "hart", "--out", "{tmp}/o.csv"],
@@ -886,3 +887,13 @@ def test_a_run_held_twice_or_an_empty_table_is_refused(two_runs):
     other_lr = two_runs[1].assign(lr=0.02)
     with pytest.raises(ValueError, match="several learning rates"):
         M.paired_differences(pd.concat([*two_runs, other_lr]), "fedavg", "local")
+
+
+def test_a_grid_whose_every_run_diverged_exits_non_zero_and_writes_nothing(tmp_path, capsys):
+    """Like `run`, a grid with no finished evaluation run fails, instead of an empty table."""
+    out = tmp_path / "grid.csv"
+    argv = ["grid", "--datasets", "heart", "--algorithms", "fedavg", "--lrs", "1e6"]
+    argv += ["--seeds", "0", "--rounds", "2", "--out", str(out), "--store", str(tmp_path / "s")]
+    code, shown = _run_cli(argv, capsys)
+    assert code == 3, shown
+    assert "no evaluation run of this grid finished" in shown and not out.exists()
