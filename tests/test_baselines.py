@@ -164,7 +164,7 @@ DEFAULTS = {  # reference §1.2, except pFedMe (the pFedMe paper's λ, K, β; se
     "fedlp": {"p": 0.7},
     "fedlama": {"tau_base": 2, "phi": 2},
     "pfedla": {"hn_lr": 0.01, "embedding_dim": None, "hidden_dim": None},
-    "playerfl": {"threshold": 1.0},
+    "playerfl": {"threshold": None, "rule": "paper"},
     "playerfl_random": {"threshold": 1.0},
 }
 

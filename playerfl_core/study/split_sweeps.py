@@ -207,9 +207,10 @@ def heterogeneity_federations(
 
 # -- stored or computed ---------------------------------------------------------------------
 def load_sweeps(path) -> pd.DataFrame | None:
-    """A stored sweep table (CSV or parquet, the long results table, or a committed archive
-    folder, verified on loading) or None when absent, so a chapter uses stored results when
-    they exist and computes a small version otherwise."""
+    """A stored sweep table (CSV or parquet, the long results table, a committed archive
+    folder, verified on loading, or a grid's store folder, whose finished sweep runs it reads)
+    or None when absent, so a chapter uses stored results when they exist and computes a small
+    version otherwise."""
     from pathlib import Path
 
     from playerfl_core.stats.results import load_table
@@ -219,6 +220,8 @@ def load_sweeps(path) -> pd.DataFrame | None:
         return None
     if Path(path).is_dir() and (Path(path) / MANIFEST_FILE).exists():
         return load_archive(path)[0]
+    if Path(path).is_dir() and (Path(path) / "runs").is_dir():
+        return _store_sweeps(Path(path))
     if str(path).endswith(".parquet"):
         table = pd.read_parquet(path)
         missing = set(COLUMNS) - set(table.columns)
@@ -226,6 +229,21 @@ def load_sweeps(path) -> pd.DataFrame | None:
             raise ValueError(f"{path} is not a results table: columns {sorted(missing)} missing.")
         return table
     return load_table(path)
+
+
+def _store_sweeps(root) -> pd.DataFrame:
+    from playerfl_core.study.run_store import OK, Store
+
+    store = Store(root)
+    records, _ = store.scan()
+    ids = [
+        r["run_id"]
+        for r in records
+        if r["status"] == OK and parse_prefix_name(r["algorithm"]) is not None
+    ]
+    if not ids:
+        raise ValueError(f"The store {root} holds no finished split-sweep runs (prefix_p<p>).")
+    return pd.concat([store.rows(i) for i in ids], ignore_index=True)
 
 
 def sweeps(

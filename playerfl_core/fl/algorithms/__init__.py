@@ -11,9 +11,10 @@ from playerfl_core.fl.algorithms.finetune import FineTune
 from playerfl_core.fl.algorithms.local import Local
 from playerfl_core.fl.algorithms.pfedla import PFedLA
 from playerfl_core.fl.algorithms.pfedme import PFedMe
-from playerfl_core.fl.algorithms.playerfl import PLayerFL
+from playerfl_core.fl.algorithms.playerfl import PLayerFL, parse_rule_variant
 from playerfl_core.fl.algorithms.playerfl_random import PLayerFLRandom
 from playerfl_core.fl.algorithms.prefix import Prefix, parse_prefix_name
+from playerfl_core.fl.split_rules import RULES
 
 ALGORITHMS: dict[str, type[Algorithm]] = {
     cls.name: cls
@@ -69,7 +70,11 @@ def describe_algorithms(names=None) -> list[dict]:
 
 def is_algorithm(name: str) -> bool:
     """True for a name :func:`get_algorithm` accepts without extra hyper-parameters."""
-    return name in ALGORITHMS or parse_prefix_name(name) is not None
+    return (
+        name in ALGORITHMS
+        or parse_prefix_name(name) is not None
+        or parse_rule_variant(name) is not None
+    )
 
 
 def get_algorithm(name: str, **hyperparameters) -> Algorithm:
@@ -77,15 +82,20 @@ def get_algorithm(name: str, **hyperparameters) -> Algorithm:
 
     ``prefix_p{p}`` (e.g. ``prefix_p2``) names the prefix federation at split p, so a grid can
     refer to every run of a split sweep by a plain string; ``prefix`` needs ``p=...``.
+    ``playerfl-<rule>`` (e.g. ``playerfl-disagreement``) is PLayer-FL with another split rule
+    (:mod:`playerfl_core.fl.split_rules`).
     """
     if parse_prefix_name(name) is not None:
         return Prefix(p=parse_prefix_name(name), **hyperparameters)
+    if parse_rule_variant(name) is not None:
+        return PLayerFL(rule=parse_rule_variant(name), **hyperparameters)
     if name in FAMILIES:
         return FAMILIES[name](**hyperparameters)
     if name not in ALGORITHMS:
         raise ValueError(
-            f"Unknown algorithm {name!r}. Available: {', '.join(ALGORITHMS)}, prefix_p<p> "
-            "(or 'all' on the command line)."
+            f"Unknown algorithm {name!r}. Available: {', '.join(ALGORITHMS)}, prefix_p<p>, "
+            f"playerfl-<rule> (rules: {', '.join(r for r in RULES if r != 'paper')}) (or 'all' "
+            "on the command line)."
         )
     return ALGORITHMS[name](**hyperparameters)
 

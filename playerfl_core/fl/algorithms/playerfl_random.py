@@ -49,7 +49,7 @@ class PLayerFLRandom(PrefixFederation):
 
     def server_step(self, run, rnd):
         if self.p is None:
-            p_star = PLayerFL.choose(run, self.threshold)
+            p_star = PLayerFL().choose(run, self.threshold)
             run.info["playerfl_split_p"] = p_star
             run.log(SERVER, 0, "server", "playerfl_split_p", p_star)
             self.record_split(run, self.draw(run, p_star))

@@ -76,7 +76,7 @@ class Prefix(PrefixFederation):
             # first-epoch models (identical for every p): each sweep run carries its seed's
             # rule split and the clients' sensitivities, so a stored sweep needs nothing else.
             if len(unit_names(run.template)) >= 2:  # the rule needs two units
-                rule_p = PLayerFL.choose(run)
+                rule_p = PLayerFL().choose(run)
                 run.info["rule_split_p"] = rule_p
                 run.log(SERVER, 0, "server", RULE_METRIC, rule_p)
             self.record_split(run, self.split)

@@ -1,0 +1,201 @@
+"""Every split rule on a sweep's seeds: the tidy rules table, the validation probe, regrets.
+
+A split sweep trains every p on each seed; all its runs share the first local epoch. This
+module replays that epoch (:func:`first_epoch_state`: one local epoch per client, the same code
+path as the sweep's, so on the machine that made the sweep it gives the sweep's own models
+bit for bit; :func:`check_replay` compares the paper's split with the one the sweep recorded)
+and applies every rule of :mod:`playerfl_core.fl.split_rules` to it. The result is one long
+table (:func:`rules_table`): per (dataset, lr, seed, rule, unit) the quantity the rule read and
+the split it chose. Any threshold is re-applied from the table alone (:func:`rethreshold`), and
+each rule's regret comes from the sweep's scores without training again (:func:`rule_regrets`).
+
+The **validation probe** (:func:`probe_splits`) is the practical upper reference: every p is
+trained for ``rounds`` rounds and the best validation score chooses. It is read from the sweep
+itself; its cost is (L+1)·rounds local epochs per client, which a first-epoch rule avoids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from playerfl_core.fl.split_rules import RULES, FirstEpoch, get_rule
+from playerfl_core.stats.metrics import client_weights
+from playerfl_core.stats.results import SERVER
+from playerfl_core.study.split_scores import oracle_splits, regrets, sweep_rows
+from playerfl_core.study.split_sweeps import RUN
+
+COLUMNS = [*RUN, "rule", "threshold", "p", "unit", "depth", "quantity", "value"]
+"""The rules table: one row per (dataset, lr, seed, rule, unit)."""
+PROBE = "probe"
+"""The validation probe's name in rule columns (not a first-epoch rule)."""
+
+
+def first_epoch_state(data, config) -> FirstEpoch:
+    """The federation after its first local epoch, as every run of the seed sees it: θ_0, each
+    client's θ_c, the gradient of its mean training loss at θ_c and its s_k (from that same
+    gradient, as PLayer-FL's clients compute it)."""
+    from playerfl_core.fl.models import model_for
+    from playerfl_core.fl.sensitivity import full_gradient, sensitivity_from_gradient
+    from playerfl_core.fl.units import unit_names
+    from playerfl_core.measure.layer_measure import first_epoch_models
+
+    models = first_epoch_models(data, config)
+    init = model_for(data, config.width, config.seed)
+    total = sum(c.n_train for c in data.clients)
+    params, grads, sens, weights = {}, {}, {}, {}
+    for i, (model, c) in enumerate(zip(models, data.clients, strict=True)):
+        dev = next(model.parameters()).device
+        g = full_gradient(model, c.x_train.to(dev), c.y_train.to(dev))
+        grads[i] = {n: v.detach().cpu() for n, v in g.items()}
+        params[i] = {n: p.detach().cpu().clone() for n, p in model.named_parameters()}
+        sens[i] = sensitivity_from_gradient(model, g)
+        weights[i] = c.n_train / total
+    return FirstEpoch(
+        units=tuple(unit_names(init)),
+        weights=weights,
+        sensitivities=sens,
+        init={n: p.detach().clone() for n, p in init.named_parameters()},
+        params=params,
+        grads=grads,
+    )
+
+
+def state_rows(key: tuple, state: FirstEpoch, rules: Sequence[str] | None = None) -> list[tuple]:
+    """The rules table's rows of one seed (``key`` = (dataset, lr, seed))."""
+    rows = []
+    for name in rules or RULES:
+        rule = get_rule(name)
+        result = rule(state)
+        for depth, (unit, value) in enumerate(result.values.items(), start=1):
+            rows.append(
+                (*key, name, rule.default_threshold, result.p, unit, depth, result.quantity, value)
+            )
+    return rows
+
+
+def rules_table(
+    dataset: str,
+    seeds: Iterable[int],
+    profile: str = "quick",
+    lr: float | None = None,
+    device: str | None = None,
+    data_loader: Callable | None = None,
+    rules: Sequence[str] | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Every rule (default: all) on the first epoch of each seed of ``dataset``, at the
+    profile's learning rate unless ``lr`` (the sweep's). Columns: :data:`COLUMNS`."""
+    import torch
+
+    from playerfl_core.fl.profiles import make_config
+
+    if data_loader is None:
+        from data_prep import load
+
+        def data_loader(s):
+            return load(dataset, profile=profile, seed=s)
+
+    rows = []
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)  # the sweep's runs use one thread: the same last bits
+    try:
+        for seed in tqdm(list(seeds), desc=f"rules {dataset}", disable=not progress):
+            data = data_loader(seed)
+            config = make_config(dataset, profile, seed=seed, lr=lr, device=device, progress=False)
+            state = first_epoch_state(data, config)
+            rows += state_rows((data.name, config.lr, seed), state, rules)
+    finally:
+        torch.set_num_threads(previous)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def rethreshold(table: pd.DataFrame, rule: str, threshold: float) -> pd.DataFrame:
+    """The split ``rule`` picks at ``threshold`` on each seed, from the table's quantities
+    alone. Columns: dataset, lr, seed, rule, threshold, p."""
+    split_rule = get_rule(rule)
+    t = split_rule.check_threshold(threshold)
+    rows = table[table["rule"] == rule]
+    if rows.empty:
+        raise ValueError(f"The rules table has no rows of rule {rule!r}.")
+    out = []
+    for key, g in rows.sort_values("depth").groupby(RUN, sort=True):
+        out.append((*key, rule, t, split_rule.split(g["value"].tolist(), t)))
+    return pd.DataFrame(out, columns=[*RUN, "rule", "threshold", "p"])
+
+
+def splits(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, lr, seed, rule): the split at the table's threshold."""
+    first = table.groupby([*RUN, "rule"], sort=False, as_index=False).first()
+    return first[[*RUN, "rule", "threshold", "p"]].reset_index(drop=True)
+
+
+def check_replay(table: pd.DataFrame, sweep: pd.DataFrame) -> pd.DataFrame:
+    """Does the replayed first epoch give the split the sweep recorded? Per seed: the paper's
+    split from the replay and from the sweep's ``rule_split_p`` row. Columns: dataset, lr,
+    seed, replayed, recorded, same."""
+    from playerfl_core.fl.algorithms.prefix import RULE_METRIC
+
+    rec = sweep[(sweep["metric"] == RULE_METRIC) & (sweep["client"] == SERVER)]
+    rec = rec.groupby(RUN, as_index=False)["value"].first().rename(columns={"value": "recorded"})
+    mine = splits(table)
+    mine = mine[mine["rule"] == "paper"][[*RUN, "p"]].rename(columns={"p": "replayed"})
+    out = mine.merge(rec, on=RUN, how="left")
+    out["same"] = out["replayed"] == out["recorded"]
+    return out
+
+
+def probe_splits(sweep: pd.DataFrame, rounds: int = 2, metric: str = "macro_f1") -> pd.DataFrame:
+    """The validation probe: train every p for ``rounds`` rounds and keep the best validation
+    score (clients' training-share weighted mean at round ``rounds`` − 1; ties to the smaller
+    p). Columns: dataset, lr, seed, rule, threshold, p, val."""
+    if not (isinstance(rounds, int) and rounds >= 1):
+        raise ValueError(f"rounds must be an integer ≥ 1, got {rounds!r}.")
+    rows = sweep_rows(sweep)
+    last = int(rows["round"].max())
+    if rounds - 1 > last:
+        raise ValueError(f"The sweep has rounds 0..{last}; a {rounds}-round probe needs more.")
+    val = rows[
+        (rows["metric"] == metric)
+        & (rows["split"] == "val")
+        & (rows["round"] == rounds - 1)
+        & (rows["client"] != SERVER)
+    ]
+    w = client_weights(sweep).groupby([*RUN, "client"], as_index=False)["weight"].first()
+    val = val.merge(w, on=[*RUN, "client"])
+    val = val.assign(wv=val["value"] * val["weight"])
+    per = val.groupby([*RUN, "p"], as_index=False).agg(wv=("wv", "sum"), w=("weight", "sum"))
+    per["val"] = per["wv"] / per["w"]
+    best = per.sort_values([*RUN, "val", "p"], ascending=[True, True, True, False, True])
+    best = best.groupby(RUN, sort=False).head(1)
+    return best.assign(rule=PROBE, threshold=float(rounds))[
+        [*RUN, "rule", "threshold", "p", "val"]
+    ].reset_index(drop=True)
+
+
+def rule_regrets(scores: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
+    """Every rule's regret against the validation oracle on the sweep's seeds. ``chosen``:
+    :func:`splits`, :func:`rethreshold` or :func:`probe_splits` rows (stacked). Columns:
+    dataset, lr, seed, rule, p_rule, p_oracle, test_rule, test_oracle, regret."""
+    frame = chosen.rename(columns={"rule": "variant", "p": "p_rule"}).assign(margin=np.nan)
+    parts = [regrets(scores, frame, v) for v in frame["variant"].unique()]
+    out = pd.concat(parts, ignore_index=True).rename(columns={"variant": "rule"})
+    return out.drop(columns="margin")
+
+
+__all__ = [
+    "COLUMNS",
+    "PROBE",
+    "check_replay",
+    "first_epoch_state",
+    "oracle_splits",
+    "probe_splits",
+    "rethreshold",
+    "rule_regrets",
+    "rules_table",
+    "splits",
+    "state_rows",
+]
