@@ -218,10 +218,18 @@ SPECS: dict[str, dict[str, Callable]] = {
         "process_rounds": _integer(0),
         "device": None,  # no such parameter: Flower's silos train on the CPU
     },
+    "04b_beyond_the_paper": {
+        "sweeps": _opt(_existing_table),
+        "rules_file": _opt(_existing_table),
+        "tolerances": _floats,
+        "device": None,  # no such parameter: the chapter reads committed tables only
+        "dataset_module": None,  # the pre-registered federations only (your own: the appendix)
+    },
     "appendix_bring_your_own": {
         "dataset": _datasets,
         "profile": _one_of("quick", "paper"),
         "seeds": _ints(),
+        "sweep_seeds": _ints(),
         "tolerance": _number(0, strict=True),
         "workers": _integer(1),
     },

@@ -4,7 +4,10 @@
 runs the resumable dataset × algorithm × learning-rate × seed grid into a store directory
 (:mod:`playerfl_core.study.experiments`); kill it at any time and start it again to continue.
 ``playerfl status`` summarises a store. ``playerfl sweep`` runs the prefix federation at every
-split p = 0 … L at one learning rate (:mod:`playerfl_core.study.split_oracle`).
+split p = 0 … L at one learning rate (:mod:`playerfl_core.study.split_oracle`); with ``--rules``
+it also writes every split rule's choice on the sweep's seeds. ``playerfl rules`` lists the
+split rules with their cost, or computes their table for a stored sweep
+(:mod:`playerfl_core.study.split_rules_table`).
 
 Length (about 470 lines): the parser and one short function per command; each command reads
 the options the parser above defines, so they stay together.
@@ -179,6 +182,25 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--workers", type=int, default=1, help="parallel CPU processes (results do not change)"
     )
+    sweep.add_argument(
+        "--rules",
+        help="also write every split rule's choice on the sweep's seeds, from its first epoch, "
+        "to <out>.rules.csv: 'all' or comma-separated rule names (see `playerfl rules`)",
+    )
+
+    rules = sub.add_parser(
+        "rules",
+        parents=[common],
+        help="list the split rules with their cost; with --sweep, compute every rule's split "
+        "on a stored sweep's seeds",
+    )
+    rules.add_argument(
+        "--sweep",
+        help="a stored sweep: CSV/parquet results table, committed archive folder or grid store",
+    )
+    rules.add_argument("--profile", help="the sweep's data profile (default: the archive's)")
+    rules.add_argument("--datasets", help="only these datasets of the sweep (comma-separated)")
+    rules.add_argument("--out", help="file for the rules table (.csv or .parquet)")
 
     status = sub.add_parser(
         "status", parents=[common], help="summarise a store: runs per status, failures"
@@ -430,6 +452,8 @@ def cmd_sweep(args) -> int:
         raise checks.OptionError(f"--dataset: give one dataset, got {args.dataset!r}.")
     seeds = checks.int_list(args.seeds, "--seeds")
     out = checks.output_file(args.out)
+    rule_names = _rule_names(args.rules)
+    rules_out = checks.output_file(_rules_path(args.out)) if rule_names is not None else None
     settings = dict(
         lr=checks.positive_float(args.lr, "--lr", maximum=LR_MAX),
         rounds=checks.positive_int(args.rounds, "--rounds"),
@@ -450,7 +474,101 @@ def cmd_sweep(args) -> int:
         return 2
     path = save_table(table, out)
     print(f"wrote {path} ({len(table)} rows, algorithms {', '.join(table['algorithm'].unique())})")
+    if rule_names is not None:
+        _write_rules(table, args.profile, rule_names, rules_out, settings["device"])
     return 0
+
+
+def _rule_names(text: str | None) -> list[str] | None:
+    """``--rules``: None, 'all' or comma-separated names, checked before any training."""
+    from playerfl_core.fl.split_rules import RULES
+
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise checks.OptionError(f"--rules: give 'all' or rule names ({', '.join(RULES)}).")
+    if names == ["all"]:
+        return list(RULES)
+    unknown = [n for n in names if n not in RULES]
+    if unknown:
+        raise checks.OptionError(
+            f"--rules: unknown split rules {unknown}; available: {', '.join(RULES)} or 'all'."
+        )
+    return names
+
+
+def _write_rules(sweep, profile, names, out, device=None, source: str = "") -> None:
+    """The rules table of a sweep next to it, with the replay check and one line per rule."""
+    from playerfl_core.stats.results import save_table
+    from playerfl_core.study import split_rules_table as R
+
+    if device not in (None, "cpu"):
+        print("playerfl: the rules table replays the first epoch on the CPU.", file=sys.stderr)
+    table = R.rules_for_sweep(sweep, profile, names)
+    check = R.check_replay(table, sweep)
+    if "paper" in names and not check["same"].all():
+        bad = check[~check["same"]]
+        print(
+            f"playerfl: warning: the replayed first epoch gives another paper split than the "
+            f"sweep recorded on {len(bad)} of {len(check)} seeds (another machine or thread "
+            "count made the sweep; the rules table is the replay's).",
+            file=sys.stderr,
+        )
+    if str(out).endswith(".parquet"):
+        path = R.save_rules_table(table, out, source, check)
+    else:
+        path = save_table(table, out)
+    chosen = R.splits(table)
+    summary = chosen.groupby("rule", sort=False)["p"].apply(lambda p: " ".join(map(str, p)))
+    print(f"wrote {path} ({len(table)} rows); split per seed:")
+    for rule, ps in summary.items():
+        print(f"  {rule:14s} {ps}")
+
+
+def _rules_path(out: str) -> str:
+    from pathlib import Path
+
+    path = Path(out)
+    return str(path.with_name(path.name.removesuffix(".csv") + ".rules.csv"))
+
+
+def cmd_rules(args) -> int:
+    from playerfl_core.fl.split_rules import describe_rules
+    from playerfl_core.study.split_sweeps import load_sweeps
+
+    if args.sweep is None:
+        for row in describe_rules():
+            print(f"{row['rule']} (p in {row['range']}, default threshold {row['threshold']:g})")
+            print(f"    {row['decides']}")
+            print(f"    cost: {row['cost']}")
+        print(
+            "probe (reference, read from a sweep): every p trained for 2 rounds, the best "
+            "validation score chooses; cost: (L+1)·2 local epochs per client."
+        )
+        return 0
+    if args.out is None:
+        raise checks.OptionError("--out: give a file for the rules table (.csv or .parquet).")
+    out = args.out if args.out.endswith(".parquet") else checks.output_file(args.out)
+    sweep = load_sweeps(args.sweep)
+    if sweep is None:
+        raise checks.OptionError(f"--sweep: {args.sweep} does not exist.")
+    if args.datasets:
+        wanted = checks.dataset_list(args.datasets, "--datasets")
+        sweep = sweep[sweep["dataset"].isin(wanted)]
+    profile = args.profile or _archive_profile(args.sweep)
+    _write_rules(sweep, profile, _rule_names("all"), out, source=str(args.sweep))
+    return 0
+
+
+def _archive_profile(path) -> str:
+    from pathlib import Path
+
+    from playerfl_core.study.archive import MANIFEST_FILE, read_manifest
+
+    if Path(path).is_dir() and (Path(path) / MANIFEST_FILE).exists():
+        return read_manifest(Path(path))["profile"]
+    raise checks.OptionError("--profile: give the sweep's data profile (quick, standard, paper).")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -479,6 +597,8 @@ def _dispatch(args) -> int:
             return cmd_archive(args)
         if args.command == "sweep":
             return cmd_sweep(args)
+        if args.command == "rules":
+            return cmd_rules(args)
     except KeyboardInterrupt as err:
         print(f"playerfl: {err or 'interrupted'}", file=sys.stderr)
         return 130

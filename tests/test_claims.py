@@ -315,43 +315,60 @@ def test_c3_c5_from_results_table():
         C.c5_beats_random(better[better["algorithm"] != "playerfl_random"])
 
 
-# -- verdicts read from an interval (the split study) ---------------------------------------------
-def test_interval_verdict_follows_the_interval_and_never_speaks_on_two_seeds():
-    v = C.interval_verdict(0.05, 0.2, 10, bound=0.02, claim="below")
-    assert (v.verdict, v.strength) == ("contradicted", "strong")
-    v = C.interval_verdict(-0.01, 0.01, 10, bound=0.02, claim="below")
-    assert (v.verdict, v.strength) == ("supported", "strong")
-    assert C.interval_verdict(0.0, 0.05, 6, bound=0.02, claim="below").verdict == "undecided"
-    assert C.interval_verdict(0.0, 0.05, 12, bound=0.02, claim="below").strength == "none"
-    assert C.interval_verdict(0.05, 0.2, 2, bound=0.02, claim="below").verdict == "undecided"
-    v = C.interval_verdict(-0.2, -0.05, 4)
-    assert (v.verdict, v.strength) == ("contradicted", "weak")
-    assert C.interval_verdict(0.01, 0.3, 7).strength == "moderate"
-    with pytest.raises(ValueError, match="'above' or 'below'"):
-        C.interval_verdict(0.0, 1.0, 10, claim="sideways")
+# -- the split study's verdicts: per-seed Wilcoxon tests, Holm over the family ------------------
+def test_tolerance_evidence_decides_from_the_seeds_not_from_an_interval():
+    """Ten seeds all below δ: within; all above: beyond; five seeds can never decide (2/2⁵ >
+    0.05), however clear they look; strength follows the adjusted p."""
+    below = [0.0] * 10
+    ev = C.decide_family([C.tolerance_evidence(below, 0.02, "a")])[0]
+    assert (ev.verdict, ev.strength) == ("supported", "strong")  # p = 2/1024
+    above = [0.1 + 0.01 * i for i in range(10)]
+    assert C.decide_family([C.tolerance_evidence(above, 0.02)])[0].verdict == "contradicted"
+    five = C.decide_family([C.tolerance_evidence([0.0] * 5, 0.02)])[0]
+    assert five.verdict == "undecided" and "not run" in five.reason
+    mixed = [0.0, 0.05] * 5
+    assert C.decide_family([C.tolerance_evidence(mixed, 0.02)])[0].verdict == "undecided"
+    six = C.decide_family([C.tolerance_evidence([0.0] * 6, 0.02)])[0]
+    assert (six.verdict, six.strength) == ("supported", "moderate")  # p = 2/64 > α/5
+    with pytest.raises(ValueError, match="tolerance"):
+        C.tolerance_evidence(below, 0)
 
 
-def test_split_verdicts_on_hand_built_summaries():
-    regret = pd.DataFrame(
-        {"dataset": ["a", "b"], "mean": [0.0, 0.1], "lo": [-0.01, 0.05], "hi": [0.01, 0.15],
-         "n_seeds": [10, 10]})  # fmt: skip
+def test_holm_over_the_family_can_undo_a_lone_decision():
+    six = C.tolerance_evidence([0.0] * 6, 0.02, "six")  # p = 0.031 alone
+    others = [C.tolerance_evidence([0.0, 0.04] * 5, 0.02, f"o{i}") for i in range(3)]
+    alone = C.decide_family([six])[0]
+    together = C.decide_family([six, *others])[0]
+    assert alone.verdict == "supported" and together.verdict == "undecided"
+    assert together.p_adjusted > alone.p_adjusted
+
+
+def test_split_verdicts_on_per_seed_values():
+    regrets = pd.DataFrame({"dataset": ["a"] * 10 + ["b"] * 10, "regret": [0.0] * 10 + [0.1] * 10})
     c5 = pd.DataFrame(
-        {"dataset": ["a", "a"], "other": ["random (expected)", "p=0"], "mean": [0.05, -0.1],
-         "lo": [0.02, -0.2], "hi": [0.08, -0.05], "n_seeds": [10, 10]})  # fmt: skip
+        {"dataset": ["a"] * 20, "other": ["random (expected)"] * 10 + ["random (drawn)"] * 10,
+         "diff": [0.05 + 0.001 * i for i in range(10)] + [-0.05] * 5 + [0.05] * 5})  # fmt: skip
     het = pd.DataFrame(
-        {"dataset": ["h1", "h2", "h3"], "family": ["label skew", "feature skew", "mixed"],
-         "regret": [0.0, 0.1, 0.03], "lo": [-0.01, 0.05, -0.02], "hi": [0.01, 0.2, 0.08],
-         "n_seeds": [5, 5, 5]})  # fmt: skip
-    out = C.split_verdicts(regret, c5, het, tolerance=0.02)
-    got = out.set_index(["claim", "dataset"])["verdict"].to_dict()
+        {"dataset": ["h1"] * 10 + ["h2"] * 5, "family": ["label skew"] * 10 + ["mixed"] * 5,
+         "regret": [0.0] * 10 + [0.3] * 5})  # fmt: skip
+    out = C.split_verdicts(regrets, c5, het, tolerance=0.02)
+    got = out.set_index(["claim", "dataset", "family"])["verdict"].to_dict()
     assert got == {
-        ("oracle", "a"): "supported", ("oracle", "b"): "contradicted", ("C5", "a"): "supported",
-        ("oracle", "h1"): "supported", ("oracle", "h2"): "contradicted",
-        ("oracle", "h3"): "undecided"}  # fmt: skip
+        ("oracle", "a", "sweep"): "supported", ("oracle", "b", "sweep"): "contradicted",
+        ("C5", "a", "vs random (expected)"): "supported",
+        ("C5", "a", "vs random (drawn)"): "undecided",
+        ("oracle", "h1", "label skew"): "supported", ("oracle", "h2", "mixed"): "undecided",
+    }  # fmt: skip
+    assert out["p_holm"].dropna().ge(out["p"].dropna()).all()
     text = C.split_verdict_lines(out, label=str.upper)
     assert "- A, \"the rule's split is as good" in text and "**supported**" in text
-    assert (
-        "as good as the oracle on 1 of 3 federations, worse on 1, undecided on 1 (5 seeds" in text
-    )
+    assert "C5 (vs random (drawn))" in text
+    assert "within δ on 1 of 2 federations, beyond δ on 0, undecided on 1 (5–10 seeds" in text
     with pytest.raises(ValueError, match="tolerance"):
-        C.split_verdicts(regret, c5, het, tolerance=0)
+        C.split_verdicts(regrets, c5, het, tolerance=0)
+
+
+def test_tolerance_curve_moves_from_beyond_to_within_as_delta_grows():
+    regrets = pd.DataFrame({"dataset": ["a"] * 10, "regret": [0.03 + 0.001 * i for i in range(10)]})
+    curve = C.tolerance_curve(regrets, [0.01, 0.035, 0.1]).set_index("tolerance")["verdict"]
+    assert curve.to_dict() == {0.01: "beyond δ", 0.035: "undecided", 0.1: "within δ"}

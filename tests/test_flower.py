@@ -26,6 +26,8 @@ from playerfl_core.flower.wire import PROTOCOL, FlowerRunError, Job, _header
 ROUNDS = 4  # FedLAMA re-sets its intervals after round 3: every mechanism runs
 RUNS = [(name, "after_aggregation") for name in ALGORITHMS] + [
     ("prefix_p2", "after_aggregation"),
+    ("playerfl-disagreement", "after_aggregation"),
+    ("playerfl-cost", "after_aggregation"),
     ("fedavg", "before_aggregation"),
 ]
 

@@ -220,3 +220,18 @@ def test_a_path_that_is_not_a_notebook_is_one_clear_error(repo, papermill, capsy
     err = capsys.readouterr().err
     assert err == f"error: {target} is not a notebook (an existing .ipynb file)\n"
     assert papermill.calls == []  # checked before anything runs
+
+
+def test_the_teaching_pages_run_times_are_the_chapters_records():
+    """The table between the markers is what the notebooks' records give; every chapter of the
+    book has a row (red when a chapter is re-executed without rewriting the page, or added
+    without a row)."""
+    from playerfl_core.book import teaching_times as T
+
+    text = T.PAGE.read_text(encoding="utf-8")
+    assert T.rendered(text) == text, (
+        "run `python -c 'from playerfl_core.book import "
+        "teaching_times as T; T.update()'` (notebook_stamp execute does it)"
+    )
+    chapters = {p.stem for p in (T.ROOT / "chapters").glob("*.ipynb")}
+    assert set(T.CHAPTERS) == chapters

@@ -171,6 +171,11 @@ def execute(notebooks: list[Path], root: Path | None = None) -> int:
         seconds = time.monotonic() - start
         stamp(notebook, digest, seconds)
         print(f"{_chapter(notebook)}: executed in {seconds:.0f} s", flush=True)
+    if root is None:
+        from playerfl_core.book import teaching_times
+
+        if teaching_times.update():
+            print("chapters/teaching.md: run-time table rewritten from the records", flush=True)
     if failed:
         print(f"Failed: {', '.join(failed)}", file=sys.stderr)
         return 1

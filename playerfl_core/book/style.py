@@ -54,6 +54,18 @@ MARKER_NAMES = {
 RULE_VARIANT_COLORS = {"paper": MARKER_COLORS["rule"], "median": "#e7969c", "geomean": "#843c39"}
 """The split rule's variants (``split_oracle.RULE_VARIANTS``): shades of the rule's red."""
 
+SPLIT_RULE_COLORS = {
+    "paper": MARKER_COLORS["rule"],
+    "paper_tuned": "#ff9896",
+    "paper_median": RULE_VARIANT_COLORS["median"],
+    "paper_geomean": RULE_VARIANT_COLORS["geomean"],
+    "cost": "#9467bd",
+    "disagreement": "#17becf",
+    "probe": "#000000",
+}
+"""The split rules of ``fl.split_rules`` (chapter 04b): the paper's in the rule's reds, the new
+rules in colours no algorithm uses, the validation probe in black; the oracle stays green."""
+
 MUTED = "#c7c7c7"
 """The colour of algorithms a figure does not single out ("other baselines")."""
 

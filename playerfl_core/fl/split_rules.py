@@ -197,10 +197,11 @@ def leading_at_most(values: list[float], t: float) -> int:
 
 # -- the family -----------------------------------------------------------------------------------
 def _paper_rule(name: str, summary: str, aggregate: str) -> SplitRule:
+    quantity = "sensitivity" if aggregate == "mean" else f"sensitivity_{aggregate}"
     return SplitRule(
         name,
         summary,
-        "sensitivity",
+        quantity,
         (),
         DEFAULT_THRESHOLD,
         _pooled(aggregate),

@@ -60,12 +60,15 @@ from playerfl_core.stats.scorecard import (
     scorecard_html,
 )
 from playerfl_core.stats.split_verdicts import (
-    MIN_INTERVAL_SEEDS,
     SPLIT_CLAIMS,
-    interval_strength,
-    interval_verdict,
+    TOLERANCE,
+    decide_family,
+    difference_evidence,
     split_verdict_lines,
     split_verdicts,
+    tolerance_curve,
+    tolerance_evidence,
+    tolerance_verdicts,
 )
 
 __all__ = [  # chapters read the claims' statistics through this one module (``claims as C``)
@@ -75,7 +78,6 @@ __all__ = [  # chapters read the claims' statistics through this one module (``c
     "EXACT_PERMUTATION_LIMIT",
     "LEAN_P",
     "MAX_SUPPORT",
-    "MIN_INTERVAL_SEEDS",
     "POSTERIOR_LEVEL",
     "SPLIT_CLAIMS",
     "STRENGTHS",
@@ -96,8 +98,6 @@ __all__ = [  # chapters read the claims' statistics through this one module (``c
     "depth_trend_tests",
     "describe_profile",
     "holm_decide",
-    "interval_strength",
-    "interval_verdict",
     "markdown_table",
     "metric_correlation_tests",
     "min_pvalue",
@@ -108,6 +108,12 @@ __all__ = [  # chapters read the claims' statistics through this one module (``c
     "spearman_null",
     "split_verdict_lines",
     "split_verdicts",
+    "TOLERANCE",
+    "decide_family",
+    "difference_evidence",
+    "tolerance_curve",
+    "tolerance_evidence",
+    "tolerance_verdicts",
     "stage_agreement_tests",
     "trend_table",
     "unit_profiles",

@@ -41,32 +41,16 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-TOLERANCE = 0.02
-"""δ: the regret (macro-F1) a practitioner would accept, fixed before looking."""
+from data_prep import preregistered
+from playerfl_core.stats.split_verdicts import TOLERANCE  # δ = 0.02, the book's one tolerance
+
 PROBE_ROUNDS = 2
 """The validation probe trains every split for this many rounds."""
-SEEDS = {"heart": tuple(range(50))}
-"""Seeds per federation where not :data:`DEFAULT_SEEDS`."""
-DEFAULT_SEEDS = tuple(range(10))
-LEARNING_RATES = {"heart": 0.03, "digits": 0.005, "fmnist": 0.003}
-"""The sweep's learning rate per base: PLayer-FL's tuned rate on the base (standard profile)."""
-
-_HET = ("alpha0.05", "alpha0.1", "alpha0.3", "alpha1", "alpha10", "rotate", "invert")
-DEVELOPMENT = (
-    "heart",
-    "digits",
-    *(f"digits_{h}" for h in _HET),
-    "digits_rotate_alpha0.1",
-)
-EVALUATION = (
-    "fmnist",
-    *(f"fmnist_{h}" for h in _HET),
-    "fmnist_rotate_alpha0.1",
-    "digits_noise",
-    "fmnist_noise",
-    "digits_noise_alpha0.1",
-    "fmnist_noise_alpha0.1",
-)
+SEEDS, DEFAULT_SEEDS = preregistered.SEEDS, preregistered.DEFAULT_SEEDS
+LEARNING_RATES = preregistered.LEARNING_RATES
+DEVELOPMENT, EVALUATION = preregistered.DEVELOPMENT, preregistered.EVALUATION
+"""The declared federations, seeds and learning rates: in ``data_prep/preregistered.py``, where
+the library's dataset names live (declared in this module at commit a025bfc, moved unchanged)."""
 
 GRIDS = {
     "paper": (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0),
@@ -185,15 +169,24 @@ def tuning_curve(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFram
 
 
 # -- the declared analysis ------------------------------------------------------------------------
-def entry_splits(rules_table: pd.DataFrame, sweep: pd.DataFrame) -> pd.DataFrame:
-    """Every :data:`ENTRIES` split per seed. Columns: dataset, lr, seed, entry, rule,
-    threshold, p."""
-    from playerfl_core.study.split_rules_table import PROBE, probe_splits, rethreshold
+def entry_splits(rules_table: pd.DataFrame) -> pd.DataFrame:
+    """Every :data:`ENTRIES` split per seed, from the rules table (the probe's rows included,
+    see :func:`~playerfl_core.study.split_rules_table.rules_for_sweep`). Columns: dataset,
+    lr, seed, rule, threshold, p, entry."""
+    from playerfl_core.study.split_rules_table import PROBE, rethreshold, splits
 
     parts = []
     for e in ENTRIES:
         if e.rule == PROBE:
-            chosen = probe_splits(sweep, PROBE_ROUNDS).drop(columns="val")
+            probe = rules_table[
+                (rules_table["rule"] == PROBE) & (rules_table["threshold"] == e.threshold)
+            ]
+            if probe.empty:
+                raise ValueError(
+                    f"The rules table has no validation-probe rows of {e.threshold:g} rounds "
+                    "(rules_for_sweep(..., probe_rounds=...) adds them)."
+                )
+            chosen = splits(probe)
         else:
             t = TUNED[e.rule] if e.threshold is None else e.threshold
             chosen = rethreshold(rules_table, e.rule, t)
@@ -201,17 +194,14 @@ def entry_splits(rules_table: pd.DataFrame, sweep: pd.DataFrame) -> pd.DataFrame
     return pd.concat(parts, ignore_index=True)
 
 
-def entry_regrets(rules_table: pd.DataFrame, sweep: pd.DataFrame, scores: pd.DataFrame):
+def entry_regrets(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     """Per seed and entry: the regret, with the federation's role and kind. Columns: dataset,
-    lr, seed, entry, rule, p_rule, p_oracle, test_rule, test_oracle, regret, role, kind."""
+    lr, seed, entry, p_rule, p_oracle, test_rule, test_oracle, regret, role, kind."""
     from playerfl_core.study.split_rules_table import rule_regrets
 
-    chosen = entry_splits(rules_table, sweep)
-    parts = []
-    for label, g in chosen.groupby("entry", sort=False):
-        reg = rule_regrets(scores, g.drop(columns="entry").assign(rule=label))
-        parts.append(reg.rename(columns={"rule": "entry"}))
-    out = pd.concat(parts, ignore_index=True)
+    chosen = entry_splits(rules_table)
+    out = rule_regrets(scores, chosen.drop(columns="rule").rename(columns={"entry": "rule"}))
+    out = out.rename(columns={"rule": "entry"})
     out["role"] = out["dataset"].map(role_of)
     out["kind"] = out["dataset"].map(kind_of)
     return out
@@ -222,94 +212,39 @@ def evaluate(
 ) -> pd.DataFrame:
     """The declared test on one set: per entry and kind, mean regret with its bootstrap
     interval, the Wilcoxon test of δ − regret, Holm over the set's (entry, kind) pairs and the
-    verdict. Columns: entry, kind, n, mean, lo, hi, median, p, p_holm, verdict, strength,
+    verdict (:func:`playerfl_core.stats.split_verdicts.tolerance_verdicts`, the book's one
+    rule). Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength,
     reason."""
-    from playerfl_core.stats.decisions import Evidence, holm_decide
-    from playerfl_core.stats.exact_tests import min_pvalue, wilcoxon_exact
-    from playerfl_core.study.split_scores import interval
+    from playerfl_core.stats.split_verdicts import tolerance_verdicts
 
     part = regrets[regrets["role"] == role]
     if part.empty:
         raise ValueError(f"No regrets of the {role} set.")
-    keys, evidence, stats = [], [], []
-    kinds = [k for k in KIND_ORDER if k in set(part["kind"])]
-    for entry in dict.fromkeys(part["entry"]):
-        for kind in kinds:
-            r = part[(part["entry"] == entry) & (part["kind"] == kind)]["regret"].to_numpy()
-            d = tolerance - r
-            n = int((d != 0).sum())
-            testable = min_pvalue("wilcoxon", n) <= 0.05
-            p = wilcoxon_exact(d) if testable else np.nan
-            evidence.append(
-                Evidence(
-                    part=f"{entry} | {kind}",
-                    test="exact Wilcoxon signed-rank test of δ − regret",
-                    estimate=float(np.median(d)),
-                    n=n,
-                    replicates="seeds",
-                    pvalue=float(p),
-                    min_pvalue=min_pvalue("wilcoxon", n),
-                )
-            )
-            keys.append((entry, kind))
-            stats.append((len(r), *interval(r), float(np.median(r))))
-    decided = holm_decide(evidence)
-    rows = []
-    for (entry, kind), (n, m, lo, hi, med), ev in zip(keys, stats, decided, strict=True):
-        verdict = {"supported": "within tolerance", "contradicted": "beyond tolerance"}.get(
-            ev.verdict, "undecided"
-        )
-        rows.append(
-            (
-                entry,
-                kind,
-                n,
-                m,
-                lo,
-                hi,
-                med,
-                ev.pvalue,
-                ev.p_adjusted,
-                verdict,
-                ev.strength,
-                ev.reason,
-            )
-        )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "entry",
-            "kind",
-            "n",
-            "mean",
-            "lo",
-            "hi",
-            "median",
-            "p",
-            "p_holm",
-            "verdict",
-            "strength",
-            "reason",
-        ],
+    rank = {k: i for i, k in enumerate(KIND_ORDER)}
+    entries = {e: i for i, e in enumerate(dict.fromkeys(part["entry"]))}
+    part = part.sort_values(
+        ["entry", "kind"],
+        key=lambda c: c.map(entries) if c.name == "entry" else c.map(rank),
+        kind="stable",
     )
+    return tolerance_verdicts(part, ["entry", "kind"], tolerance)
+
+
+WITHIN, BEYOND = "within δ", "beyond δ"
+"""The verdict words of the test (``split_verdicts.VERDICT_WORDS``)."""
 
 
 def headline(verdicts: pd.DataFrame) -> list[str]:
     """The entries within tolerance on every kind of the set (possibly none)."""
-    ok = verdicts.groupby("entry", sort=False)["verdict"].apply(
-        lambda v: bool((v == "within tolerance").all())
-    )
+    ok = verdicts.groupby("entry", sort=False)["verdict"].apply(lambda v: bool((v == WITHIN).all()))
     return [e for e, good in ok.items() if good]
 
 
 def tolerance_curve(
     regrets: pd.DataFrame, tolerances: Sequence[float], role: str = "evaluation"
 ) -> pd.DataFrame:
-    """:func:`evaluate` over a range of δ: per δ, entry and kind, the verdict (for the figure
-    that shows how much the answer depends on the tolerance). Columns: tolerance, entry, kind,
-    verdict."""
-    parts = [
-        evaluate(regrets, role, float(t))[["entry", "kind", "verdict"]].assign(tolerance=float(t))
-        for t in tolerances
-    ]
-    return pd.concat(parts, ignore_index=True)
+    """The declared test over a range of δ (the figure that shows how much the answer depends
+    on the tolerance). Columns: entry, kind, tolerance, verdict, p_holm."""
+    from playerfl_core.stats.split_verdicts import tolerance_curve as curve
+
+    return curve(regrets[regrets["role"] == role], tolerances, ["entry", "kind"])

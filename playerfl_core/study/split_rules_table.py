@@ -17,6 +17,7 @@ itself; its cost is (L+1)·rounds local epochs per client, which a first-epoch r
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -113,6 +114,97 @@ def rules_table(
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def rules_for_sweep(
+    sweep: pd.DataFrame,
+    profile: str,
+    rules: Sequence[str] | None = None,
+    data_loader: Callable | None = None,
+    probe_rounds: int | None = 2,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """The rules table of every (dataset, lr, seed) of a sweep: each first epoch replayed at
+    the sweep's learning rate, every rule (default: all) applied, and the validation probe
+    (``probe_rounds``; None leaves it out) read from the sweep. ``data_loader`` (seed → data)
+    for a sweep of one dataset that is not registered."""
+    keys = sweep_rows(sweep)[RUN].drop_duplicates().sort_values(RUN)
+    parts = []
+    for (ds, lr), g in keys.groupby(["dataset", "lr"], sort=False):
+        loader = data_loader
+        parts.append(
+            rules_table(ds, g["seed"].tolist(), profile, float(lr), None, loader, rules, progress)
+        )
+    if probe_rounds is not None:
+        parts.append(probe_rows(sweep, probe_rounds))
+    return pd.concat(parts, ignore_index=True)
+
+
+def probe_rows(sweep: pd.DataFrame, rounds: int = 2) -> pd.DataFrame:
+    """The validation probe in the rules table's shape: one row per split p (unit ``p=<p>``)
+    with the validation score it reached after ``rounds`` rounds, and the p it picks."""
+    every = _probe_scores(sweep, rounds)
+    best = probe_splits(sweep, rounds).set_index(RUN)["p"]
+    out = every.assign(
+        rule=PROBE,
+        threshold=float(rounds),
+        p=[int(best[k]) for k in every[RUN].itertuples(index=False, name=None)],
+        unit="p=" + every["p_unit"].astype(str),
+        depth=every["p_unit"] + 1,
+        quantity=f"val_macro_f1_round{rounds - 1}",
+        value=every["val"],
+    )
+    return out[COLUMNS].reset_index(drop=True)
+
+
+def save_rules_table(table: pd.DataFrame, path, sweep_source: str = "", replay=None) -> Path:
+    """Write a rules table to ``path`` (parquet) with ``<path>.json`` beside it: the machine that
+    replayed the first epochs (with one thread, as the sweeps run), the code, the rows' SHA-256
+    (checked by :func:`load_rules_table`) and, if given, the replay check's count."""
+    import hashlib
+    import json
+    from datetime import UTC, datetime
+
+    from playerfl_core.study import machine
+    from playerfl_core.study.run_store import code_fingerprint
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table.to_parquet(path, index=False)
+    meta = {
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "sweeps": sweep_source,
+        "code": code_fingerprint(),
+        "machine": machine.fingerprint(threads=1),
+        "rows": len(table),
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+    }
+    if replay is not None:
+        meta["replay_same"] = [int(replay["same"].sum()), len(replay)]
+    Path(f"{path}.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    return path
+
+
+def load_rules_table(path) -> tuple[pd.DataFrame, dict]:
+    """A rules table written by :func:`save_rules_table` and its record, checked against the
+    record's SHA-256 (a CSV from ``playerfl sweep --rules`` has no record: ``{}``)."""
+    import hashlib
+    import json
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"No rules table at {path}.")
+    if path.suffix != ".parquet":
+        return pd.read_csv(path), {}
+    record_path = Path(f"{path}.json")
+    record = json.loads(record_path.read_text()) if record_path.exists() else {}
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if record and record.get("sha256") != digest:
+        raise ValueError(
+            f"{path} does not match the SHA-256 in {record_path} (the file was changed after it "
+            "was written); recompute it with `playerfl rules --sweep ... --out ...`."
+        )
+    return pd.read_parquet(path), record
+
+
 def rethreshold(table: pd.DataFrame, rule: str, threshold: float) -> pd.DataFrame:
     """The split ``rule`` picks at ``threshold`` on each seed, from the table's quantities
     alone. Columns: dataset, lr, seed, rule, threshold, p."""
@@ -128,7 +220,7 @@ def rethreshold(table: pd.DataFrame, rule: str, threshold: float) -> pd.DataFram
 
 
 def splits(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (dataset, lr, seed, rule): the split at the table's threshold."""
+    """Per (dataset, lr, seed, rule): the split at the table's threshold (the probe's too)."""
     first = table.groupby([*RUN, "rule"], sort=False, as_index=False).first()
     return first[[*RUN, "rule", "threshold", "p"]].reset_index(drop=True)
 
@@ -152,6 +244,17 @@ def probe_splits(sweep: pd.DataFrame, rounds: int = 2, metric: str = "macro_f1")
     """The validation probe: train every p for ``rounds`` rounds and keep the best validation
     score (clients' training-share weighted mean at round ``rounds`` − 1; ties to the smaller
     p). Columns: dataset, lr, seed, rule, threshold, p, val."""
+    per = _probe_scores(sweep, rounds, metric).rename(columns={"p_unit": "p"})
+    best = per.sort_values([*RUN, "val", "p"], ascending=[True, True, True, False, True])
+    best = best.groupby(RUN, sort=False).head(1)
+    return best.assign(rule=PROBE, threshold=float(rounds))[
+        [*RUN, "rule", "threshold", "p", "val"]
+    ].reset_index(drop=True)
+
+
+def _probe_scores(sweep: pd.DataFrame, rounds: int, metric: str = "macro_f1") -> pd.DataFrame:
+    """Per (dataset, lr, seed, p): the weighted validation score at round ``rounds`` − 1.
+    Columns: dataset, lr, seed, p_unit, val."""
     if not (isinstance(rounds, int) and rounds >= 1):
         raise ValueError(f"rounds must be an integer ≥ 1, got {rounds!r}.")
     rows = sweep_rows(sweep)
@@ -169,11 +272,7 @@ def probe_splits(sweep: pd.DataFrame, rounds: int = 2, metric: str = "macro_f1")
     val = val.assign(wv=val["value"] * val["weight"])
     per = val.groupby([*RUN, "p"], as_index=False).agg(wv=("wv", "sum"), w=("weight", "sum"))
     per["val"] = per["wv"] / per["w"]
-    best = per.sort_values([*RUN, "val", "p"], ascending=[True, True, True, False, True])
-    best = best.groupby(RUN, sort=False).head(1)
-    return best.assign(rule=PROBE, threshold=float(rounds))[
-        [*RUN, "rule", "threshold", "p", "val"]
-    ].reset_index(drop=True)
+    return per.rename(columns={"p": "p_unit"})[[*RUN, "p_unit", "val"]]
 
 
 def rule_regrets(scores: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
@@ -191,8 +290,12 @@ __all__ = [
     "PROBE",
     "check_replay",
     "first_epoch_state",
+    "load_rules_table",
+    "save_rules_table",
     "oracle_splits",
+    "probe_rows",
     "probe_splits",
+    "rules_for_sweep",
     "rethreshold",
     "rule_regrets",
     "rules_table",

@@ -1,0 +1,293 @@
+"""Numbers, tables and sentences of chapter 04b ("Beyond the paper"): the split rules as a
+family, the pre-registered test on federations not used to design them, and their cost.
+
+Everything is read from two committed tables: the split sweeps (``stores/standard``) and the
+rules table of their replayed first epochs (``stores/rules/standard.parquet``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from playerfl_core.book.style import dataset_label
+from playerfl_core.fl.split_rules import RULES, describe_rules
+from playerfl_core.study import preregistration as P
+from playerfl_core.study import split_rules_table as R
+from playerfl_core.study.split_scores import sweep_scores
+
+RULES_FILE = Path(__file__).resolve().parents[3] / "stores" / "rules" / "standard.parquet"
+"""The committed rules table of the standard archive's sweeps (``make standard`` writes it)."""
+
+
+@dataclass
+class RuleStudy:
+    """What the chapter derives from the sweeps and the rules table."""
+
+    scores: pd.DataFrame
+    rules: pd.DataFrame
+    regrets: pd.DataFrame
+    evaluation: pd.DataFrame
+    development: pd.DataFrame
+    tuning: pd.DataFrame
+    replay: pd.DataFrame
+    """Per seed: the paper's split from the replayed first epoch and the one the sweep
+    recorded when it ran (:func:`~playerfl_core.study.split_rules_table.check_replay`)."""
+
+    @property
+    def headline(self) -> list[str]:
+        return P.headline(self.evaluation)
+
+
+def load_rules(path=None) -> pd.DataFrame:
+    """The committed rules table, checked against its record (or another one, e.g. from
+    ``playerfl sweep --rules all``)."""
+    path = Path(path) if path is not None else RULES_FILE
+    if not path.exists():
+        raise FileNotFoundError(
+            f"No rules table at {path}: `make standard` writes it, or `playerfl rules --sweep "
+            "stores/standard --out stores/rules/standard.parquet` from the committed sweeps."
+        )
+    return R.load_rules_table(path)[0]
+
+
+def analyse(sweep: pd.DataFrame, rules: pd.DataFrame) -> RuleStudy:
+    """The pre-registered analysis, on the sweeps of both sets."""
+    datasets = [*P.DEVELOPMENT, *P.EVALUATION]
+    missing = sorted(set(datasets) - set(rules["dataset"]))
+    if missing:
+        raise ValueError(f"The rules table lacks the pre-registered federations {missing}.")
+    sweep = sweep[sweep["dataset"].isin(datasets)]
+    rules = rules[rules["dataset"].isin(datasets)]
+    keys = ["dataset", "lr"]
+    lrs = {(ds, P.LEARNING_RATES[P.base_of(ds)]) for ds in datasets}
+    sweep = sweep[[tuple(k) in lrs for k in sweep[keys].itertuples(index=False)]]
+    scores = sweep_scores(sweep)
+    scores = scores[[s in P.seeds_of(d) for d, s in zip(scores["dataset"], scores["seed"],
+                                                          strict=True)]]  # fmt: skip
+    regrets = P.entry_regrets(rules, scores)
+    return RuleStudy(
+        scores=scores,
+        rules=rules,
+        regrets=regrets,
+        evaluation=P.evaluate(regrets, "evaluation"),
+        development=P.evaluate(regrets, "development"),
+        tuning=P.tuning_curve(rules, scores),
+        replay=R.check_replay(rules, sweep),
+    )
+
+
+# -- tables ---------------------------------------------------------------------------------------
+def rule_costs(models: dict[str, object]) -> pd.DataFrame:
+    """Per rule (and the probe) and base model: local epochs spent before the split is known
+    and what each client uploads to decide it, in kB (float32). ``models``: base → a model of
+    the base's architecture."""
+    from playerfl_core.fl.units import unit_names, unit_sizes
+
+    rows = []
+    for base, model in models.items():
+        sizes = unit_sizes(model)
+        n, n_units = sum(sizes.values()), len(unit_names(model))
+        for r in describe_rules():
+            needs = RULES[r["rule"]].needs
+            numbers = n_units + (n if "params" in needs else 0) + (n if "grads" in needs else 0)
+            rows.append((r["rule"], dataset_label(base), 1, 4 * numbers / 1000))
+        # the probe: every split p trained for PROBE_ROUNDS rounds, uploading its prefix each time
+        prefix_sizes = np.cumsum([0, *sizes.values()])
+        rounds = P.PROBE_ROUNDS
+        rows.append(
+            (
+                R.PROBE,
+                dataset_label(base),
+                (n_units + 1) * rounds,
+                4 * rounds * float(prefix_sizes.sum()) / 1000,
+            )  # fmt: skip
+        )
+    out = pd.DataFrame(rows, columns=["rule", "federation", "local epochs", "upload (kB)"])
+    return out.pivot_table(
+        index="rule", columns="federation", values=["local epochs", "upload (kB)"], sort=False
+    ).round(1)
+
+
+def interval_text(mean: float, lo: float, hi: float) -> str:
+    return f"{mean:.3f} ({lo:.3f}–{hi:.3f})"
+
+
+def verdict_table(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Entries × kinds: mean regret (95 % interval) and the verdict, as shown."""
+    cell = [
+        f"{interval_text(r.mean, r.lo, r.hi)} {_mark(r.verdict)}" for r in verdicts.itertuples()
+    ]
+    shown = verdicts.assign(cell=cell).pivot(index="entry", columns="kind", values="cell")
+    entries = list(dict.fromkeys(verdicts["entry"]))
+    kinds = [k for k in P.KIND_ORDER if k in shown.columns]
+    return shown.loc[entries, kinds].rename_axis(index="rule", columns="kind of heterogeneity")
+
+
+def _mark(verdict: str) -> str:
+    return {P.WITHIN: "✓", P.BEYOND: "✗"}.get(verdict, "?")
+
+
+def split_distribution(study: RuleStudy, entries) -> pd.DataFrame:
+    """Per federation and source (each entry's p and the oracle's): the count of seeds at
+    each p. Columns: dataset, role, kind, source, p, seeds."""
+    reg = study.regrets
+    parts = [
+        reg[reg["entry"] == e][["dataset", "seed", "p_rule"]]
+        .rename(columns={"p_rule": "p"})
+        .assign(source=e)
+        for e in entries
+    ]
+    first = reg[reg["entry"] == entries[0]]
+    parts.append(
+        first[["dataset", "seed", "p_oracle"]].rename(columns={"p_oracle": "p"})
+        .assign(source="oracle (validation)")
+    )  # fmt: skip
+    both = pd.concat(parts, ignore_index=True)
+    out = both.groupby(["dataset", "source", "p"], sort=False).size().rename("seeds").reset_index()
+    out["role"] = out["dataset"].map(P.role_of)
+    out["kind"] = out["dataset"].map(P.kind_of)
+    return out
+
+
+# -- glued sentences ------------------------------------------------------------------------------
+def numbers(study: RuleStudy) -> dict:
+    """Glue values of the chapter."""
+    ev, dev = study.evaluation, study.development
+    n_kinds = ev["kind"].nunique()
+    within = ev[ev["verdict"] == P.WITHIN].groupby("entry", sort=False).size()
+    beyond = ev[ev["verdict"] == P.BEYOND].groupby("entry", sort=False).size()
+    lines = []
+    for entry in dict.fromkeys(ev["entry"]):
+        e = ev[ev["entry"] == entry]
+        worst = e.sort_values("mean").iloc[-1]
+        lines.append(
+            f"- **{entry}**: within δ on {int(within.get(entry, 0))} of {n_kinds} kinds, beyond "
+            f"δ on {int(beyond.get(entry, 0))}; largest mean regret "
+            f"{interval_text(worst['mean'], worst['lo'], worst['hi'])} on {worst['kind']}."
+        )
+    head = study.headline
+    paper = study.regrets[study.regrets["entry"] == P.ENTRIES[0].label]
+    moved = paper.groupby("dataset")["p_rule"].nunique()
+    n_feds = paper["dataset"].nunique()
+    oracle_spread = paper.groupby("dataset")["p_oracle"].agg(["min", "max"])
+    replay = study.replay
+    return {
+        "rule_headline": ("none of the rules" if not head else ", ".join(f"**{h}**" for h in head)),
+        "rule_headline_count": len(head),
+        "n_kinds": n_kinds,
+        "n_eval_feds": int(study.regrets.query("role == 'evaluation'")["dataset"].nunique()),
+        "n_dev_feds": int(study.regrets.query("role == 'development'")["dataset"].nunique()),
+        "n_eval_seeds": int(
+            study.regrets.query("role == 'evaluation'").groupby("dataset")["seed"].nunique().min()
+        ),  # fmt: skip
+        "eval_lines": "\n".join(lines),
+        "paper_fixed_feds": f"{int((moved == 1).sum())} of {n_feds}",
+        "paper_modal_p": int(paper["p_rule"].mode().iloc[0]),
+        "oracle_range": f"{int(oracle_spread['min'].min())}–{int(oracle_spread['max'].max())}",
+        "tuned_lines": tuned_lines(study.tuning),
+        "replay_same": f"{int(replay['same'].sum())} of {len(replay)}",
+        "dev_within_lines": "\n".join(
+            f"- {entry}: within δ on {int((g['verdict'] == 'within tolerance').sum())} of "
+            f"{len(g)} kinds of the development set"
+            for entry, g in dev.groupby("entry", sort=False)
+        ),
+    }
+
+
+def tuned_lines(tuning: pd.DataFrame) -> str:
+    best = tuning.sort_values(["rule", "regret", "threshold"]).groupby("rule", sort=False).head(1)
+    paper_t1 = tuning.query("rule == 'paper' and threshold == 1.0")["regret"]
+    out = [
+        f"- {r.rule}: threshold {r.threshold:g}, mean development regret {r.regret:.4f}"
+        for r in best.set_index("rule").loc[list(P.GRIDS)].reset_index().itertuples()
+    ]
+    if len(paper_t1):
+        out.append(f"- (the paper's t = 1 on the same federations: {paper_t1.iloc[0]:.4f})")
+    return "\n".join(out)
+
+
+def _tally(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Per entry: kinds within δ, beyond δ, undecided, and the largest mean regret."""
+    g = verdicts.groupby("entry", sort=False)
+    return pd.DataFrame(
+        {
+            "within": g["verdict"].apply(lambda v: int((v == P.WITHIN).sum())),
+            "beyond": g["verdict"].apply(lambda v: int((v == P.BEYOND).sum())),
+            "kinds": g.size(),
+            "worst": g["mean"].max(),
+        }
+    )
+
+
+def _first_epoch_best(tally: pd.DataFrame) -> str:
+    """The first-epoch entry with the most kinds within δ (then fewest beyond, then the smallest
+    worst regret)."""
+    probe = [e.label for e in P.ENTRIES if e.rule == R.PROBE]
+    rest = tally.drop(index=probe, errors="ignore")
+    order = rest.assign(neg=-rest["within"]).sort_values(["neg", "beyond", "worst"])
+    return str(order.index[0])
+
+
+def result_box(study: RuleStudy) -> str:
+    """The chapter's three-sentence answer, from the evaluation verdicts."""
+    nums = numbers(study)
+    tally = _tally(study.evaluation)
+    best = _first_epoch_best(tally)
+    probe = next(e.label for e in P.ENTRIES if e.rule == R.PROBE)
+    b, p = tally.loc[best], tally.loc[probe]
+    head = study.headline
+    verdict = (
+        f"{', '.join(head)} kept the regret within δ = {P.TOLERANCE:g} on every kind"
+        if head
+        else f"no rule kept the regret within δ = {P.TOLERANCE:g} on every kind"
+    )
+    return (
+        f"The paper's rule picks p = {nums['paper_modal_p']} on every seed of "
+        f"{nums['paper_fixed_feds']} federations, while the validation oracle's split ranges over "
+        f"p = {nums['oracle_range']}. On the {nums['n_eval_feds']} pre-registered evaluation "
+        f"federations ({nums['n_kinds']} kinds of heterogeneity, {nums['n_eval_seeds']} seeds "
+        f"each), {verdict}. The best first-epoch rule, {best}, is within δ on {b['within']} of "
+        f"{b['kinds']} kinds and beyond it on {b['beyond']}; the two-round validation probe, which "
+        f"trains every split first, is within δ on {p['within']} and beyond on {p['beyond']}."
+    )
+
+
+def advice(study: RuleStudy) -> str:
+    """What a practitioner should do, as the evaluation verdicts say it (Markdown list)."""
+    tally = _tally(study.evaluation)
+    best = _first_epoch_best(tally)
+    probe = next(e.label for e in P.ENTRIES if e.rule == R.PROBE)
+    paper = P.ENTRIES[0].label
+    ev = study.evaluation
+    lines = []
+    if study.headline:
+        lines.append(
+            f"- Use {' or '.join(study.headline)}: on the evaluation set its regret is within "
+            f"δ = {P.TOLERANCE:g} on every kind of heterogeneity."
+        )
+    else:
+        lines.append(
+            "- Do not trust a first-epoch rule to find the split: none is within "
+            f"δ = {P.TOLERANCE:g} on every kind of the evaluation set."
+        )
+    bad = ev[(ev["entry"] == best) & (ev["verdict"] == P.BEYOND)]["kind"].tolist()
+    lines.append(
+        f"- Among the first-epoch rules, {best} does best ({tally.loc[best, 'within']} of "
+        f"{tally.loc[best, 'kinds']} kinds within δ)"
+        + (f"; it fails on {', '.join(bad)}." if bad else ".")
+    )
+    lines.append(
+        f"- If 2·(L+1) local epochs of probing are affordable, probe every split for two rounds "
+        f"and choose on validation data: within δ on {tally.loc[probe, 'within']} of "
+        f"{tally.loc[probe, 'kinds']} kinds, beyond on {tally.loc[probe, 'beyond']}."
+    )
+    lines.append(
+        f"- The paper's rule (t = 1) is within δ on {tally.loc[paper, 'within']} of "
+        f"{tally.loc[paper, 'kinds']} kinds; its largest mean regret is "
+        f"{tally.loc[paper, 'worst']:.3f}."
+    )
+    return "\n".join(lines)

@@ -1,0 +1,140 @@
+"""The pre-registered split-rule test: its declaration, its tuning on the development set only,
+its verdicts, and the committed rules table it reads (recomputed here from a replayed epoch)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from playerfl_core.fl.split_rules import RULES
+from playerfl_core.study import machine
+from playerfl_core.study import preregistration as P
+from playerfl_core.study import split_rules_table as R
+from playerfl_core.study.run_store import REPO_ROOT
+
+RULES_FILE = REPO_ROOT / "stores" / "rules" / "standard.parquet"
+
+
+# -- the declaration -------------------------------------------------------------------------------
+def test_the_two_sets_are_disjoint_and_every_federation_has_a_declared_kind():
+    assert not set(P.DEVELOPMENT) & set(P.EVALUATION)
+    for ds in (*P.DEVELOPMENT, *P.EVALUATION):
+        assert P.kind_of(ds) in P.KIND_ORDER, ds
+    # the evaluation set holds a kind the development set does not
+    assert {P.kind_of(d) for d in P.EVALUATION} - {P.kind_of(d) for d in P.DEVELOPMENT}
+    with pytest.raises(ValueError, match="neither set of the pre-registration"):
+        P.role_of("cancer")
+
+
+def test_tuned_thresholds_are_the_rules_defaults():
+    for rule in ("cost", "disagreement"):
+        assert RULES[rule].default_threshold == P.TUNED[rule]
+    assert RULES["paper"].default_threshold == 1.0  # PLayer-FL keeps the paper's t
+
+
+def _fake(datasets, seeds=range(6), units=3, rng=None):
+    """A rules table and sweep scores in which the disagreement rule at τ = 0.3 finds the best
+    split and other thresholds do not."""
+    rng = rng or np.random.default_rng(0)
+    rules, scores = [], []
+    for ds in datasets:
+        for s in seeds:
+            best = int(rng.integers(0, units + 1))
+            d = [0.1] * best + [0.9] * (units - best)  # federate while D ≤ τ: p = best at 0.3
+            for k, v in enumerate(d, start=1):
+                rules.append((ds, 0.1, s, "disagreement", 0.3, best, f"u{k}", k, "disagreement", v))
+            for p in range(units + 1):
+                val = 0.9 - 0.1 * abs(p - best)
+                scores.append((ds, 0.1, s, p, val, val))
+    rt = pd.DataFrame(rules, columns=R.COLUMNS)
+    sc = pd.DataFrame(scores, columns=["dataset", "lr", "seed", "p", "val", "test"])
+    return rt, sc
+
+
+def test_tuning_reads_the_development_set_only(monkeypatch):
+    monkeypatch.setattr(P, "GRIDS", {"disagreement": (0.05, 0.3, 0.95)})
+    rt, sc = _fake(P.DEVELOPMENT)
+    assert P.tune(rt, sc) == {"disagreement": 0.3}
+    # Evaluation rows that would favour another threshold change nothing.
+    ev_rt, ev_sc = _fake(P.EVALUATION, rng=np.random.default_rng(1))
+    ev_rt["value"] = 0.5  # only τ = 0.95 federates every unit there ...
+    ev_sc["val"] = ev_sc["test"] = ev_sc["p"].astype(float)  # ... and everything is best there
+    both_rt, both_sc = pd.concat([rt, ev_rt]), pd.concat([sc, ev_sc])
+    assert P.tune(both_rt, both_sc) == {"disagreement": 0.3}
+    with pytest.raises(ValueError, match="lacks development federations"):
+        P.tune(rt[rt["dataset"] != "heart"], sc)
+
+
+def test_the_declared_test_decides_per_kind_with_holm_and_the_headline_needs_every_kind():
+    rows = []
+    for entry, regret in (("good", 0.0), ("bad", 0.2)):
+        for ds in ("fmnist_alpha0.05", "fmnist_rotate"):
+            for s in range(10):
+                rows.append((ds, s, entry, regret + 0.001 * s))
+    reg = pd.DataFrame(rows, columns=["dataset", "seed", "entry", "regret"])
+    reg["role"], reg["kind"] = reg["dataset"].map(P.role_of), reg["dataset"].map(P.kind_of)
+    verdicts = P.evaluate(reg)
+    assert set(verdicts.query("entry == 'good'")["verdict"]) == {P.WITHIN}
+    assert set(verdicts.query("entry == 'bad'")["verdict"]) == {P.BEYOND}
+    assert (verdicts["p_holm"] >= verdicts["p"]).all()
+    assert P.headline(verdicts) == ["good"]
+    mixed = reg.copy()
+    mixed.loc[(mixed["entry"] == "good") & (mixed["dataset"] == "fmnist_rotate"), "regret"] = 0.3
+    assert P.headline(P.evaluate(mixed)) == []
+    with pytest.raises(ValueError, match="No regrets of the development set"):
+        P.evaluate(reg, "development")
+
+
+# -- the committed rules table ---------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def committed():
+    if not RULES_FILE.exists():
+        pytest.fail(f"{RULES_FILE} is missing: `make standard` (or `playerfl rules`) writes it.")
+    return R.load_rules_table(RULES_FILE)
+
+
+def test_the_committed_rules_table_covers_every_preregistered_seed(committed):
+    table, record = committed
+    assert record["rows"] == len(table)
+    have = table.groupby("dataset")["seed"].apply(set)
+    for ds in (*P.DEVELOPMENT, *P.EVALUATION):
+        assert set(P.seeds_of(ds)) <= have[ds], ds
+    assert set(table["rule"]) == {*RULES, R.PROBE}
+    same, total = record["replay_same"]
+    assert same == total  # the replay gave every seed's recorded split when it was made
+
+
+def test_the_committed_tuning_is_what_the_procedure_gives(committed):
+    from playerfl_core.study.archive import load_archive
+    from playerfl_core.study.split_scores import sweep_scores
+
+    table, _ = committed
+    sweep = load_archive(REPO_ROOT / "stores" / "standard")[0]
+    sweep = sweep[sweep["dataset"].isin(P.DEVELOPMENT)]
+    assert P.tune(table, sweep_scores(sweep)) == P.TUNED
+
+
+def test_a_replayed_first_epoch_gives_the_committed_quantities(committed):
+    """Two seeds replayed here: bit for bit on the machine that wrote the table, within float32
+    drift elsewhere (``machine``: README, "What reproduces where")."""
+    table, record = committed
+    same_machine = record["machine"]["key"] == machine.fingerprint(threads=1)["key"]
+    for ds, seed in (("heart", 7), ("digits_rotate", 3)):
+        lr = P.LEARNING_RATES[P.base_of(ds)]
+        again = R.rules_table(ds, [seed], "standard", lr=lr, device="cpu", progress=False)
+        stored = table[(table["dataset"] == ds) & (table["seed"] == seed)]
+        stored = stored[stored["rule"] != R.PROBE].reset_index(drop=True)
+        if same_machine:
+            pd.testing.assert_frame_equal(again, stored, check_exact=True)
+        else:
+            assert np.allclose(again["value"], stored["value"], rtol=1e-2, atol=1e-7)
+
+
+def test_a_changed_rules_table_is_refused(committed, tmp_path):
+    table, _ = committed
+    path = R.save_rules_table(table.head(50), tmp_path / "r.parquet", "test")
+    R.load_rules_table(path)
+    (tmp_path / "r.parquet").write_bytes(table.head(40).to_parquet())
+    with pytest.raises(ValueError, match="does not match the SHA-256"):
+        R.load_rules_table(path)
