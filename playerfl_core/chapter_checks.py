@@ -207,6 +207,7 @@ SPECS: dict[str, dict[str, Callable]] = {
         "option_algorithms": _algorithms,
         "claims_profile": _one_of(*PROFILE_NAMES),
         "claims_datasets": _datasets,
+        "metric_datasets": lambda v, n: None if v in ("", None) else _datasets(v, n),
         "n_boot": _integer(100),
     },
     "07_from_notebook_to_silos": {

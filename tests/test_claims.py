@@ -372,3 +372,54 @@ def test_tolerance_curve_moves_from_beyond_to_within_as_delta_grows():
     regrets = pd.DataFrame({"dataset": ["a"] * 10, "regret": [0.03 + 0.001 * i for i in range(10)]})
     curve = C.tolerance_curve(regrets, [0.01, 0.035, 0.1]).set_index("tolerance")["verdict"]
     assert curve.to_dict() == {0.01: "beyond δ", 0.035: "undecided", 0.1: "within δ"}
+
+
+# -- the book's own claims: M1, R1, R2, and C5 joined by the sweep ---------------------------------
+def test_r1_is_universal_over_federations():
+    within = pd.DataFrame({"dataset": ["a"] * 10, "regret": [0.0] * 10})
+    beyond = pd.DataFrame({"dataset": ["b"] * 10, "regret": [0.2 + 0.01 * i for i in range(10)]})
+    assert C.r1_rule_finds_oracle(within).verdict.verdict == "supported"
+    both = C.r1_rule_finds_oracle(pd.concat([within, beyond]))
+    assert both.verdict.verdict == "contradicted" and list(both.parts["part"]) == ["a", "b"]
+    assert both.chapter == "04_does_the_rule_pick_the_right_split"
+
+
+def test_m1_reads_the_rank_correlation_of_sensitivity_with_the_measured_cost():
+    rows = []
+    for ds, sign in (("up", 1), ("down", -1)):
+        for s in range(6):
+            for u in range(5):
+                rows.append((ds, s, f"u{u}", sign * (u + 0.1 * s), u))
+    profiles = pd.DataFrame(rows, columns=["dataset", "seed", "unit", "sensitivity", "actual"])
+    assert C.m1_sensitivity_ranks_cost(profiles, ["up"]).verdict.verdict == "supported"
+    assert C.m1_sensitivity_ranks_cost(profiles, ["down"]).verdict.verdict == "contradicted"
+    assert C.m1_sensitivity_ranks_cost(profiles, ["up", "down"]).verdict.verdict == "contradicted"
+
+
+def test_c5_joins_the_same_learning_rate_comparison_as_parts_of_one_family():
+    better = _results(0.05)
+    sweep = pd.DataFrame(
+        {"dataset": ["d"] * 20, "other": ["random (drawn)"] * 10 + ["random (expected)"] * 10,
+         "diff": [-0.05 - 0.001 * i for i in range(20)]})  # fmt: skip
+    alone = C.c5_beats_random(better)
+    joined = C.c5_beats_random(better, sweep_c5=sweep)
+    assert alone.verdict.verdict == "supported"
+    assert joined.verdict.verdict == "contradicted"  # the sweep's parts say the opposite
+    assert len(joined.parts) == 3 and joined.parts["p_holm"].notna().all()
+
+
+def test_r2_needs_one_first_epoch_rule_within_delta_on_every_kind():
+    from playerfl_core.study import preregistration as P
+
+    def rows(entry, verdicts):
+        return [(entry, k, 0.0, 10, 0.01, 0.01, v, "strong") for k, v in verdicts]
+
+    kinds = ["k1", "k2"]
+    cols = ["entry", "kind", "mean", "n", "p", "p_holm", "verdict", "strength"]
+    probe = rows("validation probe (2 rounds)", [(k, P.WITHIN) for k in kinds])
+    good = rows("update disagreement (tuned τ)", [(k, P.WITHIN) for k in kinds])
+    bad = rows("paper (t = 1)", [("k1", P.WITHIN), ("k2", P.BEYOND)])
+    open_ = rows("averaging cost (tuned τ)", [("k1", P.WITHIN), ("k2", "undecided")])
+    assert P.claim(pd.DataFrame(good + bad, columns=cols)).verdict.verdict == "supported"
+    assert P.claim(pd.DataFrame(bad + probe, columns=cols)).verdict.verdict == "contradicted"
+    assert P.claim(pd.DataFrame(bad + open_, columns=cols)).verdict.verdict == "undecided"

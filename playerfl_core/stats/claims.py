@@ -22,6 +22,7 @@ lines, of which the re-export list takes 45.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -108,6 +109,9 @@ __all__ = [  # chapters read the claims' statistics through this one module (``c
     "spearman_null",
     "split_verdict_lines",
     "split_verdicts",
+    "claim_from",
+    "m1_sensitivity_ranks_cost",
+    "r1_rule_finds_oracle",
     "TOLERANCE",
     "decide_family",
     "difference_evidence",
@@ -142,11 +146,27 @@ CLAIMS = {
         "05_playerfl_vs_baselines",
     ),
     "C5": (
-        "The sensitivity-chosen split beats a random split (PLayer-FL vs PLayer-FL-Random)",
+        "The sensitivity-chosen split beats a random split (PLayer-FL vs PLayer-FL-Random, each "
+        "at its tuned learning rate; and every split at one learning rate)",
         "05_playerfl_vs_baselines",
     ),
+    "M1": (
+        "Federation sensitivity s_k ranks layer units like the measured cost of averaging them",
+        "03a_the_algorithm_and_its_metric",
+    ),
+    "R1": (
+        "The rule's split is as good as the validation oracle's (regret within δ = 0.02) on "
+        "every federation",
+        "04_does_the_rule_pick_the_right_split",
+    ),
+    "R2": (
+        "Some rule that reads only the first local epoch keeps the regret within δ = 0.02 on "
+        "every kind of heterogeneity (pre-registered evaluation)",
+        "04b_beyond_the_paper",
+    ),
 }
-"""Claim id → (statement, chapter): the claims the chapters test."""
+"""Claim id → (statement, chapter): the paper's claims (C1–C5) and the book's own (M1, R1, R2),
+each tested where its chapter is."""
 
 C2_MEASURES = (
     "grad_variance",
@@ -157,6 +177,13 @@ C2_MEASURES = (
 )
 """The measures C2 names. ``hessian_trace_per_param`` is shown in chapter 03 as a diagnostic
 (the trace divided by the unit's size), not as one of the paper's measures."""
+
+
+def claim_from(cid: str, parts: pd.DataFrame, verdict: Verdict, profile: str = "") -> Claim:
+    """A claim of :data:`CLAIMS` with its parts table and a verdict decided elsewhere (R2's,
+    which is existential over rules: :func:`playerfl_core.study.preregistration.claim`)."""
+    statement, chapter = CLAIMS[cid]
+    return Claim(cid, statement, chapter, verdict, parts, profile)
 
 
 def _claim(cid: str, parts: Sequence[Evidence], profile: str = "") -> Claim:
@@ -386,9 +413,14 @@ def c5_beats_random(
     alpha: float = ALPHA,
     seed: int = 0,
     profile: str = "",
+    sweep_c5: pd.DataFrame | None = None,
 ) -> Claim:
     """C5: the control's headline macro-F1 beats the random split's, paired by (dataset, seed)
-    (both share data, initial weights and batches within a seed); ``rope`` in macro-F1."""
+    (both share data, initial weights and batches within a seed); ``rope`` in macro-F1.
+
+    ``sweep_c5`` (``split_oracle.c5_table`` of a sweep, chapter 04) adds the same claim at one
+    learning rate: per dataset, the rule's split against the random split drawn on each seed
+    and against the mean over the splits it can draw. All parts form one family (Holm)."""
     from playerfl_core.stats.metrics import run_scores
 
     runs = run_scores(results, "macro_f1")
@@ -406,4 +438,40 @@ def c5_beats_random(
         seed=seed,
         replicates="paired runs",
     )
-    return _claim("C5", [ev], profile)
+    parts = [replace(ev, part=f"tuned learning rates: {ev.part}")]
+    if sweep_c5 is not None:
+        comparisons = ("random (drawn)", "random (expected)")
+        rows = sweep_c5[sweep_c5["other"].isin(comparisons)]
+        for (ds, other), g in rows.groupby(["dataset", "other"], sort=False):
+            parts.append(difference_evidence(g["diff"], f"one learning rate: {ds}, vs {other}"))
+    if len(parts) > 1:
+        parts = holm_decide(parts, equivalence=True)
+    return _claim("C5", parts, profile)
+
+
+def m1_sensitivity_ranks_cost(
+    profiles: pd.DataFrame, datasets: Sequence[str], label=str, profile: str = ""
+) -> Claim:
+    """M1: per dataset, the rank correlation between s_k and the measured loss change of
+    averaging unit k (chapter 03a's ``client_averaged`` profiles), Holm over datasets."""
+    from playerfl_core.stats.evidence import rank_correlation_test
+
+    tests = [
+        rank_correlation_test(
+            profiles[profiles["dataset"] == name], "sensitivity", "actual", part=label(name)
+        ).evidence
+        for name in datasets
+    ]
+    return _claim("M1", holm_decide(tests), profile)
+
+
+def r1_rule_finds_oracle(
+    regrets: pd.DataFrame, tolerance: float = TOLERANCE, label=str, profile: str = ""
+) -> Claim:
+    """R1: per federation, the paper's rule's per-seed regret is within δ (``regrets``: dataset,
+    regret; chapter 04), Holm over federations, read as universal."""
+    parts = [
+        tolerance_evidence(g["regret"], tolerance, label(ds))
+        for ds, g in regrets.groupby("dataset", sort=False)
+    ]
+    return _claim("R1", holm_decide(parts), profile)

@@ -248,3 +248,43 @@ def tolerance_curve(
     from playerfl_core.stats.split_verdicts import tolerance_curve as curve
 
     return curve(regrets[regrets["role"] == role], tolerances, ["entry", "kind"])
+
+
+def claim(verdicts: pd.DataFrame, profile: str = ""):
+    """Claim R2 of the scorecard from the evaluation verdicts: *supported* when some first-epoch
+    rule is within δ on every kind, *contradicted* when every first-epoch rule is beyond δ on
+    at least one kind, else *undecided* (the probe is a reference, not a first-epoch rule).
+    Strength: of the deciding rule's weakest kind (supported), or the weakest of the rules'
+    strongest failures (contradicted)."""
+    from playerfl_core.stats.claims import claim_from
+    from playerfl_core.stats.decisions import STRENGTHS, Verdict
+
+    rank = {s: i for i, s in enumerate(STRENGTHS)}
+    first_epoch = [e.label for e in ENTRIES if e.rule != "probe"]
+    rows = verdicts[verdicts["entry"].isin(first_epoch)]
+    winners = [e for e in headline(rows)]
+    if winners:
+        g = rows[rows["entry"] == winners[0]]
+        strength = max(g["strength"], key=rank.__getitem__)
+        verdict = Verdict("supported", strength, f"{winners[0]}: within δ on all {len(g)} kinds")
+    else:
+        failures = {
+            e: g[g["verdict"] == BEYOND]["strength"].tolist()
+            for e, g in rows.groupby("entry", sort=False)
+        }
+        if all(failures.values()):
+            strongest = [min(f, key=rank.__getitem__) for f in failures.values()]
+            weakest = max(strongest, key=rank.__getitem__)
+            verdict = Verdict(
+                "contradicted", weakest,
+                f"each of the {len(failures)} first-epoch rules is beyond δ on at least one kind",
+            )  # fmt: skip
+        else:
+            open_rules = [e for e, f in failures.items() if not f]
+            verdict = Verdict(
+                "undecided", "weak",
+                f"{len(open_rules)} first-epoch rules are nowhere beyond δ but not within δ "
+                "everywhere",
+            )  # fmt: skip
+    parts = rows[["entry", "kind", "mean", "n", "p", "p_holm", "verdict", "strength"]]
+    return claim_from("R2", parts.rename(columns={"entry": "part"}), verdict, profile)

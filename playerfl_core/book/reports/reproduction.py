@@ -340,9 +340,18 @@ def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
     return options.round(3), text
 
 
-def scorecard(datasets, profile, device, table, claims_profile, claims_datasets):
-    """Claims C1–C5: C1 and C2 from first-epoch analytics of Local runs here, C3–C5 from the
-    grid of ``claims_profile`` (loaded, never recomputed, when it is not this profile)."""
+def scorecard(
+    datasets, profile, device, table, claims_profile, claims_datasets, metric_datasets="",
+    metric_seeds=(0, 1, 2, 3, 4),
+):  # fmt: skip
+    """Every claim the book tests, under its one decision rule: C1 and C2 from first-epoch
+    analytics of Local runs here; M1 (chapter 03a) from the averaging check on
+    ``metric_datasets`` here; C3–C5 from the grid of ``claims_profile`` (loaded, never
+    recomputed, when it is not this profile), C5 joined by the same-learning-rate comparison of
+    the profile's split sweeps (chapter 04); R1 (chapter 04) and R2 (chapter 04b) from the
+    committed sweeps and rules table. Claims whose evidence the profile lacks are left out."""
+    from playerfl_core.book.reports import averaging
+
     analytics = []
     for name in datasets:
         plan = S.analytics_plan(name, profile)
@@ -366,12 +375,57 @@ def scorecard(datasets, profile, device, table, claims_profile, claims_datasets)
         names = [d.strip() for d in claims_datasets.split(",") if d.strip()]
         evidence = run_grid(names, "all", claims_profile, compute=False, progress=False).table
     on_grid = C.describe_profile(claims_profile, evidence)
-    return C.scorecard(
-        [
-            C.c1_divergence_grows(analytics, profile=on_analytics),
-            C.c2_sensitivity_tracks(analytics, profile=on_analytics),
-            C.c3_best_rank(evidence, profile=on_grid),
-            C.c4_fairness_and_ipr(evidence, profile=on_grid),
-            C.c5_beats_random(evidence, profile=on_grid),
-        ]
-    )
+    split = split_evidence(claims_profile)
+    claims = [
+        C.c1_divergence_grows(analytics, profile=on_analytics),
+        C.c2_sensitivity_tracks(analytics, profile=on_analytics),
+    ]
+    metric_names = [d.strip() for d in str(metric_datasets).split(",") if d.strip()]
+    if metric_names:
+        _, profiles = averaging.measure(metric_names, list(metric_seeds), profile, device)
+        on_metric = C.describe_profile(profile, profiles)
+        claims.append(
+            C.m1_sensitivity_ranks_cost(profiles, metric_names, dataset_label, on_metric)
+        )
+    claims += [
+        C.c3_best_rank(evidence, profile=on_grid),
+        C.c4_fairness_and_ipr(evidence, profile=on_grid),
+        C.c5_beats_random(
+            evidence, profile=on_grid, sweep_c5=split["c5"] if split else None
+        ),
+    ]
+    if split:
+        claims.append(split["r1"])
+        if split.get("r2") is not None:
+            claims.append(split["r2"])
+    return C.scorecard(claims)
+
+
+def split_evidence(profile: str) -> dict | None:
+    """The split study's claims from the committed sweeps of ``profile``: C5 at one learning
+    rate (per seed), R1 over every swept federation, and R2 from the pre-registered test when
+    the rules table is committed; None when the profile has no committed sweeps."""
+    from playerfl_core.book.reports import rule_family
+    from playerfl_core.study import preregistration as P
+    from playerfl_core.study import split_oracle as O
+    from playerfl_core.study.archive import archive_dir
+
+    sweep = O.load_sweeps(archive_dir(profile))
+    if sweep is None:
+        return None
+    try:
+        rows = O.sweep_rows(sweep)
+    except ValueError:
+        return None
+    scores = O.sweep_scores(rows)
+    rules = O.rule_splits(O.table_sensitivities(rows))
+    regrets = O.regrets(scores, rules)
+    on_sweep = C.describe_profile(profile, scores)
+    out = {
+        "c5": O.c5_table(scores, rules),
+        "r1": C.r1_rule_finds_oracle(regrets, label=dataset_label, profile=on_sweep),
+    }
+    if rule_family.RULES_FILE.exists() and profile == "standard":
+        study = rule_family.analyse(sweep, rule_family.load_rules())
+        out["r2"] = P.claim(study.evaluation, profile="standard: pre-registered evaluation set")
+    return out
