@@ -384,15 +384,11 @@ def scorecard(
     if metric_names:
         _, profiles = averaging.measure(metric_names, list(metric_seeds), profile, device)
         on_metric = C.describe_profile(profile, profiles)
-        claims.append(
-            C.m1_sensitivity_ranks_cost(profiles, metric_names, dataset_label, on_metric)
-        )
+        claims.append(C.m1_sensitivity_ranks_cost(profiles, metric_names, dataset_label, on_metric))
     claims += [
         C.c3_best_rank(evidence, profile=on_grid),
         C.c4_fairness_and_ipr(evidence, profile=on_grid),
-        C.c5_beats_random(
-            evidence, profile=on_grid, sweep_c5=split["c5"] if split else None
-        ),
+        C.c5_beats_random(evidence, profile=on_grid, sweep_c5=split["c5"] if split else None),
     ]
     if split:
         claims.append(split["r1"])
