@@ -119,6 +119,11 @@ class FederatedData:
         return pd.DataFrame(rows).set_index("client")
 
 
+INPUT_SCALE_WARNING = 1e6
+"""Inputs larger than this in absolute value draw a warning: no loader of the book produces
+them, and they make any learning rate diverge."""
+
+
 def check_clients(
     clients: list[ClientData], num_classes: int, input_shape: tuple[int, ...]
 ) -> None:
@@ -130,6 +135,17 @@ def check_clients(
     """
     if not clients:
         raise DataError("a federation needs at least one client")
+    if num_classes < 2:
+        raise DataError(
+            f"a federation needs at least 2 classes, got num_classes = {num_classes}: with one "
+            "class every prediction is right and macro-F1 is 1.0 whatever the model learns"
+        )
+    if len(clients) == 1:
+        warnings.warn(
+            f"the federation has one client ({clients[0].name!r}): nothing is shared, so every "
+            "algorithm trains Local; use at least two clients to compare federated methods",
+            stacklevel=3,
+        )
     names = [c.name for c in clients]
     if len(set(names)) != len(names):
         raise DataError(f"client names must be unique, got {names}")
@@ -151,6 +167,20 @@ def check_clients(
                 )
             if int(y.min()) < 0 or int(y.max()) >= num_classes:
                 raise DataError(f"{where}: labels outside 0..{num_classes - 1}")
+            finite = torch.isfinite(x)
+            if not bool(finite.all()):
+                bad = int((~finite).flatten(1).any(1).sum())
+                raise DataError(
+                    f"{where}: {bad} of {len(x)} samples have NaN or infinite inputs; clean or "
+                    "impute them in the loader (training would report a non-finite loss)"
+                )
+            largest = float(x.abs().max())
+            if largest > INPUT_SCALE_WARNING:
+                warnings.warn(
+                    f"{where}: inputs reach {largest:.3g} in absolute value; standardise them in "
+                    "the loader (a diverging run would otherwise be blamed on the learning rate)",
+                    stacklevel=3,
+                )
         if torch.unique(c.y_train).numel() == 1:
             warnings.warn(
                 f"client {c.name!r} has a single class in its training split",

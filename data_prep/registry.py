@@ -69,6 +69,12 @@ def load_dataset_module(path: Path | str) -> list[str]:
             f"dataset module {str(path)!r} does not exist; give the path of a Python file that "
             "declares FEDERATION = Federation(name=..., load=...)."
         )
+    if path.suffix != ".py":
+        raise DataError(
+            f"dataset module {str(path)!r} is not a Python file (.py): give the file that "
+            "declares FEDERATION = Federation(name=..., load=...), not a data or results file."
+        )
+    _discover()  # the built-in names first, so a clash names the library, not the user's file
     if path in _loaded_files:
         return [n for n, f in _FEDERATIONS.items() if f.source == str(path)]
     digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
@@ -77,6 +83,13 @@ def load_dataset_module(path: Path | str) -> list[str]:
     sys.modules[spec.name] = module
     try:
         spec.loader.exec_module(module)
+    except SystemExit as err:
+        del sys.modules[spec.name]
+        raise DataError(
+            f"dataset module {path} called sys.exit({err.code!r}) while being imported; a "
+            "dataset file must only declare FEDERATION (move script code under "
+            "`if __name__ == '__main__':`)."
+        ) from None
     except Exception as err:
         del sys.modules[spec.name]
         where = traceback.extract_tb(err.__traceback__)[-1]
@@ -241,7 +254,13 @@ def _discover() -> None:
     for module in BUILT_IN:
         register(module.FEDERATION)
     for path in [p for p in os.environ.get(MODULES_ENV, "").split(os.pathsep) if p]:
-        load_dataset_module(path)
+        try:
+            load_dataset_module(path)
+        except DataError as err:
+            raise DataError(
+                f"the environment variable {MODULES_ENV} names {path!r}, which cannot be loaded: "
+                f"{err} Fix or unset {MODULES_ENV}."
+            ) from None
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             obj = entry.load()

@@ -129,6 +129,28 @@ def test_empty_split_is_an_error_single_class_a_warning():
         FederatedData("t", [_client(x.double(), y)], **args)
 
 
+def test_data_that_would_give_silent_or_misleading_numbers_is_named():
+    """Issue 25: one class (macro-F1 1.0 whatever the model), NaN inputs in any split, huge
+    inputs and a single client each get one line naming the problem and the fix."""
+    fd = data_prep.load("digits", seed=0)
+    x, y = fd.clients[0].x_train, fd.clients[0].y_train
+    two = [_client(x, y), ClientData("b", x, y, x, y, x, y)]
+    args = {"input_shape": (1, 8, 8), "model": "m"}
+    with pytest.raises(DataError, match="at least 2 classes, got num_classes = 1"):
+        FederatedData("t", two, num_classes=1, class_names=["0"], **args)
+    ten = {"num_classes": 10, "class_names": list("0123456789"), **args}
+    nan_val = x.clone()
+    nan_val[3, 0, 0, 0] = float("nan")
+    with pytest.raises(DataError, match=r"split 'val': 1 of \d+ samples have NaN or infinite"):
+        FederatedData("t", [two[0], ClientData("b", x, y, nan_val, y, x, y)], **ten)
+    with pytest.warns(
+        UserWarning, match=r"inputs reach 1e\+30 in absolute value; standardise"
+    ):
+        FederatedData("t", [two[0], ClientData("b", x * 1e30, y, x, y, x, y)], **ten)
+    with pytest.warns(UserWarning, match="one client .*every algorithm trains Local"):
+        FederatedData("t", [two[0]], **ten)
+
+
 # --- digits -----------------------------------------------------------------------------
 
 

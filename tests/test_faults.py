@@ -40,6 +40,7 @@ from playerfl_core.study.experiments import (
     load_grid,
     run_grid,
 )
+from playerfl_core.study.run_store import StoreError
 
 REPO = Path(__file__).resolve().parent.parent
 GRID = dict(seeds=(0, 1), lrs=(0.01,), rounds=1, workers=1, progress=False)
@@ -113,7 +114,10 @@ DAMAGES = {
     "json names another run": ("json", lambda p: _edit_json(p, run_id="heart_other")),
     "json wrong row count": ("json", lambda p: _edit_json(p, rows=3)),
     "json binary garbage": ("json", lambda p: p.write_bytes(b"\xff\xfe\x00garbage")),
+    "json status edited to diverged": ("json", lambda p: _edit_json(p, status="diverged")),
+    "json error status with no reason": ("json", lambda p: _edit_json(p, status="error")),
 }
+FOLDERS = {"csv became a folder": "csv", "json became a folder": "json"}
 
 
 def _edit_json(path: Path, **changes):
@@ -147,6 +151,23 @@ def test_a_damaged_run_is_named_by_status_and_recomputed_by_the_grid(damage, sto
     assert any(run_id in n and "DAMAGED" in n for n in result.notes)
     pd.testing.assert_frame_equal(_sorted(result.table), table)
     assert Store(root).scan()[1] == {}
+
+
+@pytest.mark.parametrize("damage", list(FOLDERS))
+def test_a_run_file_that_became_a_folder_is_named_and_refused_before_any_work(
+    damage, store_copy, capsys
+):
+    root, table = store_copy
+    run_id = _victim(root)
+    path = root / "runs" / f"{run_id}.{FOLDERS[damage]}"
+    path.unlink()
+    path.mkdir()
+    code, out = _run_cli(["status", "--store", str(root)], capsys)
+    assert code == 0 and f"damaged: {run_id}" in out, out
+    with pytest.raises(StoreError, match=rf"folders where run files belong \({path.name}"):
+        _grid(root)
+    path.rmdir()  # what the message asks for; then the grid recomputes the run
+    assert _grid(root).computed == 1
 
 
 def test_a_deleted_manifest_means_not_finished_and_is_recomputed(store_copy):

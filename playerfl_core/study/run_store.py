@@ -220,6 +220,17 @@ class Store:
         problem = folder_problem(self.runs)
         if problem:
             raise StoreError(f"The store {self.root} cannot hold runs: {problem}.")
+        folders = sorted(
+            p.name
+            for p in (self.runs.iterdir() if self.runs.is_dir() else [])
+            if p.suffix in (".json", ".csv") and p.is_dir()
+        )
+        if folders:
+            raise StoreError(
+                f"The store {self.root} has folders where run files belong ({', '.join(folders)} "
+                f"in {self.runs}); a run cannot be written over a folder. Move or remove them "
+                "(`playerfl status` lists the runs they damage) and run again."
+            )
 
     def remove_stale_temporaries(self) -> list[str]:
         """Delete the temporary files of writes whose process is gone (a ``kill -9`` between
@@ -311,6 +322,16 @@ class Store:
         if rec.get("run_id", path.stem) != path.stem:
             raise DamagedRunError(
                 f"{path.stem}: {path} records run {rec['run_id']!r}, not its file name. {fix}"
+            )
+        if rec["status"] != OK and not str(rec.get("error") or "").strip():
+            raise DamagedRunError(
+                f"{path.stem}: {path} has status {rec['status']!r} without the reason the library "
+                f"always records (edited or damaged). {fix}"
+            )
+        if rec["status"] != OK and rec.get("csv_sha256") is not None:
+            raise DamagedRunError(
+                f"{path.stem}: {path} has status {rec['status']!r} but records rows (a failed "
+                f"run stores none): the record was edited. {fix}"
             )
         rec.setdefault("run_id", path.stem)
         return rec
