@@ -380,19 +380,25 @@ def cmd_run(args) -> int:
         make_config(args.dataset, args.profile, seed=seed, **settings)
     if args.backend == "flower":
         return _run_on_flower(args, names, seeds, settings, out)
+    from playerfl_core.study.workers import interrupts_as_keyboard
+
     tables, diverged = [], []
     jobs = [(seed, name) for seed in seeds for name in names]
     try:
-        for seed, name in tqdm(jobs, desc=f"playerfl {args.dataset}", unit="run"):
-            data = load(args.dataset, profile=args.profile, seed=seed)
-            config = make_config(args.dataset, args.profile, seed=seed, **settings)
-            try:
-                tables.append(check_table(run_federated(data, get_algorithm(name), config).table()))
-            except DivergenceError as err:  # the other runs' rows are kept
-                diverged.append(f"{name} seed {seed}: {err}")
+        with interrupts_as_keyboard():
+            for seed, name in tqdm(jobs, desc=f"playerfl {args.dataset}", unit="run"):
+                data = load(args.dataset, profile=args.profile, seed=seed)
+                config = make_config(args.dataset, args.profile, seed=seed, **settings)
+                try:
+                    run = run_federated(data, get_algorithm(name), config)
+                    tables.append(check_table(run.table()))
+                except DivergenceError as err:  # the other runs' rows are kept
+                    diverged.append(f"{name} seed {seed}: {err}")
     except DataError as err:
         print(f"playerfl: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as err:
+        return _keep_finished(tables, out, len(jobs), err)
     for line in diverged:
         print(f"playerfl: diverged (no rows written): {line}", file=sys.stderr)
     if not tables:
@@ -401,6 +407,21 @@ def cmd_run(args) -> int:
     path = save_table(pd.concat(tables, ignore_index=True), out)
     print(f"wrote {path} ({sum(len(t) for t in tables)} rows)")
     return 3 if diverged else 0
+
+
+def _keep_finished(tables, out, n_jobs: int, err: BaseException) -> int:
+    """Ctrl-C or SIGTERM in ``run`` or ``sweep``: write the runs that finished, and say so."""
+    why = str(err) or "interrupted (Ctrl-C)"
+    if not tables:
+        print(f"playerfl: {why} before any run finished; nothing written.", file=sys.stderr)
+        return 130
+    path = save_table(pd.concat(tables, ignore_index=True), out)
+    print(
+        f"playerfl: {why} after {len(tables)} of {n_jobs} runs; wrote the finished runs' "
+        f"{sum(len(t) for t in tables)} rows to {path} (run again to compute all of them).",
+        file=sys.stderr,
+    )
+    return 130
 
 
 def _run_on_flower(args, names, seeds, settings, out) -> int:
@@ -460,23 +481,44 @@ def cmd_sweep(args) -> int:
         device=checks.device(args.device),
     )
     make_config(args.dataset, args.profile, **settings)
+    from playerfl_core.study.workers import interrupts_as_keyboard
+
+    diverged, finished = [], []
+    splits = checks.optional(checks.int_list, args.splits, "--splits")
+    workers = checks.positive_int(args.workers, "--workers")
     try:
-        table = run_sweep(
-            args.dataset,
-            seeds,
-            args.profile,
-            **settings,
-            splits=checks.optional(checks.int_list, args.splits, "--splits"),
-            workers=checks.positive_int(args.workers, "--workers"),
-        )
-    except (DataError, DivergenceError) as err:
+        with interrupts_as_keyboard():
+            table = run_sweep(
+                args.dataset, seeds, args.profile, **settings, splits=splits, workers=workers,
+                diverged=diverged, finished=finished,
+            )  # fmt: skip
+    except DataError as err:
         print(f"playerfl: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as err:
+        return _keep_finished(finished, out, len(finished) + 1, err)
+    for ds, seed, p, reason in diverged:
+        print(
+            f"playerfl: diverged (no rows written): {ds} seed {seed}, split p = {p}: {reason}",
+            file=sys.stderr,
+        )
+    if table.empty:
+        print("playerfl: every run of the sweep diverged; nothing written.", file=sys.stderr)
+        return 3
     path = save_table(table, out)
     print(f"wrote {path} ({len(table)} rows, algorithms {', '.join(table['algorithm'].unique())})")
-    if rule_names is not None:
+    if diverged:
+        print(
+            f"playerfl: {len(diverged)} run(s) diverged; the table holds the other splits (lower "
+            "--lr for a complete sweep).",
+            file=sys.stderr,
+        )
+    if rule_names is not None and not diverged:
         _write_rules(table, args.profile, rule_names, rules_out, settings["device"])
-    return 0
+    elif rule_names is not None:
+        print("playerfl: no rules table: a diverged split leaves the sweep incomplete.",
+              file=sys.stderr)  # fmt: skip
+    return 3 if diverged else 0
 
 
 def _rule_names(text: str | None) -> list[str] | None:

@@ -143,9 +143,7 @@ def test_data_that_would_give_silent_or_misleading_numbers_is_named():
     nan_val[3, 0, 0, 0] = float("nan")
     with pytest.raises(DataError, match=r"split 'val': 1 of \d+ samples have NaN or infinite"):
         FederatedData("t", [two[0], ClientData("b", x, y, nan_val, y, x, y)], **ten)
-    with pytest.warns(
-        UserWarning, match=r"inputs reach 1e\+30 in absolute value; standardise"
-    ):
+    with pytest.warns(UserWarning, match=r"inputs reach 1e\+30 in absolute value; standardise"):
         FederatedData("t", [two[0], ClientData("b", x * 1e30, y, x, y, x, y)], **ten)
     with pytest.warns(UserWarning, match="one client .*every algorithm trains Local"):
         FederatedData("t", [two[0]], **ten)

@@ -918,3 +918,62 @@ def test_a_grid_whose_every_run_diverged_exits_non_zero_and_writes_nothing(tmp_p
     code, shown = _run_cli(argv, capsys)
     assert code == 3, shown
     assert "no evaluation run of this grid finished" in shown and not out.exists()
+
+
+# -- interrupted or diverging work keeps what finished (issue 25, item 3) ---------------------
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def test_an_interrupted_run_writes_the_finished_runs_and_says_so(
+    how, tmp_path, monkeypatch, capsys
+):
+    calls = []
+    real = cli.run_federated
+
+    def stop_on_third(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            if how == "sigterm":
+                os.kill(os.getpid(), signal.SIGTERM)  # turned into the same interrupt
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "run_federated", stop_on_third)
+    out = tmp_path / "run.csv"
+    code = cli.main(["run", "--dataset", "heart", "--algorithms", "local,fedavg,playerfl",
+                     "--rounds", "1", "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 130 and "after 2 of 3 runs" in err and str(out) in err, err
+    assert sorted(pd.read_csv(out)["algorithm"].unique()) == ["fedavg", "local"]
+    if how == "sigterm":
+        assert "SIGTERM" in err
+
+
+def test_an_interrupted_sweep_writes_the_finished_splits(tmp_path, monkeypatch, capsys):
+    from playerfl_core.study import split_sweeps
+
+    real, calls = split_sweeps._sweep_run, []
+
+    def stop_on_third(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(split_sweeps, "_sweep_run", stop_on_third)
+    out = tmp_path / "sweep.csv"
+    code = cli.main(["sweep", "--dataset", "heart", "--rounds", "1", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 130 and "wrote the finished runs" in err, err
+    assert sorted(pd.read_csv(out)["algorithm"].unique()) == ["prefix_p0", "prefix_p1"]
+
+
+def test_a_diverged_split_is_named_and_the_other_splits_are_kept(tmp_path, capsys):
+    """Heart at lr 1.5 for 10 rounds: Local (p = 0) diverges, the other splits do not."""
+    out = tmp_path / "sweep.csv"
+    args = ["sweep", "--dataset", "heart", "--lr", "1.5", "--rounds", "10", "--out", str(out)]
+    code = cli.main([*args, "--rules", "all"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "diverged (no rows written): heart seed 0, split p = 0:" in err
+    assert "no rules table" in err and not (tmp_path / "sweep.rules.csv").exists()
+    kept = pd.read_csv(out)["algorithm"].unique()
+    assert sorted(kept) == ["prefix_p1", "prefix_p2", "prefix_p3", "prefix_p4"]

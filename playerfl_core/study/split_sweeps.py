@@ -59,16 +59,20 @@ def run_sweep(
     splits: Iterable[int] | None = None,
     progress: bool = True,
     workers: int = 1,
+    diverged: list | None = None,
+    finished: list | None = None,
 ) -> pd.DataFrame:
     """Every split p = 0 … L (or ``splits``) on every seed, at one learning rate (the
     profile's unless ``lr``): the long results table, one ``prefix_p{p}`` run per (seed, p).
+    ``diverged`` and ``finished``: see :func:`run_sweeps`.
 
     The data of seed s is ``data_loader(s)`` (default ``data_prep.load(dataset, profile,
     seed=s)``). Same arguments, same machine: the same table (see :func:`run_sweeps`).
     """
     return run_sweeps(
-        [dataset], seeds, profile, lr, rounds, device, data_loader, splits, progress, workers
-    )
+        [dataset], seeds, profile, lr, rounds, device, data_loader, splits, progress, workers,
+        diverged, finished,
+    )  # fmt: skip
 
 
 def run_sweeps(
@@ -82,15 +86,24 @@ def run_sweeps(
     splits: Iterable[int] | None = None,
     progress: bool = True,
     workers: int = 1,
+    diverged: list | None = None,
+    finished: list | None = None,
 ) -> pd.DataFrame:
     """:func:`run_sweep` for several datasets, with ``workers`` CPU processes sharing the runs.
 
     Every run uses one CPU thread, in a worker or not, so the table does not depend on
     ``workers`` (CNN kernels differ in the last bits across thread counts). ``data_loader``
     (seed → data) works with one dataset and ``workers=1`` only.
+
+    A run that diverges stops the sweep with a :class:`~playerfl_core.fl.errors.DivergenceError`
+    naming its dataset, seed and split, unless ``diverged`` is a list: then the run is appended
+    to it as ``(dataset, seed, p, reason)`` and the other runs go on (``playerfl sweep``).
+    ``finished``: a list that receives each run's table as it finishes, so a caller that is
+    interrupted keeps them.
     """
     import torch
 
+    from playerfl_core.fl.errors import DivergenceError
     from playerfl_core.fl.profiles import make_config
 
     datasets, seeds = list(datasets), [int(s) for s in seeds]
@@ -113,14 +126,26 @@ def run_sweeps(
             jobs += [(ds, profile, seed, p, lr, rounds, device) for p in ps]
     bar = tqdm(total=len(jobs), desc="sweep", unit="run", disable=not progress)
     tables: list = [None] * len(jobs)
+    finished = [] if finished is None else finished
+
+    def done(i: int, result) -> None:
+        try:
+            tables[i] = result()
+            finished.append(tables[i])
+        except DivergenceError as err:
+            ds, _, seed, p, *_ = jobs[i]
+            if diverged is None:
+                raise DivergenceError(f"{ds} seed {seed}, split p = {p}: {err}") from None
+            diverged.append((ds, seed, p, str(err)))
+        bar.update()
+
     if workers <= 1:
         previous = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
             for i, job in enumerate(jobs):
                 loader = data_loader or (lambda s, ds=job[0]: _sweep_data(ds, profile, s))
-                tables[i] = _sweep_run(*job, data=loader(job[2]))
-                bar.update()
+                done(i, lambda job=job, loader=loader: _sweep_run(*job, data=loader(job[2])))
         finally:
             torch.set_num_threads(previous)
     else:
@@ -138,14 +163,16 @@ def run_sweeps(
             with interrupts_as_keyboard():
                 futures = {pool.submit(_sweep_run, *job): i for i, job in enumerate(jobs)}
                 for fut in cf.as_completed(futures):
-                    tables[futures[fut]] = fut.result()
-                    bar.update()
+                    done(futures[fut], fut.result)
         except BaseException:  # Ctrl-C, SIGTERM or a failed run: no worker outlives the sweep
             stop_workers(pool)
             raise
         pool.shutdown()
     bar.close()
-    return pd.concat(tables, ignore_index=True)
+    kept = [t for t in tables if t is not None]
+    if not kept:
+        return pd.DataFrame(columns=COLUMNS)
+    return pd.concat(kept, ignore_index=True)
 
 
 def _sweep_data(dataset: str, profile: str, seed: int):
