@@ -977,3 +977,44 @@ def test_a_diverged_split_is_named_and_the_other_splits_are_kept(tmp_path, capsy
     assert "no rules table" in err and not (tmp_path / "sweep.rules.csv").exists()
     kept = pd.read_csv(out)["algorithm"].unique()
     assert sorted(kept) == ["prefix_p1", "prefix_p2", "prefix_p3", "prefix_p4"]
+
+
+# -- two grids on one store (issue 25, item 5) --------------------------------------------------
+def test_a_second_grid_on_a_busy_store_is_refused_and_a_dead_ones_lock_taken_over(tmp_path):
+    from playerfl_core.study.run_store import LOCK_FILE
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "runs").mkdir()
+        (tmp_path / "runs" / LOCK_FILE).write_text(str(other.pid))
+        with pytest.raises(StoreError, match=rf"Another grid \(process {other.pid}\) is computing"):
+            _grid(tmp_path)
+        assert not list((tmp_path / "runs").glob("*.json"))  # refused before any work
+    finally:
+        other.kill()
+        other.wait()
+    result = _grid(tmp_path)  # its process is gone: the lock is taken over
+    assert result.computed == 2
+    assert not (tmp_path / "runs" / LOCK_FILE).exists()  # released at the end
+
+
+def test_settings_made_for_another_federation_are_refused_before_training():
+    """Issue 25: make_config('heart') applied to Digits ran without a word; a variant still
+    trains with its base's settings."""
+    from playerfl_core import make_config, run_federated
+
+    digits = data_prep.load("digits", profile="quick", seed=0)
+    with pytest.raises(ValueError, match=r"made for 'heart' .* use make_config\('digits'"):
+        run_federated(digits, get_algorithm("local"), make_config("heart", rounds=1))
+    rotated = data_prep.load("digits_rotate", profile="quick", seed=0)
+    config = make_config("digits", rounds=1, progress=False, device="cpu")
+    assert len(run_federated(rotated, get_algorithm("local"), config).table())
+
+
+def test_every_test_the_readme_reliability_table_names_exists():
+    text = (REPO / "README.md").read_text()
+    named = re.findall(r"`(test_\w+\.py)::(test_\w+)`", text)
+    assert len(named) >= 10
+    for file, name in named:
+        source = (REPO / "tests" / file).read_text()
+        assert f"def {name}(" in source, f"README names {file}::{name}, which does not exist"

@@ -38,6 +38,9 @@ class RunConfig:
     local_epochs: int = 1
     eval_batch_size: int = 1024
     progress: bool = True
+    dataset: str | None = None
+    """The federation these settings were made for (``make_config`` records it), so they are not
+    applied to another one without a word; None: not checked."""
 
     def __post_init__(self):
         for name in ("rounds", "batch_size", "local_epochs", "eval_batch_size"):
@@ -70,7 +73,16 @@ class RunConfig:
             raise ValueError(f"augment must be True or False, got {self.augment!r}.")
 
     def check_data(self, data) -> None:
-        """Raise a ValueError when an option needs something ``data`` does not define."""
+        """Raise a ValueError when an option needs something ``data`` does not define, or when
+        the settings were made for another federation (a heterogeneity variant trains like its
+        base, so a base's settings fit its variants)."""
+        if self.dataset is not None and _base(self.dataset) != _base(data.name):
+            raise ValueError(
+                f"this RunConfig was made for {self.dataset!r} (its rounds, batch size and "
+                f"learning rate), but the data are {data.name!r}: use "
+                f"make_config({data.name!r}, ...), or "
+                "RunConfig(dataset=None, ...) to use these settings on purpose."
+            )
         if self.loss == "focal" and getattr(data, "focal_loss", None) is None:
             raise ValueError(
                 f"loss='focal' needs the dataset's focal-loss parameters; {data.name!r} defines "
@@ -81,6 +93,13 @@ class RunConfig:
                 f"augment=True needs a training augmentation; {data.name!r} defines none (the "
                 "authors augmented their image federations only). Use augment=False."
             )
+
+
+def _base(name: str) -> str:
+    """The declared federation a name trains like (itself when it is not declared)."""
+    from data_prep.registry import federation, is_declared
+
+    return federation(name).name if is_declared(name) else name
 
 
 LR_MAX = float(np.finfo(np.float32).max)

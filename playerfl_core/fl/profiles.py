@@ -35,6 +35,6 @@ def make_config(dataset: str, profile: str = "quick", **overrides) -> RunConfig:
         declared = training_settings(dataset, profile)
     except DataError as err:
         raise ValueError(str(err)) from None
-    settings = {"device": default_device(), **declared}
+    settings = {"device": default_device(), **declared, "dataset": dataset}
     settings.update({k: v for k, v in overrides.items() if v is not None})
     return RunConfig(**settings)

@@ -139,7 +139,11 @@ def run_grid(
     if not compute and n_left:
         missing = list(dict.fromkeys(ready + plan.undecided_tuning()))
         raise MissingResultsError(_missing_message(missing, store, profile, datasets, algorithms))
-    computed = run_plan(plan, ready, n_left, device, workers, threads, progress)
+    if ready:
+        with store.computing():
+            computed = run_plan(plan, ready, n_left, device, workers, threads, progress)
+    else:
+        computed = run_plan(plan, ready, n_left, device, workers, threads, progress)
 
     result = plan.collect(computed)
     result.notes += [

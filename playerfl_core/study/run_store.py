@@ -17,6 +17,7 @@ import json
 import os
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, fields
 from datetime import UTC, datetime
 from functools import cached_property
@@ -138,7 +139,8 @@ class RunSpec:
         chosen = {
             k: v
             for k, v in config.items()
-            if k not in ("device", "progress") and (k not in defaults or v != defaults[k])
+            if k not in ("device", "progress", "dataset")
+            and (k not in defaults or v != defaults[k])
         }
         algorithm = get_algorithm(self.algorithm)
         hyper = {
@@ -176,6 +178,7 @@ class DamagedRunError(RuntimeError):
 
 
 STATUSES = (OK, DIVERGED, ERROR)
+LOCK_FILE = ".grid.lock"
 CSV_HEADER = (",".join(COLUMNS) + "\n").encode()
 
 
@@ -231,6 +234,36 @@ class Store:
                 f"in {self.runs}); a run cannot be written over a folder. Move or remove them "
                 "(`playerfl status` lists the runs they damage) and run again."
             )
+
+    @contextmanager
+    def computing(self):
+        """Hold the store's grid lock (``runs/.grid.lock``, holding this process's id) while a
+        grid computes into it. A second grid on the same store is refused with the first one's
+        process id instead of silently computing the same runs twice; a lock whose process is
+        gone (a ``kill -9``) is taken over."""
+        lock = self.runs / LOCK_FILE
+        self.runs.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                break
+            except FileExistsError:
+                holder = lock.read_text().strip() if lock.exists() else ""
+                if holder.isdigit() and _alive(int(holder)) and int(holder) != os.getpid():
+                    raise StoreError(
+                        f"Another grid (process {holder}) is computing into the store "
+                        f"{self.root}; wait for it to finish (the second run then only reads "
+                        "its results) or give this grid another --store."
+                    ) from None
+                lock.unlink(missing_ok=True)  # its process is gone
+        else:
+            raise StoreError(f"Could not take the store's lock {lock}; remove it and run again.")
+        try:
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            yield
+        finally:
+            lock.unlink(missing_ok=True)
 
     def remove_stale_temporaries(self) -> list[str]:
         """Delete the temporary files of writes whose process is gone (a ``kill -9`` between
