@@ -51,24 +51,35 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def scorecard_html(card: pd.DataFrame) -> str:
-    """The scorecard as an HTML table whose chapter cells link to ``<chapter>.html`` (for glue
-    across pages, where only HTML and plain text are pasted)."""
+BADGE_COLORS = {"supported": "#1a7f37", "contradicted": "#b42318", "undecided": "#6e7781"}
+"""Verdict badge colours (green, red, grey), with white text: readable for colour-blind readers
+too, since the badge also carries the word."""
+
+
+def scorecard_html(card: pd.DataFrame, titles: dict[str, str] | None = None) -> str:
+    """The scorecard as an HTML block for glue across pages (where only HTML and plain text are
+    pasted): one card per claim, stacked, so it reads on a phone as well as at 1280 px: the
+    claim's id and statement, a coloured verdict badge with its strength, the one-line reason
+    and a link to the chapter by its title (``titles``: chapter → title; the file name
+    otherwise)."""
     import html
 
-    cols = ["claim", "statement", "verdict", "strength", "evidence", "profile", "chapter"]
-    head = "".join(f"<th>{c}</th>" for c in cols)
-    body = []
+    titles = titles or {}
+    items = []
     for r in card.itertuples(index=False):
-        cells = []
-        for c in cols:
-            v = str(getattr(r, c))
-            if c == "chapter":
-                doc = v.removeprefix("{doc}`").removesuffix("`")
-                cells.append(f'<td><a href="{html.escape(doc)}.html">{html.escape(doc)}</a></td>')
-            elif c == "verdict":
-                cells.append(f"<td><b>{html.escape(v)}</b></td>")
-            else:
-                cells.append(f"<td>{html.escape(v)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        doc = str(r.chapter).removeprefix("{doc}`").removesuffix("`")
+        color = BADGE_COLORS.get(r.verdict, BADGE_COLORS["undecided"])
+        badge = (
+            f'<span style="background:{color};color:#fff;border-radius:0.8em;padding:0.1em '
+            f'0.6em;font-weight:600;white-space:nowrap">{html.escape(r.verdict)}'
+            f"{' · ' + html.escape(r.strength) if r.strength != 'none' else ''}</span>"
+        )
+        link = f'<a href="{html.escape(doc)}.html">{html.escape(titles.get(doc, doc))}</a>'
+        items.append(
+            '<div style="border-left:4px solid ' + color + ';padding:0.4em 0.8em;margin:0.6em 0">'
+            f"<div><b>{html.escape(r.claim)}</b> {badge}</div>"
+            f"<div>{html.escape(r.statement)}</div>"
+            f'<div style="font-size:0.9em;color:#444">Why: {html.escape(str(r.evidence))}. '
+            f"Evidence: {html.escape(str(r.profile))}; chapter: {link}.</div></div>"
+        )
+    return '<div class="scorecard">' + "".join(items) + "</div>"

@@ -74,3 +74,31 @@ def captioned(frame: pd.DataFrame, caption: str) -> Shown:
     """A table shown as it is (index included, numbers without trailing zeros), with a caption
     above it."""
     return show(frame, sig=6, index=True, caption=caption)
+
+
+def run_notes(title: str, lines) -> object:
+    """A collapsed "details" box for what a computation reports about itself (runs computed now,
+    widened tuning grids, excluded runs, machines): on the page for whoever wants it, not as a
+    log above the results. Returns an IPython HTML object to ``display``."""
+    import html
+
+    from IPython.display import HTML
+
+    lines = [str(line) for line in (lines if not isinstance(lines, str) else lines.splitlines())]
+    body = "".join(f"<li>{html.escape(line)}</li>" for line in lines if line.strip())
+    return HTML(
+        f'<details class="run-notes"><summary>{html.escape(title)}</summary><ul>{body}</ul>'
+        "</details>"
+    )
+
+
+def grid_notes(grid, label: str = "the grid") -> object:
+    """:func:`run_notes` for a grid: its size and what was computed now in the summary line,
+    every note (widened rates, exclusions, machines, code versions) inside."""
+    widened = sum(line.startswith("WIDENED") for line in grid.note().splitlines())
+    excluded = len(grid.failures)
+    title = (
+        f"Notes on {label}: {len(grid.status)} runs ({grid.computed} computed now); "
+        f"{widened} widened learning-rate grids, {excluded} excluded runs"
+    )
+    return run_notes(title, grid.note())
