@@ -23,8 +23,16 @@ def test_table_rows_follow_the_registry_and_carry_the_defaults():
     by_name = {r["algorithm"]: r for r in rows}
     assert by_name["fedprox"]["key_hyperparameter"] == "mu"
     assert by_name["fedprox"]["default"] == ALGORITHMS["fedprox"].defaults()["mu"]
-    assert by_name["playerfl"]["default"] == ALGORITHMS["playerfl"]().threshold
+    # PLayer-FL's threshold default is None (the rule's own); the table says which that is
+    from playerfl_core.fl.split_rules import get_rule
+
+    assert ALGORITHMS["playerfl"]().threshold is None
+    assert by_name["playerfl"]["default"].startswith(f"{get_rule('paper').default_threshold:g} ")
     assert by_name["local"]["key_hyperparameter"] is None and by_name["local"]["default"] is None
+    from playerfl_core.book.reports.foundations import algorithm_table
+
+    shown = algorithm_table()["key hyper-parameter (default)"]
+    assert shown["Local"] == "none" and "nan" not in " ".join(shown)  # no "nan = nan"
     assert by_name["local"]["shares"] == "nothing"
     for name, row in by_name.items():  # the docstring's columns: shares, deploys, paper
         cls = ALGORITHMS[name]

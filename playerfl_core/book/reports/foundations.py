@@ -36,7 +36,7 @@ def algorithm_table(names=None) -> pd.DataFrame:
     indexed by display name; read from the algorithm classes, so it cannot drift from the code."""
     rows = pd.DataFrame(describe_algorithms(names))
     rows["key hyper-parameter (default)"] = [
-        "none" if k is None else f"{k} = {v}"
+        "none" if pd.isna(k) else f"{k} = {v}"
         for k, v in zip(rows["key_hyperparameter"], rows["default"], strict=True)
     ]
     table = rows.assign(algorithm=rows["algorithm"].map(algorithm_label)).rename(

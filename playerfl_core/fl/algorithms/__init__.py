@@ -61,7 +61,8 @@ def describe_algorithms(names=None) -> list[dict]:
                 "shares": cls.shares,
                 "deploys": cls.deploys,
                 "key_hyperparameter": key,
-                "default": cls.defaults()[key] if key is not None else None,
+                "default": getattr(cls, "key_default_text", None)
+                or (cls.defaults()[key] if key is not None else None),
                 "paper": cls.paper,
             }
         )

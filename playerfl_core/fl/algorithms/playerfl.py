@@ -85,6 +85,8 @@ class PLayerFL(PrefixFederation):
         "(L numbers each, once)"
     )
     key_hyperparameter = "threshold"
+    key_default_text = "1 (the paper's rule; another rule has its own)"
+    """The default as the book's table of algorithms shows it (``threshold=None``: the rule's)."""
     paper = "Elhussein & Gürsoy, 2025"
 
     @classmethod
