@@ -84,7 +84,7 @@ standard: setup data
 	$(VENV)/bin/playerfl grid --datasets $(call het,fmnist) --algorithms playerfl --lrs 0.003 \
 	  --seeds $(SEEDS10) --profile standard --splits
 	$(VENV)/bin/playerfl archive pack --profile standard
-	$(VENV)/bin/playerfl rules --archive stores/standard --out stores/rules/standard.parquet
+	$(VENV)/bin/playerfl rules --sweep stores/standard --out stores/rules/standard.parquet
 
 # PLayer-FL on Heart across real processes on this machine (loopback): a SuperLink with TLS and
 # SuperNode authentication, one SuperNode per hospital; see silos/README.md. Everything it

@@ -18,18 +18,19 @@ or read** (the commit that added this module says so; ``git log --follow`` shows
    validation probe (every p trained :data:`PROBE_ROUNDS` rounds, best validation score) as the
    practical upper reference. Tuning (:func:`tune`): on the development set, the threshold of
    :data:`GRIDS` with the smallest mean regret, each federation weighing the same (ties: the
-   smaller threshold). The tuned values are the rules' defaults in
-   :mod:`playerfl_core.fl.split_rules`; ``tests/test_preregistration.py`` recomputes them.
+   smaller threshold). The tuned τ of the cost and disagreement rules are their defaults in
+   :mod:`playerfl_core.fl.split_rules` (the paper's rule keeps t = 1);
+   ``tests/test_preregistration.py`` recomputes every tuned value.
 4. **Outcome**: per seed, regret = test(oracle p) − test(rule's p), macro-F1, the validation
    oracle and the scores of the committed split sweeps (``stores/standard``).
 5. **Test** (:func:`evaluate`): per rule and kind of heterogeneity (:func:`kind_of`), is the
    regret within the tolerance δ = :data:`TOLERANCE` = 0.02 macro-F1? The exact two-sided
    Wilcoxon signed-rank test of δ − regret over the kind's seeds decides by the book's rule
-   (:mod:`playerfl_core.stats.decisions`): *within tolerance* when significantly below δ,
-   *beyond tolerance* when significantly above, else *undecided*; Holm over every (rule, kind)
+   (:mod:`playerfl_core.stats.decisions`): *within δ* when significantly below δ,
+   *beyond δ* when significantly above, else *undecided*; Holm over every (rule, kind)
    of the evaluation set. δ is the practitioner's target the issue set, fixed before looking;
    a figure shows the verdicts over a range of δ.
-6. **Headline**: the rules whose regret is within tolerance on every kind of the evaluation
+6. **Headline**: the rules whose regret is within δ on every kind of the evaluation
    set; "none" is a valid answer.
 """
 
@@ -38,7 +39,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from data_prep import preregistered
@@ -132,10 +132,10 @@ def role_of(dataset: str) -> str:
 
 
 # -- tuning, on the development set only ------------------------------------------------------
-def tune(rules_table: pd.DataFrame, scores: pd.DataFrame) -> dict[str, float]:
-    """Per rule of :data:`GRIDS`: the threshold with the smallest mean regret over the
-    development federations (each weighing the same; ties to the smaller threshold). Rows of
-    any other federation are dropped before anything is computed."""
+def tuning_curve(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """Mean regret over the development federations (each weighing the same) per rule and
+    threshold of :data:`GRIDS`. Rows of any other federation are dropped before anything is
+    computed. Columns: rule, threshold, regret."""
     from playerfl_core.study.split_rules_table import rethreshold, rule_regrets
 
     dev_rules = rules_table[rules_table["dataset"].isin(DEVELOPMENT)]
@@ -143,29 +143,20 @@ def tune(rules_table: pd.DataFrame, scores: pd.DataFrame) -> dict[str, float]:
     missing = sorted(set(DEVELOPMENT) - set(dev_rules["dataset"]))
     if missing:
         raise ValueError(f"The rules table lacks development federations {missing}.")
-    tuned = {}
-    for rule, grid in GRIDS.items():
-        means = []
-        for t in grid:
-            reg = rule_regrets(dev_scores, rethreshold(dev_rules, rule, t))
-            means.append(reg.groupby("dataset")["regret"].mean().mean())
-        tuned[rule] = float(grid[int(np.argmin(means))])
-    return tuned
-
-
-def tuning_curve(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
-    """Mean development regret per rule and threshold of :data:`GRIDS` (what :func:`tune`
-    minimises). Columns: rule, threshold, regret."""
-    from playerfl_core.study.split_rules_table import rethreshold, rule_regrets
-
-    dev_rules = rules_table[rules_table["dataset"].isin(DEVELOPMENT)]
-    dev_scores = scores[scores["dataset"].isin(DEVELOPMENT)]
     rows = []
     for rule, grid in GRIDS.items():
         for t in grid:
             reg = rule_regrets(dev_scores, rethreshold(dev_rules, rule, t))
             rows.append((rule, t, reg.groupby("dataset")["regret"].mean().mean()))
     return pd.DataFrame(rows, columns=["rule", "threshold", "regret"])
+
+
+def tune(rules_table: pd.DataFrame, scores: pd.DataFrame) -> dict[str, float]:
+    """Per rule of :data:`GRIDS`: the threshold with the smallest mean development regret
+    (:func:`tuning_curve`; ties to the smaller threshold)."""
+    curve = tuning_curve(rules_table, scores).sort_values(["rule", "regret", "threshold"])
+    best = curve.groupby("rule", sort=False).head(1).set_index("rule")["threshold"]
+    return {rule: float(best[rule]) for rule in GRIDS}
 
 
 # -- the declared analysis ------------------------------------------------------------------------
