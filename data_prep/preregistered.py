@@ -1,4 +1,4 @@
-"""The federations of the pre-registered split-rule test (``playerfl_core.study.preregistration``
+"""The federations of the pre-registered split-rule test (the library's ``study.preregistration``
 holds the procedure and the analysis; dataset names live here, in data_prep, as everywhere).
 
 Declared at commit a025bfc, before any evaluation federation was computed or read, and moved

@@ -424,8 +424,12 @@ def test_mixed_variant_has_the_label_skew_and_the_transformation():
 
 
 def test_variants_train_with_their_base_settings():
+    from dataclasses import replace
+
     from playerfl_core import make_config
 
-    assert make_config("fmnist_rotate_alpha0.1", "quick") == make_config("fmnist", "quick")
+    variant = make_config("fmnist_rotate_alpha0.1", "quick")
+    assert variant.dataset == "fmnist_rotate_alpha0.1"  # settings record what they were made for
+    assert replace(variant, dataset=None) == replace(make_config("fmnist", "quick"), dataset=None)
     with pytest.raises(ValueError, match="unknown dataset .imagenet.*dataset_module"):
         make_config("imagenet", "quick")
