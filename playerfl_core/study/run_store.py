@@ -7,6 +7,9 @@ grid killed at any moment and started again recomputes nothing that finished, lo
 duplicates nothing (one file per run id). Every read checks a run's files against its record
 (:class:`DamagedRunError`). :func:`execute` runs one spec into the store; :func:`code_fingerprint`
 names the code that computed it, :func:`playerfl_core.study.machine.fingerprint` the machine.
+
+Length (about 470 lines): the store's reading, writing, checking and locking of run files belong
+together, since each check guards one of its writes.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """Tables, numbers and sentences of chapter 06 ("Reproduction report"): our grid beside the
-published tables, the authors' evaluation choices, and the claims scorecard."""
+published tables, the authors' evaluation choices, and the claims scorecard.
+
+Length (about 500 lines): one function per table or sentence of the chapter, in the chapter's
+order; the scorecard's evidence gathering is the last part, since it draws on every chapter."""
 
 from __future__ import annotations
 

@@ -45,6 +45,8 @@ class PrefixFederation(Algorithm):
 
     deploys = "the client's own model: the federated prefix (units 1..p) plus its local units"
     client_attributes = ("p", "rule_inputs")
+    rule_inputs: tuple[str, ...] = ()
+    """What the split rule asks the clients to upload once, in round 0 (empty otherwise)."""
 
     def setup(self, run):
         self.p = None
