@@ -423,3 +423,28 @@ def test_r2_needs_one_first_epoch_rule_within_delta_on_every_kind():
     assert P.claim(pd.DataFrame(good + bad, columns=cols)).verdict.verdict == "supported"
     assert P.claim(pd.DataFrame(bad + probe, columns=cols)).verdict.verdict == "contradicted"
     assert P.claim(pd.DataFrame(bad + open_, columns=cols)).verdict.verdict == "undecided"
+
+
+def test_wilcoxon_with_ties_is_the_exact_sign_flip_null():
+    """Tied |d| (regrets are often exactly equal): the p-value equals the brute-force sign-flip
+    enumeration of the midrank statistic, and needs no sampling for any n."""
+    import itertools
+
+    from scipy import stats
+
+    from playerfl_core.stats.exact_tests import wilcoxon_exact
+
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        d = rng.integers(-3, 4, size=int(rng.integers(3, 10))).astype(float)
+        d = d[d != 0]
+        if not len(d):
+            continue
+        r = stats.rankdata(np.abs(d))
+        observed = r[d > 0].sum()
+        sums = np.array([r[list(s)].sum() for s in itertools.product([False, True], repeat=len(d))])
+        brute = min(
+            1.0, 2 * min((sums >= observed - 1e-9).mean(), (sums <= observed + 1e-9).mean())
+        )
+        assert wilcoxon_exact(d) == pytest.approx(brute, abs=1e-12)
+    assert wilcoxon_exact(np.full(40, 0.02)) == pytest.approx(2 / 2**40)

@@ -118,14 +118,36 @@ def _atoms_weighted(values: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, 
 # -- pairwise comparison over seeds --------------------------------------------------------------
 def wilcoxon_exact(d, alternative: str = "two-sided", seed: int = 0) -> float:
     """Exact Wilcoxon signed-rank p-value of paired differences ``d`` (zeros dropped): scipy's
-    exact null without ties, the full sign-flip enumeration with tied |d|."""
+    exact null without ties; with tied |d|, the exact sign-flip null of the midrank statistic,
+    computed by counting subset sums (:func:`_signed_rank_null`), fast for any n. ``seed`` is
+    kept for callers; nothing is sampled."""
     d = np.asarray(d, dtype=float)
     d = d[np.isfinite(d) & (d != 0)]
     if len(d) == 0:
         return 1.0
-    ties = len(np.unique(np.abs(d))) < len(d)
-    if ties:
-        method = stats.PermutationMethod(n_resamples=min(2 ** len(d), 1_000_000), rng=seed)
-    else:
-        method = "exact"
-    return float(stats.wilcoxon(d, alternative=alternative, method=method).pvalue)
+    if len(np.unique(np.abs(d))) == len(d):
+        return float(stats.wilcoxon(d, alternative=alternative, method="exact").pvalue)
+    ranks = stats.rankdata(np.abs(d))  # midranks: 2·rank is an integer
+    weights = np.rint(2 * ranks).astype(int)
+    observed = int(weights[d > 0].sum())
+    probs = _signed_rank_null(weights)
+    greater, less = float(probs[observed:].sum()), float(probs[: observed + 1].sum())
+    if alternative == "greater":
+        return min(1.0, greater)
+    if alternative == "less":
+        return min(1.0, less)
+    if alternative != "two-sided":
+        raise ValueError(f"alternative must be two-sided, greater or less, got {alternative!r}.")
+    return min(1.0, 2 * min(greater, less))
+
+
+def _signed_rank_null(weights: np.ndarray) -> np.ndarray:
+    """P(S = s) for S = Σ wᵢ·bᵢ with independent fair bᵢ ∈ {0, 1} (every sign flip equally
+    likely under no effect), by dynamic programming over the integer weights."""
+    probs = np.zeros(int(weights.sum()) + 1)
+    probs[0] = 1.0
+    for w in weights:
+        shifted = np.zeros_like(probs)
+        shifted[w:] = probs[: len(probs) - w]
+        probs = 0.5 * (probs + shifted)
+    return probs
