@@ -74,6 +74,7 @@ HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1 n
 het = $(subst $(eval) ,$(comma),$(addprefix $(1)_,$(HET)))
 comma := ,
 SEEDS10 := 0,1,2,3,4,5,6,7,8,9
+SEEDS20 := $(shell seq -s, 0 19)
 SEEDS50 := $(shell seq -s, 0 49)
 standard: setup data
 	$(VENV)/bin/playerfl grid --datasets heart,digits,fmnist --algorithms all --profile standard --splits
@@ -83,6 +84,10 @@ standard: setup data
 	  --seeds $(SEEDS10) --profile standard --splits
 	$(VENV)/bin/playerfl grid --datasets $(call het,fmnist) --algorithms playerfl --lrs 0.003 \
 	  --seeds $(SEEDS10) --profile standard --splits
+	$(VENV)/bin/playerfl grid --datasets digits_quantity --algorithms playerfl --lrs 0.005 \
+	  --seeds $(SEEDS20) --profile standard --splits
+	$(VENV)/bin/playerfl grid --datasets fmnist_quantity --algorithms playerfl --lrs 0.003 \
+	  --seeds $(SEEDS20) --profile standard --splits
 	$(VENV)/bin/playerfl archive pack --profile standard
 	$(VENV)/bin/playerfl rules --sweep stores/standard --out stores/rules/standard.parquet
 

@@ -10,6 +10,10 @@ heterogeneity the split rule handles, these variants of an image federation chan
   Gaussian noise of standard deviation k/(K−1)·0.5 of the pixel range.
 * ``<base>_<kind>_alpha<a>``: **mixed**: the base's Dirichlet(a) label skew *and* the kind's
   per-client transformation.
+* ``<base>_quantity``: **quantity skew**: labels IID and inputs untouched, but the clients'
+  shares of the pooled samples are drawn from Dirichlet(``QUANTITY_BETA``) (at least
+  ``QUANTITY_FLOOR`` each), the quantity-based skew of NIID-Bench (Li et al., 2022). Only the
+  sizes differ between clients, so it has no ``_alpha`` form.
 
 A transformation applies to a client's train, validation and test data alike: it is a property
 of the silo (its scanner, its camera), not augmentation. Transformations work in the base's own
@@ -55,7 +59,16 @@ def _noise(x: torch.Tensor, k: int, n_clients: int, lo: float, hi: float, seed: 
 KINDS = {"rotate": _rotate, "invert": _invert, "noise": _noise}
 """Per-client input transformations ``f(x, k, K, lo, hi, seed)`` for feature skew."""
 
-_SUFFIX = re.compile(rf"^(?:_(?P<kind>{'|'.join(KINDS)}))?(?:_alpha(?P<alpha>[^_]+))?$")
+QUANTITY = "quantity"
+"""The kind that changes only how many samples each client holds (labels IID)."""
+QUANTITY_BETA = 0.5
+"""Dirichlet concentration of the clients' shares (NIID-Bench's β = 0.5)."""
+QUANTITY_FLOOR = 0.05
+"""The smallest share a client may draw: every client keeps enough samples to split."""
+
+_SUFFIX = re.compile(
+    rf"^(?:_(?P<kind>{'|'.join([*KINDS, QUANTITY])}))?(?:_alpha(?P<alpha>[^_]+))?$"
+)
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,11 @@ def parse_variant(name: str, bases: tuple[str, ...]) -> Variant | None:
     match = _SUFFIX.match("_" + rest) if base in bases and rest else None
     if not match or (match["kind"] is None and match["alpha"] is None):
         return None
+    if match["kind"] == QUANTITY and match["alpha"] is not None:
+        raise DataError(
+            f"{name!r}: quantity skew keeps labels IID, so it has no _alpha form; use "
+            f"'{base}_{QUANTITY}' (quantity skew) or '{base}_alpha<a>' (label skew)"
+        )
     alpha = None
     if match["alpha"] is not None:
         try:
@@ -112,6 +130,12 @@ def build(variant: Variant, load, root, seed: int, params: dict) -> FederatedDat
     if variant.kind is None:
         clients = base.clients
         partition = f"Dirichlet(alpha={variant.alpha:g}) label skew"
+    elif variant.kind == QUANTITY:
+        clients = _iid_clients(base, seed, _quantity_shares(base.n_clients, seed))
+        partition = (
+            f"labels IID, client shares drawn from Dirichlet({QUANTITY_BETA:g}) (each ≥ "
+            f"{QUANTITY_FLOOR:g}): quantity skew"
+        )
     else:
         clients = base.clients if variant.label_skew else _iid_clients(base, seed)
         partition = (
@@ -122,7 +146,7 @@ def build(variant: Variant, load, root, seed: int, params: dict) -> FederatedDat
         clients = _transformed(clients, variant.kind, seed)
     feature = (
         f"; feature skew '{variant.kind}' (client k of K transformed, see data_prep.skew.KINDS)"
-        if variant.kind
+        if variant.kind in KINDS
         else ""
     )
     return FederatedData(
@@ -144,13 +168,33 @@ def build(variant: Variant, load, root, seed: int, params: dict) -> FederatedDat
     )
 
 
-def _iid_clients(base: FederatedData, seed: int):
-    """The base's samples pooled and re-split IID into as many clients."""
+def _iid_clients(base: FederatedData, seed: int, shares: np.ndarray | None = None):
+    """The base's samples pooled and re-split IID into as many clients: equal parts, or parts of
+    the given ``shares`` of the pool (quantity skew)."""
     x = torch.cat([torch.cat([c.x_train, c.x_val, c.x_test]) for c in base.clients])
     y = torch.cat([torch.cat([c.y_train, c.y_val, c.y_test]) for c in base.clients])
     rng = np.random.default_rng([seed, zlib.crc32(b"iid")])
-    parts = iid_partition(len(y), base.n_clients, rng)
+    if shares is None:
+        parts = iid_partition(len(y), base.n_clients, rng)
+    else:
+        cuts = np.round(np.cumsum(shares)[:-1] * len(y)).astype(int)
+        parts = [np.sort(part) for part in np.split(rng.permutation(len(y)), cuts)]
     return split_clients(x, y, parts, rng, [c.name for c in base.clients])
+
+
+def _quantity_shares(n_clients: int, seed: int) -> np.ndarray:
+    """Seeded Dirichlet(``QUANTITY_BETA``) shares of the pool, redrawn until each is at least
+    ``QUANTITY_FLOOR`` (a client with a handful of samples has no validation or test split)."""
+    if n_clients * QUANTITY_FLOOR > 1:
+        raise DataError(
+            f"quantity skew needs at most {int(1 / QUANTITY_FLOOR)} clients (each keeps a share ≥ "
+            f"{QUANTITY_FLOOR:g}); this federation has {n_clients}"
+        )
+    rng = np.random.default_rng([seed, zlib.crc32(b"quantity")])
+    while True:
+        shares = rng.dirichlet(np.full(n_clients, QUANTITY_BETA))
+        if shares.min() >= QUANTITY_FLOOR:
+            return shares
 
 
 def _transformed(clients, kind: str, seed: int):

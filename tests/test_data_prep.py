@@ -414,6 +414,34 @@ def test_transformations_do_what_they_say():
     assert 0.4 < float((noisy - x).std()) < 0.6
 
 
+def test_quantity_skew_changes_only_how_many_samples_each_client_holds():
+    qty = data_prep.load("digits_quantity", seed=1)
+    iid = data_prep.load("digits_invert", seed=1)
+    sizes = [sum(c.sizes().values()) for c in qty.clients]
+    pooled = sum(sum(c.sizes().values()) for c in iid.clients)
+    assert sum(sizes) == pooled  # every sample, once
+    assert min(sizes) >= skew.QUANTITY_FLOOR * pooled - 1 and max(sizes) > 3 * min(sizes)
+    assert sizes == [
+        sum(c.sizes().values()) for c in data_prep.load("digits_quantity", seed=1).clients
+    ]
+    assert sizes != [
+        sum(c.sizes().values()) for c in data_prep.load("digits_quantity", seed=2).clients
+    ]
+    labels = torch.cat([torch.cat([c.y_train, c.y_val, c.y_test]) for c in qty.clients]).numpy()
+    edges = np.cumsum([0, *sizes])
+    parts = [np.arange(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    assert label_skew(parts, labels) < 0.12  # labels stay IID
+
+    def inputs(fd):  # the pooled samples, order-free: untouched inputs give the same multiset
+        x = torch.cat([torch.cat([c.x_train, c.x_val, c.x_test]) for c in fd.clients])
+        return x.flatten(1).sum(1).sort().values
+
+    assert torch.equal(inputs(qty), inputs(data_prep.load("digits", seed=1)))
+    assert registry.parse_variant("digits_quantity").kind == skew.QUANTITY
+    with pytest.raises(DataError, match="quantity skew keeps labels IID, so it has no _alpha"):
+        registry.parse_variant("digits_quantity_alpha0.1")
+
+
 def test_mixed_variant_has_the_label_skew_and_the_transformation():
     mixed = data_prep.load("digits_invert_alpha0.3", seed=2)
     label = data_prep.load("digits_alpha0.3", seed=2)

@@ -23,8 +23,16 @@ def test_the_two_sets_are_disjoint_and_every_federation_has_a_declared_kind():
         assert P.kind_of(ds) in P.KIND_ORDER, ds
     # the evaluation set holds a kind the development set does not
     assert {P.kind_of(d) for d in P.EVALUATION} - {P.kind_of(d) for d in P.DEVELOPMENT}
-    with pytest.raises(ValueError, match="neither set of the pre-registration"):
+    with pytest.raises(ValueError, match="no set of the pre-registration"):
         P.role_of("cancer")
+
+
+def test_the_follow_up_holds_a_new_kind_with_its_own_seeds():
+    assert not set(P.FOLLOW_UP) & {*P.DEVELOPMENT, *P.EVALUATION}
+    kinds = {P.kind_of(d) for d in P.FOLLOW_UP}
+    assert kinds == {"quantity skew"} and kinds <= set(P.KIND_ORDER)
+    assert not kinds & {P.kind_of(d) for d in (*P.DEVELOPMENT, *P.EVALUATION)}
+    assert all(P.role_of(d) == "follow-up" and len(P.seeds_of(d)) == 20 for d in P.FOLLOW_UP)
 
 
 def test_tuned_thresholds_are_the_rules_defaults():

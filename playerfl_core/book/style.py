@@ -72,7 +72,12 @@ MUTED = "#c7c7c7"
 PREFIX_COLORMAP = "viridis"
 """Split-sweep runs ``prefix_p<k>`` are coloured along this map, p = 0 (Local) to p = L."""
 
-FEATURE_SKEW_NAMES = {"rotate": "rotated", "invert": "inverted", "noise": "noisy"}
+FEATURE_SKEW_NAMES = {
+    "rotate": "rotated",
+    "invert": "inverted",
+    "noise": "noisy",
+    "quantity": "quantity skew",
+}
 """Heterogeneity variants' feature-skew kinds (``data_prep.skew.KINDS``) in words."""
 
 

@@ -32,6 +32,12 @@ or read** (the commit that added this module says so; ``git log --follow`` shows
    a figure shows the verdicts over a range of δ.
 6. **Headline**: the rules whose regret is within δ on every kind of the evaluation
    set; "none" is a valid answer.
+7. **Follow-up** (:data:`FOLLOW_UP`, declared after the first test's outcome was known and
+   before any of its federations was computed or read): the same entries at the same
+   thresholds (:data:`TUNED`, not tuned again) on **quantity skew**, a kind neither set contains,
+   on both image bases with 20 seeds each; the same test with Holm over the 7 entries alone
+   (``evaluate(regrets, "follow-up")``). It asks whether the first test's descriptive pattern
+   holds on a new kind, with enough seeds to decide.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ PROBE_ROUNDS = 2
 SEEDS, DEFAULT_SEEDS = preregistered.SEEDS, preregistered.DEFAULT_SEEDS
 LEARNING_RATES = preregistered.LEARNING_RATES
 DEVELOPMENT, EVALUATION = preregistered.DEVELOPMENT, preregistered.EVALUATION
+FOLLOW_UP = preregistered.FOLLOW_UP
 """The declared federations, seeds and learning rates: in ``data_prep/preregistered.py``, where
 the library's dataset names live (declared in this module at commit a025bfc, moved unchanged)."""
 
@@ -103,6 +110,8 @@ def kind_of(dataset: str) -> str:
         if alpha <= 0.1:
             return "strong label skew (α ≤ 0.1)"
         return "near IID (α = 10)" if alpha >= 10 else "moderate label skew (α 0.3–1)"
+    if rest == "quantity":
+        return "quantity skew"
     kind, _, alpha = rest.partition("_alpha")
     return f"mixed ({kind} + α = {alpha})" if alpha else f"feature skew ({kind})"
 
@@ -117,6 +126,7 @@ KIND_ORDER = (
     "feature skew (noise)",
     "mixed (rotate + α = 0.1)",
     "mixed (noise + α = 0.1)",
+    "quantity skew",  # the follow-up's kind (item 7)
 )
 
 
@@ -125,9 +135,12 @@ def role_of(dataset: str) -> str:
         return "development"
     if dataset in EVALUATION:
         return "evaluation"
+    if dataset in FOLLOW_UP:
+        return "follow-up"
     raise ValueError(
-        f"{dataset!r} is in neither set of the pre-registration (development: "
-        f"{', '.join(DEVELOPMENT)}; evaluation: {', '.join(EVALUATION)})."
+        f"{dataset!r} is in no set of the pre-registration (development: "
+        f"{', '.join(DEVELOPMENT)}; evaluation: {', '.join(EVALUATION)}; follow-up: "
+        f"{', '.join(FOLLOW_UP)})."
     )
 
 
