@@ -96,10 +96,10 @@ def _skew_bases(value, name):
 
 
 def _kinds(value, name):
-    from data_prep.skew import KINDS
+    from data_prep.skew import KINDS, QUANTITY
 
     if value not in ("", None):
-        checks.name_list(value, name, tuple(KINDS), "feature-skew kind")
+        checks.name_list(value, name, (*KINDS, QUANTITY), "feature-skew or quantity kind")
 
 
 def _mixed(value, name):

@@ -12,6 +12,7 @@ has a timeout, and the fixture stops every process it started, also when a test 
 from __future__ import annotations
 
 import pickle
+import re
 import tomllib
 
 import pandas as pd
@@ -114,7 +115,9 @@ def test_a_killed_supernode_stops_the_run_and_a_restart_ends_with_the_in_process
     federation.kill_supernode(2)
     status = federation.wait_run(run_id, out, timeout=RUN_TIMEOUT)
     assert not status["ok"]
-    assert "silos [2] did not answer" in status["error"]
+    # silo 2 is named; on a loaded machine the live silos may miss the same deadline too
+    lost = re.search(r"silos \[([\d, ]+)\] did not answer", status["error"])
+    assert lost and "2" in lost.group(1).split(", "), status["error"]
     assert not (out / "results.parquet").exists()
 
     point = ServerCheckpoint.load(out, _job())

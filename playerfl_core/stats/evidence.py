@@ -189,7 +189,9 @@ def best_rank_evidence(
     )
     empty = pd.DataFrame(columns=["other", "mean_rank", "p"])
     name = algorithm_label(control)  # reasons are read by people: display names
-    where = f"{name} at position {position} of {k} (mean rank {ranks[control]:.2f})"
+    where = (
+        f"{name} at position {position} of {k} (mean rank {ranks[control]:.2f} over {n} {blocks})"
+    )
     if not base.testable or not np.isfinite(fr.pvalue):
         return decide(base), empty
     if fr.pvalue > alpha:

@@ -6,6 +6,7 @@ order; the scorecard's evidence gathering is the last part, since it draws on ev
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -378,7 +379,7 @@ def scorecard(
         names = [d.strip() for d in claims_datasets.split(",") if d.strip()]
         evidence = run_grid(names, "all", claims_profile, compute=False, progress=False).table
     on_grid = C.describe_profile(claims_profile, evidence)
-    split = split_evidence(claims_profile)
+    split = split_evidence(claims_profile, [d.strip() for d in claims_datasets.split(",")])
     claims = [
         C.c1_divergence_grows(analytics, profile=on_analytics),
         C.c2_sensitivity_tracks(analytics, profile=on_analytics),
@@ -400,10 +401,12 @@ def scorecard(
     return C.scorecard(claims)
 
 
-def split_evidence(profile: str) -> dict | None:
+def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> dict | None:
     """The split study's claims from the committed sweeps of ``profile``: C5 at one learning
-    rate (per seed), R1 over every swept federation, and R2 from the pre-registered test when
-    the rules table is committed; None when the profile has no committed sweeps."""
+    rate (per seed, on ``c5_datasets``: the federations of the claims' grid, as chapter 04
+    tests it; a heterogeneity federation is not the paper's setting), R1 over every swept
+    federation, and R2 from the pre-registered test when the rules table is committed; None when
+    the profile has no committed sweeps."""
     from playerfl_core.book.reports import rule_family
     from playerfl_core.study import preregistration as P
     from playerfl_core.study import split_oracle as O
@@ -420,8 +423,11 @@ def split_evidence(profile: str) -> dict | None:
     rules = O.rule_splits(O.table_sensitivities(rows))
     regrets = O.regrets(scores, rules)
     on_sweep = C.describe_profile(profile, scores)
+    c5 = O.c5_table(scores, rules)
+    if c5_datasets is not None:
+        c5 = c5[c5["dataset"].isin(list(c5_datasets))]
     out = {
-        "c5": O.c5_table(scores, rules),
+        "c5": c5,
         "r1": C.r1_rule_finds_oracle(regrets, label=dataset_label, profile=on_sweep),
     }
     if rule_family.RULES_FILE.exists() and profile == "standard":
@@ -433,11 +439,19 @@ def split_evidence(profile: str) -> dict | None:
 def chapter_titles() -> dict[str, str]:
     """Every chapter's title (its first Markdown heading), by notebook stem, for links."""
     import json
+    import time
     from pathlib import Path
 
     titles = {}
     for path in sorted((Path(__file__).resolve().parents[3] / "chapters").glob("*.ipynb")):
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for attempt in range(20):  # a chapter executing beside this one may be mid-write
+            try:
+                cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+                break
+            except json.JSONDecodeError:
+                if attempt == 19:
+                    raise
+                time.sleep(0.5)
         for cell in cells:
             text = "".join(cell["source"]) if cell["cell_type"] == "markdown" else ""
             if text.startswith("# "):

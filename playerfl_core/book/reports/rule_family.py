@@ -36,6 +36,9 @@ class RuleStudy:
     replay: pd.DataFrame
     """Per seed: the paper's split from the replayed first epoch and the one the sweep
     recorded when it ran (:func:`~playerfl_core.study.split_rules_table.check_replay`)."""
+    follow_up: pd.DataFrame | None = None
+    """The follow-up test's verdicts (quantity skew, declared later); None while its
+    federations are not in the sweeps and the rules table."""
 
     @property
     def headline(self) -> list[str]:
@@ -55,11 +58,15 @@ def load_rules(path=None) -> pd.DataFrame:
 
 
 def analyse(sweep: pd.DataFrame, rules: pd.DataFrame) -> RuleStudy:
-    """The pre-registered analysis, on the sweeps of both sets."""
+    """The pre-registered analysis, on the sweeps of both sets (and of the follow-up, when
+    the sweeps and the rules table hold every seed it declares)."""
     datasets = [*P.DEVELOPMENT, *P.EVALUATION]
     missing = sorted(set(datasets) - set(rules["dataset"]))
     if missing:
         raise ValueError(f"The rules table lacks the pre-registered federations {missing}.")
+    follow_up = _has_follow_up(sweep, rules)
+    if follow_up:
+        datasets += P.FOLLOW_UP
     sweep = sweep[sweep["dataset"].isin(datasets)]
     rules = rules[rules["dataset"].isin(datasets)]
     keys = ["dataset", "lr"]
@@ -77,6 +84,52 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame) -> RuleStudy:
         development=P.evaluate(regrets, "development"),
         tuning=P.tuning_curve(rules, scores),
         replay=R.check_replay(rules, sweep),
+        follow_up=P.evaluate(regrets, "follow-up") if follow_up else None,
+    )
+
+
+def _has_follow_up(sweep: pd.DataFrame, rules: pd.DataFrame) -> bool:
+    """Whether every declared seed of every follow-up federation is in both tables."""
+    for ds in P.FOLLOW_UP:
+        need = set(P.seeds_of(ds))
+        if not need <= set(rules.loc[rules["dataset"] == ds, "seed"]):
+            return False
+        if not need <= set(sweep.loc[sweep["dataset"] == ds, "seed"]):
+            return False
+    return True
+
+
+def follow_up_lines(verdicts: pd.DataFrame | None) -> str:
+    """Markdown, per entry: the follow-up test's verdict on quantity skew with its mean regret,
+    interval, seeds and Holm-adjusted p (a sentence saying so when the sweeps lack it)."""
+    if verdicts is None:
+        return _NO_FOLLOW_UP
+    return "\n".join(
+        f"- **{r.entry}**: {r.verdict} (mean regret {interval_text(r.mean, r.lo, r.hi)}, "
+        f"{r.n} seeds, Holm-adjusted p {r.p_holm:.2g})"
+        for r in verdicts.itertuples()
+    )
+
+
+_NO_FOLLOW_UP = (
+    "- The sweeps read here do not hold every declared seed of the follow-up's federations "
+    f"({', '.join(P.FOLLOW_UP)}); `make standard` computes them."
+)
+
+
+def follow_up_headline(verdicts: pd.DataFrame | None) -> str:
+    """One sentence: which first-epoch entries the follow-up decided within δ on quantity skew."""
+    if verdicts is None:
+        return "The follow-up is not computed in these sweeps."
+    probe = [e.label for e in P.ENTRIES if e.rule == R.PROBE]
+    rows = verdicts[~verdicts["entry"].isin(probe)]
+    within = rows[rows["verdict"] == P.WITHIN]["entry"].tolist()
+    beyond = rows[rows["verdict"] == P.BEYOND]["entry"].tolist()
+    undecided = len(rows) - len(within) - len(beyond)
+    return (
+        f"On quantity skew, {len(within)} of the {len(rows)} first-epoch entries are within "
+        f"δ = {P.TOLERANCE:g} ({', '.join(within) or 'none'}), {len(beyond)} beyond "
+        f"({', '.join(beyond) or 'none'}) and {undecided} undecided."
     )
 
 
