@@ -1,8 +1,15 @@
 """Open built HTML pages in a real headless Chromium and list what a reader would see broken.
 
 Why a browser: untypeset math, a missing image or a script error only show once JavaScript has
-run. The pages are served from 127.0.0.1 and every request to another host is refused, so a page
-that needs the internet (a CDN) fails here as it would in a classroom without a network.
+run, and whether a table or a figure fits the column only shows once the page is laid out. The
+pages are served from 127.0.0.1 and every request to another host is refused, so a page that
+needs the internet (a CDN) fails here as it would in a classroom without a network.
+
+Figures: a matplotlib PNG carries its dpi in the pHYs chunk (``savefig`` writes it; the inline
+backend saves at ``figure.dpi``, which :mod:`playerfl_core.book.style` sets). Its natural width
+over that dpi is the figure's width in inches; the browser shrinks it to the column, so the
+figure's smallest text (the style's ``MIN_FONT_PT``) is MIN_FONT_PT / 72 × dpi × rendered /
+natural pixels high. Images without pHYs (not matplotlib's) are not judged.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import http.server
 import os
 import re
 import shutil
+import struct
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +27,16 @@ from urllib.parse import unquote, urldefrag, urlparse
 
 RAW_MATH_MARKERS = ("\\[", "\\(", "$$")
 PAGE_TIMEOUT_MS = 300_000  # generous: the test machine may be shared and slow
+WIDE_VIEWPORT, NARROW_VIEWPORT = 1280, 420  # a laptop, a phone held upright
+MIN_TEXT_PX = 9.0
+"""The smallest text height (CSS px at the 1280 px viewport) a figure may show: body text is
+16 px; below about 9 px labels are unreadable on a projector or a phone."""
+FIGURE_FONT_PT = 9.0
+"""The smallest font the figures draw (``playerfl_core.book.style.MIN_FONT_PT``; kept here as a
+number so the checker does not import the library it checks)."""
+_LIST_MARKER = re.compile(r"(?:^|\n)\s*[-*] \S|[.:;)]\s+[-*] \S")
+"""Markdown list markers a reader should never see: a line starting with '- ' or '* ', or a
+bullet collapsed into the paragraph ('... (unit 3). - Heart: ...')."""
 
 # Text a reader sees, outside code blocks and typeset math.
 _VISIBLE_TEXT_JS = """() => {
@@ -45,6 +63,29 @@ _MATHJAX_DONE_JS = """async () => {
   }
   return window.MathJax ? 'configured but not loaded' : 'absent';
 }"""
+
+# Paragraph-like blocks outside code, as the reader sees them (innerText keeps line breaks).
+_PARAGRAPHS_JS = """() => Array.from(document.querySelectorAll('p, li, dd, figcaption, caption'))
+  .filter(el => !el.closest('pre, code, mjx-container, .highlight, script, style'))
+  .filter(el => el.getClientRects().length > 0)
+  .map(el => el.innerText)"""
+
+# Tables wider than the column they sit in (article or main, else the body).
+_WIDE_TABLES_JS = """() => Array.from(document.querySelectorAll('table'))
+  .filter(t => t.getClientRects().length > 0)
+  .map(t => {
+    const col = t.closest('article, main') || document.body;
+    const width = Math.max(t.scrollWidth, t.getBoundingClientRect().width);
+    const head = (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' ');
+    return {width: Math.round(width), column: col.clientWidth, head: head};
+  })
+  .filter(r => r.width > r.column + 1)"""
+
+# Every displayed <img> with its natural and its rendered width.
+_IMAGE_SIZES_JS = """() => Array.from(document.images)
+  .filter(img => img.naturalWidth > 0 && img.getClientRects().length > 0)
+  .map(img => ({src: img.src, natural: img.naturalWidth,
+                rendered: img.getBoundingClientRect().width}))"""
 
 # Every <img>: forced to load now (no lazy loading), then decoded; a broken one fails to decode.
 _BROKEN_IMAGES_JS = """async () => {
@@ -121,6 +162,31 @@ def redirect_target(page: Path) -> str | None:
     return match.group(1).strip() if match else None
 
 
+def png_dpi(path: Path) -> float | None:
+    """Horizontal dots per inch from a PNG's pHYs chunk; None when absent (or not a PNG)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    at = 8
+    while at + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[at : at + 8])
+        if kind == b"pHYs" and length == 9:
+            per_x, _, unit = struct.unpack(">IIB", data[at + 8 : at + 17])
+            return per_x * 0.0254 if unit == 1 else None  # unit 1: pixels per metre
+        if kind in (b"IDAT", b"IEND"):  # pHYs must come before the image data
+            return None
+        at += 12 + length
+    return None
+
+
+def figure_text_px(natural: float, rendered: float, dpi: float) -> float:
+    """Height in CSS px of the figure's smallest text as the browser shows the image."""
+    return FIGURE_FONT_PT / 72 * dpi * rendered / natural
+
+
 def _resolve(rel: str, href: str) -> str:
     """`href` as written in the page `rel`, made absolute from the site root."""
     from urllib.parse import urljoin
@@ -192,12 +258,61 @@ def _check_one(browser, base, root, page_path, rel, screenshot_dir) -> list[str]
         local = [h.replace(base, "/", 1) if h.startswith(base) else h for h in hrefs]
         for dead in dead_internal_links(root, page_path, local):
             found.append(f"dead internal link: {dead}")
+        found.extend(_layout_problems(page, root, base, text))
         # The screenshot shows the first displayed formula when there is one, else the top.
         first_math = page.query_selector("mjx-container[display='true'], div.math")
         if first_math:
             first_math.scroll_into_view_if_needed()
-        shot = screenshot_dir / (rel.replace("/", "__").removesuffix(".html") + ".png")
-        page.screenshot(path=str(shot))
+        stem = rel.replace("/", "__").removesuffix(".html")
+        page.screenshot(path=str(screenshot_dir / f"{stem}.png"))
     finally:
         context.close()
+    _narrow_screenshot(browser, base + rel, screenshot_dir / f"{stem}.{NARROW_VIEWPORT}px.png")
     return found
+
+
+def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
+    """What the reader sees badly laid out at the wide viewport: tables wider than the column,
+    figures whose text is too small, raw Markdown ($, list markers) in the prose."""
+    found = []
+    for t in page.evaluate(_WIDE_TABLES_JS):
+        found.append(
+            f"table wider than its column: {t['width']} px in {t['column']} px ({t['head']} ...)"
+        )
+    for img in page.evaluate(_IMAGE_SIZES_JS):
+        src = img["src"]
+        path = root / unquote(urlparse(src).path).lstrip("/") if src.startswith(base) else None
+        dpi = png_dpi(path) if path is not None else None
+        if not dpi:
+            continue
+        px = figure_text_px(img["natural"], img["rendered"], dpi)
+        if px < MIN_TEXT_PX:
+            inches = img["natural"] / dpi
+            found.append(
+                f"figure text too small: {px:.1f} px < {MIN_TEXT_PX:g} px "
+                f"({img['natural']} px at {dpi:.0f} dpi = {inches:.1f} in, shown "
+                f"{img['rendered']:.0f} px wide): {src.replace(base, '/', 1)}"
+            )
+    at = text.find("$")
+    if at >= 0:
+        found.append(f"raw '$' in the text: ...{text[max(0, at - 30) : at + 40]}...")
+    for para in page.evaluate(_PARAGRAPHS_JS):
+        match = _LIST_MARKER.search(para)
+        if match:
+            start = max(0, match.start() - 30)
+            snippet = para[start : match.end() + 30].replace("\n", " ")
+            found.append(f"raw Markdown list marker: ...{snippet}...")
+    return found
+
+
+def _narrow_screenshot(browser, url: str, path: Path) -> None:
+    """The page as a phone shows it (the reader's other complaint)."""
+    context = browser.new_context(viewport={"width": NARROW_VIEWPORT, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        page.goto(url, wait_until="load")
+        page.evaluate(_MATHJAX_DONE_JS)
+        page.screenshot(path=str(path))
+    finally:
+        context.close()

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
-from matplotlib.colors import to_hex  # noqa: E402
+from matplotlib.colors import to_hex, to_rgb  # noqa: E402
 
 from playerfl_core.book import analysis_plots, comparison_plots, plots, style  # noqa: E402
 from playerfl_core.fl.algorithms import ALGORITHMS  # noqa: E402
@@ -157,3 +157,283 @@ def test_claim_reasons_name_algorithms_by_display_name():
     assert ev.verdict == "contradicted"
     assert "Nemenyi: FedAvg rank" in ev.reason and "PLayer-FL at position" in ev.reason
     assert "playerfl" not in ev.reason and "fedavg" not in ev.reason
+
+
+# --- the figure style: every figure fits the book's column and its text stays legible ---------
+
+
+def _inline_png(fig):
+    """The PNG the notebook's inline backend would embed (IPython's print_figure, as
+    matplotlib_inline calls it: the figure's dpi, bbox_inches='tight'): (width px, dpi)."""
+    from io import BytesIO
+
+    from IPython.core.pylabtools import print_figure
+    from PIL import Image
+
+    image = Image.open(BytesIO(print_figure(fig, "png")))
+    return image.size[0], image.info["dpi"][0]
+
+
+def _texts(fig):
+    return [t for t in fig.findobj(plt.Text) if t.get_visible() and t.get_text().strip()]
+
+
+def _overlapping_ticks(fig) -> list[str]:
+    """Neighbouring x tick labels of one axis whose boxes overlap."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        boxes = [
+            (t.get_window_extent(renderer), t.get_text())
+            for t in ax.get_xticklabels()
+            if t.get_visible() and t.get_text().strip() and t.get_rotation() == 0
+        ]  # rotated labels are slanted apart: their upright boxes overlap by design
+        boxes.sort(key=lambda b: b[0].x0)
+        for (a, ta), (b, tb) in zip(boxes, boxes[1:], strict=False):
+            if a.x1 > b.x0 + 1 and a.y1 > b.y0 and b.y1 > a.y0:
+                found.append(f"{ta!r} / {tb!r}")
+    return found
+
+
+_DS = ["fmnist", "heart", "digits"]
+_ALGS = list(style.ALGORITHM_COLORS)
+
+
+def _figures():
+    """Every figure function of the book on small synthetic tables shaped like the chapters'."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from playerfl_core.book import averaging_plots, data_plots, rule_plots, split_plots
+    from playerfl_core.book.reports import silos
+    from playerfl_core.study import preregistration as P
+
+    rng = np.random.default_rng(0)
+    units = ["layer1", "layer2", "layer3", "fc1", "fc2"]
+    sens = pd.DataFrame(
+        [
+            (d, u, k + 1, 10.0 ** -rng.uniform(1, 6), 1.0 + k)
+            for d in _DS
+            for k, u in enumerate(units)
+        ],
+        columns=["dataset", "unit", "unit_index", "sensitivity", "cumulative"],
+    )
+    yield "plot_sensitivity", plots.plot_sensitivity(sens, dict.fromkeys(_DS, 3))
+    scores = pd.DataFrame(
+        [
+            (d, f"client {c}", a, rng.uniform(0.4, 0.9))
+            for d in _DS
+            for c in range(5)
+            for a in ("local", "fedavg", "playerfl", "playerfl_random")
+        ],
+        columns=["dataset", "client_name", "algorithm", "value"],
+    )
+    yield "plot_client_scores", plots.plot_client_scores(scores)
+    metrics = ["sensitivity", "grad_variance", "hessian_trace"]
+    summary = pd.DataFrame(
+        [
+            (d, a, st, m, k + 1, u, rng.uniform(1, 5))
+            for d in _DS
+            for a in ("local", "fedavg")
+            for st in ("first", "final")
+            for m in metrics
+            for k, u in enumerate(units)
+        ],
+        columns=["dataset", "algorithm", "stage", "metric", "depth", "unit", "mean"],
+    ).assign(lo=lambda f: f["mean"] - 0.5, hi=lambda f: f["mean"] + 0.5)
+    yield "unit_profiles", analysis_plots.unit_profiles(summary, metrics, log_metrics=metrics)
+    mats = {u: rng.uniform(0, 1, (5, 5)) for u in units}
+    yield "cka_heatmaps", analysis_plots.cka_heatmaps(mats, [f"c{i}" for i in range(1, 6)], "t")
+    rho = pd.DataFrame(
+        [(style.dataset_label(d), style.metric_label(m)) for d in _DS for m in metrics],
+        columns=["dataset", "measure"],
+    ).assign(mean=0.3, lo=0.1, hi=0.5)
+    yield "forest", analysis_plots.forest(rho, ["dataset", "measure"], color_by="measure")
+    table = pd.DataFrame(
+        [(d, s, t, int(rng.integers(1, 5)), 5) for d in _DS for s in range(3) for t in range(6)],
+        columns=["dataset", "seed", "threshold", "p", "n_units"],
+    )
+    refs = {d: {"paper_transition": 2, "authors_config": 3, "oracle": 1} for d in _DS}
+    yield "split_lines", analysis_plots.split_lines(table, "threshold", "threshold t", refs)
+    check = pd.DataFrame({"predicted": rng.normal(size=30), "actual": rng.normal(size=30)})
+    yield "pruning_scatter", analysis_plots.pruning_scatter(check, "Heart, fc1, epoch 1")
+    agree = pd.DataFrame(
+        [(d, m, rng.uniform()) for d in _DS for m in (1, 2, 4, 8, 16, 32)],
+        columns=["dataset", "batches", "agree"],
+    )
+    yield "agreement_lines", analysis_plots.agreement_lines(agree, "batches", "agree", "m", "share")
+    effects = pd.DataFrame(
+        [(d, u, rng.normal() * 1e-3, rng.normal() * 1e-3) for d in _DS[:2] for u in units * 6],
+        columns=["dataset", "unit", "first_order", "actual"],
+    )
+    profiles = pd.DataFrame(
+        [(d, u, 10.0 ** -rng.uniform(1, 5), rng.normal() * 1e-3) for d in _DS[:2] for u in units],
+        columns=["dataset", "unit", "sensitivity", "actual"],
+    )
+    yield "plot_averaging_check", averaging_plots.plot_averaging_check(effects, profiles)
+    summ = pd.DataFrame(
+        [(d, a, 0.6, 0.55, 0.65) for d in _DS for a in _ALGS],
+        columns=["dataset", "algorithm", "median", "ci_low", "ci_high"],
+    )
+    yield "plot_summary", comparison_plots.plot_summary(summ, "test macro-F1")
+    med = pd.DataFrame(
+        [(d, c, a, rng.uniform()) for d in _DS for c in range(5) for a in _ALGS],
+        columns=["dataset", "client", "algorithm", "median"],
+    )
+    yield "plot_client_medians", comparison_plots.plot_client_medians(med, "macro-F1 (median)")
+    ranks = pd.Series(np.linspace(2, 10, len(_ALGS)), index=_ALGS)
+    yield "plot_cd_diagram", comparison_plots.plot_cd_diagram(ranks, 2.5, "macro-F1")
+    diffs = pd.DataFrame(
+        [(d, rng.normal()) for d in _DS for _ in range(5)], columns=["dataset", "diff"]
+    )
+    yield "plot_paired", comparison_plots.plot_paired(diffs, "PLayer-FL − Random", "paired")
+    wide = pd.DataFrame(rng.uniform(50, 90, (len(_ALGS), 3)), index=_ALGS, columns=_DS)
+    yield "plot_ours_vs_published", comparison_plots.plot_ours_vs_published(wide, wide + 1, "acc.")
+
+    def fed(k):
+        clients = [
+            SimpleNamespace(name=f"c{i}", y_train=torch.tensor(rng.integers(0, 10, 50)))
+            for i in range(k)
+        ]
+        classes = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat"]
+        classes += ["Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
+        return SimpleNamespace(clients=clients, num_classes=10, class_names=classes)
+
+    feds = {f"α = {a}": fed(6) for a in (0.1, 1, 100)}
+    yield "plot_label_mixes", data_plots.plot_label_mixes(feds)
+    tuning = pd.DataFrame(
+        [
+            (r, t, rng.uniform())
+            for r in ("paper", "cost", "disagreement")
+            for t in (0.25, 0.5, 1, 2)
+        ],
+        columns=["rule", "threshold", "regret"],
+    )
+    yield "tuning_curves", rule_plots.tuning_curves(tuning)
+    entries = [e.label for e in P.ENTRIES]
+    verdicts = pd.DataFrame(
+        [(e, k, 0.0, 0.02, 0.01, P.WITHIN) for e in entries for k in P.KIND_ORDER],
+        columns=["entry", "kind", "lo", "hi", "mean", "verdict"],
+    )
+    yield "regret_by_kind", rule_plots.regret_by_kind(verdicts, P.TOLERANCE)
+    curve = pd.DataFrame(
+        [(e, k, t, P.WITHIN) for e in entries for k in P.KIND_ORDER for t in (0.01, 0.02)],
+        columns=["entry", "kind", "tolerance", "verdict"],
+    )
+    yield "tolerance_plot", rule_plots.tolerance_plot(curve)
+    sources = [entries[0], entries[5], rule_plots.ORACLE]
+    feds2 = zip(["digits_rotate", "fmnist_alpha0.1"], P.KIND_ORDER[4:6], strict=True)
+    dist = pd.DataFrame(
+        [(d, k, s, p, 2) for d, k in feds2 for s in sources for p in (1, 3)],
+        columns=["dataset", "kind", "source", "p", "seeds"],
+    )
+    yield "split_dots", rule_plots.split_dots(dist, sources)
+    sweep = pd.DataFrame(
+        [(d, p, 0.6, 0.55, 0.65, 0.62) for d in _DS for p in range(6)],
+        columns=["dataset", "p", "mean", "lo", "hi", "val"],
+    )
+    reg = pd.DataFrame(
+        [(d, 3, int(rng.integers(0, 6)), rng.uniform(0, 0.05)) for d in _DS for _ in range(5)],
+        columns=["dataset", "p_rule", "p_oracle", "regret"],
+    )
+    yield "sweep_curves", split_plots.sweep_curves(sweep, reg)
+    reg_sum = pd.DataFrame({"dataset": _DS, "mean": 0.02, "lo": 0.0, "hi": 0.04})
+    yield "regret_strip", split_plots.regret_strip(reg, reg_sum)
+    gains = pd.DataFrame(
+        [(d, c, p, rng.normal()) for d in _DS for c in range(5) for p in range(6)],
+        columns=["dataset", "client", "p", "gain"],
+    )
+    yield "client_gain_lines", split_plots.client_gain_lines(gains)
+    levels = [("label skew", f"α={a}") for a in (0.05, 0.1, 0.3, 1, 10)]
+    levels += [("feature skew", "rotate"), ("feature skew", "invert"), ("mixed", "rotate+α=0.1")]
+    het = pd.DataFrame(
+        [
+            (b, i, [3, 3], [1, 4], f, lv)
+            for b in ("digits", "fmnist")
+            for i, (f, lv) in enumerate(levels)
+        ],
+        columns=["base", "order", "rule_ps", "oracle_ps", "family", "level"],
+    )
+    yield "heterogeneity_splits", split_plots.heterogeneity_splits(het, {"digits": 4, "fmnist": 5})
+    stab = pd.DataFrame(
+        [(d, v, s, int(rng.integers(1, 5))) for d in _DS for v in ("paper", "median", "geomean")
+         for s in range(5)],
+        columns=["dataset", "variant", "seed", "p_rule"],
+    )  # fmt: skip
+    yield "stability_bars", split_plots.stability_bars(stab, dict.fromkeys(_DS, 2))
+    traffic = pd.DataFrame(
+        {"up kB/round": 10.0, "down kB/round": 12.0, "scoring kB/round": 1.0}, index=_ALGS
+    )
+    yield "plot_traffic", silos.plot_traffic(traffic)
+
+
+def test_every_figure_fits_the_column_with_legible_text():
+    """Inline PNGs at most 7 in wide (width px / pHYs dpi), no text under the style's minimum,
+    no overlapping x tick labels: what readers complained about on a phone or a projector."""
+    problems = []
+    for name, fig in _figures():
+        px, dpi = _inline_png(fig)
+        if round(dpi) != style.FIGURE_DPI:
+            problems.append(f"{name}: saved at {dpi} dpi")
+        if px / dpi > 7.05:
+            problems.append(f"{name}: {px / dpi:.2f} in wide")
+        small = {t.get_text()[:20] for t in _texts(fig) if t.get_fontsize() < style.MIN_FONT_PT}
+        if small:
+            problems.append(f"{name}: text under {style.MIN_FONT_PT} pt: {sorted(small)[:3]}")
+        if overlaps := _overlapping_ticks(fig):
+            problems.append(f"{name}: overlapping tick labels {overlaps[:2]}")
+        plt.close(fig)
+    assert not problems, "\n".join(problems)
+
+
+def test_datasets_and_measures_have_their_own_colours():
+    algorithm_colours = {to_hex(c) for c in style.ALGORITHM_COLORS.values()}
+    algorithm_colours |= {to_hex(c) for c in style.MARKER_COLORS.values()}
+    for palette in (style.DATASET_COLORS, style.MEASURE_COLORS):
+        colours = [to_hex(c) for c in palette.values()]
+        assert len(set(colours)) == len(colours)
+        assert not set(colours) & algorithm_colours
+    for colour in style.DATASET_COLORS.values():  # not read as FedAvg, Random or PLayer-FL
+        for key in ("fedavg", "playerfl_random", "playerfl"):
+            gap = np.linalg.norm(np.subtract(to_rgb(colour), to_rgb(style.algorithm_color(key))))
+            assert gap * 255 > 60, (colour, key)
+    assert not {to_hex(c) for c in style.QUALITATIVE} & algorithm_colours
+    from data_prep.registry import available_datasets
+
+    assert set(available_datasets()) <= set(style.DATASET_COLORS)
+    assert style.dataset_color("digits_rotate") == style.DATASET_COLORS["digits"]
+    assert style.dataset_color("fmnist_alpha0.1") == style.DATASET_COLORS["fmnist"]
+    assert style.dataset_color("Digits, rotated") == style.DATASET_COLORS["digits"]
+    assert style.dataset_color("mine") == style.dataset_color("mine")  # a reader's own: stable
+    assert (
+        style.measure_color(style.metric_label("grad_noise")) == style.MEASURE_COLORS["grad_noise"]
+    )
+    with pytest.raises(ValueError, match="no colour for measure"):
+        style.measure_color("nope")
+
+
+def test_forest_colours_a_measure_alike_in_every_chapter():
+    """Chapter 02 colours its trends by measure, chapter 03 its correlations: a measure keeps
+    its colour whatever else the figure shows (the default cycle depended on the order)."""
+    one = pd.DataFrame(
+        {"measure": ["gradient noise (across batches)"], "mean": 0.1, "lo": 0, "hi": 0.2}
+    )
+    two = pd.DataFrame(
+        {
+            "measure": ["Hessian block trace", "gradient noise (across batches)"],
+            "mean": 0.1,
+            "lo": 0,
+            "hi": 0.2,
+        }
+    )
+    colours = []
+    for frame in (one, two):
+        fig = analysis_plots.forest(frame, ["measure"], color_by="measure")
+        lines = [ln for ln in fig.axes[0].get_lines() if ln.get_marker() == "o"]
+        colours.append(to_hex(lines[-1].get_color()))
+        plt.close(fig)
+    assert colours == [style.MEASURE_COLORS["grad_noise"]] * 2

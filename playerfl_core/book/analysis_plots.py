@@ -7,6 +7,7 @@ Every function returns the matplotlib Figure; the chapter ends its cell with ``p
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
@@ -14,31 +15,27 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from playerfl_core.book.style import (
+from playerfl_core.book.style import (  # noqa: F401 (METRIC_LABELS, metric_label re-exported)
+    FIGURE_WIDTH,
     MARKER_COLORS,
     MARKER_NAMES,
+    METRIC_LABELS,
     algorithm_color,
     algorithm_label,
+    apply_book_style,
+    category_color,
+    dataset_color,
     dataset_label,
     marker_color,
+    measure_color,
+    metric_label,
+    panel_grid,
+    thin_ticks,
 )
 
-METRIC_LABELS = {
-    "sensitivity": "federation sensitivity $s_k$",
-    "cum_sensitivity": "cumulative $F_k=\\sum_{j\\leq k}s_j/s_1$",
-    "grad_variance": "gradient variance (full data)",
-    "grad_noise": "gradient noise (across batches)",
-    "hessian_trace": "Hessian block trace",
-    "hessian_trace_per_param": "Hessian trace / parameters",
-    "hessian_top_eig": "Hessian block top eigenvalue",
-    "cka_dissimilarity": "1 − CKA (mean over other clients)",
-    "cka": "linear CKA",
-}
+apply_book_style()
+
 STAGE_STYLES = {"first": "--", "final": "-"}
-
-
-def metric_label(metric: str) -> str:
-    return METRIC_LABELS.get(metric, metric)
 
 
 def _line_color(name: str) -> str:
@@ -87,24 +84,24 @@ def unit_profiles(
     summary: pd.DataFrame,
     metrics: Sequence[str],
     log_metrics: Sequence[str] = (),
-    panel_size: tuple[float, float] = (3.4, 2.6),
+    panel_height: float = 2.2,
 ):
-    """Grid of per-unit profiles: one row per metric, one column per dataset; a line per
-    (algorithm, stage) with its confidence band over seeds.
+    """Grid of per-unit profiles: one row per metric, one column per dataset (three columns
+    at most: short unit names, rotated when many); a line per (algorithm, stage) with its
+    confidence band over seeds, one legend above.
 
     ``summary``: :func:`~playerfl_core.measure.layer_studies.seed_summary` by dataset, algorithm,
     stage, metric, depth, unit.
     """
     datasets = list(dict.fromkeys(summary["dataset"]))
-    fig, axes = plt.subplots(
-        len(metrics),
-        len(datasets),
-        figsize=(panel_size[0] * len(datasets), panel_size[1] * len(metrics)),
-        squeeze=False,
+    ncols = min(len(datasets), 3)
+    per_metric = -(-len(datasets) // ncols)
+    fig, flat = panel_grid(
+        ncols * per_metric * len(metrics), max_cols=ncols, panel_height=panel_height
     )
     for i, metric in enumerate(metrics):
         for j, name in enumerate(datasets):
-            ax = axes[i, j]
+            ax = flat[i * ncols * per_metric + j]
             d = summary[(summary["dataset"] == name) & (summary["metric"] == metric)]
             log = metric in log_metrics
             for algos, stage, g in _distinct_lines(d):
@@ -123,39 +120,39 @@ def unit_profiles(
             if log:
                 ax.set_yscale("log")
             units = _units(d)
-            ax.set_xticks(range(1, len(units) + 1), units, fontsize=8)
-            if i == 0:
+            ax.set_xticks(range(1, len(units) + 1), units)
+            thin_ticks(ax, max_labels=4 if ncols > 2 else 6)
+            if i == 0 or per_metric > 1:
                 ax.set_title(dataset_label(name))
-            if j == 0:
-                ax.set_ylabel(metric_label(metric), fontsize=8)
+            if j % ncols == 0:
+                ax.set_ylabel(textwrap.fill(metric_label(metric), 22))
             ax.grid(alpha=0.3)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(
-        handles,
-        labels,
-        loc="upper center",
-        ncol=max(len(labels), 1),
-        bbox_to_anchor=(0.5, 1.02),
-        frameon=False,
-        fontsize=8,
-    )
-    fig.tight_layout()
+    for j in range(len(datasets), ncols * per_metric):  # cells left empty by wrapping
+        for i in range(len(metrics)):
+            flat[i * ncols * per_metric + j].set_visible(False)
+    handles, labels = flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncol=min(len(labels), 3) or 1,
+               frameon=False)  # fmt: skip
     return fig
 
 
 def cka_heatmaps(matrices: Mapping[str, np.ndarray], client_names: Sequence[str], title: str = ""):
-    """One client × client heatmap of linear CKA per unit (``{unit: K×K}``)."""
+    """One client × client heatmap of linear CKA per unit (``{unit: K×K}``), three a row
+    (square panels with short client labels stay legible), one colour bar."""
     units = list(matrices)
-    fig, axes = plt.subplots(1, len(units), figsize=(2.3 * len(units) + 0.8, 2.6), squeeze=False)
-    for ax, unit in zip(axes[0], units, strict=True):
+    ncols = min(len(units), 3)
+    fig, axes = panel_grid(
+        len(units), max_cols=ncols, panel_height=2.0, width=FIGURE_WIDTH if ncols > 1 else 3.4
+    )
+    for k, (ax, unit) in enumerate(zip(axes, units, strict=True)):
         im = ax.imshow(matrices[unit], vmin=0, vmax=1, cmap="viridis")
-        ax.set_title(unit, fontsize=9)
+        ax.set_title(unit)
         ticks = range(len(client_names))
-        ax.set_xticks(ticks, client_names, rotation=90, fontsize=6)
-        ax.set_yticks(ticks, client_names if ax is axes[0, 0] else [], fontsize=6)
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="linear CKA")
+        ax.set_xticks(ticks, client_names, rotation=90)
+        ax.set_yticks(ticks, client_names if k % ncols == 0 else [])
+    fig.colorbar(im, ax=axes, shrink=0.8, label="linear CKA")
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title)
     return fig
 
 
@@ -167,15 +164,15 @@ def forest(
     color_by: str | None = None,
 ):
     """Point estimates with confidence intervals, one row per line of ``summary`` (columns
-    mean, lo, hi), labelled by the columns ``row_label``; a vertical reference line at ``ref``."""
+    mean, lo, hi), labelled by the columns ``row_label``; a vertical reference line at ``ref``.
+    ``color_by`` ('dataset', 'metric'/'measure', 'algorithm') takes the style's colours, so a
+    measure or a dataset is the same colour in every chapter."""
     n = len(summary)
-    fig, ax = plt.subplots(figsize=(6.4, 0.28 * n + 1.0))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.26 * n + 1.0))
     y = np.arange(n)[::-1]
     colors = None
     if color_by is not None:
-        keys = list(dict.fromkeys(summary[color_by]))
-        cmap = plt.get_cmap("tab10")
-        colors = [cmap(keys.index(k) % 10) for k in summary[color_by]]
+        colors = [category_color(color_by, k) for k in summary[color_by]]
     lo = summary["lo"].fillna(summary["mean"]).to_numpy()
     hi = summary["hi"].fillna(summary["mean"]).to_numpy()
     mean = summary["mean"].to_numpy()
@@ -184,7 +181,7 @@ def forest(
         ax.plot([lo[k], hi[k]], [y[k], y[k]], color=c, lw=1.5)
         ax.plot(mean[k], y[k], "o", color=c, ms=5)
     labels = [" · ".join(str(r[c]) for c in row_label) for _, r in summary.iterrows()]
-    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_yticks(y, labels)
     ax.axvline(ref, color="grey", ls=":")
     ax.set_xlabel(xlabel)
     if xlabel.startswith("Spearman"):
@@ -202,11 +199,12 @@ def split_lines(
     logx: bool = False,
     hue: str | None = None,
 ):
-    """The chosen split p against ``x`` (threshold, epoch, batches), one panel per dataset:
-    mean over seeds with the range of seeds as a band; dotted lines at reference splits."""
+    """The chosen split p against ``x`` (threshold, epoch, batches), one panel per dataset
+    (two a row): mean over seeds with the range of seeds as a band; dotted lines at reference
+    splits; one legend below the panels."""
     datasets = list(dict.fromkeys(table["dataset"]))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(3.6 * len(datasets), 2.9), squeeze=False)
-    for ax, name in zip(axes[0], datasets, strict=True):
+    fig, axes = panel_grid(len(datasets), panel_height=2.5)
+    for ax, name in zip(axes, datasets, strict=True):
         d = table[table["dataset"] == name]
         groups = d.groupby(hue, sort=False) if hue else [(None, d)]
         for key, g in groups:
@@ -239,25 +237,39 @@ def split_lines(
         ax.set_title(dataset_label(name))
         ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
-    axes[0, 0].set_ylabel("split p (federated units)")
-    fig.tight_layout()
+    for k, ax in enumerate(axes):
+        if k % 2 == 0:
+            ax.set_ylabel("split p (federated)")
+    _figure_legend(fig, axes)
     return fig
+
+
+def _figure_legend(fig, axes, ncol: int = 3) -> None:
+    """One legend below all panels, each label once (panels show different references)."""
+    seen: dict[str, object] = {}
+    for ax in axes:
+        for handle, text in zip(*ax.get_legend_handles_labels(), strict=True):
+            seen.setdefault(text, handle)
+    if seen:
+        fig.legend(list(seen.values()), list(seen), loc="outside lower center",
+                   ncol=min(ncol, len(seen)), frameon=False)  # fmt: skip
 
 
 def pruning_scatter(check: pd.DataFrame, title: str = ""):
     """Actual loss change from zeroing each parameter against its first-order prediction −θ·g
     (from :func:`~playerfl_core.measure.layer_studies.pruning_check`), with the identity line."""
-    fig, ax = plt.subplots(figsize=(4.4, 3.8))
-    ax.scatter(check["predicted"], check["actual"], s=12, alpha=0.7)
+    fig, ax = plt.subplots(figsize=(4.6, 3.8))
+    ax.scatter(
+        check["predicted"], check["actual"], s=12, alpha=0.7, color=measure_color("sensitivity")
+    )
     both = np.concatenate([check["predicted"], check["actual"]])
     lim = (both.min() * 1.1, both.max() * 1.1)
     ax.plot(lim, lim, "k:", lw=1, label="actual = −θ·g")
     ax.set_xlabel("first-order prediction −θ·∂L/∂θ")
     ax.set_ylabel("actual loss change when θ := 0")
-    ax.legend(fontsize=8)
+    ax.legend()
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(textwrap.fill(title, 50))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
@@ -269,13 +281,13 @@ def agreement_lines(table: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: st
     fig, ax = plt.subplots(figsize=(4.8, 3.2))
     for name, g in table.groupby("dataset", sort=False):
         g = g.sort_values(x)
-        ax.plot(g[x], g[y], marker="o", label=dataset_label(name))
+        ax.plot(g[x], g[y], marker="o", label=dataset_label(name), color=dataset_color(name))
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(table[x].unique()), [str(v) for v in sorted(table[x].unique())])
     ax.set_ylim(-0.05, 1.05)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
+    ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig

@@ -6,7 +6,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from playerfl_core.book.style import dataset_label
+from playerfl_core.book.style import FIGURE_WIDTH, UNIT_COLORMAP, apply_book_style, dataset_label
+
+apply_book_style()
 
 
 def _symlog(ax, axis: str, values) -> None:
@@ -30,10 +32,17 @@ def _symlog(ax, axis: str, values) -> None:
 def plot_averaging_check(effects: pd.DataFrame, profiles: pd.DataFrame, titles=None):
     """Per dataset (rows): left, the measured loss change of every (seed, client, unit) against
     its first-order prediction g·(θ̄ − θ), with the diagonal; right, the client-averaged
-    measured change of every (seed, unit) against the paper's s_k. Colour = layer unit."""
+    measured change of every (seed, unit) against the paper's s_k. Colour = layer unit (a
+    sequential map: units are ordered), its key beside each row's right panel."""
     datasets = list(dict.fromkeys(effects["dataset"]))
-    fig, axes = plt.subplots(len(datasets), 2, figsize=(9.5, 3.6 * len(datasets)), squeeze=False)
-    cmap = plt.get_cmap("viridis")
+    fig, axes = plt.subplots(
+        len(datasets),
+        2,
+        figsize=(FIGURE_WIDTH, 3.4 * len(datasets)),
+        squeeze=False,
+        layout="constrained",
+    )
+    cmap = plt.get_cmap(UNIT_COLORMAP)
     for row, name in zip(axes, datasets, strict=True):
         e, p = effects[effects["dataset"] == name], profiles[profiles["dataset"] == name]
         units = list(dict.fromkeys(e["unit"]))
@@ -56,8 +65,7 @@ def plot_averaging_check(effects: pd.DataFrame, profiles: pd.DataFrame, titles=N
         right.set_xlabel("federation sensitivity $s_k$ (client mean)")
         right.set_ylabel("measured loss change (client mean)")
         title = (titles or {}).get(name, dataset_label(name))
-        left.set_title(f"{title}: every client and unit", fontsize=10)
-        right.set_title(f"{title}: client means per seed", fontsize=10)
-        right.legend(title="unit", fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    fig.tight_layout()
+        left.set_title(f"{title}:\nevery client and unit")
+        right.set_title(f"{title}:\nclient means per seed")
+        right.legend(title="unit", loc="center left", bbox_to_anchor=(1.0, 0.5), handletextpad=0.2)
     return fig

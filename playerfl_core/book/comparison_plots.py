@@ -5,9 +5,21 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
-from playerfl_core.book.style import KEY_ALGORITHMS, MUTED, algorithm_color, dataset_label
+from playerfl_core.book.style import (
+    FIGURE_WIDTH,
+    KEY_ALGORITHMS,
+    MIN_FONT_PT,
+    MUTED,
+    algorithm_color,
+    apply_book_style,
+    dataset_label,
+    panel_grid,
+)
 from playerfl_core.book.style import algorithm_label as label
+
+apply_book_style()
 
 HIGHLIGHT = KEY_ALGORITHMS
 """The algorithms drawn in their own colour; the other baselines are muted."""
@@ -26,17 +38,18 @@ def _order(algorithms) -> list[str]:
 
 
 def plot_summary(summary: pd.DataFrame, metric_label: str):
-    """Median over seeds with its bootstrap CI, one panel per dataset, algorithms as rows."""
+    """Median over seeds with its bootstrap CI, one panel per dataset, algorithms as rows.
+    Three panels a row: they share the algorithm names, so each panel is only a short axis."""
     datasets = list(dict.fromkeys(summary["dataset"]))
     algorithms = _order(summary["algorithm"])
-    fig, axes = plt.subplots(
-        1,
+    fig, axes = panel_grid(
         len(datasets),
-        figsize=(3.6 * len(datasets), 0.32 * len(algorithms) + 1.4),
+        max_cols=3,
+        panel_height=0.26 * len(algorithms) + 0.8,
+        width=FIGURE_WIDTH if len(datasets) > 1 else None,
         sharey=True,
-        squeeze=False,
     )
-    for ax, ds in zip(axes[0], datasets, strict=True):
+    for ax, ds in zip(axes, datasets, strict=True):
         d = summary[summary["dataset"] == ds].set_index("algorithm").reindex(algorithms)
         y = np.arange(len(algorithms))
         for i, alg in enumerate(algorithms):
@@ -52,11 +65,12 @@ def plot_summary(summary: pd.DataFrame, metric_label: str):
                 capsize=3,
             )
         ax.set_yticks(y, [label(a) for a in algorithms])
-        ax.invert_yaxis()
+        if not ax.yaxis_inverted():  # shared y: inverting each panel would toggle it back
+            ax.invert_yaxis()
         ax.set_title(dataset_label(ds))
         ax.set_xlabel(metric_label)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
         ax.grid(axis="x", alpha=0.3)
-    fig.tight_layout()
     return fig
 
 
@@ -64,13 +78,13 @@ def plot_client_medians(medians: pd.DataFrame, metric_label: str, client_names=N
     """Each client's median score per algorithm (dots), one panel per dataset.
 
     The reference models (Local, FedAvg) and PLayer-FL are coloured; a client "gains" from
-    PLayer-FL when the red dot is above both the grey and the blue one.
+    PLayer-FL when the red dot is above both the grey and the blue one. Two panels a row.
     """
     datasets = list(dict.fromkeys(medians["dataset"]))
     algorithms = _order(medians["algorithm"])
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.0 * len(datasets), 3.4), squeeze=False)
+    fig, axes = panel_grid(len(datasets), panel_height=2.8)
     offsets = np.linspace(-0.3, 0.3, len(algorithms))
-    for ax, ds in zip(axes[0], datasets, strict=True):
+    for ax, ds in zip(axes, datasets, strict=True):
         d = medians[medians["dataset"] == ds]
         clients = sorted(d["client"].unique())
         for off, alg in zip(offsets, algorithms, strict=True):
@@ -85,22 +99,14 @@ def plot_client_medians(medians: pd.DataFrame, metric_label: str, client_names=N
                 label=label(alg) if strong else None,
             )
         names = [client_names.get((ds, c), c) if client_names else c for c in clients]
-        ax.set_xticks(range(len(clients)), names, rotation=30, ha="right")
+        ax.set_xticks(range(len(clients)), names, rotation=30, ha="right", rotation_mode="anchor")
         ax.set_title(dataset_label(ds))
         ax.set_ylabel(metric_label)
         ax.grid(axis="y", alpha=0.3)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
+    handles, labels = axes[0].get_legend_handles_labels()
     handles.append(plt.Line2D([], [], marker="o", ls="", color=MUTED, markersize=4))
     labels.append("other baselines")
-    fig.legend(
-        handles,
-        labels,
-        loc="upper center",
-        ncol=len(labels),
-        frameon=False,
-        bbox_to_anchor=(0.5, 1.04),
-    )
-    fig.tight_layout()
+    fig.legend(handles, labels, loc="outside upper center", ncol=min(len(labels), 3), frameon=False)
     return fig
 
 
@@ -113,7 +119,7 @@ def plot_cd_diagram(mean_ranks: pd.Series, cd: float, title: str = ""):
     r = mean_ranks.dropna().sort_values()
     k = len(r)
     lo, hi = 1, max(k, int(np.ceil(r.max())))
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.26 * k))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 1.2 + 0.24 * k))
     ax.set_xlim(lo - 0.3, hi + 0.3)
     ax.set_ylim(0, 1.1)
     ax.axis("off")
@@ -121,25 +127,28 @@ def plot_cd_diagram(mean_ranks: pd.Series, cd: float, title: str = ""):
     ax.plot([lo, hi], [top, top], color="k", lw=1)
     for t in range(lo, hi + 1):
         ax.plot([t, t], [top, top + 0.03], color="k", lw=1)
-        ax.text(t, top + 0.05, str(t), ha="center", va="bottom", fontsize=8)
+        ax.text(t, top + 0.05, str(t), ha="center", va="bottom", fontsize=MIN_FONT_PT)
     if np.isfinite(cd):
         ax.plot([lo, lo + cd], [0.98, 0.98], color="k", lw=2)
-        ax.text(lo + cd / 2, 0.99, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=8)
+        ax.text(lo + cd / 2, 0.99, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=MIN_FONT_PT)
     half = (k + 1) // 2
     step = 0.62 / max(half, 1)
+    names = []
     for i, (alg, rank) in enumerate(r.items()):
         left = i < half
         y = top - 0.08 - step * (i if left else k - 1 - i)
         x_text = lo - 0.2 if left else hi + 0.2
         ax.plot([rank, rank, x_text], [top, y, y], color=_color(alg), lw=1)
-        ax.text(
-            x_text,
-            y,
-            f"{label(alg)} ({rank:.2f})",
-            ha="right" if left else "left",
-            va="center",
-            fontsize=8,
-            color=_color(alg) if alg in HIGHLIGHT else "k",
+        names.append(
+            ax.text(
+                x_text,
+                y,
+                f"{label(alg)} ({rank:.2f})",
+                ha="right" if left else "left",
+                va="center",
+                fontsize=MIN_FONT_PT,
+                color=_color(alg) if alg in HIGHLIGHT else "k",
+            )
         )
     # cliques: maximal runs of consecutive algorithms within cd of each other
     vals = r.to_numpy()
@@ -154,9 +163,18 @@ def plot_cd_diagram(mean_ranks: pd.Series, cd: float, title: str = ""):
         y = top - 0.03 - 0.035 * n
         ax.plot([vals[i] - 0.03, vals[j] + 0.03], [y, y], color="k", lw=3, alpha=0.6)
     if title:
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
+        ax.set_title(title)
+    _margins_for(fig, ax, names)
     return fig
+
+
+def _margins_for(fig, ax, texts) -> None:
+    """Side margins wide enough for the names written beside the rank axis, so the figure
+    keeps its width instead of the names spilling past it."""
+    fig.canvas.draw()
+    widest = max((t.get_window_extent().width for t in texts), default=0) / fig.dpi
+    side = min((widest + 0.3) / fig.get_figwidth(), 0.45)
+    fig.subplots_adjust(left=side, right=1 - side, top=0.9 if ax.get_title() else 0.98, bottom=0.02)
 
 
 def plot_paired(
@@ -169,7 +187,7 @@ def plot_paired(
     drawn in the colour of the algorithm it favours."""
     positive, negative = (algorithm_color(a) for a in pair)
     datasets = list(dict.fromkeys(diffs["dataset"]))
-    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(datasets), 3.0))
+    fig, ax = plt.subplots(figsize=(min(1.8 + 1.4 * len(datasets), FIGURE_WIDTH), 3.0))
     for i, ds in enumerate(datasets):
         d = diffs[diffs["dataset"] == ds]["diff"].to_numpy()
         jitter = np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else np.zeros(1)
@@ -177,9 +195,11 @@ def plot_paired(
         ax.plot([i - 0.25, i + 0.25], [np.median(d)] * 2, color="k", lw=2)
     ax.axhline(0, color="0.5", lw=1, ls="--")
     ax.set_xticks(range(len(datasets)), [dataset_label(d) for d in datasets])
+    if len(datasets) > 4:
+        ax.tick_params(axis="x", labelrotation=30)
     ax.set_ylabel(metric_label)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig
@@ -196,28 +216,30 @@ def plot_ours_vs_published(ours: pd.DataFrame, theirs: pd.DataFrame, metric_labe
 
     datasets = [d for d in ours.columns if d in theirs.columns]
     if not datasets:  # e.g. a user's own federation: nothing published to compare with
-        fig, ax = plt.subplots(figsize=(6, 1.2))
+        fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 1.2))
         ax.axis("off")
         ax.text(0.5, 0.5, "None of these federations is in the paper's tables.", ha="center")
         return fig
-    fig, axes = plt.subplots(1, len(datasets), figsize=(3.8 * len(datasets), 3.4), squeeze=False)
-    for ax, ds in zip(axes[0], datasets, strict=True):
+    fig, axes = panel_grid(len(datasets), panel_height=3.0)
+    for ax, ds in zip(axes, datasets, strict=True):
         both = pd.concat([ours[ds].rename("ours"), theirs[ds].rename("theirs")], axis=1).dropna()
         extremes = {both[c].idxmin() for c in both} | {both[c].idxmax() for c in both}
+        middle = both["theirs"].median()
         for alg, row in both.iterrows():
             ax.scatter(row["theirs"], row["ours"], color=_color(alg), zorder=3)
             if alg in HIGHLIGHT or alg in extremes:  # the rest stay unlabelled: they overlap
+                right = row["theirs"] > middle  # names point inwards, so none leaves the figure
                 ax.annotate(
                     label(alg),
                     (row["theirs"], row["ours"]),
-                    fontsize=7,
-                    xytext=(3, 2),
+                    fontsize=MIN_FONT_PT,
+                    xytext=(-3 if right else 3, 2),
                     textcoords="offset points",
+                    ha="right" if right else "left",
                 )
         rho = spearmanr(both["theirs"], both["ours"]).statistic if len(both) > 2 else np.nan
         ax.set_title(f"{dataset_label(ds)}: Spearman ρ = {rho:.2f}")
         ax.set_xlabel(f"published {metric_label}")
         ax.set_ylabel(f"ours {metric_label}")
         ax.grid(alpha=0.3)
-    fig.tight_layout()
     return fig

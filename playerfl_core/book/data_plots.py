@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
 
-from playerfl_core.book.style import dataset_label
+from playerfl_core.book.style import (
+    FIGURE_WIDTH,
+    apply_book_style,
+    class_color,
+    dataset_label,
+    panel_grid,
+)
+
+apply_book_style()
 
 
 def label_mix(fd) -> pd.DataFrame:
@@ -34,26 +41,34 @@ def label_skew_tv(fd) -> float:
 
 
 def plot_label_mixes(federations: Mapping[str, object], titles: Mapping[str, str] | None = None):
-    """One panel per federation: a stacked bar per client of its training-label proportions
-    (same colour = same class in every panel)."""
+    """One panel per federation, three a row (short client numbers, shared axis): a stacked bar
+    per client of its training-label proportions (same colour = same class in every panel), the
+    class key below."""
     names = list(federations)
-    fig, axes = plt.subplots(
-        1, len(names), figsize=(3.0 * len(names) + 1.2, 3.4), sharey=True, squeeze=False
+    fig, axes = panel_grid(
+        len(names),
+        max_cols=3,
+        panel_height=2.6,
+        width=FIGURE_WIDTH if len(names) > 1 else None,
+        sharey=True,
     )
-    cmap = plt.get_cmap("tab10")
-    for ax, name in zip(axes[0], names, strict=True):
+    for ax, name in zip(axes, names, strict=True):
         fd = federations[name]
         mix = label_mix(fd).pivot(index="client", columns="label", values="share")
         mix = mix.loc[[c.name for c in fd.clients], fd.class_names]
         bottom = np.zeros(len(mix))
         for k, cls in enumerate(fd.class_names):
-            ax.bar(range(len(mix)), mix[cls], bottom=bottom, color=cmap(k % 10), label=cls)
+            ax.bar(range(len(mix)), mix[cls], bottom=bottom, color=class_color(k), label=cls)
             bottom += mix[cls].to_numpy()
         ax.set_xticks(range(len(mix)), [str(i + 1) for i in range(len(mix))])
         ax.set_xlabel("client")
-        ax.set_title((titles or {}).get(name, dataset_label(name)), fontsize=10)
-    axes[0, 0].set_ylabel("share of training labels")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, title="class", loc="center right", fontsize=8)
-    fig.tight_layout(rect=(0, 0, 1 - 1.0 / (3.0 * len(names) + 1.2), 1))
+        ax.set_title((titles or {}).get(name, dataset_label(name)))
+        if len(mix) > 10:
+            ax.tick_params(axis="x", labelrotation=90)
+    for k, ax in enumerate(axes):
+        if k % 3 == 0:
+            ax.set_ylabel("share of training labels")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, title="class", loc="outside lower center",
+               ncol=min(len(labels), 5), frameon=False)  # fmt: skip
     return fig

@@ -1,7 +1,7 @@
 """Figures of chapter 04b (the split rules as a family, the pre-registered test).
 
 Every function returns the matplotlib Figure; the chapter ends its cell with ``plt.show()``.
-Figures are 7 in wide at most, text 9–10 pt, so they stay legible in the book's column.
+Sizes, fonts and colours come from :mod:`playerfl_core.book.style`.
 """
 
 from __future__ import annotations
@@ -9,11 +9,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
-from playerfl_core.book.style import MARKER_COLORS, SPLIT_RULE_COLORS, dataset_label
+from playerfl_core.book.style import (
+    FIGURE_WIDTH,
+    MARKER_COLORS,
+    MUTED,
+    SPLIT_RULE_COLORS,
+    apply_book_style,
+    dataset_label,
+    panel_grid,
+)
 from playerfl_core.study import preregistration as P
+
+apply_book_style()
 
 ORACLE = "oracle (validation)"
 
@@ -22,17 +32,20 @@ def entry_color(label: str) -> str:
     """The colour of a pre-registered entry (by its rule; the tuned paper rule a lighter red)."""
     entry = next((e for e in P.ENTRIES if e.label == label), None)
     if entry is None:
-        return MARKER_COLORS["oracle"] if label == ORACLE else "#7f7f7f"
+        return MARKER_COLORS["oracle"] if label == ORACLE else MUTED
     if entry.rule == "paper" and entry.threshold is None:
         return SPLIT_RULE_COLORS["paper_tuned"]
     return SPLIT_RULE_COLORS[entry.rule]
 
 
 def tuning_curves(tuning: pd.DataFrame):
-    """Mean development regret against each rule's threshold, the tuned value marked."""
+    """Mean development regret against each rule's threshold, the tuned value marked; three
+    panels a row (a shared y axis, few threshold ticks)."""
     rules = list(dict.fromkeys(tuning["rule"]))
-    fig, axes = plt.subplots(1, len(rules), figsize=(7.0, 2.5), sharey=True)
-    for ax, rule in zip(np.atleast_1d(axes), rules, strict=True):
+    fig, axes = panel_grid(
+        len(rules), max_cols=3, panel_height=2.3, width=FIGURE_WIDTH, sharey=True
+    )
+    for ax, rule in zip(axes, rules, strict=True):
         t = tuning[tuning["rule"] == rule]
         color = SPLIT_RULE_COLORS[rule]
         ax.plot(t["threshold"], t["regret"], "o-", color=color, ms=4)
@@ -40,12 +53,15 @@ def tuning_curves(tuning: pd.DataFrame):
         ax.plot(best["threshold"], best["regret"], "*", color="k", ms=11, label="tuned")
         if rule == "paper":
             ax.set_xscale("log", base=2)
-        ax.set_title(rule, fontsize=10)
-        ax.set_xlabel("threshold", fontsize=9)
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+        ax.set_title(rule)
+        ax.set_xlabel("threshold")
         ax.grid(alpha=0.3)
-    np.atleast_1d(axes)[0].set_ylabel("mean regret (dev.)", fontsize=9)
-    np.atleast_1d(axes)[0].legend(fontsize=8)
-    fig.tight_layout()
+    for k, ax in enumerate(axes):
+        if k % 3 == 0:
+            ax.set_ylabel("mean regret (dev.)")
+    axes[0].legend()
     return fig
 
 
@@ -54,7 +70,7 @@ def regret_by_kind(verdicts: pd.DataFrame, tolerance: float):
     the dashed line is the tolerance δ, filled markers are verdicts within δ, crosses beyond."""
     kinds = [k for k in P.KIND_ORDER if k in set(verdicts["kind"])]
     entries = list(dict.fromkeys(verdicts["entry"]))
-    fig, ax = plt.subplots(figsize=(7.0, 0.62 * len(kinds) + 1.4))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.5 * len(kinds) + 2.0), layout="constrained")
     step = 0.8 / len(entries)
     for j, entry in enumerate(entries):
         e = verdicts[verdicts["entry"] == entry].set_index("kind")
@@ -71,28 +87,26 @@ def regret_by_kind(verdicts: pd.DataFrame, tolerance: float):
         ax.plot([], [], "o", color=color, label=entry)
     ax.axvline(tolerance, color="k", ls="--", lw=1)
     ax.axvline(0, color="grey", lw=0.6)
-    ax.set_yticks(range(len(kinds)), kinds[::-1], fontsize=9)
-    ax.set_xlabel("regret: test macro-F1 of the oracle's p − of the rule's p", fontsize=9)
+    ax.set_yticks(range(len(kinds)), kinds[::-1])
+    ax.set_xlabel("regret: test macro-F1 of the oracle's p − of the rule's p")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right", framealpha=0.9)
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", ncol=2, frameon=False)
     return fig
 
 
 def tolerance_plot(curve: pd.DataFrame):
     """Per entry: how many kinds of heterogeneity are within δ as δ grows."""
-    fig, ax = plt.subplots(figsize=(7.0, 3.0))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 3.8), layout="constrained")
     n_kinds = curve["kind"].nunique()
     for entry, g in curve.groupby("entry", sort=False):
         within = g.groupby("tolerance")["verdict"].apply(lambda v: (v == P.WITHIN).sum())
         ax.plot(within.index, within.to_numpy(), "o-", ms=3, color=entry_color(entry), label=entry)
     ax.axvline(P.TOLERANCE, color="k", ls="--", lw=1)
     ax.set_ylim(-0.3, n_kinds + 0.3)
-    ax.set_xlabel("tolerance δ (macro-F1)", fontsize=9)
-    ax.set_ylabel(f"kinds within δ (of {n_kinds})", fontsize=9)
+    ax.set_xlabel("tolerance δ (macro-F1)")
+    ax.set_ylabel(f"kinds within δ (of {n_kinds})")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncols=2)
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", ncol=2, frameon=False)
     return fig
 
 
@@ -100,7 +114,7 @@ def split_dots(dist: pd.DataFrame, sources: Sequence[str]):
     """Per federation (rows, by kind): the split each source picks on each seed, dot area ∝
     number of seeds; the oracle's green."""
     feds = list(dict.fromkeys(dist.sort_values("kind", key=_kind_rank, kind="stable")["dataset"]))
-    fig, ax = plt.subplots(figsize=(7.0, 0.36 * len(feds) + 1.2))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.36 * len(feds) + 1.2), layout="constrained")
     step = 0.8 / len(sources)
     for j, source in enumerate(sources):
         s = dist[dist["source"] == source]
@@ -110,13 +124,12 @@ def split_dots(dist: pd.DataFrame, sources: Sequence[str]):
             ax.scatter(d["p"], [y] * len(d), s=14 * d["seeds"], color=entry_color(source),
                        alpha=0.85, lw=0)  # fmt: skip
         ax.scatter([], [], s=40, color=entry_color(source), label=source)
-    ax.set_yticks(range(len(feds)), [dataset_label(f) for f in feds][::-1], fontsize=8)
+    ax.set_yticks(range(len(feds)), [dataset_label(f) for f in feds][::-1])
     top = int(dist["p"].max())
     ax.set_xticks(range(top + 1))
-    ax.set_xlabel("federated units p (0 = Local, L = FedAvg)", fontsize=9)
+    ax.set_xlabel("federated units p (0 = Local, L = FedAvg)")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", ncol=2, frameon=False)
     return fig
 
 

@@ -12,20 +12,31 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from playerfl_core.book.style import dataset_label, marker_color, rule_variant_color
+from playerfl_core.book.style import (
+    FIGURE_WIDTH,
+    QUALITATIVE,
+    apply_book_style,
+    dataset_label,
+    marker_color,
+    panel_grid,
+    rule_variant_color,
+)
+
+apply_book_style()
 
 RULE_COLOR, ORACLE_COLOR = marker_color("rule"), marker_color("oracle")
 
 
-def _panels(n: int, size=(3.6, 2.8), ncols: int = 3):
-    ncols = min(ncols, n)
-    nrows = int(np.ceil(n / ncols))
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows), squeeze=False
-    )
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    return fig, list(axes.flat[:n])
+def _panels(n: int, panel_height: float = 2.6):
+    """One panel per dataset, two a row (:func:`~playerfl_core.book.style.panel_grid`)."""
+    return panel_grid(n, panel_height=panel_height)
+
+
+def _legend_below(fig, ax) -> None:
+    """The legend of ``ax`` once, below all panels (every panel has the same entries)."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4),
+               frameon=False)  # fmt: skip
 
 
 def sweep_curves(summary: pd.DataFrame, reg: pd.DataFrame):
@@ -56,20 +67,21 @@ def sweep_curves(summary: pd.DataFrame, reg: pd.DataFrame):
                 label=name,
                 zorder=3,
             )
-        ax.set_title(dataset_label(ds), fontsize=10)
-        ax.set_xlabel("federated units p (0 = Local, L = FedAvg)")
+        ax.set_title(dataset_label(ds))
+        ax.set_xlabel("federated units p")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("macro-F1")
-    axes[0].legend(fontsize=7, loc="upper right")
-    fig.tight_layout()
+    for k, ax in enumerate(axes):
+        if k % 2 == 0:
+            ax.set_ylabel("macro-F1")
+    _legend_below(fig, axes[0])
     return fig
 
 
 def regret_strip(reg: pd.DataFrame, summary: pd.DataFrame, by: str = "dataset"):
     """Per group: every seed's regret (dots) and the mean with its bootstrap CI (bar)."""
     groups = list(dict.fromkeys(summary[by]))
-    fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(groups) + 1.2))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.4 * len(groups) + 1.2))
     for i, g in enumerate(groups):
         y = len(groups) - 1 - i
         vals = reg.loc[reg[by] == g, "regret"].to_numpy()
@@ -78,7 +90,7 @@ def regret_strip(reg: pd.DataFrame, summary: pd.DataFrame, by: str = "dataset"):
         row = summary[summary[by] == g].iloc[0]
         ax.plot([row["lo"], row["hi"]], [y, y], color="k", lw=2)
         ax.plot(row["mean"], y, "o", color="k")
-    ax.set_yticks(range(len(groups))[::-1], [dataset_label(str(g)) for g in groups], fontsize=8)
+    ax.set_yticks(range(len(groups))[::-1], [dataset_label(str(g)) for g in groups])
     ax.axvline(0, color="grey", ls=":")
     ax.set_xlabel("regret = test macro-F1(oracle p) − test macro-F1(rule's p)")
     ax.grid(axis="x", alpha=0.3)
@@ -87,25 +99,32 @@ def regret_strip(reg: pd.DataFrame, summary: pd.DataFrame, by: str = "dataset"):
 
 
 def client_gain_lines(curves: pd.DataFrame, client_names: Mapping[str, list] | None = None):
-    """Per dataset: each client's mean gain in test macro-F1 over Local against p."""
+    """Per dataset: each client's mean gain in test macro-F1 over Local against p (clients in
+    the style's qualitative colours, solid then dashed past ten)."""
     datasets = list(dict.fromkeys(curves["dataset"]))
     fig, axes = _panels(len(datasets))
     for ax, ds in zip(axes, datasets, strict=True):
         d = curves[curves["dataset"] == ds]
-        for c, g in d.groupby("client"):
+        for k, (c, g) in enumerate(d.groupby("client")):
             g = g.sort_values("p")
             name = (client_names or {}).get(ds, [])
             ax.plot(
-                g["p"], g["gain"], "o-", ms=3, label=name[c] if c < len(name) else f"client {c}"
+                g["p"],
+                g["gain"],
+                "o-" if k < len(QUALITATIVE) else "o--",
+                ms=3,
+                color=QUALITATIVE[k % len(QUALITATIVE)],
+                label=name[c] if c < len(name) else f"client {c}",
             )
         ax.axhline(0, color="grey", ls=":")
-        ax.set_title(dataset_label(ds), fontsize=10)
+        ax.set_title(dataset_label(ds))
         ax.set_xlabel("federated units p")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
-    axes[0].set_ylabel("gain over Local (macro-F1)")
-    fig.tight_layout()
+        ax.legend(ncol=2, columnspacing=0.8, handlelength=1.5)
+    for k, ax in enumerate(axes):
+        if k % 2 == 0:
+            ax.set_ylabel("gain over Local\n(macro-F1)")
     return fig
 
 
@@ -114,7 +133,7 @@ def heterogeneity_splits(summary: pd.DataFrame, n_units: Mapping[str, int] | Non
     p (red dots, left) and validation-oracle p (green, right), federations ordered from strong
     label skew to nearly IID, then feature skew, then mixed."""
     bases = list(dict.fromkeys(summary["base"]))
-    fig, axes = _panels(len(bases), size=(6.0, 3.0), ncols=2)
+    fig, axes = panel_grid(len(bases), max_cols=1, panel_height=2.6, width=FIGURE_WIDTH)
     for ax, base in zip(axes, bases, strict=True):
         s = summary[summary["base"] == base].sort_values("order")
         x = np.arange(len(s))
@@ -127,20 +146,18 @@ def heterogeneity_splits(summary: pd.DataFrame, n_units: Mapping[str, int] | Non
                 ax.scatter(i + dx + 0 * vals, vals, s=18 * counts, color=color, alpha=0.8)
         ax.scatter([], [], color=RULE_COLOR, label="rule's p (per seed)")
         ax.scatter([], [], color=ORACLE_COLOR, label="oracle p by validation (per seed)")
-        ax.set_xticks(
-            x,
-            [f"{f.split()[0]}\n{lv}" for f, lv in zip(s["family"], s["level"], strict=True)],
-            fontsize=7,
-        )
+        ticks = [f"{f.split()[0]}\n{lv}" for f, lv in zip(s["family"], s["level"], strict=True)]
+        if len(ticks) > 6:  # long mixed levels on two lines, so neighbours do not overlap
+            ticks = [t.replace("+", "+\n") for t in ticks]
+        ax.set_xticks(x, ticks)
         top = (n_units or {}).get(base)
         if top is not None:
             ax.set_ylim(-0.5, top + 0.5)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("federated units p")
-        ax.set_title(dataset_label(base), fontsize=10)
+        ax.set_title(dataset_label(base))
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
+    _legend_below(fig, axes[0])
     return fig
 
 
@@ -166,12 +183,13 @@ def stability_bars(splits: pd.DataFrame, oracle: Mapping[str, int] | None = None
             )
         if oracle and ds in oracle:
             ax.axvline(oracle[ds], color=ORACLE_COLOR, ls="--", label="oracle p (val)")
-        ax.set_title(f"{dataset_label(ds)} ({d['seed'].nunique()} seeds)", fontsize=10)
+        ax.set_title(f"{dataset_label(ds)} ({d['seed'].nunique()} seeds)")
         ax.set_xlabel("rule's p")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(0, 1.05)
         ax.grid(axis="y", alpha=0.3)
-    axes[0].set_ylabel("share of seeds")
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
+    for k, ax in enumerate(axes):
+        if k % 2 == 0:
+            ax.set_ylabel("share of seeds")
+    _legend_below(fig, axes[0])
     return fig

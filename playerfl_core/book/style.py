@@ -1,14 +1,20 @@
-"""How the book looks, in one place: one colour and one display name per algorithm, the colours
-of the chapters' markers, and datasets' display names.
+"""How the book looks, in one place: one colour and one display name per algorithm, dataset and
+per-layer measure, the colours of the chapters' markers, and the figure style (sizes, fonts, dpi).
 
-Every figure and every table that shows an algorithm or a dataset takes its name and colour from
-here, so PLayer-FL is the same red and Local the same grey in every chapter. Presentation only:
-nothing here changes what a run computes.
+Every figure and every table that shows an algorithm, a dataset or a measure takes its name and
+colour from here, so PLayer-FL is the same red and Heart the same teal in every chapter. Every
+figure module applies :data:`BOOK_RC` on import, so a chapter needs no style cell. Presentation
+only: nothing here changes what a run computes.
 """
 
 from __future__ import annotations
 
+import math
+import zlib
+
+import matplotlib as mpl
 import matplotlib.pyplot as plt
+from cycler import cycler
 from matplotlib.colors import to_hex
 
 from data_prep.base import DataError
@@ -143,3 +149,196 @@ def display_names(frame, algorithm: str = "algorithm", dataset: str = "dataset")
     if dataset in out.columns:
         out[dataset] = out[dataset].map(dataset_label)
     return out
+
+
+# --- datasets and per-layer measures ---------------------------------------------------------
+
+DATASET_COLORS = {
+    "heart": "#1b9e77",  # teal
+    "digits": "#7570b3",  # slate violet
+    "fmnist": "#66a61e",  # leaf green
+    "emnist": "#e7298a",
+    "cifar10": "#a6761d",
+    "isic2019": "#01665e",
+    "sent140": "#b2abd2",
+    "mimic3": "#8dd3c7",
+}
+"""One colour per registered federation (its heterogeneity variants share it). None is an
+algorithm's or a marker's colour, and none is near FedAvg's blue, Random's orange or PLayer-FL's
+red, so a dataset line is never read as an algorithm."""
+
+QUALITATIVE = (*DATASET_COLORS.values(), "#5e3c99", "#b8e186")
+"""Unnamed categories (clients, a reader's own federations) and the default colour cycle: the
+same non-algorithm colours, so an uncoloured line never wears FedAvg's blue."""
+
+UNIT_COLORMAP = "viridis"
+"""Layer units when a figure colours by unit (ordered from input to output)."""
+
+CLASS_COLORMAP = "Set3"
+"""Class labels in stacked bars (pastels: many classes, none an algorithm's colour)."""
+
+MEASURE_COLORS = {
+    "sensitivity": "#252525",  # the paper's measure: near-black
+    "cum_sensitivity": "#969696",
+    "grad_variance": "#006d2c",  # gradients: greens
+    "grad_noise": "#74c476",
+    "hessian_trace": "#8c510a",  # curvature: browns
+    "hessian_trace_per_param": "#dfc27d",
+    "hessian_top_eig": "#bf812d",
+    "cka_dissimilarity": "#c51b7d",  # representations: magentas
+    "cka": "#8e0152",
+}
+"""One colour per per-layer measure, by family (sensitivity, gradients, curvature, CKA), the
+same in chapters 01, 02 and 03."""
+
+METRIC_LABELS = {
+    "sensitivity": "federation sensitivity $s_k$",
+    "cum_sensitivity": "cumulative $F_k=\\sum_{j\\leq k}s_j/s_1$",
+    "grad_variance": "gradient variance (full data)",
+    "grad_noise": "gradient noise (across batches)",
+    "hessian_trace": "Hessian block trace",
+    "hessian_trace_per_param": "Hessian trace / parameters",
+    "hessian_top_eig": "Hessian block top eigenvalue",
+    "cka_dissimilarity": "1 − CKA (mean over other clients)",
+    "cka": "linear CKA",
+}
+"""Display names of the per-layer measures."""
+
+
+def metric_label(metric: str) -> str:
+    """Display name of a per-layer measure; an unknown one is returned unchanged."""
+    return METRIC_LABELS.get(metric, metric)
+
+
+def _fallback_color(key: str) -> str:
+    """A stable colour for a name the style does not know (a reader's own federation)."""
+    return QUALITATIVE[zlib.crc32(str(key).encode()) % len(QUALITATIVE)]
+
+
+def dataset_color(name: str) -> str:
+    """Colour of a dataset, of a heterogeneity variant (its base's) or of a display label
+    ('Digits, rotated'); an unknown federation gets a stable colour of :data:`QUALITATIVE`."""
+    name = str(name)
+    try:
+        variant = parse_variant(name)
+    except DataError:
+        variant = None
+    base = variant.base if variant is not None else name
+    if base in DATASET_COLORS:
+        return DATASET_COLORS[base]
+    for key in DATASET_COLORS:  # a display label: its first part names the base
+        if is_registered(key) and name.split(", ")[0] == federation(key).display_name:
+            return DATASET_COLORS[key]
+    return _fallback_color(base)
+
+
+def measure_color(metric: str) -> str:
+    """Colour of a per-layer measure, by name or display name; an unknown one raises."""
+    by_label = {label: key for key, label in METRIC_LABELS.items()}
+    key = by_label.get(metric, metric)
+    if key not in MEASURE_COLORS:
+        raise ValueError(
+            f"style: no colour for measure {metric!r}; known: {', '.join(MEASURE_COLORS)} "
+            "(add new measures to playerfl_core.book.style.MEASURE_COLORS)"
+        )
+    return MEASURE_COLORS[key]
+
+
+def category_color(kind: str, key: str) -> str:
+    """Colour of ``key`` when figures colour by the column ``kind``: a dataset, a measure
+    ('metric' or 'measure'), an algorithm, else a stable qualitative colour."""
+    if kind == "dataset":
+        return dataset_color(key)
+    if kind in ("metric", "measure"):
+        return measure_color(key)
+    if kind == "algorithm":
+        return algorithm_color(key)
+    return _fallback_color(key)
+
+
+def class_color(index: int) -> str:
+    """Colour of the ``index``-th class label (same class, same colour in every panel)."""
+    cmap = plt.get_cmap(CLASS_COLORMAP)
+    return to_hex(cmap(index % cmap.N))
+
+
+# --- figure style --------------------------------------------------------------------------------
+
+FIGURE_WIDTH = 6.8
+"""Inches: the widest figure. The book's column is about 690 px wide on a laptop."""
+
+SINGLE_WIDTH = 4.8
+"""Inches: a figure with one panel."""
+
+MAX_COLS = 2
+"""Panels per row; three only where each panel keeps short tick labels (heatmaps, shared axes)."""
+
+MIN_FONT_PT = 9
+"""The smallest text any figure draws (ticks, legends, annotations)."""
+
+FIGURE_DPI = 150
+"""Pixels per inch of figures. The inline backend renders PNGs at ``figure.dpi`` and
+``savefig`` writes it into the PNG's pHYs chunk, which the browser test reads back."""
+
+BOOK_RC = {
+    "figure.dpi": FIGURE_DPI,
+    "savefig.dpi": "figure",
+    "figure.figsize": (SINGLE_WIDTH, 3.2),
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "xtick.labelsize": MIN_FONT_PT,
+    "ytick.labelsize": MIN_FONT_PT,
+    "legend.fontsize": MIN_FONT_PT,
+    "legend.title_fontsize": MIN_FONT_PT,
+    "figure.titlesize": 11,
+    "axes.prop_cycle": cycler(color=list(QUALITATIVE)),
+}
+"""The rcParams every figure module applies on import (:func:`apply_book_style`)."""
+
+
+def apply_book_style() -> None:
+    """Set :data:`BOOK_RC`: figures created after this are sized, lettered and coloured alike.
+    Called on import by every figure module, so chapters need no style cell."""
+    mpl.rcParams.update(BOOK_RC)
+
+
+def figure_size(ncols: int = 1, nrows: int = 1, panel_height: float = 2.6) -> tuple[float, float]:
+    """(width, height) in inches of ``nrows`` × ``ncols`` panels: one panel
+    :data:`SINGLE_WIDTH` wide, more share :data:`FIGURE_WIDTH`."""
+    width = SINGLE_WIDTH if ncols <= 1 else FIGURE_WIDTH
+    return width, panel_height * nrows + 0.4
+
+
+def panel_grid(
+    n: int,
+    max_cols: int = MAX_COLS,
+    panel_height: float = 2.6,
+    width: float | None = None,
+    **subplots,
+):
+    """A figure of ``n`` panels wrapped into rows of at most ``max_cols``; returns (figure,
+    the n axes in reading order). Unused cells are hidden. ``layout='constrained'`` by default,
+    so figure-level legends placed ``'outside ...'`` get room."""
+    ncols = max(1, min(max_cols, n))
+    nrows = max(1, math.ceil(n / ncols))
+    size = figure_size(ncols, nrows, panel_height)
+    subplots.setdefault("layout", "constrained")
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(width or size[0], size[1]), squeeze=False, **subplots
+    )
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+def thin_ticks(ax, axis: str = "x", max_labels: int = 5, rotation: float = 45) -> None:
+    """Rotate an axis's tick labels when there are more than ``max_labels``, so they do not
+    overlap in a narrow panel."""
+    labels = (ax.get_xticklabels if axis == "x" else ax.get_yticklabels)()
+    if len(labels) > max_labels:
+        ax.tick_params(axis=axis, labelrotation=rotation)
+        if axis == "x":
+            for t in labels:
+                t.set_horizontalalignment("right")
+                t.set_rotation_mode("anchor")

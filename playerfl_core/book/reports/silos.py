@@ -7,7 +7,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from playerfl_core.book.style import algorithm_color, algorithm_label
+from playerfl_core.book.style import (
+    FIGURE_WIDTH,
+    algorithm_color,
+    algorithm_label,
+    apply_book_style,
+)
+
+apply_book_style()
 
 TRAINING_UP, TRAINING_DOWN = ("uploads",), ("send",)
 SCORING_UP, SCORING_DOWN = ("deployment uploads",), ("deploy",)
@@ -79,7 +86,7 @@ def plot_traffic(table: pd.DataFrame):
     and (hatched) what only the scoring of a global average needs."""
     names = list(table.index)
     y = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(7.5, 0.38 * len(names) + 1.2))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.38 * len(names) + 1.2))
     colors = [algorithm_color(n) for n in names]
     ax.barh(y - 0.2, table["up kB/round"], height=0.4, color=colors, label="upload (training)")
     ax.barh(
@@ -106,7 +113,7 @@ def plot_traffic(table: pd.DataFrame):
     ax.set_yticks(y, [algorithm_label(n) for n in names])
     ax.invert_yaxis()
     ax.set_xlabel("kB per silo per round (mean)")
-    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    ax.legend(loc="lower right", frameon=False)
     fig.tight_layout()
     return fig
 
