@@ -78,7 +78,7 @@ def test_named_tables_show_display_names():
     assert shown.iloc[0].tolist() == [
         "Fashion-MNIST",
         "PLayer-FL-Random",
-        "federation sensitivity $s_k$",
+        "federation sensitivity sₖ",
     ]
     wide = pd.DataFrame({"local": [1.0]}, index=pd.Index(["heart"], name="dataset"))
     wide.columns.name = "algorithm"

@@ -192,8 +192,8 @@ MEASURE_COLORS = {
 same in chapters 01, 02 and 03."""
 
 METRIC_LABELS = {
-    "sensitivity": "federation sensitivity $s_k$",
-    "cum_sensitivity": "cumulative $F_k=\\sum_{j\\leq k}s_j/s_1$",
+    "sensitivity": "federation sensitivity sₖ",
+    "cum_sensitivity": "cumulative Fₖ = (s₁ + … + sₖ)/s₁",
     "grad_variance": "gradient variance (full data)",
     "grad_noise": "gradient noise (across batches)",
     "hessian_trace": "Hessian block trace",
@@ -202,7 +202,8 @@ METRIC_LABELS = {
     "cka_dissimilarity": "1 − CKA (mean over other clients)",
     "cka": "linear CKA",
 }
-"""Display names of the per-layer measures."""
+"""Display names of the per-layer measures, in Unicode: the same text in a figure, a table
+and a sentence (TeX would show as raw ``$...$`` in an HTML table)."""
 
 
 def metric_label(metric: str) -> str:
