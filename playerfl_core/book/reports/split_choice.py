@@ -9,6 +9,7 @@ import pandas as pd
 
 from data_prep import load
 from playerfl_core.book.prose import counted
+from playerfl_core.book.reports.tables import interval_text
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.study import split_oracle as O
 
@@ -126,7 +127,7 @@ def heterogeneity_table(summary: pd.DataFrame) -> pd.DataFrame:
             "rule's p (p×seeds)": summary["rule_ps"].map(split_counts),
             "oracle's p (p×seeds)": summary["oracle_ps"].map(split_counts),
             "regret (95 % CI)": [
-                f"{r.regret:.3f} ({r.lo:.3f}–{r.hi:.3f})" for r in summary.itertuples()
+                interval_text(r.regret, r.lo, r.hi, 3) for r in summary.itertuples()
             ],
             **{algorithm_label(a): summary[a].round(3) for a in refs},
             "seeds": summary["n_seeds"],
@@ -235,10 +236,57 @@ def _p(p: float) -> str:
     return "not run" if p != p else f"{p:.2g}"
 
 
-def by_dataset(frame: pd.DataFrame, index, decimals: int = 3) -> pd.DataFrame:
-    """A summary table as shown: datasets in display names, rounded, indexed by ``index``."""
-    shown = frame.assign(dataset=frame["dataset"].map(dataset_label)).round(decimals)
-    return shown.set_index(index)
+def by_dataset(
+    frame: pd.DataFrame,
+    index,
+    decimals: int = 3,
+    caption: str | None = None,
+    value_name: str | None = None,
+    best=None,
+):
+    """A summary table as shown: datasets in display names, rounded, indexed by ``index``,
+    reader-facing column names; ``mean``/``lo``/``hi`` as one "value (95 % CI)" column named
+    ``value_name``; a seeds column that is the same on every row goes into the caption."""
+    from playerfl_core.book.reports.tables import show, with_intervals
+
+    shown = frame.assign(dataset=frame["dataset"].map(dataset_label))
+    caption = caption or ""
+    if "n_seeds" in shown.columns and shown["n_seeds"].nunique() == 1:
+        caption += f" ({counted(int(shown['n_seeds'].iloc[0]), 'seed')} per row)"
+        shown = shown.drop(columns="n_seeds")
+    if {"mean", "lo", "hi"} <= set(shown.columns):
+        shown = with_intervals(shown, decimals=decimals, name=value_name)
+    return show(
+        shown.set_index(index), decimals=decimals, index=True, caption=caption or None, best=best
+    )
+
+
+def heterogeneity_tables(summary: pd.DataFrame):
+    """:func:`heterogeneity_table` as two tables that fit the page: the splits (rule's and
+    oracle's p over seeds) and the scores (regret with its interval, the three references)."""
+    from playerfl_core.book.reports.tables import show
+
+    table = heterogeneity_table(summary)
+    splits = table[["kind", "rule's p (p×seeds)", "oracle's p (p×seeds)", "seeds"]]
+    scores = table.drop(columns=["kind", "rule's p (p×seeds)", "oracle's p (p×seeds)", "seeds"])
+    return (
+        show(
+            splits,
+            index=True,
+            caption="The splits per federation: every seed's p, written p×(number of seeds), "
+            "chosen by the paper's rule and by the oracle (the split that scores best). The "
+            "closer the two lists, the better the rule.",
+        ),
+        show(
+            scores,
+            decimals=3,
+            index=True,
+            caption="Scores per federation: the rule's mean regret (the oracle split's "
+            "macro-F1 minus the rule split's; lower is better) with its 95 % interval over "
+            "seeds, and the mean test macro-F1 of PLayer-FL (the rule's split), Local (p = 0) "
+            "and FedAvg (all units shared).",
+        ),
+    )
 
 
 def seed_range(regrets: pd.DataFrame) -> str:

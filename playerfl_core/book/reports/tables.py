@@ -1,5 +1,7 @@
-"""Tables as the reader sees them: display names for algorithms, datasets and metrics, numbers
-rounded to what the data support, no index column when it carries nothing."""
+"""Tables as the reader sees them: display names for algorithms, datasets and metrics, reader-
+facing column names (:data:`COLUMN_NAMES`, one map for the whole book), intervals as one cell,
+the best value in bold where "best" means something, numbers rounded to what the data support,
+no index column when it carries nothing, and a caption that says what to read."""
 
 from __future__ import annotations
 
@@ -12,19 +14,166 @@ from playerfl_core.book.style import algorithm_label, dataset_label
 
 _NAMERS = {"algorithm": algorithm_label, "dataset": dataset_label, "metric": metric_label}
 
+#: Code names of columns and index levels -> the names a reader sees. One place: :func:`named`
+#: (and so :func:`show` and :func:`captioned`) applies it to every table in the book.
+COLUMN_NAMES = {
+    # tests and verdicts
+    "p_holm": "Holm-adjusted p",
+    "p (Holm)": "Holm-adjusted p",
+    "Holm p": "Holm-adjusted p",
+    "min_p": "smallest attainable p",
+    "P(rope)": "P(practically equal)",
+    "P(claim)": "P(as claimed)",
+    "P(opposite)": "P(opposite)",
+    "estimate": "estimate",
+    "n": "sample size",
+    "n_seeds": "seeds",
+    "chi2": "χ²",
+    "diff": "difference",
+    "median_diff": "median difference",
+    "rho_per_seed": "ρ per seed",
+    "rho_mean": "mean ρ",
+    "mean_rank": "mean rank",
+    "part": "part",
+    # splits
+    "p_rule": "rule's p",
+    "p_oracle": "oracle's p",
+    "split_p": "p",
+    "modal_p": "most frequent p",
+    "modal_share": "share at most frequent p",
+    "distinct": "distinct p",
+    "same": "share equal to oracle",
+    "within_one": "share within 1 of oracle",
+    "near": "rule within 1 of oracle",
+    "other": "compared with",
+    "variant": "rule",
+    "agree": "share agreeing",
+    "rises": "share of seeds rising",
+    # costs and settings
+    "batch_size": "batch size",
+    "lr": "learning rate",
+    "sensitivity_s": "sensitivity (s)",
+    "hessian_trace_s": "Hessian trace (s)",
+    "ratio": "ratio",
+    "ratio_q1": "ratio, 1st quartile",
+    "ratio_q3": "ratio, 3rd quartile",
+    "repeats": "repeats",
+    "samples": "samples",
+    "probes": "probes",
+    # scores and clients
+    "client_name": "client",
+    "macro_f1": "macro-F1",
+    "accuracy": "accuracy",
+    "loss": "loss",
+    "mean": "mean",
+    "lo": "lower 95 % bound",
+    "hi": "upper 95 % bound",
+}
+
+
+def reader_name(name):
+    """The reader-facing name of a column or index level (itself when it has none)."""
+    return COLUMN_NAMES.get(name, name) if isinstance(name, str) else name
+
+
+def _rename_axis_names(index: pd.Index) -> pd.Index:
+    return index.set_names([reader_name(n) for n in index.names])
+
 
 def named(frame: pd.DataFrame) -> pd.DataFrame:
     """A copy with the ``algorithm``, ``dataset`` and ``metric`` columns and index levels (where
-    present) in display names; columns named after algorithms become display names too."""
+    present) in display names; columns named after algorithms become display names too; column
+    names and index level names through :data:`COLUMN_NAMES`."""
     out = frame.copy()
     for column, namer in _NAMERS.items():
         if column in out.columns:
             out[column] = out[column].map(namer)
         if column in (out.index.names or []):
             out = out.rename(index=namer, level=column)
-    if out.columns.name == "algorithm":
-        out = out.rename(columns=algorithm_label)
+    for column, namer in _NAMERS.items():
+        if column in (out.columns.names or []):
+            level = column if out.columns.nlevels > 1 else None
+            out = out.rename(columns=namer, level=level)
+    out = out.rename(columns=reader_name)
+    out.index = _rename_axis_names(out.index)
+    out.columns = _rename_axis_names(out.columns)
     return out
+
+
+def _signed(x: float, decimals: int) -> str:
+    return f"{x:.{decimals}f}".replace("-", "\u2212")
+
+
+def interval_text(value: float, lo: float, hi: float, decimals: int = 3) -> str:
+    """``0.925 (0.906–0.949)``; ``−0.020 (−0.036 to −0.006)`` when a bound is negative (an en
+    dash between two minus signs misreads); ``–`` when the value is missing."""
+    if pd.isna(value):
+        return "–"
+    if pd.isna(lo) or pd.isna(hi):
+        return _signed(value, decimals)
+    sep = " to " if min(lo, hi) < 0 else "–"
+    return f"{_signed(value, decimals)} ({_signed(lo, decimals)}{sep}{_signed(hi, decimals)})"
+
+
+def with_intervals(
+    frame: pd.DataFrame,
+    value: str = "mean",
+    lo: str = "lo",
+    hi: str = "hi",
+    decimals: int = 3,
+    name: str | None = None,
+) -> pd.DataFrame:
+    """A copy in which ``value``, ``lo`` and ``hi`` are one column of text, ``0.925
+    (0.906–0.949)``, named ``name`` (default: "<value> (95 % CI)"), where ``value`` was."""
+    out = frame.copy()
+    label = name or f"{reader_name(value)} (95 % CI)"
+    text = [
+        interval_text(v, a, b, decimals)
+        for v, a, b in zip(out[value], out[lo], out[hi], strict=True)
+    ]
+    position = list(out.columns).index(value)
+    out = out.drop(columns=[value, lo, hi])
+    out.insert(position, label, text)
+    return out
+
+
+def leading_number(cell) -> float:
+    """The number a cell shows first: itself, or the value before an interval in text
+    (``"0.925 (0.906–0.949)"`` -> 0.925); NaN when there is none."""
+    if isinstance(cell, (int, float)) and not isinstance(cell, bool):
+        return float(cell)
+    if isinstance(cell, str):
+        head = cell.strip().split(" ")[0].replace("\u2212", "-").rstrip("%")
+        try:
+            return float(head)
+        except ValueError:
+            return float("nan")
+    return float("nan")
+
+
+def best_cells(frame: pd.DataFrame, best) -> pd.DataFrame:
+    """True where a cell holds its column's best value: ``best`` is "max" or "min" for every
+    column with numbers, or a dict from column (code or reader name) to "max"/"min". Ties are
+    all best; a column without numbers has none."""
+    marks = pd.DataFrame(False, index=frame.index, columns=frame.columns)
+    if best is None:
+        return marks
+    if isinstance(best, str):
+        wanted = {c: best for c in frame.columns}
+    else:
+        wanted = {reader_name(c): how for c, how in best.items()}
+        missing = [c for c in wanted if c not in frame.columns]
+        if missing:
+            raise KeyError(f"best: no column {missing} in {list(frame.columns)}")
+    for column, how in wanted.items():
+        if how not in ("max", "min"):
+            raise ValueError(f"best: {how!r} is neither 'max' nor 'min'")
+        numbers = frame[column].map(leading_number).astype(float)
+        if numbers.notna().sum() < 2:
+            continue
+        target = numbers.max() if how == "max" else numbers.min()
+        marks[column] = numbers == target
+    return marks
 
 
 class Shown:
@@ -32,8 +181,9 @@ class Shown:
     Styler's own is random, which nbval would see as a changed output), plain text without a
     memory address, and an optional caption."""
 
-    def __init__(self, frame: pd.DataFrame, style, caption: str | None = None):
+    def __init__(self, frame: pd.DataFrame, style, caption: str | None = None, marks=None):
         self.frame, self.style, self.caption = frame, style, caption
+        self.marks = marks  # True where a cell is shown in bold as its column's best
 
     def set_caption(self, caption: str) -> Shown:
         self.caption = caption
@@ -55,9 +205,12 @@ def show(
     decimals: int | None = None,
     index: bool = False,
     caption: str | None = None,
+    best=None,
 ) -> Shown:
-    """A table for ``display``: display names, floats to ``sig`` significant digits (or
-    ``decimals`` places; neither: as they are), the index hidden unless ``index``."""
+    """A table for ``display``: display names and reader-facing column names, floats to ``sig``
+    significant digits (or ``decimals`` places; neither: as they are), the index hidden unless
+    ``index``, the best value of each column in bold where ``best`` says which is best ("max",
+    "min", or a dict from column to either; see :func:`best_cells`)."""
     out = named(frame)
     floats = [c for c in out.columns if pd.api.types.is_float_dtype(out[c])]
     style = out.style
@@ -67,13 +220,19 @@ def show(
         style = style.format(f"{{:.{decimals}f}}", subset=floats, na_rep="–")
     elif sig is not None:
         style = style.format(f"{{:.{sig}g}}", subset=floats, na_rep="–")
-    return Shown(out, style, caption)
+    if best is not None:
+        marks = best_cells(out, best)
+        style = style.apply(
+            lambda _: marks.replace({True: "font-weight: bold", False: ""}), axis=None
+        )
+    return Shown(out, style, caption, marks=best_cells(out, best) if best is not None else None)
 
 
-def captioned(frame: pd.DataFrame, caption: str) -> Shown:
+def captioned(frame: pd.DataFrame, caption: str, best=None, **options) -> Shown:
     """A table shown as it is (index included, numbers without trailing zeros), with a caption
-    above it."""
-    return show(frame, sig=6, index=True, caption=caption)
+    above it; ``best`` and other options as in :func:`show`."""
+    options = {"sig": 6, "index": True, **options}
+    return show(frame, caption=caption, best=best, **options)
 
 
 def run_notes(title: str, lines) -> object:
@@ -102,3 +261,16 @@ def grid_notes(grid, label: str = "the grid") -> object:
         f"{widened} widened learning-rate grids, {excluded} excluded runs"
     )
     return run_notes(title, grid.note())
+
+
+def transposed(frame: pd.DataFrame) -> pd.DataFrame:
+    """A wide table turned on its side (columns become rows) so that it fits the page, every
+    cell as text (floats without trailing zeros) since a column then mixes kinds of values."""
+    out = named(frame)
+
+    def text(v):
+        if isinstance(v, float):
+            return "–" if v != v else f"{v:.4g}"
+        return str(v)
+
+    return out.T.map(text)
