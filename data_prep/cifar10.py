@@ -220,6 +220,7 @@ FEDERATION = Federation(
     load=load,
     model="cnn5_pad2",
     label="CIFAR-10",
+    color="#a6761d",
     sizes=PROFILES,
     training={
         "quick": {"rounds": 10, "batch_size": 32, "lr": 1e-3, "width": 0.25},

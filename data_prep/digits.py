@@ -65,6 +65,7 @@ FEDERATION = Federation(
     run_by_default=True,
     model="small_cnn",
     label="Digits",
+    color="#7570b3",
     sizes=PROFILES,
     training={
         "quick": {"rounds": 10, "batch_size": 32, "lr": 2e-3, "width": 1.0},

@@ -161,6 +161,7 @@ FEDERATION = Federation(
     load=load,
     model="cnn3",
     label="EMNIST",
+    color="#e7298a",
     sizes=PROFILES,
     training={
         "quick": {"rounds": 10, "batch_size": 32, "lr": 3e-3, "width": 0.25},

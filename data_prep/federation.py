@@ -56,6 +56,9 @@ class Federation:
     registers with ``register_model``."""
     label: str = ""
     """Display name in figures and prose (default: ``name``)."""
+    color: str = ""
+    """Its colour in the book's figures (a hex string; default: a stable colour of the book's
+    qualitative palette). Keep clear of the algorithms' colours (``book.style``)."""
     paper_name: str = ""
     """Its column in the paper's published tables (the library's ``published`` module), if any."""
     sizes: Mapping[str, Mapping] = field(default_factory=lambda: {"quick": {}, "paper": {}})

@@ -223,6 +223,7 @@ FEDERATION = Federation(
     run_by_default=True,
     model="cnn3",
     label="Fashion-MNIST",
+    color="#66a61e",
     sizes=PROFILES,
     training={
         "quick": {"rounds": 10, "batch_size": 32, "lr": 3e-3, "width": 0.25},

@@ -205,6 +205,7 @@ FEDERATION = Federation(
     run_by_default=True,
     model="mlp",
     label="Heart",
+    color="#1b9e77",
     sizes=PROFILES,
     training={
         "quick": {"rounds": 20, "batch_size": 32, "lr": 1e-2, "width": 1.0},

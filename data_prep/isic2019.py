@@ -200,6 +200,7 @@ FEDERATION = Federation(
     load=load,
     model="cnn5",
     label="Fed-ISIC-2019",
+    color="#01665e",
     sizes=PROFILES,
     training={
         "quick": {"rounds": 10, "batch_size": 32, "lr": 1e-3, "width": 0.25},

@@ -214,6 +214,7 @@ FEDERATION = Federation(
     load=load,
     model="text_transformer",
     label="MIMIC-III",
+    color="#8dd3c7",
     sizes=PROFILES,
     training={
         "quick": {"rounds": 5, "batch_size": 64, "lr": 1e-4, "width": 1.0},

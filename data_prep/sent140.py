@@ -155,6 +155,7 @@ FEDERATION = Federation(
     load=load,
     model="text_transformer",
     label="Sentiment140",
+    color="#b2abd2",
     sizes=PROFILES,
     training={
         "quick": {"rounds": 5, "batch_size": 64, "lr": 1e-3, "width": 1.0},

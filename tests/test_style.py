@@ -393,21 +393,23 @@ def test_every_figure_fits_the_column_with_legible_text():
 def test_datasets_and_measures_have_their_own_colours():
     algorithm_colours = {to_hex(c) for c in style.ALGORITHM_COLORS.values()}
     algorithm_colours |= {to_hex(c) for c in style.MARKER_COLORS.values()}
-    for palette in (style.DATASET_COLORS, style.MEASURE_COLORS):
+    from data_prep.registry import available_datasets, federation
+
+    declared = {d: federation(d).color for d in available_datasets()}
+    assert all(declared.values()), declared  # every built-in federation names its colour
+    for palette in (declared, style.MEASURE_COLORS):
         colours = [to_hex(c) for c in palette.values()]
         assert len(set(colours)) == len(colours)
         assert not set(colours) & algorithm_colours
-    for colour in style.DATASET_COLORS.values():  # not read as FedAvg, Random or PLayer-FL
+    for colour in declared.values():  # not read as FedAvg, Random or PLayer-FL
         for key in ("fedavg", "playerfl_random", "playerfl"):
             gap = np.linalg.norm(np.subtract(to_rgb(colour), to_rgb(style.algorithm_color(key))))
             assert gap * 255 > 60, (colour, key)
     assert not {to_hex(c) for c in style.QUALITATIVE} & algorithm_colours
-    from data_prep.registry import available_datasets
-
-    assert set(available_datasets()) <= set(style.DATASET_COLORS)
-    assert style.dataset_color("digits_rotate") == style.DATASET_COLORS["digits"]
-    assert style.dataset_color("fmnist_alpha0.1") == style.DATASET_COLORS["fmnist"]
-    assert style.dataset_color("Digits, rotated") == style.DATASET_COLORS["digits"]
+    assert style.dataset_color("digits") == declared["digits"]
+    assert style.dataset_color("digits_rotate") == declared["digits"]
+    assert style.dataset_color("fmnist_alpha0.1") == declared["fmnist"]
+    assert style.dataset_color("Digits, rotated") == declared["digits"]
     assert style.dataset_color("mine") == style.dataset_color("mine")  # a reader's own: stable
     assert (
         style.measure_color(style.metric_label("grad_noise")) == style.MEASURE_COLORS["grad_noise"]

@@ -18,7 +18,7 @@ from cycler import cycler
 from matplotlib.colors import to_hex
 
 from data_prep.base import DataError
-from data_prep.registry import federation, is_registered, parse_variant
+from data_prep.registry import available_datasets, federation, is_registered, parse_variant
 from playerfl_core.fl.algorithms.prefix import parse_prefix_name
 from playerfl_core.fl.names import ALGORITHM_NAMES, algorithm_label  # noqa: F401 (re-exported)
 
@@ -153,21 +153,21 @@ def display_names(frame, algorithm: str = "algorithm", dataset: str = "dataset")
 
 # --- datasets and per-layer measures ---------------------------------------------------------
 
-DATASET_COLORS = {
-    "heart": "#1b9e77",  # teal
-    "digits": "#7570b3",  # slate violet
-    "fmnist": "#66a61e",  # leaf green
-    "emnist": "#e7298a",
-    "cifar10": "#a6761d",
-    "isic2019": "#01665e",
-    "sent140": "#b2abd2",
-    "mimic3": "#8dd3c7",
-}
-"""One colour per registered federation (its heterogeneity variants share it). None is an
-algorithm's or a marker's colour, and none is near FedAvg's blue, Random's orange or PLayer-FL's
-red, so a dataset line is never read as an algorithm."""
+DATASET_PALETTE = (
+    "#1b9e77",  # teal
+    "#7570b3",  # slate violet
+    "#66a61e",  # leaf green
+    "#e7298a",
+    "#a6761d",
+    "#01665e",
+    "#b2abd2",
+    "#8dd3c7",
+)
+"""The colours datasets wear (each declaration names its own, ``Federation.color``: dataset
+names live in data_prep). None is an algorithm's or a marker's colour, and none is near FedAvg's
+blue, Random's orange or PLayer-FL's red, so a dataset line is never read as an algorithm."""
 
-QUALITATIVE = (*DATASET_COLORS.values(), "#5e3c99", "#b8e186")
+QUALITATIVE = (*DATASET_PALETTE, "#5e3c99", "#b8e186")
 """Unnamed categories (clients, a reader's own federations) and the default colour cycle: the
 same non-algorithm colours, so an uncoloured line never wears FedAvg's blue."""
 
@@ -218,18 +218,19 @@ def _fallback_color(key: str) -> str:
 
 def dataset_color(name: str) -> str:
     """Colour of a dataset, of a heterogeneity variant (its base's) or of a display label
-    ('Digits, rotated'); an unknown federation gets a stable colour of :data:`QUALITATIVE`."""
+    ('Digits, rotated'): the one its declaration names (``Federation.color``); a federation that
+    names none gets a stable colour of :data:`QUALITATIVE`."""
     name = str(name)
     try:
         variant = parse_variant(name)
     except DataError:
         variant = None
     base = variant.base if variant is not None else name
-    if base in DATASET_COLORS:
-        return DATASET_COLORS[base]
-    for key in DATASET_COLORS:  # a display label: its first part names the base
-        if is_registered(key) and name.split(", ")[0] == federation(key).display_name:
-            return DATASET_COLORS[key]
+    if not is_registered(base):  # a display label: its first part names the base
+        labels = {federation(d).display_name: d for d in available_datasets()}
+        base = labels.get(name.split(", ")[0], base)
+    if is_registered(base) and federation(base).color:
+        return federation(base).color
     return _fallback_color(base)
 
 

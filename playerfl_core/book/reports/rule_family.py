@@ -170,14 +170,13 @@ def interval_text(mean: float, lo: float, hi: float) -> str:
 
 
 def verdict_table(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Entries × kinds: mean regret (95 % interval) and the verdict, as shown."""
-    cell = [
-        f"{interval_text(r.mean, r.lo, r.hi)} {_mark(r.verdict)}" for r in verdicts.itertuples()
-    ]
-    shown = verdicts.assign(cell=cell).pivot(index="entry", columns="kind", values="cell")
+    """Kinds × entries: the mean regret and the verdict's mark, as shown (the intervals are in
+    the regret figure and the glued lines; nine interval cells a row would not fit the page)."""
+    cell = [f"{r.mean:.3f} {_mark(r.verdict)}" for r in verdicts.itertuples()]
+    shown = verdicts.assign(cell=cell).pivot(index="kind", columns="entry", values="cell")
     entries = list(dict.fromkeys(verdicts["entry"]))
-    kinds = [k for k in P.KIND_ORDER if k in shown.columns]
-    return shown.loc[entries, kinds].rename_axis(index="rule", columns="kind of heterogeneity")
+    kinds = [k for k in P.KIND_ORDER if k in shown.index]
+    return shown.loc[kinds, entries].rename_axis(index="kind of heterogeneity", columns="rule")
 
 
 def _mark(verdict: str) -> str:

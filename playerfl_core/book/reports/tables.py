@@ -44,7 +44,7 @@ COLUMN_NAMES = {
     "distinct": "distinct p",
     "same": "share equal to oracle",
     "within_one": "share within 1 of oracle",
-    "near": "rule within 1 of oracle",
+    "near": "decision near the threshold",
     "other": "compared with",
     "variant": "rule",
     "agree": "share agreeing",
