@@ -146,3 +146,26 @@ def test_a_changed_rules_table_is_refused(committed, tmp_path):
     (tmp_path / "r.parquet").write_bytes(table.head(40).to_parquet())
     with pytest.raises(ValueError, match="does not match the SHA-256"):
         R.load_rules_table(path)
+
+
+def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
+    from playerfl_core.book.reports import rule_family as RF
+
+    rows = [(ds, s) for ds in P.FOLLOW_UP for s in P.seeds_of(ds)]
+    full = pd.DataFrame(rows, columns=["dataset", "seed"])
+    assert RF._has_follow_up(full, full)
+    short = full[full["seed"] != P.seeds_of(P.FOLLOW_UP[0])[-1]]
+    assert not RF._has_follow_up(short, full) and not RF._has_follow_up(full, short)
+    assert "not computed" in RF.follow_up_headline(None)
+    assert "make standard" in RF.follow_up_lines(None)
+    probe = next(e.label for e in P.ENTRIES if e.rule == "probe")
+    verdicts = pd.DataFrame(
+        {
+            "entry": ["paper (t = 1)", "averaging cost (tuned τ)", "x", probe],
+            "verdict": [P.WITHIN, P.BEYOND, "undecided", P.WITHIN],
+        }
+    )
+    assert RF.follow_up_headline(verdicts) == (
+        "On quantity skew, 1 of the 3 first-epoch entries are within δ = 0.02 (paper (t = 1)), "
+        "1 beyond (averaging cost (tuned τ)) and 1 undecided."
+    )

@@ -56,5 +56,8 @@ def gain_summary(wide: pd.DataFrame, wins: pd.Series) -> pd.DataFrame:
     """Per dataset: mean score of each algorithm and the share of clients where PLayer-FL beats
     both references (the incentivized participation rate)."""
     summary = wide.groupby(level="dataset", sort=False).mean()
-    summary["clients where PLayer-FL beats both"] = wins.groupby(level="dataset", sort=False).mean()
+    won = wins.groupby(level="dataset", sort=False)
+    summary["clients where PLayer-FL beats both"] = [  # as the text gives the share: "3 of 5"
+        f"{int(g.sum())} of {len(g)} ({g.mean():.0%})" for _, g in won
+    ]
     return shown(summary)

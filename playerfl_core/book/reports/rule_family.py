@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from playerfl_core.book.reports.tables import interval_text
 from playerfl_core.book.style import dataset_label
 from playerfl_core.fl.split_rules import RULES, describe_rules
 from playerfl_core.study import preregistration as P
@@ -163,10 +164,6 @@ def rule_costs(models: dict[str, object]) -> pd.DataFrame:
     return out.pivot_table(
         index="rule", columns="federation", values=["local epochs", "upload (kB)"], sort=False
     ).round(1)
-
-
-def interval_text(mean: float, lo: float, hi: float) -> str:
-    return f"{mean:.3f} ({lo:.3f}–{hi:.3f})"
 
 
 def verdict_table(verdicts: pd.DataFrame) -> pd.DataFrame:
