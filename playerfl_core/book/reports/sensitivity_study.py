@@ -18,6 +18,8 @@ REFERENCE_NAMES = {
     "paper_transition": "the paper's transition layers",
     "authors_config": "the authors' hard-coded splits",
 }
+REFERENCE_SHORT = {"paper_transition": "paper's transition", "authors_config": "authors' code"}
+"""The same references as table rows (short, so a table of thresholds fits the column)."""
 
 
 def train_weights(data: dict):
@@ -317,7 +319,7 @@ def agreement_table(agreement: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     shown = agreement.assign(
         dataset=agreement["dataset"].map(dataset_label),
-        reference=agreement["reference"].map(lambda r: REFERENCE_NAMES.get(r, r)),
+        reference=agreement["reference"].map(lambda r: REFERENCE_SHORT.get(r, r)),
     )
     return shown.pivot_table(
         index=["dataset", "reference"], columns="threshold", values="agreement", sort=False
