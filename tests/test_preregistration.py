@@ -124,8 +124,10 @@ def test_the_committed_tuning_is_what_the_procedure_gives(committed):
 
 
 def test_a_replayed_first_epoch_gives_the_committed_quantities(committed):
-    """Two seeds replayed here: bit for bit on the machine that wrote the table, within float32
-    drift elsewhere (``machine``: README, "What reproduces where")."""
+    """Two seeds replayed here: bit for bit on the machine that wrote the table; elsewhere
+    (``machine``: README, "What reproduces where") one epoch of float32 drift moves the small
+    per-unit quantities by up to about 1.5 % (measured with perturbed last bits), so they must
+    agree within 5 % and every rule must pick the same split."""
     table, record = committed
     same_machine = record["machine"]["key"] == machine.fingerprint(threads=1)["key"]
     for ds, seed in (("heart", 7), ("digits_rotate", 3)):
@@ -136,7 +138,8 @@ def test_a_replayed_first_epoch_gives_the_committed_quantities(committed):
         if same_machine:
             pd.testing.assert_frame_equal(again, stored, check_exact=True)
         else:
-            assert np.allclose(again["value"], stored["value"], rtol=1e-2, atol=1e-7)
+            assert np.allclose(again["value"], stored["value"], rtol=5e-2, atol=1e-9)
+            assert again["p"].tolist() == stored["p"].tolist()
 
 
 def test_a_changed_rules_table_is_refused(committed, tmp_path):
