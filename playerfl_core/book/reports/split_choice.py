@@ -274,7 +274,7 @@ def heterogeneity_tables(summary: pd.DataFrame):
             splits,
             index=True,
             caption="The splits per federation: every seed's p, written p×(number of seeds), "
-            "chosen by the paper's rule and by the oracle (the split that scores best). The "
+            "chosen by the paper's rule and by the oracle (the split best on validation data). The "
             "closer the two lists, the better the rule.",
         ),
         show(
