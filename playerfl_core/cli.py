@@ -140,9 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
         "archive",
         parents=[common],
         help="pack a grid's store into a committed, checksummed archive (stores/<profile>), "
-        "or verify one by re-computing a sample of its runs",
+        "verify one by re-computing a sample of its runs, or check-code: re-compute one run per "
+        "earlier code version and dataset, and record which versions give today's runs bit for "
+        "bit (stores/code_versions.json; the others stay flagged stale_code)",
     )
-    archive.add_argument("action", choices=["pack", "verify"])
+    archive.add_argument("action", choices=["pack", "verify", "check-code"])
     archive.add_argument("--profile", default="standard", choices=PROFILE_NAMES)
     archive.add_argument("--store", help="store to pack (default: <repo>/results/<profile>)")
     archive.add_argument("--archive", help="archive folder (default: <repo>/stores/<profile>)")
@@ -287,6 +289,8 @@ def cmd_archive(args) -> int:
         print(f"wrote {out}")
         return 0
     path = checks.optional(checks.nonempty, args.archive, "--archive") or archive_dir(args.profile)
+    if args.action == "check-code":
+        return _check_code(path, args.seed)
     found = verify(path, n=args.sample, seed=args.seed, threads=args.threads)
     print(found.report.to_string(index=False))
     print(f"machine here: {machine.describe(machine.fingerprint(threads=args.threads))}")
@@ -294,6 +298,39 @@ def cmd_archive(args) -> int:
     if not found.consistent:
         print(f"playerfl: the archive does not re-compute ({found.case})", file=sys.stderr)
         return 1
+    return 0
+
+
+def _code_versions_line(codes: pd.Series) -> str:
+    """Which code computed the store's runs: today's, versions checked to give today's runs bit
+    for bit, or versions never checked (or that differ), which grids flag stale_code."""
+    from playerfl_core.study.code_versions import equivalent_codes
+    from playerfl_core.study.run_store import code_fingerprint
+
+    code = code_fingerprint()
+    same = equivalent_codes(code)
+    now, checked = int((codes == code).sum()), int((codes.isin(same) & (codes != code)).sum())
+    return (
+        f"code: {now} runs by this version ({code}), {checked} by earlier versions checked to "
+        f"give the same runs bit for bit, {len(codes) - now - checked} by versions not shown to "
+        "(flagged stale_code; `playerfl archive check-code` checks the committed archive's)"
+    )
+
+
+def _check_code(path, seed: int) -> int:
+    from playerfl_core.study.code_versions import check_code_versions, record_checks
+    from playerfl_core.study.run_store import code_fingerprint
+
+    code = code_fingerprint()
+    report = check_code_versions(path, code, seed=seed)
+    if report.empty:
+        print(f"{path}: every run was computed by this version of the code ({code})")
+        return 0
+    print(report[["earlier", "run_id", "case", "identical", "max_abs_diff"]].to_string(index=False))
+    for check in record_checks(report, code):
+        verdict = "gives today's runs bit for bit" if check["identical"] else "differs"
+        n = len(check["runs"])
+        print(f"code {check['earlier']}: {verdict} ({n} run{'s' if n != 1 else ''} re-computed)")
     return 0
 
 
@@ -333,6 +370,7 @@ def cmd_status(args) -> int:
             )
             + (f" (this machine with one thread: {here})" if here not in on else "")
         )
+        print("  " + _code_versions_line(frame.get("code", pd.Series(dtype=str))))
         sealed = frame["csv_sha256"].notna() if "csv_sha256" in frame else False
         legacy = int(((frame["status"] == "ok") & ~sealed).sum())
         if legacy:

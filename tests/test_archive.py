@@ -91,6 +91,30 @@ def test_an_edited_value_is_caught_and_named(packed, tmp_path):
         load_archive(copy)
 
 
+def test_a_sealed_archive_loads_without_per_run_checksums_and_any_change_breaks_the_seal(
+    packed, tmp_path, monkeypatch
+):
+    """The seal lets a load skip the per-run checksums; a change to the table's bytes or to a
+    run's recorded checksum breaks it, and then every run is checked and the damaged one named."""
+    import playerfl_core.study.archive as archive
+
+    _, out = packed
+    assert json.loads((out / "manifest.json").read_text())["seal"]
+    calls = []
+    monkeypatch.setattr(archive, "table_digest", lambda t: calls.append(1) or "x")
+    load_archive(out)  # sealed: no checksum per run (they would all mismatch "x")
+    assert calls == []
+    monkeypatch.undo()
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["runs"][1]["sha256"] = "0" * 64  # a recorded checksum edited, rows untouched
+    copy = tmp_path / "b"
+    copy.mkdir()
+    (copy / "runs.parquet").write_bytes((out / "runs.parquet").read_bytes())
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ArchiveError, match=manifest["runs"][1]["run_id"]):
+        load_archive(copy)
+
+
 def test_missing_files_say_how_to_restore(tmp_path):
     with pytest.raises(ArchiveError, match="runs.parquet, manifest.json missing"):
         load_archive(tmp_path)
@@ -381,3 +405,81 @@ def test_pack_refuses_runs_it_could_not_recompute_elsewhere(packed, tmp_path):
     _, manifest = load_archive(tmp_path / "b")
     assert {e["dataset"] for e in manifest["runs"]} == {"heart"}
     assert main(["archive", "pack", "--store", str(store.root), "--datasets", ""]) == 2
+
+
+# -- earlier versions of the code ------------------------------------------------------------
+def _relabelled(out, dest, code, change=None):
+    """A copy of archive ``out`` whose runs claim to come from code version ``code`` (and whose
+    rows are changed by ``change``, checksums forged to match)."""
+    if change is not None:
+        dest = _forged(out, dest, change)
+    else:
+        dest.mkdir()
+        (dest / "runs.parquet").write_bytes((out / "runs.parquet").read_bytes())
+        (dest / "manifest.json").write_text((out / "manifest.json").read_text())
+    manifest = json.loads((dest / "manifest.json").read_text())
+    for entry in manifest["runs"]:
+        entry["code"] = code
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    return dest
+
+
+def test_an_earlier_code_version_is_the_same_only_if_its_runs_recompute_bit_for_bit(
+    packed, tmp_path
+):
+    from playerfl_core.study.code_versions import (
+        check_code_versions,
+        equivalent_codes,
+        record_checks,
+    )
+    from playerfl_core.study.run_store import code_fingerprint
+
+    _, out = packed
+    code, record = code_fingerprint(), tmp_path / "code_versions.json"
+    assert equivalent_codes(code, record) == {code}  # nothing checked yet
+    same = _relabelled(out, tmp_path / "same", "aaaaaaaaaaaa")
+    report = check_code_versions(same, code)
+    assert len(report) == 1 and set(report["earlier"]) == {"aaaaaaaaaaaa"}  # one per dataset
+    changed = _relabelled(
+        out, tmp_path / "changed", "bbbbbbbbbbbb", lambda t: t.assign(value=t["value"] * 1.001)
+    )
+    checks = record_checks(report, code, record)
+    checks += record_checks(check_code_versions(changed, code), code, record)
+    assert [(c["earlier"], c["identical"]) for c in checks] == [
+        ("aaaaaaaaaaaa", True),
+        ("bbbbbbbbbbbb", False),
+    ]
+    assert equivalent_codes(code, record) == {code, "aaaaaaaaaaaa"}
+    assert equivalent_codes("aaaaaaaaaaaa", record) == {code, "aaaaaaaaaaaa"}  # either way
+    assert check_code_versions(out, code).empty  # today's runs need no check
+
+
+def test_equivalence_follows_a_chain_of_checks(tmp_path):
+    from playerfl_core.study.code_versions import equivalent_codes
+
+    record = tmp_path / "code_versions.json"
+    checks = [("a", "b", True), ("b", "c", True), ("c", "d", False)]
+    record.write_text(
+        json.dumps({"checks": [dict(earlier=e, current=c, identical=i) for e, c, i in checks]})
+    )
+    assert equivalent_codes("c", record) == {"a", "b", "c"}
+    assert equivalent_codes("d", record) == {"d"}
+    record.write_text("[]")
+    with pytest.raises(ValueError, match="not a record of code-version checks"):
+        equivalent_codes("c", record)
+
+
+def test_a_grid_flags_runs_of_unchecked_code_only(packed, tmp_path, monkeypatch):
+    from playerfl_core.study.run_store import code_fingerprint
+
+    _, out = packed
+    stores = tmp_path / "stores"
+    stores.mkdir()
+    _relabelled(out, stores / "quick", "aaaaaaaaaaaa")
+    monkeypatch.setenv("PLAYERFL_STORES", str(stores))
+    grid = run_grid("heart", "local,fedavg", "quick", store=tmp_path / "s", compute=False, **TINY)
+    assert grid.status["stale_code"].all() and "never checked" in grid.note()
+    check = {"earlier": "aaaaaaaaaaaa", "current": code_fingerprint(), "identical": True}
+    (stores / "code_versions.json").write_text(json.dumps({"checks": [check]}))
+    again = run_grid("heart", "local,fedavg", "quick", store=tmp_path / "s", compute=False, **TINY)
+    assert not again.status["stale_code"].any() and "never checked" not in again.note()

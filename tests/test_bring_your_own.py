@@ -260,6 +260,7 @@ def executed(outside, tmp_path_factory) -> dict[str, tuple[int, str, Path]]:
         return {c: f.result() for c, f in futures.items()}
 
 
+@pytest.mark.slow  # executes every chapter: 8 min
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_chapter_runs_on_a_federation_from_outside(chapter, executed):
     returncode, stderr, out = executed[chapter]

@@ -57,6 +57,7 @@ def test_default_store_is_under_the_repository(monkeypatch, tmp_path):
     assert default_store("paper") == tmp_path / "paper"
 
 
+@pytest.mark.slow  # a grid killed and resumed: 1 min
 def test_resume_after_kill_recomputes_nothing_and_matches_uninterrupted(tmp_path):
     killed_store = tmp_path / "killed"
     script = textwrap.dedent(f"""

@@ -689,6 +689,7 @@ def _gone(procs: list[psutil.Process]) -> bool:
     return not alive
 
 
+@pytest.mark.slow  # a grid killed and restarted: 1 min
 def test_kill_9_of_a_grid_leaves_no_worker_and_a_restart_gives_the_same_table(tmp_path):
     store = tmp_path / "killed"
     proc = _start_grid(store)

@@ -83,6 +83,7 @@ def test_the_server_certificate_is_the_cas_and_names_loopback(tmp_path):
     assert creds.server_key.stat().st_mode & 0o077 == 0
 
 
+@pytest.mark.slow  # a SuperLink and SuperNodes started
 @pytest.mark.parametrize("credential", ["unregistered key", "another CA"])
 def test_a_supernode_without_valid_credentials_is_refused(federation, tmp_path, credential):
     registered = {n["node-id"] for n in federation.nodes()}
@@ -103,6 +104,7 @@ def test_a_supernode_without_valid_credentials_is_refused(federation, tmp_path, 
     assert {n["node-id"] for n in federation.nodes()} == registered
 
 
+@pytest.mark.slow  # waits out a lost silo: 7 min
 def test_a_killed_supernode_stops_the_run_and_a_restart_ends_with_the_in_process_table(
     federation, expected, tmp_path
 ):
@@ -160,11 +162,13 @@ def test_the_job_computes_with_the_threads_it_is_given_or_the_servers():
         _job(threads=-1)
 
 
+@pytest.mark.slow  # a SuperLink and SuperNodes started
 def test_an_unknown_algorithm_fails_fast_with_the_valid_names(federation, tmp_path):
     with pytest.raises(FederationError, match="Unknown algorithm 'plyerfl'. Available: .*fedavg"):
         federation.run(tmp_path / "out", timeout=180.0, **{**RUN, "algorithm": "plyerfl"})
 
 
+@pytest.mark.slow  # a SuperLink and SuperNodes started
 def test_resume_without_a_checkpoint_says_so(federation, tmp_path):
     with pytest.raises(FederationError, match="no round of this run completed"):
         federation.run(tmp_path / "out", timeout=180.0, resume=True, **RUN)

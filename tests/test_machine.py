@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 
 from playerfl_core.study import machine
 
@@ -30,6 +31,7 @@ def _run(path, extra_env):
     return pd.read_csv(path)
 
 
+@pytest.mark.slow  # CNN runs under two kernel sets: 1.5 min
 def test_the_perturbation_moves_a_cnn_run_like_another_cpu(tmp_path):
     plain = _run(tmp_path / "plain.csv", {})
     again = _run(tmp_path / "again.csv", {})

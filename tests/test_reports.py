@@ -68,6 +68,10 @@ def test_regret_numbers_are_glued_at_the_precision_they_are_quoted():
     assert numbers["heart_regret"] == 0.022
     assert numbers["heart_regret_ci"] == "[0.005, 0.040]" and numbers["heart_same"] == "5 of 10"
     assert "mean regret 0.022" in numbers["regret_lines"]
+    assert (
+        numbers["regret_caption"]
+        == "Heart 0.022 (0.005 to 0.040), the oracle's split on 5 of 10 seeds"
+    )
 
 
 def test_named_tables_show_display_names():

@@ -57,6 +57,18 @@ def table_digest(table: pd.DataFrame) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def seal(folder: Path, entries: list[dict]) -> str:
+    """SHA-256 of the archive's table file and of every finished run's id, row count and
+    checksum: equal to the manifest's seal only if neither was changed since pack checked them."""
+    digest = hashlib.sha256()
+    with open(folder / TABLE_FILE, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    runs = [(e["run_id"], e["rows"], e["sha256"]) for e in entries if _is_ok(e)]
+    digest.update(json.dumps(runs).encode())
+    return digest.hexdigest()
+
+
 def provenance(profile: str, command: str) -> dict:
     """Who, what and where: enough to tell whether a re-computation should match bit for bit."""
     from playerfl_core.study.run_store import code_fingerprint
@@ -127,10 +139,15 @@ def pack(
     combined = pd.concat(tables, ignore_index=True)
     for col in ("dataset", "algorithm", "split", "metric", "run_id"):
         combined[col] = combined[col].astype("category")
-    manifest = {**provenance(profile, command), "machines": machines, "runs": entries}
     atomic_write(
         out / TABLE_FILE, lambda p: combined.to_parquet(p, index=False, compression="zstd")
     )
+    manifest = {
+        **provenance(profile, command),
+        "machines": machines,
+        "runs": entries,
+        "seal": seal(out, entries),
+    }
     text = json.dumps(manifest, indent=1, sort_keys=True, default=str)
     atomic_write(out / MANIFEST_FILE, lambda p: p.write_text(text))
     return out
@@ -190,14 +207,22 @@ def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
     table["run_id"] = table["run_id"].astype(str)
     for col in ("dataset", "algorithm", "split", "metric"):
         table[col] = table[col].astype(str)
-    groups = dict(tuple(table.groupby("run_id", sort=False)))
-    damaged = []
-    for entry in manifest["runs"]:
-        if entry["status"] != "ok":
-            continue
-        rows = groups.get(entry["run_id"])
-        if rows is None or len(rows) != entry["rows"] or table_digest(rows) != entry["sha256"]:
-            damaged.append(entry["run_id"])
+    finished = [e for e in manifest["runs"] if e["status"] == "ok"]
+    if manifest.get("seal") == seal(path, manifest["runs"]):
+        # The very bytes and checksums pack wrote after computing each run's checksum from its
+        # rows: counting rows suffices, a second instead of a checksum per run.
+        sizes = table["run_id"].value_counts()
+        groups = dict.fromkeys(sizes.index)
+        damaged = [e["run_id"] for e in finished if sizes.get(e["run_id"], 0) != e["rows"]]
+    else:  # edited, re-written, or packed before seals: check every run, to name the damaged
+        groups = dict(tuple(table.groupby("run_id", sort=False)))
+        damaged = [
+            e["run_id"]
+            for e in finished
+            if (rows := groups.get(e["run_id"])) is None
+            or len(rows) != e["rows"]
+            or table_digest(rows) != e["sha256"]
+        ]
     unlisted = sorted(set(groups) - {e["run_id"] for e in manifest["runs"] if _is_ok(e)})
     if unlisted:
         raise ArchiveError(
@@ -263,12 +288,27 @@ def recompute_sample(
 ) -> pd.DataFrame:
     """Re-run ``n`` stored runs drawn with ``seed`` and compare every row with the archive.
 
-    Runs are recomputed on the CPU with ``threads`` threads (archives are computed with one).
     ``max_seconds`` restricts the draw to runs whose stored time was at most that long (to keep
-    a test short). Returns one row per run: ``run_id``, ``rows``, ``stored_on`` (the key of the
-    machine that computed it), ``case`` (``bitwise`` where that is this machine with these
-    threads, else ``statistical``), ``same_spec`` (False when today's code names the run
-    differently, i.e. its settings changed since the archive was made) and the columns of
+    a test short). Returns what :func:`recompute_runs` returns.
+    """
+    _, manifest = load_archive(path)
+    ok = [e for e in manifest["runs"] if e["status"] == "ok"]
+    if max_seconds is not None:
+        ok = [e for e in ok if float(e.get("seconds") or 0) <= max_seconds]
+    if len(ok) < n:
+        raise ArchiveError(f"{path}: only {len(ok)} finished runs to sample from, asked for {n}.")
+    chosen = np.random.default_rng(seed).choice(len(ok), size=n, replace=False)
+    return recompute_runs(path, [ok[i]["run_id"] for i in sorted(chosen)], threads)
+
+
+def recompute_runs(path: str | Path, run_ids: list[str], threads: int = 1) -> pd.DataFrame:
+    """Re-run the archive's runs ``run_ids`` with today's code and compare every row.
+
+    Runs are recomputed on the CPU with ``threads`` threads (archives are computed with one).
+    Returns one row per run: ``run_id``, ``rows``, ``stored_on`` (the key of the machine that
+    computed it), ``case`` (``bitwise`` where that is this machine with these threads, else
+    ``statistical``), ``same_spec`` (False when today's code names the run differently, i.e. its
+    settings changed since the archive was made) and the columns of
     :func:`~playerfl_core.study.verification.compare_run`.
     """
     from data_prep import load
@@ -276,30 +316,25 @@ def recompute_sample(
     from playerfl_core.fl.engine import run_federated
 
     table, manifest = load_archive(path)
-    ok = [e for e in manifest["runs"] if e["status"] == "ok"]
-    if max_seconds is not None:
-        ok = [e for e in ok if float(e.get("seconds") or 0) <= max_seconds]
-    if len(ok) < n:
-        raise ArchiveError(f"{path}: only {len(ok)} finished runs to sample from, asked for {n}.")
-    chosen = np.random.default_rng(seed).choice(len(ok), size=n, replace=False)
+    entries = {e["run_id"]: e for e in manifest["runs"] if e["status"] == "ok"}
     out, previous = [], torch.get_num_threads()
     here = machine.fingerprint(threads=threads)["key"]
     torch.set_num_threads(threads)
     try:
-        for i in tqdm(sorted(chosen), desc="recompute sample", unit="run"):
-            entry = ok[i]
+        for run_id in tqdm(run_ids, desc="recompute", unit="run"):
+            entry = entries[run_id]
             spec = spec_of(entry)
             data = load(spec.dataset, profile=spec.profile, seed=spec.seed)
             fresh = run_federated(data, get_algorithm(spec.algorithm), spec.config("cpu")).table()
-            stored = table[table["run_id"] == entry["run_id"]]
+            stored = table[table["run_id"] == run_id]
             stored_on = machine.key(entry.get("machine"))
             out.append(
                 {
-                    "run_id": entry["run_id"],
+                    "run_id": run_id,
                     "rows": len(stored),
                     "stored_on": stored_on,
                     "case": BITWISE if stored_on == here else STATISTICAL,
-                    "same_spec": spec.run_id == entry["run_id"],
+                    "same_spec": spec.run_id == run_id,
                     **compare_run(fresh, stored),
                 }
             )

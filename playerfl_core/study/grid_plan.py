@@ -34,6 +34,7 @@ import pandas as pd
 from playerfl_core.fl.algorithms import ALGORITHMS, is_algorithm
 from playerfl_core.fl.schema import COLUMNS
 from playerfl_core.study import machine
+from playerfl_core.study.code_versions import equivalent_codes
 from playerfl_core.study.grid_result import GridResult
 from playerfl_core.study.run_store import (
     ERROR,
@@ -236,6 +237,7 @@ class GridPlan:
     def collect(self, computed: int) -> GridResult:
         """The grid's tables from the finished runs (every run of the plan must be done)."""
         records, store, code = self.records, self.store, self.code
+        same_as_now = equivalent_codes(code)  # earlier versions checked to give these runs
         eval_tables, tune_tables, status_rows, tuning_rows, chosen_rows, notes = (
             [],
             [],
@@ -300,7 +302,7 @@ class GridPlan:
                         "status": rec["status"],
                         "error": rec.get("error", ""),
                         "seconds": rec.get("seconds"),
-                        "stale_code": rec.get("code", code) != code,
+                        "stale_code": rec.get("code", code) not in same_as_now,
                         "machine": machine.key(rec.get("machine")),
                     }
                 )

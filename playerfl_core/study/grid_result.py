@@ -73,9 +73,10 @@ class GridResult:
         stale = int(self.status.get("stale_code", pd.Series(dtype=bool)).sum())
         if stale:
             lines.append(
-                f"{stale} stored runs were computed by another version of the code (its "
-                "fingerprint differs: stale_code). `make test` re-computes a sample of the "
-                "committed runs and fails on any difference; `--recompute-stale` redoes them all."
+                f"{stale} stored runs were computed by a version of the code that was never "
+                "checked against this one (`playerfl archive check-code` re-computes one run of "
+                "each; until then they are flagged stale_code). `make test` re-computes a sample "
+                "of the committed runs; `--recompute-stale` redoes them all."
             )
         machines = self.status.get("machine", pd.Series(dtype=str)).value_counts()
         if len(machines) > 1:
