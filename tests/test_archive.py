@@ -469,7 +469,8 @@ def test_equivalence_follows_a_chain_of_checks(tmp_path):
         equivalent_codes("c", record)
 
 
-def test_a_grid_flags_runs_of_unchecked_code_only(packed, tmp_path, monkeypatch):
+def test_a_grid_flags_runs_of_unchecked_code_only(packed, tmp_path, monkeypatch, capsys):
+    from playerfl_core.cli import main
     from playerfl_core.study.run_store import code_fingerprint
 
     _, out = packed
@@ -479,7 +480,15 @@ def test_a_grid_flags_runs_of_unchecked_code_only(packed, tmp_path, monkeypatch)
     monkeypatch.setenv("PLAYERFL_STORES", str(stores))
     grid = run_grid("heart", "local,fedavg", "quick", store=tmp_path / "s", compute=False, **TINY)
     assert grid.status["stale_code"].all() and "never checked" in grid.note()
+    assert main(["status", "--store", str(tmp_path / "s")]) == 0
+    assert "0 by earlier versions checked to give the same runs bit for bit, 4 by versions not" in (
+        capsys.readouterr().out
+    )
     check = {"earlier": "aaaaaaaaaaaa", "current": code_fingerprint(), "identical": True}
     (stores / "code_versions.json").write_text(json.dumps({"checks": [check]}))
     again = run_grid("heart", "local,fedavg", "quick", store=tmp_path / "s", compute=False, **TINY)
     assert not again.status["stale_code"].any() and "never checked" not in again.note()
+    assert main(["status", "--store", str(tmp_path / "s")]) == 0
+    assert "4 by earlier versions checked to give the same runs bit for bit, 0 by" in (
+        capsys.readouterr().out
+    )

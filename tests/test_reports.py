@@ -70,7 +70,7 @@ def test_regret_numbers_are_glued_at_the_precision_they_are_quoted():
     assert "mean regret 0.022" in numbers["regret_lines"]
     assert (
         numbers["regret_caption"]
-        == "Heart 0.022 (0.005 to 0.040), the oracle's split on 5 of 10 seeds"
+        == "Heart 0.022 (0.005–0.040), the oracle's split on 5 of 10 seeds"
     )
 
 

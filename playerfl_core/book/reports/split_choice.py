@@ -66,7 +66,7 @@ def regret_numbers(regret_sum: pd.DataFrame) -> dict:
         )
     out["regret_lines"] = "\n".join(lines)
     out["regret_caption"] = "; ".join(  # one line, for the figure's caption
-        f"{dataset_label(r.dataset)} {r.mean:.3f} ({r.lo:.3f} to {r.hi:.3f}), the oracle's split "
+        f"{dataset_label(r.dataset)} {interval_text(r.mean, r.lo, r.hi)}, the oracle's split "
         f"on {_of(int(round(r.same * r.n_seeds)), r.n_seeds)} seeds"
         for r in regret_sum.itertuples()
     )
