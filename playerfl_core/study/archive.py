@@ -45,10 +45,15 @@ class ArchiveError(RuntimeError):
     """A committed archive is missing, damaged or does not match its manifest."""
 
 
+def stores_dir() -> Path:
+    """``<repo>/stores``, or the folder ``PLAYERFL_STORES`` names."""
+    env = os.environ.get("PLAYERFL_STORES")
+    return Path(env).expanduser().resolve() if env else ARCHIVE_DIR
+
+
 def archive_dir(profile: str) -> Path:
     """``<repo>/stores/<profile>`` (``PLAYERFL_STORES`` replaces ``<repo>/stores``)."""
-    env = os.environ.get("PLAYERFL_STORES")
-    return (Path(env).expanduser().resolve() if env else ARCHIVE_DIR) / profile
+    return stores_dir() / profile
 
 
 def table_digest(table: pd.DataFrame) -> str:

@@ -24,17 +24,14 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.study import machine
-from playerfl_core.study.archive import ARCHIVE_DIR, load_archive, recompute_runs
+from playerfl_core.study.archive import load_archive, recompute_runs, stores_dir
 
 RECORD_FILE = "code_versions.json"
 
 
 def record_path() -> Path:
     """``<repo>/stores/code_versions.json`` (``PLAYERFL_STORES`` replaces ``<repo>/stores``)."""
-    import os
-
-    env = os.environ.get("PLAYERFL_STORES")
-    return (Path(env).expanduser().resolve() if env else ARCHIVE_DIR) / RECORD_FILE
+    return stores_dir() / RECORD_FILE
 
 
 def read_record(path: Path | None = None) -> list[dict]:
@@ -77,7 +74,9 @@ def check_code_versions(archive: Path, code: str, seed: int = 0) -> pd.DataFrame
     :func:`~playerfl_core.study.archive.recompute_runs`.
     """
     _, manifest = load_archive(archive)
-    older = [e for e in manifest["runs"] if e["status"] == "ok" and e.get("code") != code]
+    older = [  # runs stored without a fingerprint count as today's everywhere, so not here
+        e for e in manifest["runs"] if e["status"] == "ok" and e.get("code") not in (None, code)
+    ]
     rng = np.random.default_rng(seed)
     chosen = []
     for key in sorted({(e.get("code"), e["dataset"]) for e in older}):

@@ -53,23 +53,23 @@ def _of(k: int, n: int) -> str:
 def regret_numbers(regret_sum: pd.DataFrame) -> dict:
     """Glue values: per dataset the mean regret (rounded to the 3 decimals it is quoted at), its CI,
     how often the rule hit the oracle, and a Markdown list of all."""
-    out, lines = {}, []
+    out, lines, brief = {}, [], []
     for r in regret_sum.itertuples():
         same, near = int(round(r.same * r.n_seeds)), int(round(r.within_one * r.n_seeds))
         out[f"{r.dataset}_regret"] = round(float(r.mean), 3)  # the precision it is quoted at
         out[f"{r.dataset}_regret_ci"] = f"[{r.lo:.3f}, {r.hi:.3f}]"
         out[f"{r.dataset}_same"] = _of(same, r.n_seeds)
+        regret = f"{dataset_label(r.dataset)}: mean regret {interval_text(r.mean, r.lo, r.hi)}"
         lines.append(
-            f"- {dataset_label(r.dataset)}: mean regret {r.mean:.3f} (95 % CI [{r.lo:.3f}, "
-            f"{r.hi:.3f}], {counted(r.n_seeds, 'seed')}); the rule picked the oracle's split in "
-            f"{_of(same, r.n_seeds)} seeds and was within one unit of it in {near}."
+            f"- {regret}, 95 % CI over {counted(r.n_seeds, 'seed')}; the rule picked the oracle's "
+            f"split in {_of(same, r.n_seeds)} seeds and was within one unit of it in {near}."
+        )
+        brief.append(
+            f"{dataset_label(r.dataset)} {interval_text(r.mean, r.lo, r.hi)}, the oracle's "
+            f"split on {_of(same, r.n_seeds)} seeds"
         )
     out["regret_lines"] = "\n".join(lines)
-    out["regret_caption"] = "; ".join(  # one line, for the figure's caption
-        f"{dataset_label(r.dataset)} {interval_text(r.mean, r.lo, r.hi)}, the oracle's split "
-        f"on {_of(int(round(r.same * r.n_seeds)), r.n_seeds)} seeds"
-        for r in regret_sum.itertuples()
-    )
+    out["regret_caption"] = "; ".join(brief)  # one line, for a caption or the Result box
     return out
 
 
@@ -147,8 +147,8 @@ def heterogeneity_numbers(summary: pd.DataFrame) -> dict:
     worst = summary.sort_values("regret").iloc[-1]
     feat = summary[summary["family"] != "label skew"]
     return {
-        "het_worst": f"{dataset_label(worst['dataset'])} (mean regret {worst['regret']:.3f}, "
-        f"95 % CI [{worst['lo']:.3f}, {worst['hi']:.3f}])",
+        "het_worst": f"{dataset_label(worst['dataset'])}: mean regret "
+        f"{interval_text(worst['regret'], worst['lo'], worst['hi'])}, with its 95 % CI",
         "het_feature_lines": "\n".join(
             f"- {dataset_label(r.dataset)}: rule p {split_counts(r.rule_ps)}, oracle p "
             f"{split_counts(r.oracle_ps)}; PLayer-FL {r.playerfl:.3f} vs Local {r.local:.3f} and "
