@@ -82,7 +82,8 @@ html: setup
 # split at the learning rate tuned for PLayer-FL on their base (heart 0.03, digits 0.005,
 # fmnist 0.003); seeds and sets as declared in playerfl_core/study/preregistration.py.
 HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1 noise noise_alpha0.1
-het = $(subst $(eval) ,$(comma),$(addprefix $(1)_,$(HET)))
+het = $(subst $(eval) ,$(comma),$(addprefix $(1)_,$(or $(2),$(HET))))
+DEV_HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1
 comma := ,
 SEEDS10 := 0,1,2,3,4,5,6,7,8,9
 SEEDS20 := $(shell seq -s, 0 19)
@@ -93,11 +94,17 @@ standard: setup data
 	  --profile standard --splits
 	$(VENV)/bin/playerfl grid --datasets $(call het,digits) --algorithms playerfl --lrs 0.005 \
 	  --seeds $(SEEDS10) --profile standard --splits
+	$(VENV)/bin/playerfl grid --datasets $(call het,digits,$(DEV_HET)) --algorithms playerfl \
+	  --lrs 0.005 --seeds $(SEEDS20) --profile standard --splits
 	$(VENV)/bin/playerfl grid --datasets $(call het,fmnist) --algorithms playerfl --lrs 0.003 \
 	  --seeds $(SEEDS10) --profile standard --splits
 	$(VENV)/bin/playerfl grid --datasets digits_quantity --algorithms playerfl --lrs 0.005 \
 	  --seeds $(SEEDS20) --profile standard --splits
 	$(VENV)/bin/playerfl grid --datasets fmnist_quantity --algorithms playerfl --lrs 0.003 \
+	  --seeds $(SEEDS20) --profile standard --splits
+	$(VENV)/bin/playerfl grid --datasets digits_swap --algorithms playerfl --lrs 0.005 \
+	  --seeds $(SEEDS20) --profile standard --splits
+	$(VENV)/bin/playerfl grid --datasets fmnist_swap --algorithms playerfl --lrs 0.003 \
 	  --seeds $(SEEDS20) --profile standard --splits
 	$(VENV)/bin/playerfl archive pack --profile standard
 	$(VENV)/bin/playerfl rules --sweep stores/standard --out stores/rules/standard.parquet

@@ -131,8 +131,9 @@ def federation(name: str) -> Federation:
         raise DataError(
             f"unknown dataset {name!r}; available: {', '.join(available_datasets())}, and the "
             f"heterogeneity variants <base>_alpha<a>, <base>_<kind>, <base>_<kind>_alpha<a> "
-            f"for base in {skew_bases()}, kind in {tuple(skew.KINDS)}, and <base>_"
-            f"{skew.QUANTITY} (quantity skew). To add one, write a "
+            f"for base in {skew_bases()}, kind in {tuple(skew.KINDS)}, <base>_"
+            f"{skew.QUANTITY} (quantity skew) and <base>_{skew.SWAP} (concept shift). To add "
+            "one, write a "
             "file that declares FEDERATION = Federation(name=..., load=...) and pass it as "
             "-p dataset_module FILE (chapters) or --dataset-module FILE (CLI)."
         )

@@ -14,6 +14,10 @@ heterogeneity the split rule handles, these variants of an image federation chan
   shares of the pooled samples are drawn from Dirichlet(``QUANTITY_BETA``) (at least
   ``QUANTITY_FLOOR`` each), the quantity-based skew of NIID-Bench (Li et al., 2022). Only the
   sizes differ between clients, so it has no ``_alpha`` form.
+* ``<base>_swap``: **concept shift**: labels IID and inputs untouched, but every odd-numbered
+  client swaps its labels in pairs (class 0 ↔ 1, 2 ↔ 3, …): the same input means another class
+  at half of the silos (their annotators follow another convention). Features are common, the
+  mapping from features to labels is not. No ``_alpha`` form.
 
 A transformation applies to a client's train, validation and test data alike: it is a property
 of the silo (its scanner, its camera), not augmentation. Transformations work in the base's own
@@ -65,9 +69,14 @@ QUANTITY_BETA = 0.5
 """Dirichlet concentration of the clients' shares (NIID-Bench's β = 0.5)."""
 QUANTITY_FLOOR = 0.05
 """The smallest share a client may draw: every client keeps enough samples to split."""
+SWAP = "swap"
+"""The kind that changes what the labels mean (concept shift): odd-numbered clients swap classes
+in pairs."""
+LABEL_KINDS = (QUANTITY, SWAP)
+"""Kinds that keep inputs untouched and labels IID across clients (so no ``_alpha`` form)."""
 
 _SUFFIX = re.compile(
-    rf"^(?:_(?P<kind>{'|'.join([*KINDS, QUANTITY])}))?(?:_alpha(?P<alpha>[^_]+))?$"
+    rf"^(?:_(?P<kind>{'|'.join([*KINDS, *LABEL_KINDS])}))?(?:_alpha(?P<alpha>[^_]+))?$"
 )
 
 
@@ -102,10 +111,11 @@ def parse_variant(name: str, bases: tuple[str, ...]) -> Variant | None:
     match = _SUFFIX.match("_" + rest) if base in bases and rest else None
     if not match or (match["kind"] is None and match["alpha"] is None):
         return None
-    if match["kind"] == QUANTITY and match["alpha"] is not None:
+    if match["kind"] in LABEL_KINDS and match["alpha"] is not None:
+        what = "quantity skew" if match["kind"] == QUANTITY else "concept shift"
         raise DataError(
-            f"{name!r}: quantity skew keeps labels IID, so it has no _alpha form; use "
-            f"'{base}_{QUANTITY}' (quantity skew) or '{base}_alpha<a>' (label skew)"
+            f"{name!r}: {what} keeps labels IID, so it has no _alpha form; use "
+            f"'{base}_{match['kind']}' ({what}) or '{base}_alpha<a>' (label skew)"
         )
     alpha = None
     if match["alpha"] is not None:
@@ -135,6 +145,12 @@ def build(variant: Variant, load, root, seed: int, params: dict) -> FederatedDat
         partition = (
             f"labels IID, client shares drawn from Dirichlet({QUANTITY_BETA:g}) (each ≥ "
             f"{QUANTITY_FLOOR:g}): quantity skew"
+        )
+    elif variant.kind == SWAP:
+        clients = _swapped(_iid_clients(base, seed), base.num_classes)
+        partition = (
+            "labels IID (equal parts), odd-numbered clients swap classes in pairs (0 ↔ 1, "
+            "2 ↔ 3, …): concept shift"
         )
     else:
         clients = base.clients if variant.label_skew else _iid_clients(base, seed)
@@ -180,6 +196,23 @@ def _iid_clients(base: FederatedData, seed: int, shares: np.ndarray | None = Non
         cuts = np.round(np.cumsum(shares)[:-1] * len(y)).astype(int)
         parts = [np.sort(part) for part in np.split(rng.permutation(len(y)), cuts)]
     return split_clients(x, y, parts, rng, [c.name for c in base.clients])
+
+
+def _swapped(clients, num_classes: int):
+    """Odd-numbered clients relabel class y as its pair partner y ^ 1 (an odd last class of
+    an odd number of classes keeps its label)."""
+    from dataclasses import replace
+
+    pair = torch.arange(num_classes) ^ 1
+    pair[pair >= num_classes] = num_classes - 1
+    out = []
+    for k, c in enumerate(clients):
+        if k % 2 == 1:
+            c = replace(
+                c, **{f"y_{s}": pair[getattr(c, f"y_{s}")] for s in ("train", "val", "test")}
+            )
+        out.append(c)
+    return out
 
 
 def _quantity_shares(n_clients: int, seed: int) -> np.ndarray:

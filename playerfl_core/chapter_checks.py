@@ -96,10 +96,10 @@ def _skew_bases(value, name):
 
 
 def _kinds(value, name):
-    from data_prep.skew import KINDS, QUANTITY
+    from data_prep.skew import KINDS, LABEL_KINDS
 
     if value not in ("", None):
-        checks.name_list(value, name, (*KINDS, QUANTITY), "feature-skew or quantity kind")
+        checks.name_list(value, name, (*KINDS, *LABEL_KINDS), "feature-skew, quantity or swap kind")
 
 
 def _mixed(value, name):

@@ -442,6 +442,27 @@ def test_quantity_skew_changes_only_how_many_samples_each_client_holds():
         registry.parse_variant("digits_quantity_alpha0.1")
 
 
+def test_concept_shift_swaps_the_labels_of_odd_clients_in_pairs_and_nothing_else():
+    swap = data_prep.load("digits_swap", seed=1)
+    iid = data_prep.load("digits_invert", seed=1)  # the same IID parts, inputs inverted instead
+    for k, (s, c) in enumerate(zip(swap.clients, iid.clients, strict=True)):
+        for part in ("train", "val", "test"):
+            got, plain = getattr(s, f"y_{part}"), getattr(c, f"y_{part}")
+            assert torch.equal(got, plain ^ 1 if k % 2 == 1 else plain), (k, part)
+        if k % 2 == 0:  # inputs untouched where invert leaves them alone
+            assert torch.equal(s.x_train, c.x_train)
+    assert "concept shift" in swap.notes
+    assert registry.parse_variant("fmnist_swap").kind == skew.SWAP
+    with pytest.raises(DataError, match="concept shift keeps labels IID, so it has no _alpha"):
+        registry.parse_variant("digits_swap_alpha0.1")
+    # an odd number of classes: the last class has no partner and keeps its label
+    from dataclasses import replace
+
+    three = [replace(c, y_train=torch.tensor([0, 1, 2]), y_val=c.y_val % 3, y_test=c.y_test % 3)
+             for c in swap.clients[:2]]  # fmt: skip
+    assert skew._swapped(three, 3)[1].y_train.tolist() == [1, 0, 2]
+
+
 def test_mixed_variant_has_the_label_skew_and_the_transformation():
     mixed = data_prep.load("digits_invert_alpha0.3", seed=2)
     label = data_prep.load("digits_alpha0.3", seed=2)

@@ -211,11 +211,12 @@ def heterogeneity_federations(
 ) -> pd.DataFrame:
     """The controlled-heterogeneity federations (registered names, see ``data_prep.skew``),
     in the order a figure shows them: label skew from strong (small alpha) to nearly IID,
-    then feature skew (and quantity skew, when ``kinds`` holds ``quantity``), then mixed.
+    then feature skew (and quantity skew or concept shift, when ``kinds`` holds ``quantity`` or
+    ``swap``), then mixed.
     ``bases``: default every federation declared with
     ``skew_variants``. Columns: dataset, base, family, level, order."""
     from data_prep.registry import skew_bases
-    from data_prep.skew import QUANTITY, variant_name
+    from data_prep.skew import QUANTITY, SWAP, variant_name
 
     bases = skew_bases() if bases is None else bases
     rows = []
@@ -225,7 +226,7 @@ def heterogeneity_federations(
             rows.append((variant_name(base, None, a), base, "label skew", f"α={a:g}", order))
             order += 1
         for k in kinds:
-            family = "quantity skew" if k == QUANTITY else "feature skew"
+            family = {QUANTITY: "quantity skew", SWAP: "concept shift"}.get(k, "feature skew")
             rows.append((variant_name(base, k, None), base, family, k, order))
             order += 1
         for k, a in mixed:
