@@ -86,3 +86,25 @@ def test_papermill_stops_at_the_check_cell(tmp_path):
             progress_bar=False,
         )
     assert err.value.exec_count <= 3  # the parameters, papermill's, then the check
+
+
+# -- every glued value is guarded, or says why it cannot be ---------------------------------------
+UNGUARDED = "# Not compared by nbval:"
+
+
+@pytest.mark.parametrize("path", sorted(CHAPTERS.glob("*.ipynb")), ids=lambda p: p.stem)
+def test_every_cell_that_glues_is_compared_by_nbval_or_says_why_not(path):
+    """nbval compares a cell's outputs only when it is tagged ``nbval-check-output``; a glued
+    value that no check compares can change with no test failing. A cell that glues must be
+    compared, or open with a comment that says why its values cannot be (timings, one seed's
+    training outcome)."""
+    nb = nbformat.read(path, 4)
+    loose = [
+        i
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        and "glue(" in cell.source
+        and "nbval-check-output" not in cell.metadata.get("tags", [])
+        and UNGUARDED not in cell.source
+    ]
+    assert not loose, f"{path.name}: cells {loose} glue values that nbval never compares"

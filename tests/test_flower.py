@@ -28,6 +28,7 @@ RUNS = [(name, "after_aggregation") for name in ALGORITHMS] + [
     ("prefix_p2", "after_aggregation"),
     ("playerfl-disagreement", "after_aggregation"),
     ("playerfl-cost", "after_aggregation"),
+    ("playerfl-cost2", "after_aggregation"),
     ("fedavg", "before_aggregation"),
 ]
 

@@ -35,8 +35,67 @@ def test_the_follow_up_holds_a_new_kind_with_its_own_seeds():
     assert all(P.role_of(d) == "follow-up" and len(P.seeds_of(d)) == 20 for d in P.FOLLOW_UP)
 
 
+def test_the_second_follow_up_holds_concept_shift_and_the_added_seeds_keep_tuning_fixed():
+    earlier = {*P.DEVELOPMENT, *P.EVALUATION, *P.FOLLOW_UP}
+    assert not set(P.FOLLOW_UP_2) & earlier
+    assert {P.kind_of(d) for d in P.FOLLOW_UP_2} == {"concept shift"}
+    assert "concept shift" not in {P.kind_of(d) for d in earlier}
+    assert all(P.role_of(d) == P.SECOND_FOLLOW_UP and len(P.seeds_of(d)) == 20
+               for d in P.FOLLOW_UP_2)  # fmt: skip
+    # item 8: Digits development federations described with 20 seeds, tuned on the first 10
+    for ds in P.DEVELOPMENT:
+        if ds.startswith("digits_"):
+            assert len(P.seeds_of(ds)) == 20 and P.TUNING_SEEDS[ds] == tuple(range(10)), ds
+    assert P.TUNING_SEEDS["heart"] == tuple(range(50)) and P.seeds_of("fmnist_rotate") == tuple(
+        range(10)
+    )
+
+
+def test_each_family_holds_the_entries_its_declaration_named():
+    rows = []
+    for entry in (e.label for e in P.ALL_ENTRIES):
+        for ds in ("fmnist_alpha0.05", "fmnist_swap"):
+            for s in range(8):
+                rows.append((ds, s, entry, 0.001 * s))
+    reg = pd.DataFrame(rows, columns=["dataset", "seed", "entry", "regret"])
+    reg["role"], reg["kind"] = reg["dataset"].map(P.role_of), reg["dataset"].map(P.kind_of)
+    first = [e.label for e in P.ENTRIES]
+    added = [e.label for e in P.ADDED_ENTRIES]
+    assert list(dict.fromkeys(P.evaluate(reg)["entry"])) == first  # Holm over the 7 alone
+    assert list(P.evaluate(reg, added=True)["entry"]) == added
+    assert list(dict.fromkeys(P.evaluate(reg, P.SECOND_FOLLOW_UP)["entry"])) == first + added
+    assert len(P.evaluate(reg)) == len(first)  # one kind each
+
+
+def test_tuning_ignores_the_development_seeds_added_later(monkeypatch):
+    monkeypatch.setattr(P, "GRIDS", {"disagreement": (0.05, 0.3, 0.95)})
+    rt, sc = _fake(P.DEVELOPMENT, seeds=range(10))
+    added = [d for d in P.DEVELOPMENT if len(P.seeds_of(d)) > len(P.TUNING_SEEDS[d])]
+    late_rt, late_sc = _fake(added, seeds=range(10, 20), rng=np.random.default_rng(1))
+    late_rt["value"] = 0.5  # on the added seeds only τ = 0.95 federates every unit ...
+    late_sc["val"] = late_sc["test"] = late_sc["p"].astype(float)  # ... and that is best there
+    assert P.tune(pd.concat([rt, late_rt]), pd.concat([sc, late_sc])) == {"disagreement": 0.3}
+
+
+def test_curvature_comparison_pairs_the_two_cost_rules_by_seed():
+    first, second = "averaging cost (tuned τ)", "averaging cost, second order (tuned τ)"
+    rows = []
+    for ds in ("fmnist_rotate", "digits_quantity", "fmnist_swap"):
+        for s in range(12):
+            rows.append((ds, 0.1, s, first, 1, 0.05 + 0.001 * s))
+            rows.append((ds, 0.1, s, second, 0 if s % 3 else 1, 0.01 + 0.0005 * s))
+    reg = pd.DataFrame(rows, columns=["dataset", "lr", "seed", "entry", "p_rule", "regret"])
+    reg["role"] = reg["dataset"].map(P.role_of)
+    comp = P.curvature_comparison(reg)
+    assert list(comp["set"]) == list(P.CURVATURE_SETS)
+    assert (comp["verdict"] == "supported").all() and (comp["mean"] > 0).all()
+    assert (comp["same_split"] == 4).all() and (comp["p_holm"] >= comp["p"]).all()
+    swapped = reg.assign(entry=reg["entry"].map({first: second, second: first}))
+    assert (P.curvature_comparison(swapped)["verdict"] == "contradicted").all()
+
+
 def test_tuned_thresholds_are_the_rules_defaults():
-    for rule in ("cost", "disagreement"):
+    for rule in ("cost", "disagreement", "cost2"):
         assert RULES[rule].default_threshold == P.TUNED[rule]
     assert RULES["paper"].default_threshold == 1.0  # PLayer-FL keeps the paper's t
 
@@ -106,7 +165,7 @@ def test_the_committed_rules_table_covers_every_preregistered_seed(committed):
     table, record = committed
     assert record["rows"] == len(table)
     have = table.groupby("dataset")["seed"].apply(set)
-    for ds in (*P.DEVELOPMENT, *P.EVALUATION):
+    for ds in (*P.DEVELOPMENT, *P.EVALUATION, *P.FOLLOW_UP, *P.FOLLOW_UP_2):
         assert set(P.seeds_of(ds)) <= have[ds], ds
     assert set(table["rule"]) == {*RULES, R.PROBE}
     same, total = record["replay_same"]
@@ -161,6 +220,7 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
     assert not RF._has_follow_up(short, full) and not RF._has_follow_up(full, short)
     assert "not computed" in RF.follow_up_headline(None)
     assert "make standard" in RF.follow_up_lines(None)
+    assert "digits_swap" in RF.follow_up_lines(None, P.FOLLOW_UP_2)
     probe = next(e.label for e in P.ENTRIES if e.rule == "probe")
     verdicts = pd.DataFrame(
         {

@@ -52,6 +52,50 @@ def test_stability_lines_count_in_words_with_display_names():
     assert "digits_rotate" not in text and "(s)" not in text
 
 
+def test_captions_conclude_with_the_values_of_their_figure():
+    summary = pd.DataFrame(
+        {
+            "dataset": ["heart", "digits"],
+            "variant": ["paper", "paper"],
+            "modal_p": [1, 3],
+            "modal_share": [0.55, 1.0],
+            "p_oracle": [3, 3],
+        }
+    )
+    assert split_choice.stability_caption(summary) == (
+        "The paper's rule picks Heart p = 1 on 55% of seeds (oracle p = 3); Digits p = 3 on 100% "
+        "of seeds (oracle p = 3)"
+    )
+    c5 = pd.DataFrame(
+        {
+            "dataset": ["heart", "heart"],
+            "other": ["p=0", "random (drawn)"],
+            "mean": [0.5, -0.012],
+            "lo": [0.4, -0.03],
+            "hi": [0.6, 0.004],
+        }
+    )
+    assert split_choice.c5_caption(c5) == (
+        "Against the split PLayer-FL-Random draws: Heart −0.012 (−0.030 to 0.004)"
+    )
+    regrets = pd.DataFrame(
+        {"variant": ["paper"] * 3 + ["median"], "p_rule": [1, 1, 2, 0],
+         "p_oracle": [1, 3, 3, 0], "regret": [0.0, 0.01, 0.02, 0.5]}
+    )  # fmt: skip
+    caption = split_choice.sweep_caption(regrets)
+    assert caption.startswith(
+        "Rule's p: 1×2, 2×1; oracle's p: 1×1, 3×2 (p×seeds); mean regret 0.010"
+    )
+    curves = pd.DataFrame(
+        {"dataset": ["heart"] * 4, "p": [1, 1, 1, 2], "client": [0, 1, 2, 0],
+         "gain": [0.1, -0.2, 0.3, 9.0]}
+    )  # fmt: skip
+    reg = pd.DataFrame({"dataset": ["heart"] * 3, "p_rule": [1, 1, 2]})
+    assert split_choice.client_caption(reg, curves) == (
+        "At the rule's most frequent split, clients that gain over Local: Heart 2 of 3 (p = 1)"
+    )
+
+
 def test_regret_numbers_are_glued_at_the_precision_they_are_quoted():
     summary = pd.DataFrame(
         {
@@ -145,3 +189,16 @@ def test_traffic_is_kilobytes_per_silo_per_round_by_purpose():
     assert row["down kB/round"] == pytest.approx(1.0)
     assert row["scoring kB/round"] == pytest.approx(0.5)  # (500 + 500) B over 2 rounds
     assert row["numbers reported"] == 4 and row["messages/round"] == pytest.approx(1.5)
+
+
+def test_the_tuning_caption_names_each_kept_threshold_ties_to_the_smaller():
+    from playerfl_core.book.reports.rule_family import tuning_caption
+
+    tuning = pd.DataFrame(
+        {"rule": ["paper", "paper", "cost", "cost"], "threshold": [1.0, 2.0, 0.2, 0.1],
+         "regret": [0.2, 0.1, 0.3, 0.3]}
+    )  # fmt: skip
+    assert tuning_caption(tuning) == (
+        "Kept thresholds (mean development regret): paper 2 (0.1000); cost 0.1 (0.3000); the "
+        "paper's t = 1: 0.2000"
+    )

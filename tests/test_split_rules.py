@@ -27,18 +27,17 @@ UNITS = ("u1", "u2", "u3")
 
 
 def _state(moves: dict[int, list[float]], grads: dict[int, list[float]] | None = None,
-           sens=None) -> FirstEpoch:  # fmt: skip
+           sens=None, fisher: dict[int, list[float]] | None = None) -> FirstEpoch:  # fmt: skip
     """Three one-parameter units starting at 0; client c ends at ``moves[c]``."""
-    params = {
-        c: {f"{u}.w": torch.tensor([v]) for u, v in zip(UNITS, m, strict=True)}
-        for c, m in moves.items()
-    }
-    g = None
-    if grads is not None:
-        g = {
-            c: {f"{u}.w": torch.tensor([v]) for u, v in zip(UNITS, gs, strict=True)}
-            for c, gs in grads.items()
+
+    def tensors(per_client):
+        return {
+            c: {f"{u}.w": torch.tensor([v]) for u, v in zip(UNITS, m, strict=True)}
+            for c, m in per_client.items()
         }
+
+    params = tensors(moves)
+    g = None if grads is None else tensors(grads)
     return FirstEpoch(
         units=UNITS,
         weights={c: 1 / len(moves) for c in moves},
@@ -46,6 +45,7 @@ def _state(moves: dict[int, list[float]], grads: dict[int, list[float]] | None =
         init={f"{u}.w": torch.zeros(1) for u in UNITS},
         params=params,
         grads=g,
+        fisher=None if fisher is None else tensors(fisher),
     )
 
 
@@ -75,6 +75,40 @@ def test_cost_is_the_first_order_loss_change_of_averaging_as_a_share_of_the_epoc
     assert result.values == pytest.approx({"u1": 0.0, "u2": 0.5, "u3": 0.5})
     assert result.p == 1
     assert get_rule("cost")(state, 0.5).p == 3
+
+
+def test_cost2_adds_half_the_fisher_weighted_squared_step_of_averaging():
+    moves = {0: [0.0, 1.0, 1.0], 1: [0.0, -1.0, 1.0]}
+    grads = {0: [0.0, -1.0, -1.0], 1: [0.0, 1.0, -1.0]}
+    # Averaging moves each client by 1 on u2: curvature ½·F·1² = 1 per client with F = 2.
+    state = _state(moves, grads, fisher={0: [5.0, 2.0, 7.0], 1: [5.0, 2.0, 7.0]})
+    costs, gain = averaging_costs(state, second_order=True)
+    assert costs == pytest.approx({"u1": 0.0, "u2": 2.0, "u3": 0.0})  # u1, u3 do not move
+    result = get_rule("cost2")(state, 0.5)
+    assert result.values == pytest.approx({"u1": 0.0, "u2": 1.0, "u3": 1.0})
+    assert result.p == 1 and get_rule("cost")(state, 0.5).p == 3  # curvature stops it at u2
+    flat = _state(moves, grads, fisher={0: [0.0] * 3, 1: [0.0] * 3})
+    assert get_rule("cost2")(flat, 0.5).values == get_rule("cost")(flat, 0.5).values
+    with pytest.raises(ValueError, match="needs the clients' fisher"):
+        get_rule("cost2")(_state(moves, grads))
+
+
+def test_diagonal_fisher_is_the_mean_squared_per_sample_gradient(heart):
+    from playerfl_core.fl.models import model_for
+    from playerfl_core.fl.sensitivity import diagonal_fisher
+
+    model = model_for(heart, 1.0, 0)
+    c = heart.clients[0]
+    x, y = c.x_train[:7], c.y_train[:7]
+    fisher = diagonal_fisher(model, x, y, batch_size=3)  # batches of 3, 3, 1
+    expected = {n: torch.zeros_like(p) for n, p in model.named_parameters()}
+    for i in range(len(y)):
+        model.zero_grad()
+        torch.nn.functional.cross_entropy(model(x[i : i + 1]), y[i : i + 1]).backward()
+        for n, p in model.named_parameters():
+            expected[n] += p.grad**2 / len(y)
+    for n in expected:
+        torch.testing.assert_close(fisher[n], expected[n], rtol=1e-5, atol=1e-9)
 
 
 def test_the_papers_rule_in_the_family_is_the_servers_split():

@@ -30,7 +30,7 @@ ORACLE = "oracle (validation)"
 
 def entry_color(label: str) -> str:
     """The colour of a pre-registered entry (by its rule; the tuned paper rule a lighter red)."""
-    entry = next((e for e in P.ENTRIES if e.label == label), None)
+    entry = next((e for e in P.ALL_ENTRIES if e.label == label), None)
     if entry is None:
         return MARKER_COLORS["oracle"] if label == ORACLE else MUTED
     if entry.rule == "paper" and entry.threshold is None:

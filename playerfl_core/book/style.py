@@ -66,11 +66,13 @@ SPLIT_RULE_COLORS = {
     "paper_median": RULE_VARIANT_COLORS["median"],
     "paper_geomean": RULE_VARIANT_COLORS["geomean"],
     "cost": "#9467bd",
+    "cost2": "#c5b0d5",
     "disagreement": "#17becf",
     "probe": "#000000",
 }
 """The split rules of ``fl.split_rules`` (chapter 04b): the paper's in the rule's reds, the new
-rules in colours no algorithm uses, the validation probe in black; the oracle stays green."""
+rules in colours no algorithm uses (the second-order cost a lighter shade of the first-order
+one), the validation probe in black; the oracle stays green."""
 
 MUTED = "#c7c7c7"
 """The colour of algorithms a figure does not single out ("other baselines")."""

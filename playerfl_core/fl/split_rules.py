@@ -17,6 +17,10 @@ The rules (:data:`RULES`; ``playerfl rules`` lists them with their cost):
   clients' weighted mean of that sum by the first-order loss the first epoch gained,
   Σ_c w_c g_c·(θ_0 − θ_c) over all units, and federates units while this share stays ≤ τ;
   p ∈ 0..L.
+* ``cost2``: the **second-order cost of averaging**: the same share with the curvature term
+  ½ Σ_i F_{c,i} (θ̄_i − θ_{c,i})² added to each client's cost, F_c the diagonal empirical
+  Fisher at θ_c (:func:`~playerfl_core.fl.sensitivity.diagonal_fisher`). The term is ≥ 0, so at
+  the same τ it federates no more units than ``cost``.
 * ``disagreement``: how much the clients' first-epoch updates disagree, per unit:
   D_k = Σ_c w_c ‖θ_{c,k} − θ̄_k‖² / Σ_c w_c ‖θ_{c,k} − θ_{0,k}‖², the share of the update that is
   client-specific (0: every client moved the same way; near 1 − 1/K: unrelated moves). Units are
@@ -49,8 +53,9 @@ class FirstEpoch:
 
     ``sensitivities``: per client, s_k per unit (the paper's report, L numbers each);
     ``params`` / ``grads``: per client, every parameter θ_c and the gradient of its mean
-    training loss at θ_c (only rules that need them ask the clients for them); ``init``: θ_0,
-    which the server knows; ``weights``: training shares.
+    training loss at θ_c; ``fisher``: the diagonal empirical Fisher at θ_c (only rules that
+    need them ask the clients for them); ``init``: θ_0, which the server knows; ``weights``:
+    training shares.
     """
 
     units: tuple[str, ...]
@@ -59,6 +64,7 @@ class FirstEpoch:
     init: Mapping[str, torch.Tensor] | None = None
     params: Mapping[int, Mapping[str, torch.Tensor]] | None = None
     grads: Mapping[int, Mapping[str, torch.Tensor]] | None = None
+    fisher: Mapping[int, Mapping[str, torch.Tensor]] | None = None
 
     def need(self, what: str, rule: str) -> None:
         if getattr(self, what) is None:
@@ -87,7 +93,8 @@ class SplitRule:
     summary: str
     quantity: str
     needs: tuple[str, ...]
-    """Client inputs beyond the paper's sensitivities: ``"params"``, ``"grads"``."""
+    """Client inputs beyond the paper's sensitivities: ``"params"``, ``"grads"``,
+    ``"fisher"``."""
     default_threshold: float
     measure: Callable[[FirstEpoch], dict[str, float]]
     split: Callable[[list[float], float], int]
@@ -103,6 +110,9 @@ class SplitRule:
             ("params",): "one full model per client, once (the size of FedAvg's round-0 upload)",
             ("params", "grads"): "two full models per client (parameters and training-loss "
             "gradient), once, plus one pass over the client's training data",
+            ("params", "grads", "fisher"): "three full models per client (parameters, "
+            "training-loss gradient and diagonal Fisher), once, plus one pass over the client's "
+            "training data with per-sample gradients",
         }[self.needs]
         return f"the first local epoch only; uploads {uploads}"
 
@@ -148,9 +158,12 @@ def averaged_params(state: FirstEpoch) -> dict[str, torch.Tensor]:
     }
 
 
-def averaging_costs(state: FirstEpoch) -> tuple[dict[str, float], float]:
-    """Per unit: Σ_c w_c g_{c,k}·(θ̄_k − θ_{c,k}) (first-order loss change of averaging unit k),
-    and the first epoch's first-order gain Σ_c w_c g_c·(θ_0 − θ_c) over every unit."""
+def averaging_costs(
+    state: FirstEpoch, second_order: bool = False
+) -> tuple[dict[str, float], float]:
+    """Per unit: Σ_c w_c g_{c,k}·(θ̄_k − θ_{c,k}) (first-order loss change of averaging unit k;
+    with ``second_order`` plus ½ Σ_c w_c Σ_{i∈k} F_{c,i} (θ̄_i − θ_{c,i})²), and the first
+    epoch's first-order gain Σ_c w_c g_c·(θ_0 − θ_c) over every unit."""
     mean = averaged_params(state)
     total = sum(state.weights[c] for c in state.params)
     cost: dict[str, float] = {}
@@ -159,17 +172,26 @@ def averaging_costs(state: FirstEpoch) -> tuple[dict[str, float], float]:
         w, g = state.weights[c] / total, state.grads[c]
         for n, v in theta.items():
             gd, vd = g[n].double(), v.double()
-            cost[n] = cost.get(n, 0.0) + w * float((gd * (mean[n] - vd)).sum())
+            step = mean[n] - vd
+            change = (gd * step).sum()
+            if second_order:
+                change = change + 0.5 * (state.fisher[c][n].double() * step**2).sum()
+            cost[n] = cost.get(n, 0.0) + w * float(change)
             gain += w * float((gd * (state.init[n].double() - vd)).sum())
     return _unit_sum(cost, state.units), gain
 
 
-def cumulative_cost_share(state: FirstEpoch) -> dict[str, float]:
-    """Per unit k: the first-order cost of averaging units 1..k as a share of the first
-    epoch's first-order gain (0 everywhere when the epoch gained nothing to first order)."""
-    costs, gain = averaging_costs(state)
+def cumulative_cost_share(state: FirstEpoch, second_order: bool = False) -> dict[str, float]:
+    """Per unit k: the cost of averaging units 1..k (first order, or with the curvature term)
+    as a share of the first epoch's first-order gain (0 everywhere when the epoch gained
+    nothing to first order)."""
+    costs, gain = averaging_costs(state, second_order)
     share = np.cumsum([costs[u] for u in state.units]) / (gain if gain > 0 else np.inf)
     return dict(zip(state.units, share.tolist(), strict=True))
+
+
+def cumulative_cost_share_second_order(state: FirstEpoch) -> dict[str, float]:
+    return cumulative_cost_share(state, second_order=True)
 
 
 def update_disagreement(state: FirstEpoch) -> dict[str, float]:
@@ -232,6 +254,17 @@ RULES: dict[str, SplitRule] = {
             ("params", "grads"),
             0.1,
             cumulative_cost_share,
+            leading_at_most,
+            "0..L",
+        ),
+        SplitRule(
+            "cost2",
+            "federate while the second-order cost of averaging units 1..p (diagonal Fisher) "
+            "stays ≤ τ of the first epoch's first-order gain",
+            "cumulative_cost_share_2nd",
+            ("params", "grads", "fisher"),
+            0.1,
+            cumulative_cost_share_second_order,
             leading_at_most,
             "0..L",
         ),

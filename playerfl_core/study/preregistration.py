@@ -63,6 +63,10 @@ or read** (the commit that added this module says so; ``git log --follow`` shows
    * ``cost2`` on the first test's evaluation federations and on the follow-up's, each with Holm
      over its own kinds alone. Disclosure: those federations were computed, and the other rules'
      outcomes on them known, before this rule was designed; only the second follow-up is unseen.
+   * Does curvature pay? Per set (evaluation, follow-up, second follow-up), the exact Wilcoxon
+     test of regret(``cost``) − regret(``cost2``) over the set's seeds, paired by seed, Holm over
+     the three sets (:func:`curvature_comparison`; added to this declaration before the rule was
+     computed on any federation of those sets).
    The first test's verdicts (item 5, the 7 entries, Holm over 63) and the follow-up's do not
    change: the added entry is tested in families of its own.
 """
@@ -96,10 +100,11 @@ GRIDS = {
     "cost2": (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0),  # item 9: the grid of "cost"
 }
 """The thresholds :func:`tune` may choose from, per rule."""
-TUNED = {"paper": 2.0, "cost": 0.1, "disagreement": 0.3}
+TUNED = {"paper": 2.0, "cost": 0.1, "disagreement": 0.3, "cost2": 0.1}
 """The thresholds :func:`tune` chose on the development set (recomputed by a test). The
-``cost`` and ``disagreement`` values are those rules' defaults in ``split_rules``; the paper's
-rule keeps the paper's t = 1 as its default, and its tuned t is an entry of its own."""
+``cost``, ``cost2`` and ``disagreement`` values are those rules' defaults in ``split_rules``;
+the paper's rule keeps the paper's t = 1 as its default, and its tuned t is an entry of its
+own. ``cost2``'s was tuned after item 9's declaration, on the tuning seeds only."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,7 @@ ENTRIES = (
 ADDED_ENTRIES = (Entry("averaging cost, second order (tuned τ)", "cost2", None),)
 """Item 9: tested in families of its own on the first test's sets, with every entry on the
 second follow-up."""
+ALL_ENTRIES = ENTRIES + ADDED_ENTRIES
 
 
 def seeds_of(dataset: str) -> tuple[int, ...]:
@@ -175,7 +181,7 @@ def role_of(dataset: str) -> str:
     if dataset in FOLLOW_UP:
         return "follow-up"
     if dataset in FOLLOW_UP_2:
-        return "second follow-up"
+        return SECOND_FOLLOW_UP
     raise ValueError(
         f"{dataset!r} is in no set of the pre-registration (development: "
         f"{', '.join(DEVELOPMENT)}; evaluation: {', '.join(EVALUATION)}; follow-up: "
@@ -186,12 +192,18 @@ def role_of(dataset: str) -> str:
 # -- tuning, on the development set only ------------------------------------------------------
 def tuning_curve(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     """Mean regret over the development federations (each weighing the same) per rule and
-    threshold of :data:`GRIDS`. Rows of any other federation are dropped before anything is
-    computed. Columns: rule, threshold, regret."""
+    threshold of :data:`GRIDS`, on the tuning seeds (:data:`TUNING_SEEDS`). Rows of any other
+    federation or seed are dropped before anything is computed. Columns: rule, threshold,
+    regret."""
     from playerfl_core.study.split_rules_table import rethreshold, rule_regrets
 
-    dev_rules = rules_table[rules_table["dataset"].isin(DEVELOPMENT)]
-    dev_scores = scores[scores["dataset"].isin(DEVELOPMENT)]
+    def tuning_rows(frame):
+        seeds = frame["dataset"].map(TUNING_SEEDS)
+        keep = [isinstance(s, tuple) and x in s for s, x in zip(seeds, frame["seed"], strict=True)]
+        return frame[keep]
+
+    dev_rules = tuning_rows(rules_table)
+    dev_scores = tuning_rows(scores)
     missing = sorted(set(DEVELOPMENT) - set(dev_rules["dataset"]))
     if missing:
         raise ValueError(f"The rules table lacks development federations {missing}.")
@@ -212,14 +224,14 @@ def tune(rules_table: pd.DataFrame, scores: pd.DataFrame) -> dict[str, float]:
 
 
 # -- the declared analysis ------------------------------------------------------------------------
-def entry_splits(rules_table: pd.DataFrame) -> pd.DataFrame:
-    """Every :data:`ENTRIES` split per seed, from the rules table (the probe's rows included,
-    see :func:`~playerfl_core.study.split_rules_table.rules_for_sweep`). Columns: dataset,
-    lr, seed, rule, threshold, p, entry."""
+def entry_splits(rules_table: pd.DataFrame, entries: Sequence[Entry] = ALL_ENTRIES) -> pd.DataFrame:
+    """Every entry's split per seed (default :data:`ALL_ENTRIES`), from the rules table (the
+    probe's rows included, see :func:`~playerfl_core.study.split_rules_table.rules_for_sweep`).
+    Columns: dataset, lr, seed, rule, threshold, p, entry."""
     from playerfl_core.study.split_rules_table import PROBE, rethreshold, splits
 
     parts = []
-    for e in ENTRIES:
+    for e in entries:
         if e.rule == PROBE:
             probe = rules_table[
                 (rules_table["rule"] == PROBE) & (rules_table["threshold"] == e.threshold)
@@ -237,12 +249,14 @@ def entry_splits(rules_table: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def entry_regrets(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+def entry_regrets(
+    rules_table: pd.DataFrame, scores: pd.DataFrame, entries: Sequence[Entry] = ALL_ENTRIES
+) -> pd.DataFrame:
     """Per seed and entry: the regret, with the federation's role and kind. Columns: dataset,
     lr, seed, entry, p_rule, p_oracle, test_rule, test_oracle, regret, role, kind."""
     from playerfl_core.study.split_rules_table import rule_regrets
 
-    chosen = entry_splits(rules_table)
+    chosen = entry_splits(rules_table, entries)
     out = rule_regrets(scores, chosen.drop(columns="rule").rename(columns={"entry": "rule"}))
     out = out.rename(columns={"rule": "entry"})
     out["role"] = out["dataset"].map(role_of)
@@ -250,17 +264,33 @@ def entry_regrets(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFra
     return out
 
 
+SECOND_FOLLOW_UP = "second follow-up"
+
+
+def in_family(entries: pd.Series, role: str, added: bool = False) -> pd.Series:
+    """Which rows one declared family tests on a set: every entry on the second follow-up;
+    elsewhere all but item 9's entries, or with ``added`` item 9's alone (Holm over their own
+    kinds, so the first families stay as declared)."""
+    if role == SECOND_FOLLOW_UP:
+        return pd.Series(True, index=entries.index)
+    later = entries.isin([e.label for e in ADDED_ENTRIES])
+    return later if added else ~later
+
+
 def evaluate(
-    regrets: pd.DataFrame, role: str = "evaluation", tolerance: float = TOLERANCE
+    regrets: pd.DataFrame,
+    role: str = "evaluation",
+    tolerance: float = TOLERANCE,
+    added: bool = False,
 ) -> pd.DataFrame:
-    """The declared test on one set: per entry and kind, mean regret with its bootstrap
-    interval, the Wilcoxon test of δ − regret, Holm over the set's (entry, kind) pairs and the
-    verdict (:func:`playerfl_core.stats.split_verdicts.tolerance_verdicts`, the book's one
-    rule). Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength,
-    reason."""
+    """The declared test on one set (:func:`in_family` says which entries it holds): per
+    entry and kind, mean regret with its bootstrap interval, the Wilcoxon test of δ − regret,
+    Holm over the family's (entry, kind) pairs and the verdict
+    (:func:`playerfl_core.stats.split_verdicts.tolerance_verdicts`, the book's one rule).
+    Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength, reason."""
     from playerfl_core.stats.split_verdicts import tolerance_verdicts
 
-    part = regrets[regrets["role"] == role]
+    part = regrets[(regrets["role"] == role) & in_family(regrets["entry"], role, added)]
     if part.empty:
         raise ValueError(f"No regrets of the {role} set.")
     rank = {k: i for i, k in enumerate(KIND_ORDER)}
@@ -290,7 +320,44 @@ def tolerance_curve(
     on the tolerance). Columns: entry, kind, tolerance, verdict, p_holm."""
     from playerfl_core.stats.split_verdicts import tolerance_curve as curve
 
-    return curve(regrets[regrets["role"] == role], tolerances, ["entry", "kind"])
+    part = regrets[(regrets["role"] == role) & in_family(regrets["entry"], role)]
+    return curve(part, tolerances, ["entry", "kind"])
+
+
+CURVATURE_SETS = ("evaluation", "follow-up", SECOND_FOLLOW_UP)
+
+
+def curvature_comparison(regrets: pd.DataFrame) -> pd.DataFrame:
+    """Item 9's paired comparison: per set, regret of the first-order rule minus that of the
+    second-order rule on the same seeds (> 0: curvature helps), the exact Wilcoxon test, Holm
+    over the sets present. Columns: set, mean, lo, hi, n, same_split, p, p_holm, verdict,
+    strength, reason (verdict *supported*: the second order has the smaller regret)."""
+    from playerfl_core.stats.seed_stats import bootstrap_interval
+    from playerfl_core.stats.split_verdicts import decide_family, difference_evidence
+
+    first, second = (next(e.label for e in ALL_ENTRIES if e.rule == r) for r in ("cost", "cost2"))
+    key = ["dataset", "lr", "seed"]
+    rows, parts = [], []
+    for role in CURVATURE_SETS:
+        part = regrets[regrets["role"] == role]
+        a = part[part["entry"] == first].set_index(key)
+        b = part[part["entry"] == second].set_index(key)
+        if a.empty or b.empty:
+            continue
+        both = a.merge(b, left_index=True, right_index=True, suffixes=("_1", "_2"))
+        d = (both["regret_1"] - both["regret_2"]).to_numpy()
+        m, lo, hi = bootstrap_interval(d, seed=0)
+        same = int((both["p_rule_1"] == both["p_rule_2"]).sum())
+        rows.append((role, m, lo, hi, len(d), same))
+        parts.append(difference_evidence(d, role))
+    decided = decide_family(parts)
+    out = pd.DataFrame(rows, columns=["set", "mean", "lo", "hi", "n", "same_split"])
+    out["p"] = [e.pvalue for e in decided]
+    out["p_holm"] = [e.p_adjusted for e in decided]
+    out["verdict"] = [e.verdict for e in decided]
+    out["strength"] = [e.strength for e in decided]
+    out["reason"] = [e.reason for e in decided]
+    return out
 
 
 def claim(verdicts: pd.DataFrame, profile: str = ""):

@@ -37,21 +37,29 @@ PROBE = "probe"
 
 def first_epoch_state(data, config) -> FirstEpoch:
     """The federation after its first local epoch, as every run of the seed sees it: θ_0, each
-    client's θ_c, the gradient of its mean training loss at θ_c and its s_k (from that same
-    gradient, as PLayer-FL's clients compute it)."""
+    client's θ_c, the gradient of its mean training loss at θ_c, its s_k (from that same
+    gradient, as PLayer-FL's clients compute it) and its diagonal empirical Fisher."""
     from playerfl_core.fl.models import model_for
-    from playerfl_core.fl.sensitivity import full_gradient, sensitivity_from_gradient
+    from playerfl_core.fl.sensitivity import (
+        diagonal_fisher,
+        full_gradient,
+        sensitivity_from_gradient,
+    )
     from playerfl_core.fl.units import unit_names
     from playerfl_core.measure.layer_measure import first_epoch_models
 
     models = first_epoch_models(data, config)
     init = model_for(data, config.width, config.seed)
     total = sum(c.n_train for c in data.clients)
-    params, grads, sens, weights = {}, {}, {}, {}
+    params, grads, fisher, sens, weights = {}, {}, {}, {}, {}
     for i, (model, c) in enumerate(zip(models, data.clients, strict=True)):
         dev = next(model.parameters()).device
         g = full_gradient(model, c.x_train.to(dev), c.y_train.to(dev))
         grads[i] = {n: v.detach().cpu() for n, v in g.items()}
+        fisher[i] = {
+            n: v.cpu()
+            for n, v in diagonal_fisher(model, c.x_train.to(dev), c.y_train.to(dev)).items()
+        }
         params[i] = {n: p.detach().cpu().clone() for n, p in model.named_parameters()}
         sens[i] = sensitivity_from_gradient(model, g)
         weights[i] = c.n_train / total
@@ -62,6 +70,7 @@ def first_epoch_state(data, config) -> FirstEpoch:
         init={n: p.detach().clone() for n, p in init.named_parameters()},
         params=params,
         grads=grads,
+        fisher=fisher,
     )
 
 

@@ -76,6 +76,19 @@ def cka_numbers(summary: pd.DataFrame, datasets) -> dict:
     return out
 
 
+def cka_matrix_caption(summary: pd.DataFrame, name: str) -> str:
+    """One line for the client × client figure: mean 1 − CKA of the first and last unit at the
+    end of Local training, and which diverges more."""
+    n = cka_numbers(summary, [name])
+    first, last = n[f"{name}_final_unit1"], n[f"{name}_final_last"]
+    verdict = "the last unit separates the clients more" if last > first else (
+        "the first unit separates the clients at least as much as the last")  # fmt: skip
+    return (
+        f"{dataset_label(name)}: mean 1 − CKA {first:.3f} in {n[f'{name}_unit1']} and "
+        f"{last:.2f} in {n[f'{name}_last']}; {verdict}"
+    )
+
+
 def cka_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Mean 1 − CKA per (dataset, algorithm, stage) and unit depth."""
     cka = summary[summary["metric"] == "cka_dissimilarity"]
@@ -122,6 +135,12 @@ def landscape_notes(summary: pd.DataFrame, datasets) -> str:
             f"{trace_hi}; the sensitivity is largest in {sens_hi} and smallest in {sens_lo}."
         )
     return "\n".join(notes)
+
+
+def landscape_caption(summary: pd.DataFrame, datasets) -> str:
+    """One line for the figure's caption: where the sensitivity peaks after one epoch."""
+    parts = [f"{dataset_label(n)} in {_extremes(summary, 'sensitivity', n)[0]}" for n in datasets]
+    return "After one epoch the sensitivity is largest: " + "; ".join(parts)
 
 
 def verdict_counts(trends: pd.DataFrame) -> str:

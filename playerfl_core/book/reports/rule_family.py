@@ -40,6 +40,12 @@ class RuleStudy:
     follow_up: pd.DataFrame | None = None
     """The follow-up test's verdicts (quantity skew, declared later); None while its
     federations are not in the sweeps and the rules table."""
+    second_follow_up: pd.DataFrame | None = None
+    """The second follow-up's verdicts (concept shift, every entry); None while absent."""
+    added: dict[str, pd.DataFrame] | None = None
+    """Per set (development, evaluation, follow-up): the verdicts of the third declaration's
+    entries (the second-order rule) in a family of their own; None while the rules table has
+    no rows of them."""
 
     @property
     def headline(self) -> list[str]:
@@ -59,8 +65,9 @@ def load_rules(path=None) -> pd.DataFrame:
 
 
 def analyse(sweep: pd.DataFrame, rules: pd.DataFrame) -> RuleStudy:
-    """The pre-registered analysis, on the sweeps of both sets (and of the follow-up, when
-    the sweeps and the rules table hold every seed it declares)."""
+    """The pre-registered analysis, on the sweeps of both sets (and of each follow-up, and
+    the third declaration's rule, when the sweeps and the rules table hold every seed they
+    declare)."""
     datasets = [*P.DEVELOPMENT, *P.EVALUATION]
     missing = sorted(set(datasets) - set(rules["dataset"]))
     if missing:
@@ -68,6 +75,10 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame) -> RuleStudy:
     follow_up = _has_follow_up(sweep, rules)
     if follow_up:
         datasets += P.FOLLOW_UP
+    added = {e.rule for e in P.ADDED_ENTRIES} <= set(rules["rule"])
+    second = added and _has_follow_up(sweep, rules, P.FOLLOW_UP_2)
+    if second:
+        datasets += P.FOLLOW_UP_2
     sweep = sweep[sweep["dataset"].isin(datasets)]
     rules = rules[rules["dataset"].isin(datasets)]
     keys = ["dataset", "lr"]
@@ -76,7 +87,8 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame) -> RuleStudy:
     scores = sweep_scores(sweep)
     scores = scores[[s in P.seeds_of(d) for d, s in zip(scores["dataset"], scores["seed"],
                                                           strict=True)]]  # fmt: skip
-    regrets = P.entry_regrets(rules, scores)
+    regrets = P.entry_regrets(rules, scores, P.ALL_ENTRIES if added else P.ENTRIES)
+    roles = ["development", "evaluation", *(["follow-up"] if follow_up else [])]
     return RuleStudy(
         scores=scores,
         rules=rules,
@@ -86,12 +98,14 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame) -> RuleStudy:
         tuning=P.tuning_curve(rules, scores),
         replay=R.check_replay(rules, sweep),
         follow_up=P.evaluate(regrets, "follow-up") if follow_up else None,
+        second_follow_up=P.evaluate(regrets, P.SECOND_FOLLOW_UP) if second else None,
+        added={r: P.evaluate(regrets, r, added=True) for r in roles} if added else None,
     )
 
 
-def _has_follow_up(sweep: pd.DataFrame, rules: pd.DataFrame) -> bool:
-    """Whether every declared seed of every follow-up federation is in both tables."""
-    for ds in P.FOLLOW_UP:
+def _has_follow_up(sweep: pd.DataFrame, rules: pd.DataFrame, datasets=P.FOLLOW_UP) -> bool:
+    """Whether every declared seed of every federation of a follow-up is in both tables."""
+    for ds in datasets:
         need = set(P.seeds_of(ds))
         if not need <= set(rules.loc[rules["dataset"] == ds, "seed"]):
             return False
@@ -100,11 +114,14 @@ def _has_follow_up(sweep: pd.DataFrame, rules: pd.DataFrame) -> bool:
     return True
 
 
-def follow_up_lines(verdicts: pd.DataFrame | None) -> str:
-    """Markdown, per entry: the follow-up test's verdict on quantity skew with its mean regret,
+def follow_up_lines(verdicts: pd.DataFrame | None, datasets=P.FOLLOW_UP) -> str:
+    """Markdown, per entry: a follow-up test's verdict on its kind with its mean regret,
     interval, seeds and Holm-adjusted p (a sentence saying so when the sweeps lack it)."""
     if verdicts is None:
-        return _NO_FOLLOW_UP
+        return (
+            "- The sweeps read here do not hold every declared seed of the follow-up's "
+            f"federations ({', '.join(datasets)}); `make standard` computes them."
+        )
     return "\n".join(
         f"- **{r.entry}**: {r.verdict} (mean regret {interval_text(r.mean, r.lo, r.hi)}, "
         f"{r.n} seeds, Holm-adjusted p {r.p_holm:.2g})"
@@ -112,14 +129,50 @@ def follow_up_lines(verdicts: pd.DataFrame | None) -> str:
     )
 
 
-_NO_FOLLOW_UP = (
-    "- The sweeps read here do not hold every declared seed of the follow-up's federations "
-    f"({', '.join(P.FOLLOW_UP)}); `make standard` computes them."
-)
+def added_lines(study: RuleStudy) -> str:
+    """Markdown, per set: the second-order rule's verdicts in its own family (Holm over the
+    set's kinds), with its largest mean regret."""
+    if study.added is None:
+        return "- The rules table read here has no rows of the second-order rule."
+    lines = []
+    for role, v in study.added.items():
+        worst = v.sort_values("mean").iloc[-1]
+        counts = v["verdict"].value_counts()
+        lines.append(
+            f"- **{role} set** (Holm over its {len(v)} kinds): within δ on "
+            f"{int(counts.get(P.WITHIN, 0))}, beyond δ on {int(counts.get(P.BEYOND, 0))}, "
+            f"undecided on {int(counts.get('undecided', 0))}; largest mean regret "
+            f"{interval_text(worst['mean'], worst['lo'], worst['hi'])} on {worst['kind']}."
+        )
+    return "\n".join(lines)
 
 
-def follow_up_headline(verdicts: pd.DataFrame | None) -> str:
-    """One sentence: which first-epoch entries the follow-up decided within δ on quantity skew."""
+_CURVATURE_WORDS = {
+    "supported": "the second order has the smaller regret",
+    "contradicted": "the first order has the smaller regret",
+    "undecided": "undecided",
+}
+
+
+def curvature_lines(study: RuleStudy) -> str:
+    """Markdown, per set: does the curvature term lower the regret? (paired by seed)."""
+    if study.added is None:
+        return "- The rules table read here has no rows of the second-order rule."
+    comp = P.curvature_comparison(study.regrets)
+    return "\n".join(
+        f"- **{r.set}**: regret of the first order minus the second "
+        f"{interval_text(r.mean, r.lo, r.hi)} over {r.n} seeds (the same split on {r.same_split}); "
+        f"Holm-adjusted p {_p_text(r.p_holm)}: {_CURVATURE_WORDS[r.verdict]}."
+        for r in comp.itertuples()
+    )
+
+
+def _p_text(p: float) -> str:
+    return "not computable (too few seeds that differ)" if not np.isfinite(p) else f"{p:.2g}"
+
+
+def follow_up_headline(verdicts: pd.DataFrame | None, kind: str = "quantity skew") -> str:
+    """One sentence: which first-epoch entries a follow-up decided within δ on its kind."""
     if verdicts is None:
         return "The follow-up is not computed in these sweeps."
     probe = [e.label for e in P.ENTRIES if e.rule == R.PROBE]
@@ -128,7 +181,7 @@ def follow_up_headline(verdicts: pd.DataFrame | None) -> str:
     beyond = rows[rows["verdict"] == P.BEYOND]["entry"].tolist()
     undecided = len(rows) - len(within) - len(beyond)
     return (
-        f"On quantity skew, {len(within)} of the {len(rows)} first-epoch entries are within "
+        f"On {kind}, {len(within)} of the {len(rows)} first-epoch entries are within "
         f"δ = {P.TOLERANCE:g} ({', '.join(within) or 'none'}), {len(beyond)} beyond "
         f"({', '.join(beyond) or 'none'}) and {undecided} undecided."
     )
@@ -147,7 +200,7 @@ def rule_costs(models: dict[str, object]) -> pd.DataFrame:
         n, n_units = sum(sizes.values()), len(unit_names(model))
         for r in describe_rules():
             needs = RULES[r["rule"]].needs
-            numbers = n_units + (n if "params" in needs else 0) + (n if "grads" in needs else 0)
+            numbers = n_units + n * len(set(needs) & {"params", "grads", "fisher"})
             rows.append((r["rule"], dataset_label(base), 1, 4 * numbers / 1000))
         # the probe: every split p trained for PROBE_ROUNDS rounds, uploading its prefix each time
         prefix_sizes = np.cumsum([0, *sizes.values()])
@@ -240,12 +293,28 @@ def numbers(study: RuleStudy) -> dict:
         "tuned_lines": tuned_lines(study.tuning),
         "replay_same": f"{int(replay['same'].sum())} of {len(replay)}",
         "power_note": power_note(study),
+        "headline_text": ", ".join(head) if head else "none of the rules",
+        "tuning_caption": tuning_caption(study.tuning),
+        "added_lines": added_lines(study),
+        "curvature_lines": curvature_lines(study),
         "dev_within_lines": "\n".join(
             f"- {entry}: within δ on {int((g['verdict'] == 'within tolerance').sum())} of "
             f"{len(g)} kinds of the development set"
             for entry, g in dev.groupby("entry", sort=False)
         ),
     }
+
+
+def tuning_caption(tuning: pd.DataFrame) -> str:
+    """One line for the tuning figure: each rule's kept threshold and its mean development
+    regret, and the paper's t = 1 for comparison."""
+    best = tuning.sort_values(["rule", "regret", "threshold"]).groupby("rule", sort=False).head(1)
+    best = best.set_index("rule")
+    best = best.loc[[r for r in P.GRIDS if r in best.index], ["threshold", "regret"]]
+    kept = "; ".join(f"{r} {t:g} ({g:.4f})" for r, t, g in best.itertuples(name=None))
+    paper_t1 = tuning.query("rule == 'paper' and threshold == 1.0")["regret"]
+    tail = f"; the paper's t = 1: {paper_t1.iloc[0]:.4f}" if len(paper_t1) else ""
+    return f"Kept thresholds (mean development regret): {kept}{tail}"
 
 
 def tuned_lines(tuning: pd.DataFrame) -> str:
@@ -326,6 +395,14 @@ def result_box(study: RuleStudy) -> str:
         f"{best}, has its largest mean regret {b['worst']:.3f}, the paper's rule "
         f"{tally.loc[P.ENTRIES[0].label, 'worst']:.3f} and the two-round validation probe, which "
         f"trains every split first, {p['worst']:.3f}."
+        + (
+            " "
+            + follow_up_headline(
+                study.second_follow_up, "concept shift (declared later, unseen by every rule)"
+            )
+            if study.second_follow_up is not None
+            else ""
+        )
     )
 
 
@@ -361,6 +438,18 @@ def advice(study: RuleStudy) -> str:
         f"{int(tally.loc[probe, 'kinds'])} kinds decided within δ, "
         f"{int(tally.loc[probe, 'beyond'])} beyond)."
     )
+    if study.added is not None:
+        comp = P.curvature_comparison(study.regrets)
+        n, same = int(comp["n"].sum()), int(comp["same_split"].sum())
+        tail = (
+            "no set shows a difference in regret, so the Fisher upload does not pay here."
+            if (comp["verdict"] == "undecided").all()
+            else "the paired test above says where that matters."
+        )
+        lines.append(
+            f"- The curvature term moves the cost rule's split on {n - same} of {n} seeds of the "
+            f"evaluation set and the follow-ups; {tail}"
+        )
     lines.append(
         f"- The paper's rule (t = 1) is decided within δ on {int(tally.loc[paper, 'within'])} of "
         f"{int(tally.loc[paper, 'kinds'])} kinds; its largest mean regret is "

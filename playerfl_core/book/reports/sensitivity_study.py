@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.book.analysis_plots import metric_label
-from playerfl_core.book.style import dataset_label
+from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.fl.profiles import make_config
 from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import claims as C
@@ -242,6 +242,19 @@ def stability_numbers(stability: pd.DataFrame, datasets) -> dict:
         out[f"{name}_stable_local"] = float(s.get("local", np.nan))
         out[f"{name}_stable_fedavg"] = float(s.get("fedavg", np.nan))
     return out
+
+
+def stability_caption(stability: pd.DataFrame) -> str:
+    """One line for the figure's caption: per dataset, the share of later epochs whose split is
+    epoch 1's, under Local and FedAvg."""
+    parts = []
+    for name, g in stability.groupby("dataset", sort=False):
+        s = g.set_index("algorithm")["same"]
+        shares = " and ".join(
+            f"{s[a]:.0%} ({algorithm_label(a)})" for a in ("local", "fedavg") if a in s
+        )
+        parts.append(f"{dataset_label(name)} {shares}")
+    return "Later epochs give epoch 1's split in " + "; ".join(parts)
 
 
 def batch_studies(datasets, plan, data, profile, device, counts, draws):

@@ -77,18 +77,32 @@ def client_names(datasets, profile: str, seed: int) -> dict[str, list[str]]:
     return {ds: [c.name for c in load(ds, profile=profile, seed=seed).clients] for ds in datasets}
 
 
-def client_lines(regrets: pd.DataFrame, curves: pd.DataFrame) -> str:
-    """Markdown: at the rule's most frequent split, how many clients gain or lose over Local."""
+def _gains_at_rule(regrets: pd.DataFrame, curves: pd.DataFrame):
+    """Per dataset: the rule's most frequent p and the clients' mean gains over Local there."""
     rule_mode = regrets.groupby("dataset")["p_rule"].agg(lambda v: int(v.mode().iloc[0]))
     at_rule = curves.merge(
         rule_mode.rename("p_rule"), left_on=["dataset", "p"], right_on=["dataset", "p_rule"]
     )
+    for ds, g in at_rule.groupby("dataset"):
+        yield ds, rule_mode[ds], int((g["gain"] > 0).sum()), int((g["gain"] < 0).sum()), len(g)
+
+
+def client_lines(regrets: pd.DataFrame, curves: pd.DataFrame) -> str:
+    """Markdown: at the rule's most frequent split, how many clients gain or lose over Local."""
     return "\n".join(
-        f"- {dataset_label(ds)} (rule's most frequent p = {rule_mode[ds]}): "
-        f"{_of(int((g['gain'] > 0).sum()), len(g))} clients gain over Local on average, "
-        f"{int((g['gain'] < 0).sum())} lose."
-        for ds, g in at_rule.groupby("dataset")
+        f"- {dataset_label(ds)} (rule's most frequent p = {p}): {_of(gain, n)} clients gain over "
+        f"Local on average, {lose} lose."
+        for ds, p, gain, lose, n in _gains_at_rule(regrets, curves)
     )
+
+
+def client_caption(regrets: pd.DataFrame, curves: pd.DataFrame) -> str:
+    """One line for the figure's caption: clients that gain at the rule's most frequent split."""
+    parts = [
+        f"{dataset_label(ds)} {_of(gain, n)} (p = {p})"
+        for ds, p, gain, _, n in _gains_at_rule(regrets, curves)
+    ]
+    return "At the rule's most frequent split, clients that gain over Local: " + "; ".join(parts)
 
 
 def heterogeneity_plan(bases: str, alphas: str, kinds: str, mixed: str) -> pd.DataFrame:
@@ -202,6 +216,38 @@ def stability_lines(stab_summary: pd.DataFrame) -> str:
         f"(p = {r.p_oracle}) on {r.within_one:.0%}."
         for r in paper.itertuples()
     )
+
+
+def stability_caption(stab_summary: pd.DataFrame) -> str:
+    """One line for the figure's caption: the share of seeds on the paper's most frequent
+    split, and whether that split is the oracle's."""
+    paper = stab_summary[stab_summary["variant"] == "paper"]
+    parts = [
+        f"{dataset_label(r.dataset)} p = {r.modal_p} on {r.modal_share:.0%} of seeds (oracle "
+        f"p = {r.p_oracle})"
+        for r in paper.itertuples()
+    ]
+    return "The paper's rule picks " + "; ".join(parts)
+
+
+def sweep_caption(regrets: pd.DataFrame) -> str:
+    """One line for a sweep figure of one dataset: the rule's and the oracle's splits over seeds
+    (p×seeds) and the rule's mean regret (95 % CI)."""
+    paper = regrets[regrets["variant"] == "paper"]
+    m, lo, hi = O.interval(paper["regret"])
+    return (
+        f"Rule's p: {split_counts(paper['p_rule'])}; oracle's p: {split_counts(paper['p_oracle'])} "
+        f"(p×seeds); mean regret {interval_text(m, lo, hi)}"
+    )
+
+
+def c5_caption(c5_sum: pd.DataFrame) -> str:
+    """One line for the figure's caption: the rule's split against the split PLayer-FL-Random
+    draws, mean difference (95 % CI) per dataset."""
+    drawn = c5_sum[c5_sum["other"] == "random (drawn)"]
+    parts = [f"{dataset_label(r.dataset)} {interval_text(r.mean, r.lo, r.hi)}"
+             for r in drawn.itertuples()]  # fmt: skip
+    return "Against the split PLayer-FL-Random draws: " + "; ".join(parts)
 
 
 def variant_comparison(regrets: pd.DataFrame) -> pd.DataFrame:

@@ -9,8 +9,8 @@ averaged every round and units p+1..L stay local. The authors' code hard-codes p
 
 ``rule`` swaps the paper's rule for another of :mod:`playerfl_core.fl.split_rules` (named
 ``playerfl-<rule>`` in results tables and grids, e.g. ``playerfl-disagreement``). A rule that
-needs the clients' parameters or gradients asks for them once, in round 0, with one extra
-upload; everything else is unchanged.
+needs the clients' parameters, gradients or diagonal Fisher asks for them once, in round 0, with
+one extra upload; everything else is unchanged.
 """
 
 import math
@@ -19,13 +19,20 @@ import re
 from playerfl_core.fl.algorithms.base import Algorithm, at_least, one_of, optional
 from playerfl_core.fl.errors import DivergenceError
 from playerfl_core.fl.schema import SERVER
-from playerfl_core.fl.sensitivity import federation_sensitivity, full_gradient, pooled_sensitivities
+from playerfl_core.fl.sensitivity import (
+    diagonal_fisher,
+    federation_sensitivity,
+    full_gradient,
+    pooled_sensitivities,
+)
 from playerfl_core.fl.split_rules import RULES, FirstEpoch, get_rule
 from playerfl_core.fl.units import get_params, param_names, prefix, unit_names
 
 RULE_NAME = re.compile(r"^playerfl-(\w+)$")
 GRAD = "grad/"
 """Prefix of the gradient tensors a client uploads for a rule that needs them."""
+FISHER = "fisher/"
+"""Prefix of the diagonal-Fisher tensors a client uploads for a rule that needs them."""
 
 
 def rule_variant_name(rule: str) -> str:
@@ -63,7 +70,8 @@ class PrefixFederation(Algorithm):
 
     def upload(self, run, client, rnd):
         """The rule's one extra upload when it asks (:attr:`rule_inputs`): every parameter,
-        and the gradient of the mean training loss (``grad/<name>``) if the rule needs it."""
+        the gradient of the mean training loss (``grad/<name>``) and the diagonal empirical
+        Fisher (``fisher/<name>``) if the rule needs them."""
         if self.p is not None or not getattr(self, "rule_inputs", ()):
             return super().upload(run, client, rnd)
         model = client.model
@@ -71,6 +79,9 @@ class PrefixFederation(Algorithm):
         if "grads" in self.rule_inputs:
             grads = full_gradient(model, client.x["train"], client.y["train"])
             out.update({GRAD + n: g.detach().clone() for n, g in grads.items()})
+        if "fisher" in self.rule_inputs:
+            fisher = diagonal_fisher(model, client.x["train"], client.y["train"])
+            out.update({FISHER + n: f.clone() for n, f in fisher.items()})
         return out
 
     def record_split(self, run, p: int) -> None:
@@ -114,22 +125,26 @@ class PLayerFL(PrefixFederation):
         them) and, for rules that need them, one upload of parameters and gradients."""
         per_client = self.sensitivity_reports(run)
         split_rule = get_rule(rule)
-        params = grads = None
+        params = grads = fisher = None
         if split_rule.needs:
             self.rule_inputs = split_rule.needs
             try:
                 uploads = run.link.uploads(0)
             finally:
                 self.rule_inputs = ()
-            params = {
-                c: {n: v for n, v in up.items() if not n.startswith(GRAD)}
-                for c, up in uploads.items()
-            }
-            if "grads" in split_rule.needs:
-                grads = {
-                    c: {n.removeprefix(GRAD): v for n, v in up.items() if n.startswith(GRAD)}
+
+            def part(prefix):
+                return {
+                    c: {n.removeprefix(prefix): v for n, v in up.items() if n.startswith(prefix)}
                     for c, up in uploads.items()
                 }
+
+            params = {
+                c: {n: v for n, v in up.items() if not n.startswith((GRAD, FISHER))}
+                for c, up in uploads.items()
+            }
+            grads = part(GRAD) if "grads" in split_rule.needs else None
+            fisher = part(FISHER) if "fisher" in split_rule.needs else None
         state = FirstEpoch(
             units=tuple(unit_names(run.template)),
             weights=run.weights,
@@ -137,6 +152,7 @@ class PLayerFL(PrefixFederation):
             init={n: v.detach() for n, v in run.template.named_parameters()} if params else None,
             params=params,
             grads=grads,
+            fisher=fisher,
         )
         result = split_rule(state, threshold)
         if rule != "paper":
