@@ -78,7 +78,8 @@ html: setup
 # The committed standard-profile evidence (resumable: run it again). Measured on 2 cores: the
 # base grid and the 5-seed heterogeneity sweeps 13265 CPU-seconds (about 1.9 hours); the
 # pre-registered split-rule test's additions (Heart to 50 seeds, every heterogeneity federation
-# to 10 seeds, the noise federations) are timed in the README. Heterogeneity federations: every
+# to 10 seeds, the noise federations, the follow-ups, the Digits development federations to 20
+# seeds) are timed in the README. Heterogeneity federations: every
 # split at the learning rate tuned for PLayer-FL on their base (heart 0.03, digits 0.005,
 # fmnist 0.003); seeds and sets as declared in playerfl_core/study/preregistration.py.
 HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1 noise noise_alpha0.1
