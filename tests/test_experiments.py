@@ -266,6 +266,28 @@ def test_stale_runs_are_flagged_and_recomputed_on_request(tmp_path):
     assert redone.computed == 1 and not redone.status["stale_code"].any()
 
 
+def test_runs_of_a_version_checked_to_be_the_same_are_not_recomputed(tmp_path, monkeypatch):
+    """The CI failure of stop 31: the quick archive's runs came from a version of the code
+    checked bit for bit against today's, yet chapter 06's ``recompute_stale`` recomputed them
+    all (on CI's CPU, so every number moved)."""
+    from playerfl_core.study.run_store import code_fingerprint
+
+    stores = tmp_path / "stores"
+    stores.mkdir()
+    monkeypatch.setenv("PLAYERFL_STORES", str(stores))
+    kw = dict(rounds=1, lrs=[1e-2], seeds=[0], store=tmp_path / "s", workers=1, progress=False)
+    run_grid("heart", "local", **kw)
+    manifest = next((tmp_path / "s" / "runs").glob("*.json"))
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "code": "older-code"}))
+    check = {"earlier": "older-code", "current": code_fingerprint(), "identical": True}
+    (stores / "code_versions.json").write_text(json.dumps({"checks": [check]}))
+    kept = run_grid("heart", "local", recompute_stale=True, **kw)
+    assert kept.computed == 0 and not kept.status["stale_code"].any()
+    changed = {**check, "identical": False}
+    (stores / "code_versions.json").write_text(json.dumps({"checks": [changed]}))
+    assert run_grid("heart", "local", recompute_stale=True, **kw).computed == 1
+
+
 def test_grid_plan_counts_tuning_then_evaluation_runs(tmp_path):
     """The plan before any run: every tuning run can start; evaluation waits for the rate,
     and the tuning seed that is also an evaluation seed is not counted twice."""

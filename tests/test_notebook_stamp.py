@@ -235,3 +235,18 @@ def test_the_teaching_pages_run_times_are_the_chapters_records():
     )
     chapters = {p.stem for p in (T.ROOT / "chapters").glob("*.ipynb")}
     assert set(T.CHAPTERS) == chapters
+
+
+def test_chapters_execute_with_one_thread_and_no_progress_bars_however_started(
+    tmp_path, monkeypatch
+):
+    """Stop 31: chapters executed by calling this module directly (not through ``make``) got two
+    threads and progress bars, and nbval failed on both. The module now sets them itself."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("TQDM_DISABLE", "0")
+    notebook = tmp_path / "probe.ipynb"
+    probe = "import os, torch\nprint(os.environ['TQDM_DISABLE'], torch.get_num_threads())"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(probe)]), notebook)
+    ns.run_papermill(notebook)
+    out = nbformat.read(notebook, as_version=4).cells[0].outputs
+    assert "".join(o.get("text", "") for o in out).split() == ["1", "1"]

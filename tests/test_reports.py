@@ -202,3 +202,34 @@ def test_the_tuning_caption_names_each_kept_threshold_ties_to_the_smaller():
         "Kept thresholds (mean development regret): paper 2 (0.1000); cost 0.1 (0.3000); the "
         "paper's t = 1: 0.2000"
     )
+
+
+def test_paired_verdict_lines_write_intervals_and_p_values_the_books_way():
+    """Chapter 04's variant lines wrote "CI [-0.020, 0.001]" and NaN p-values their own way."""
+    from playerfl_core.book.reports.tables import p_text
+
+    assert p_text(float("nan")) == "not run" and p_text(0.01234) == "0.012"
+    assert p_text(float("nan"), "not computable") == "not computable"
+    comparison = pd.DataFrame(
+        [["heart", "median", -0.0102, -0.0204, 0.0011, 12, float("nan"), "undecided"]],
+        columns=["dataset", "variant", "mean", "lo", "hi", "n_seeds", "p_holm", "verdict"],
+    )
+    line = split_choice.variant_lines(comparison)
+    assert "\u22120.010 (\u22120.020 to 0.001) on average, 12 paired seeds" in line, line
+    assert line.endswith("Holm-adjusted p not run)"), line
+
+
+def test_a_follow_up_of_one_kind_is_shown_as_a_column_and_negative_regrets_with_minus_signs():
+    """04b's concept-shift table was one row of eight entries, cut off on the right."""
+    from playerfl_core.book.reports import rule_family as RF
+    from playerfl_core.study import preregistration as P
+
+    q = "quantity skew"
+    rows = [(q, "paper", 0.0123, P.WITHIN), (q, "cost", -0.004, "undecided")]
+    one_kind = pd.DataFrame(rows, columns=["kind", "entry", "mean", "verdict"])
+    table = RF.verdict_table(one_kind)
+    assert list(table.index) == ["paper", "cost"] and table.shape == (2, 1)
+    assert list(table.iloc[:, 0]) == ["0.012 ✓", "\u22120.004 ?"]
+    two_kinds = pd.concat([one_kind, one_kind.assign(kind="concept shift")], ignore_index=True)
+    assert RF.verdict_table(two_kinds).shape == (2, 2)
+    assert list(RF.verdict_table(two_kinds).columns) == ["paper", "cost"]

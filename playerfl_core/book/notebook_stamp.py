@@ -131,12 +131,24 @@ def is_current(notebook: Path | str, root: Path | None = None) -> bool:
     return record(notebook).get("inputs") == inputs_digest(notebook, root)
 
 
+def chapter_env() -> dict[str, str]:
+    """The environment chapters execute in, however they are started: one CPU thread unless
+    ``OMP_NUM_THREADS`` says otherwise (kernels differ in their last bits across thread counts,
+    and nbval compares outputs made this way), and no progress bars (their timings differ on
+    every run, so a cell nbval compares would fail, and on the page they are logs)."""
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+        "TQDM_DISABLE": "1",
+    }
+
+
 def run_papermill(notebook: Path) -> None:
     """Execute ``notebook`` in place in its own folder (the chapters' working directory), as
     ``make book`` always has; raises :class:`subprocess.CalledProcessError` on failure."""
     papermill = [sys.executable, "-m", "papermill", str(notebook), str(notebook)]
     options = ["--cwd", str(notebook.parent), "-k", "python3", "--log-level", "WARNING"]
-    subprocess.run(papermill + options, check=True)
+    subprocess.run(papermill + options, check=True, env=chapter_env())
 
 
 def _chapter(notebook: Path) -> str:

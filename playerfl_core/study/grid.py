@@ -81,8 +81,9 @@ def run_grid(
     maps ``(dataset, algorithm)`` to a learning rate and skips tuning for those pairs (e.g. to
     rerun chosen LRs under ``eval_timing="before_aggregation"``). ``compute=False`` only loads
     and raises :class:`MissingResultsError` naming the command that computes what is missing.
-    ``recompute_stale`` recomputes stored runs made by different code (see
-    :func:`code_fingerprint`); ``fresh`` recomputes everything. ``workers``
+    ``recompute_stale`` recomputes stored runs made by a version of the code not checked to give
+    today's runs bit for bit (the ones flagged ``stale_code``; see
+    :mod:`~playerfl_core.study.code_versions`); ``fresh`` recomputes everything. ``workers``
     processes run in parallel on the CPU (default: 2 when the CPU has ≥ 2 cores and device is
     CPU, else 1). The combined tables are also written to ``<store>/<name>.csv`` and
     ``<name>-status.csv`` (``name`` defaults to ``grid-<eval_timing>``, plus ``-focal`` and
@@ -140,7 +141,9 @@ def run_grid(
         missing = list(dict.fromkeys(ready + plan.undecided_tuning()))
         raise MissingResultsError(_missing_message(missing, store, profile, datasets, algorithms))
     if ready:
-        with store.computing():
+        with store.computing(say=progress):  # a chapter's quiet grid waits quietly
+            plan.resolve()  # another grid may have computed some of them while this one waited
+            ready, n_left = plan.todo()
             computed = run_plan(plan, ready, n_left, device, workers, threads, progress)
     else:
         computed = run_plan(plan, ready, n_left, device, workers, threads, progress)

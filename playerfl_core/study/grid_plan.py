@@ -126,6 +126,10 @@ class GridPlan:
         self.store, self.profile, self.code = store, profile, code
         self.options = (eval_timing, rounds, loss, augment)
         self.fresh, self.retry_errors, self.recompute_stale = fresh, retry_errors, recompute_stale
+        self.same_as_now = equivalent_codes(code)
+        """Fingerprints checked to give this code's runs bit for bit (``code`` included): their
+        stored runs are current, neither flagged ``stale_code`` nor redone by
+        ``recompute_stale``."""
         self.pairs: dict[tuple[str, str], PairPlan] = {}
         self.spec_stage: dict[RunSpec, str] = {}
         """Tuning runs (stage "tune"); any other run of the plan is an evaluation run."""
@@ -178,7 +182,7 @@ class GridPlan:
         rec = None if self.fresh else self.store.record(spec)
         if rec is None or (rec["status"] == ERROR and self.retry_errors):
             return False
-        if self.recompute_stale and rec.get("code") != self.code:
+        if self.recompute_stale and rec.get("code", self.code) not in self.same_as_now:
             return False
         self.records[spec] = rec
         return True
@@ -236,8 +240,7 @@ class GridPlan:
 
     def collect(self, computed: int) -> GridResult:
         """The grid's tables from the finished runs (every run of the plan must be done)."""
-        records, store, code = self.records, self.store, self.code
-        same_as_now = equivalent_codes(code)  # earlier versions checked to give these runs
+        records, store, code, same_as_now = self.records, self.store, self.code, self.same_as_now
         eval_tables, tune_tables, status_rows, tuning_rows, chosen_rows, notes = (
             [],
             [],

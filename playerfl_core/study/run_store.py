@@ -18,6 +18,7 @@ import hashlib
 import io
 import json
 import os
+import sys
 import time
 import traceback
 from contextlib import contextmanager
@@ -185,14 +186,27 @@ LOCK_FILE = ".grid.lock"
 CSV_HEADER = (",".join(COLUMNS) + "\n").encode()
 
 
+def _age_s(path: Path) -> float:
+    """Seconds since ``path`` was last written; infinite when it is gone."""
+    try:
+        return time.time() - path.stat().st_mtime
+    except FileNotFoundError:
+        return float("inf")
+
+
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (an exited one its parent has not reaped, a zombie,
+    does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's process: alive
         return True
-    return True
+    try:  # Linux: the state follows the parenthesised command name
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 class Store:
@@ -239,28 +253,39 @@ class Store:
             )
 
     @contextmanager
-    def computing(self):
+    def computing(self, poll_s: float = 1.0, say: bool = True):
         """Hold the store's grid lock (``runs/.grid.lock``, holding this process's id) while a
-        grid computes into it. A second grid on the same store is refused with the first one's
-        process id instead of silently computing the same runs twice; a lock whose process is
-        gone (a ``kill -9``) is taken over."""
+        grid computes into it. A second grid on the same store waits (saying so on stderr, with
+        the first one's process id, unless ``say`` is False) until the first is done, then
+        computes only what is still missing, instead of computing the same runs twice at once;
+        a lock whose process is gone (a ``kill -9``) is taken over."""
         lock = self.runs / LOCK_FILE
         self.runs.mkdir(parents=True, exist_ok=True)
-        for _ in range(2):
+        said = False
+        while True:
             try:
                 fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
                 break
             except FileExistsError:
-                holder = lock.read_text().strip() if lock.exists() else ""
+                try:
+                    holder = lock.read_text().strip()
+                except FileNotFoundError:  # released meanwhile: try again
+                    continue
                 if holder.isdigit() and _alive(int(holder)) and int(holder) != os.getpid():
-                    raise StoreError(
-                        f"Another grid (process {holder}) is computing into the store "
-                        f"{self.root}; wait for it to finish (the second run then only reads "
-                        "its results) or give this grid another --store."
-                    ) from None
+                    if say and not said:
+                        print(
+                            f"Waiting for another grid (process {holder}), which is computing "
+                            f"into the store {self.root}; this one then computes only what is "
+                            "still missing (or stop it and give it another --store).",
+                            file=sys.stderr,
+                        )
+                        said = True
+                    time.sleep(poll_s)
+                    continue
+                if not holder and _age_s(lock) < 5:  # created, its process id not written yet
+                    time.sleep(0.1)
+                    continue
                 lock.unlink(missing_ok=True)  # its process is gone
-        else:
-            raise StoreError(f"Could not take the store's lock {lock}; remove it and run again.")
         try:
             os.write(fd, str(os.getpid()).encode())
             os.close(fd)

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from data_prep import load
+from playerfl_core.book.reports.tables import p_text
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.stats import claims as C
 from playerfl_core.stats import metrics as M
@@ -202,7 +203,7 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
         "same_p": f"{same_p} of {len(splits)}",
         "c5_pairs": int(ev["n"]),
         "c5_median": f"{ev['estimate']:+.3f}",
-        "c5_p": f"{ev['p']:.2g}" if np.isfinite(ev["p"]) else "not run",
+        "c5_p": p_text(ev["p"]),
         "c5_posterior": f"P(PLayer-FL better) = {ev['P(claim)']:.2f}, P(equivalent) = "
         f"{ev['P(rope)']:.2f}, P(Random better) = {ev['P(opposite)']:.2f}",
     }

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from playerfl_core.book.reports.tables import interval_text
+from playerfl_core.book.reports.tables import interval_text, p_text, signed
 from playerfl_core.book.style import dataset_label
 from playerfl_core.fl.split_rules import RULES, describe_rules
 from playerfl_core.study import preregistration as P
@@ -142,8 +142,9 @@ def added_lines(study: RuleStudy) -> str:
     for role, v in study.added.items():
         worst = v.sort_values("mean").iloc[-1]
         counts = v["verdict"].value_counts()
+        family = f"Holm over its {len(v)} kinds" if len(v) > 1 else "one kind, one test"
         lines.append(
-            f"- **{role} set** (Holm over its {len(v)} kinds): within δ on "
+            f"- **{role} set** ({family}): within δ on "
             f"{int(counts.get(P.WITHIN, 0))}, beyond δ on {int(counts.get(P.BEYOND, 0))}, "
             f"undecided on {int(counts.get('undecided', 0))}; largest mean regret "
             f"{interval_text(worst['mean'], worst['lo'], worst['hi'])} on {worst['kind']}."
@@ -166,13 +167,12 @@ def curvature_lines(study: RuleStudy) -> str:
     return "\n".join(
         f"- **{r.set}**: regret of the first order minus the second "
         f"{interval_text(r.mean, r.lo, r.hi)} over {r.n} seeds (the same split on {r.same_split}); "
-        f"Holm-adjusted p {_p_text(r.p_holm)}: {_CURVATURE_WORDS[r.verdict]}."
+        f"Holm-adjusted p {p_text(r.p_holm, _NO_P)}: {_CURVATURE_WORDS[r.verdict]}."
         for r in comp.itertuples()
     )
 
 
-def _p_text(p: float) -> str:
-    return "not computable (too few seeds that differ)" if not np.isfinite(p) else f"{p:.2g}"
+_NO_P = "not computable (too few seeds that differ)"
 
 
 def follow_up_headline(verdicts: pd.DataFrame | None, kind: str = "quantity skew") -> str:
@@ -225,12 +225,15 @@ def rule_costs(models: dict[str, object]) -> pd.DataFrame:
 
 def verdict_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Kinds × entries: the mean regret and the verdict's mark, as shown (the intervals are in
-    the regret figure and the glued lines; nine interval cells a row would not fit the page)."""
-    cell = [f"{r.mean:.3f} {_mark(r.verdict)}" for r in verdicts.itertuples()]
+    the regret figure and the glued lines; nine interval cells a row would not fit the page).
+    A set of one kind (a follow-up) is shown entries × kind: eight entry columns would not fit
+    the page either, and one row is read more easily as a column."""
+    cell = [f"{signed(r.mean)} {_mark(r.verdict)}" for r in verdicts.itertuples()]
     shown = verdicts.assign(cell=cell).pivot(index="kind", columns="entry", values="cell")
     entries = list(dict.fromkeys(verdicts["entry"]))
     kinds = [k for k in P.KIND_ORDER if k in shown.index]
-    return shown.loc[kinds, entries].rename_axis(index="kind of heterogeneity", columns="rule")
+    table = shown.loc[kinds, entries].rename_axis(index="kind of heterogeneity", columns="rule")
+    return table.T if len(kinds) == 1 else table
 
 
 def _mark(verdict: str) -> str:

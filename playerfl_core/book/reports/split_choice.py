@@ -9,7 +9,7 @@ import pandas as pd
 
 from data_prep import load
 from playerfl_core.book.prose import counted
-from playerfl_core.book.reports.tables import interval_text
+from playerfl_core.book.reports.tables import interval_text, p_text
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.study import split_oracle as O
 
@@ -277,14 +277,10 @@ def variant_lines(comparison: pd.DataFrame) -> str:
     """Markdown: per dataset and variant, the paired verdict against the paper's rule."""
     return "\n".join(
         f"- {dataset_label(r.dataset)}, {r.variant} pooling against the paper's mean: "
-        f"**{r.verdict}** (regret lower by {r.mean:.3f} on average, CI [{r.lo:.3f}, "
-        f"{r.hi:.3f}], {counted(r.n_seeds, 'paired seed')}, Holm-adjusted p {_p(r.p_holm)})"
+        f"**{r.verdict}** (regret lower by {interval_text(r.mean, r.lo, r.hi)} on average, "
+        f"{counted(r.n_seeds, 'paired seed')}, Holm-adjusted p {p_text(r.p_holm)})"
         for r in comparison.itertuples()
     )
-
-
-def _p(p: float) -> str:
-    return "not run" if p != p else f"{p:.2g}"
 
 
 def by_dataset(

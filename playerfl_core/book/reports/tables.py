@@ -100,7 +100,8 @@ def named(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _signed(x: float, decimals: int) -> str:
+def signed(x: float, decimals: int = 3) -> str:
+    """``x`` at ``decimals`` places with a true minus sign (a hyphen reads as a dash)."""
     return f"{x:.{decimals}f}".replace("-", "\u2212")
 
 
@@ -110,9 +111,14 @@ def interval_text(value: float, lo: float, hi: float, decimals: int = 3) -> str:
     if pd.isna(value):
         return "–"
     if pd.isna(lo) or pd.isna(hi):
-        return _signed(value, decimals)
+        return signed(value, decimals)
     sep = " to " if min(lo, hi) < 0 else "–"
-    return f"{_signed(value, decimals)} ({_signed(lo, decimals)}{sep}{_signed(hi, decimals)})"
+    return f"{signed(value, decimals)} ({signed(lo, decimals)}{sep}{signed(hi, decimals)})"
+
+
+def p_text(p: float, missing: str = "not run") -> str:
+    """A p-value at two significant digits, or ``missing`` (why there is none) when it is NaN."""
+    return missing if pd.isna(p) else f"{p:.2g}"
 
 
 def with_intervals(
