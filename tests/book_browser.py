@@ -75,11 +75,19 @@ _WIDE_TABLES_JS = """() => Array.from(document.querySelectorAll('table'))
   .filter(t => t.getClientRects().length > 0)
   .map(t => {
     const col = t.closest('article, main') || document.body;
+    const style = getComputedStyle(col);  // the text column: the article without its padding
+    const column = col.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
     const width = Math.max(t.scrollWidth, t.getBoundingClientRect().width);
     const head = (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' ');
-    return {width: Math.round(width), column: col.clientWidth, head: head};
+    return {width: Math.round(width), column: Math.round(column), head: head};
   })
   .filter(r => r.width > r.column + 1)"""
+
+# Every displayed table of the book's own (a chapter's output, a Markdown table) without a caption.
+_UNCAPTIONED_TABLES_JS = """() => Array.from(
+    document.querySelectorAll('table.dataframe, table.table'))
+  .filter(t => t.getClientRects().length > 0 && !t.querySelector('caption'))
+  .map(t => (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' '))"""
 
 # Every displayed <img> with its natural and its rendered width.
 _IMAGE_SIZES_JS = """() => Array.from(document.images)
@@ -272,13 +280,16 @@ def _check_one(browser, base, root, page_path, rel, screenshot_dir) -> list[str]
 
 
 def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
-    """What the reader sees badly laid out at the wide viewport: tables wider than the column,
-    figures whose text is too small, raw Markdown ($, list markers) in the prose."""
+    """What the reader sees badly laid out at the wide viewport: tables wider than the column or
+    without a caption, figures whose text is too small, raw Markdown ($, list markers) in the
+    prose."""
     found = []
     for t in page.evaluate(_WIDE_TABLES_JS):
         found.append(
             f"table wider than its column: {t['width']} px in {t['column']} px ({t['head']} ...)"
         )
+    for head in page.evaluate(_UNCAPTIONED_TABLES_JS):
+        found.append(f"table without a caption: {head} ...")
     for img in page.evaluate(_IMAGE_SIZES_JS):
         src = img["src"]
         path = root / unquote(urlparse(src).path).lstrip("/") if src.startswith(base) else None

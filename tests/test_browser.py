@@ -1,11 +1,11 @@
 """The built book, opened page by page in headless Chromium without internet.
 
 Fails on untypeset math (raw \\[, \\( or $$ in the visible text), a broken image, a dead internal
-link, a console or script error, a request that leaves the machine, a table wider than its column,
-a figure whose text would show under MIN_TEXT_PX at a 1280 px viewport, and raw Markdown in the
-prose (a '$', a list marker). Two screenshots per page are saved under _build/screenshots/:
-<page>.png at 1280 px and <page>.420px.png at 420 px. `make test` builds the HTML first; run
-alone, the fixture builds it when _build/html is missing.
+link, a console or script error, a request that leaves the machine, a table wider than its column
+or without a caption, a figure whose text would show under MIN_TEXT_PX at a 1280 px viewport, and
+raw Markdown in the prose (a '$', a list marker). Two screenshots per page are saved under
+_build/screenshots/: <page>.png at 1280 px and <page>.420px.png at 420 px. `make test` builds the
+HTML first; run alone, the fixture builds it when _build/html is missing.
 """
 
 from __future__ import annotations
@@ -91,6 +91,12 @@ _PAGES = {
     "<ul><li>a real list</li></ul><p>A dash - inside a sentence - is fine.</p>"
     '<script defer src="mathjax/tex-chtml.js"></script>',
     "table.html": '<table><tr><td style="min-width: 3000px">too wide</td></tr></table>',
+    # 04b's one-row table: wider than the text column, narrower than the article with its
+    # padding, so it was cut off at the column's edge and the check (against the padded width)
+    # missed it.
+    "uncaptioned.html": '<table class="table"><tr><td>what is this?</td></tr></table>',
+    "padded.html": '<article style="width: 700px; padding: 0 40px"><div style="overflow-x: auto">'
+    '<table><tr><td style="min-width: 730px">cut off</td></tr></table></div></article>',
     "tiny.html": '<p>A figure <img src="tiny.png" style="max-width: 100%"></p>',
     "dollar.html": "<p>The measure $x$ is shown raw.</p>",
     "bullets.html": "<p>Peaks: fc1 (unit 3). - Heart: fc2 (unit 4).</p><p>- Digits: raw</p>",
@@ -136,6 +142,8 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
     assert any("needs the internet" in p for p in problems["cdn.html"]), problems
     assert problems["redirect.html"] == ["dead internal link: /gone.html (no such file)"]
     assert any("table wider than its column" in p for p in problems["table.html"]), problems
+    assert any("in 700 px (cut off" in p for p in problems["padded.html"]), problems["padded.html"]
+    assert problems["uncaptioned.html"] == ["table without a caption: what is this? ..."]
     small = [p for p in problems["tiny.html"] if p.startswith("figure text too small")]
     assert len(small) == 1 and f"< {MIN_TEXT_PX:g} px" in small[0], problems["tiny.html"]
     assert any("raw '$'" in p for p in problems["dollar.html"]), problems

@@ -74,9 +74,14 @@ def minutes(notebook: Path) -> float | None:
     return None if seconds is None else float(seconds) / 60
 
 
+CAPTION = "The chapters' recorded run times, and whether each fits in class."
+
+
 def table(root: Path = ROOT) -> str:
-    """The Markdown table, one row per chapter, in book order."""
+    """The Markdown table, one row per chapter, in book order, captioned (a MyST table
+    directive: the browser test wants every table captioned)."""
     rows = [
+        f"```{{table}} {CAPTION}",
         "| Chapter | What the notebook computes | Run time (recorded) | In class? |",
         "|---|---|---|---|",
     ]
@@ -84,7 +89,7 @@ def table(root: Path = ROOT) -> str:
         m = minutes(root / "chapters" / f"{stem}.ipynb")
         shown = "not recorded" if m is None else f"{m:.1f} min"
         rows.append(f"| {{doc}}`{stem}` | {what} | {shown} | {in_class} |")
-    return "\n".join(rows)
+    return "\n".join([*rows, "```"])
 
 
 def rendered(text: str, root: Path = ROOT) -> str:
