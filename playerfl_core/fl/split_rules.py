@@ -106,7 +106,7 @@ class SplitRule:
     def cost(self) -> str:
         """What the rule costs on top of the first local epoch, in words."""
         uploads = {
-            (): "L numbers per client (its s_k), once",
+            (): "L numbers per client (its sₖ), once",
             ("params",): "one full model per client, once (the size of FedAvg's round-0 upload)",
             ("params", "grads"): "two full models per client (parameters and training-loss "
             "gradient), once, plus one pass over the client's training data",
@@ -240,10 +240,10 @@ RULES: dict[str, SplitRule] = {
             "first sharp rise (> t) of the clients' mean cumulative sensitivity (the paper)",
             "mean",
         ),
-        _paper_rule("paper_median", "the paper's rule on the per-unit median of the s_k", "median"),
+        _paper_rule("paper_median", "the paper's rule on the per-unit median of the sₖ", "median"),
         _paper_rule(
             "paper_geomean",
-            "the paper's rule on the weighted geometric mean of the s_k",
+            "the paper's rule on the weighted geometric mean of the sₖ",
             "geomean",
         ),
         SplitRule(

@@ -151,7 +151,7 @@ CLAIMS = {
         "05_playerfl_vs_baselines",
     ),
     "M1": (
-        "Federation sensitivity s_k ranks layer units like the measured cost of averaging them",
+        "Federation sensitivity sₖ ranks layer units like the measured cost of averaging them",
         "03a_the_algorithm_and_its_metric",
     ),
     "R1": (

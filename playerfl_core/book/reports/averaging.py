@@ -15,7 +15,7 @@ from playerfl_core.stats import claims as C
 
 PREDICTORS = {
     "first_order": "first-order prediction g·(θ̄ − θ)",
-    "sensitivity": "federation sensitivity s_k",
+    "sensitivity": "federation sensitivity sₖ",
 }
 """The two predictors of the measured change, by column of the averaging check."""
 
