@@ -79,7 +79,8 @@ html: setup
 # base grid and the 5-seed heterogeneity sweeps 13265 CPU-seconds (about 1.9 hours); the
 # pre-registered split-rule test's additions (Heart to 50 seeds, every heterogeneity federation
 # to 10 seeds, the noise federations, the follow-ups, the Digits development federations to 20
-# seeds) are timed in the README. Heterogeneity federations: every
+# seeds, the confirmation test's seeds 10-29) are timed in the README. Heterogeneity
+# federations: every
 # split at the learning rate tuned for PLayer-FL on their base (heart 0.03, digits 0.005,
 # fmnist 0.003); seeds and sets as declared in playerfl_core/study/preregistration.py.
 HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1 noise noise_alpha0.1
@@ -89,6 +90,7 @@ comma := ,
 SEEDS10 := 0,1,2,3,4,5,6,7,8,9
 SEEDS20 := $(shell seq -s, 0 19)
 SEEDS50 := $(shell seq -s, 0 49)
+SEEDS10_29 := $(shell seq -s, 10 29)
 standard: setup data
 	$(VENV)/bin/playerfl grid --datasets heart,digits,fmnist --algorithms all --profile standard --splits
 	$(VENV)/bin/playerfl grid --datasets heart --algorithms playerfl --lrs 0.03 --seeds $(SEEDS50) \
@@ -107,6 +109,8 @@ standard: setup data
 	  --seeds $(SEEDS20) --profile standard --splits
 	$(VENV)/bin/playerfl grid --datasets fmnist_swap --algorithms playerfl --lrs 0.003 \
 	  --seeds $(SEEDS20) --profile standard --splits
+	$(VENV)/bin/playerfl grid --datasets fmnist_rotate,fmnist_rotate_alpha0.1 --algorithms playerfl \
+	  --lrs 0.003 --seeds $(SEEDS10_29) --profile standard --splits
 	$(VENV)/bin/playerfl archive pack --profile standard
 	$(VENV)/bin/playerfl rules --sweep stores/standard --out stores/rules/standard.parquet
 

@@ -56,3 +56,16 @@ contains. Declared, with the seeds below, in the commit that added concept shift
 ``data_prep.skew``, before any concept-shift federation was computed or read."""
 FOLLOW_UP_2_SEEDS = tuple(range(20))
 SEEDS.update({name: FOLLOW_UP_2_SEEDS for name in FOLLOW_UP_2})
+
+# -- added at the fourth declaration (item 10 of study.preregistration) ---------------------------
+CONFIRMATION = ("fmnist_rotate", "fmnist_rotate_alpha0.1")
+"""The confirmation test's federations: for every entry, the evaluation federation of the kind
+on which its mean evaluation regret was largest (rotation for the paper's rule in all its forms
+and for update disagreement; rotation mixed with α = 0.1 label skew for both averaging-cost
+rules), as ``study.preregistration.worst_kinds`` computes it from the first test's seeds.
+Declared, with the seeds below, before any of these seeds was computed: the committed store
+held seeds 0–9 of both federations and no other."""
+CONFIRMATION_SEEDS = tuple(range(10, 30))
+"""Fresh seeds (a new partition of the clients, a new initialisation): 20 of them, so that the
+smallest attainable Holm-adjusted p over the test's 16 (entry, kind) pairs is 16 · 2/2^20 ≈ 3e-5;
+never pooled with the first test's seeds 0–9 of the same federations."""

@@ -51,6 +51,59 @@ def test_the_second_follow_up_holds_concept_shift_and_the_added_seeds_keep_tunin
     )
 
 
+def test_the_confirmation_uses_fresh_seeds_of_evaluation_federations_as_its_own_set():
+    assert set(P.CONFIRMATION) <= set(P.EVALUATION)
+    assert len(P.CONFIRMATION_SEEDS) == 20
+    for ds in P.CONFIRMATION:
+        assert not set(P.CONFIRMATION_SEEDS) & set(P.seeds_of(ds)), ds  # never pooled
+        assert P.role_of(ds) == P.role_of(ds, 0) == "evaluation"
+        assert P.role_of(ds, P.CONFIRMATION_SEEDS[0]) == P.CONFIRMING
+    assert P.role_of("fmnist_invert", P.CONFIRMATION_SEEDS[0]) == "evaluation"
+    reg = pd.DataFrame(
+        [(ds, s, e.label, 0.05) for ds in P.CONFIRMATION for s in P.CONFIRMATION_SEEDS
+         for e in P.ALL_ENTRIES], columns=["dataset", "seed", "entry", "regret"],
+    )  # fmt: skip
+    reg["role"], reg["kind"] = P.CONFIRMING, reg["dataset"].map(P.kind_of)
+    verdicts = P.evaluate(reg, P.CONFIRMING)
+    assert len(verdicts) == 2 * len(P.ALL_ENTRIES)  # every entry on both kinds, one family
+    assert set(verdicts["verdict"]) == {P.BEYOND}  # 20 seeds decide under Holm over 16
+
+
+def test_worst_kinds_picks_each_entrys_largest_mean_evaluation_regret():
+    rows = []
+    for ds, paper, cost in (("fmnist_rotate", 0.2, 0.1), ("fmnist_invert", 0.1, 0.3),
+                            ("fmnist_alpha0.05", 0.0, 0.0)):  # fmt: skip
+        for s in range(10):
+            rows += [(ds, s, "paper (t = 1)", paper), (ds, s, "averaging cost (tuned τ)", cost)]
+    rows += [("fmnist_rotate", 15, "averaging cost (tuned τ)", 9.0)]  # a confirmation seed
+    reg = pd.DataFrame(rows, columns=["dataset", "seed", "entry", "regret"])
+    reg["role"] = [P.role_of(d, s) for d, s in zip(reg["dataset"], reg["seed"], strict=True)]
+    reg["kind"] = reg["dataset"].map(P.kind_of)
+    worst = P.worst_kinds(reg)
+    assert worst == {"paper (t = 1)": "feature skew (rotate)",
+                     "averaging cost (tuned τ)": "feature skew (invert)"}  # fmt: skip
+    assert P.confirmation_federations(worst) == ("fmnist_rotate", "fmnist_invert")
+
+
+def test_r2_is_contradicted_when_the_confirmation_finds_every_rule_beyond_delta():
+    cols = ["entry", "kind", "mean", "n", "p", "p_holm", "verdict", "strength"]
+    first = pd.DataFrame(
+        [(e, "k", 0.1, 10, 0.1, 1.0, "undecided", "weak") for e in P.FIRST_EPOCH[:-1]],
+        columns=cols,
+    )
+    assert P.claim(first).verdict.verdict == "undecided"
+    confirm = first.assign(verdict=P.BEYOND, strength="strong", p_holm=1e-4)
+    assert P.claim(first, confirmation=confirm).verdict.verdict == "undecided"  # cost2 open
+    confirm = pd.concat([confirm, confirm.tail(1).assign(entry=P.FIRST_EPOCH[-1])])
+    verdict = P.claim(first, confirmation=confirm).verdict
+    assert (verdict.verdict, verdict.strength) == ("contradicted", "strong")
+    one_open = confirm.assign(verdict=[P.WITHIN] + [P.BEYOND] * (len(confirm) - 1))
+    assert P.claim(first, confirmation=one_open).verdict.verdict == "undecided"
+    added = first.tail(1).assign(entry=P.FIRST_EPOCH[0], verdict=P.BEYOND, strength="moderate")
+    both = P.claim(first, confirmation=one_open, added=added).verdict
+    assert (both.verdict, both.strength) == ("contradicted", "moderate")
+
+
 def test_each_family_holds_the_entries_its_declaration_named():
     rows = []
     for entry in (e.label for e in P.ALL_ENTRIES):
@@ -180,6 +233,22 @@ def test_the_committed_tuning_is_what_the_procedure_gives(committed):
     sweep = load_archive(REPO_ROOT / "stores" / "standard")[0]
     sweep = sweep[sweep["dataset"].isin(P.DEVELOPMENT)]
     assert P.tune(table, sweep_scores(sweep)) == P.TUNED
+
+
+def test_the_declared_confirmation_federations_are_what_the_selection_gives(committed):
+    from playerfl_core.study.archive import load_archive
+    from playerfl_core.study.split_scores import sweep_scores
+
+    table, _ = committed
+    sweep = load_archive(REPO_ROOT / "stores" / "standard")[0]
+    sweep = sweep[sweep["dataset"].isin(P.EVALUATION)]
+    scores = sweep_scores(sweep)
+    scores = scores[[s in P.seeds_of(d) for d, s in zip(scores["dataset"], scores["seed"],
+                                                          strict=True)]]  # fmt: skip
+    table = table[table["dataset"].isin(P.EVALUATION)]
+    worst = P.worst_kinds(P.entry_regrets(table, scores))
+    assert P.confirmation_federations(worst) == P.CONFIRMATION
+    assert {worst[e.label] for e in P.ALL_ENTRIES if e.rule == "paper"} == {"feature skew (rotate)"}
 
 
 def test_a_replayed_first_epoch_gives_the_committed_quantities(committed):
