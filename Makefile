@@ -80,9 +80,8 @@ html: setup
 # pre-registered split-rule test's additions (Heart to 50 seeds, every heterogeneity federation
 # to 10 seeds, the noise federations, the follow-ups, the Digits development federations to 20
 # seeds, the confirmation test's seeds 10-29) are timed in the README. Heterogeneity
-# federations: every
-# split at the learning rate tuned for PLayer-FL on their base (heart 0.03, digits 0.005,
-# fmnist 0.003); seeds and sets as declared in playerfl_core/study/preregistration.py.
+# federations: every split at the learning rate tuned for PLayer-FL on their base (heart 0.03,
+# digits 0.005, fmnist 0.003); seeds and sets as declared in playerfl_core/study/preregistration.py.
 HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1 noise noise_alpha0.1
 het = $(subst $(eval) ,$(comma),$(addprefix $(1)_,$(or $(2),$(HET))))
 DEV_HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1

@@ -182,7 +182,6 @@ SPECS: dict[str, dict[str, Callable]] = {
         "het_kinds": _kinds,
         "het_mixed": _mixed,
         "het_seeds": _ints(),
-        "stability_seeds": _integer(1),
         "store": _opt(_existing_table),
         "tolerance": _number(0),
         "margin": _number(0),

@@ -450,8 +450,19 @@ def test_an_earlier_code_version_is_the_same_only_if_its_runs_recompute_bit_for_
         ("bbbbbbbbbbbb", False),
     ]
     assert equivalent_codes(code, record) == {code, "aaaaaaaaaaaa"}
+    assert check_code_versions(same, code, record=record).empty  # settled: not checked again
     assert equivalent_codes("aaaaaaaaaaaa", record) == {code, "aaaaaaaaaaaa"}  # either way
     assert check_code_versions(out, code).empty  # today's runs need no check
+    # versions already shown to be the same as one another are checked as one: one run a dataset
+    record.write_text(json.dumps({"checks": [
+        {"earlier": "cccccccccccc", "current": "dddddddddddd", "identical": True}]}))  # fmt: skip
+    both = _relabelled(out, tmp_path / "both", "cccccccccccc")
+    manifest = json.loads((both / "manifest.json").read_text())
+    manifest["runs"][0]["code"] = "dddddddddddd"
+    (both / "manifest.json").write_text(json.dumps(manifest))
+    assert len({e["dataset"] for e in manifest["runs"]}) == 1 and len(manifest["runs"]) > 1
+    assert len(check_code_versions(both, code, record=record)) == 1
+    assert len(check_code_versions(both, code, record=tmp_path / "none.json")) == 2
 
 
 def test_equivalence_follows_a_chain_of_checks(tmp_path):

@@ -41,7 +41,6 @@ SMALL = {  # chapter -> papermill parameters that keep it to seconds on the tiny
         "het_kinds": "rotate",
         "het_mixed": "",
         "het_seeds": "0,1",
-        "stability_seeds": 3,
     },
     "05_playerfl_vs_baselines": {"profile": "quick", "n_boot": 200},
     "06_reproduction_report": {

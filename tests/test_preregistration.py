@@ -301,3 +301,38 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
         "On quantity skew, 1 of the 3 first-epoch entries are within δ = 0.02 (paper (t = 1)), "
         "1 beyond (averaging cost (tuned τ)) and 1 undecided."
     )
+
+
+def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2():
+    from playerfl_core.book.reports import rule_family as RF
+
+    old = pd.DataFrame(
+        [(d, s) for d in P.CONFIRMATION for s in range(10)], columns=["dataset", "seed"]
+    )
+    new = pd.DataFrame(
+        [(d, s) for d in P.CONFIRMATION for s in P.CONFIRMATION_SEEDS], columns=["dataset", "seed"]
+    )
+    assert RF._has_follow_up(new, new, P.CONFIRMATION, P.CONFIRMATION_SEEDS)
+    assert not RF._has_follow_up(old, old, P.CONFIRMATION, P.CONFIRMATION_SEEDS)
+    assert RF._has_follow_up(old, old, P.CONFIRMATION)  # the first test's seeds are there
+    assert "make standard" in RF.confirmation_lines(None)
+
+    cols = ["entry", "kind", "mean", "lo", "hi", "n", "p", "p_holm", "verdict", "strength"]
+    first = pd.DataFrame(
+        [(e, "k", 0.1, 0.05, 0.2, 10, 0.1, 1.0, "undecided", "weak") for e in P.FIRST_EPOCH],
+        columns=cols,
+    )
+    confirm = pd.concat(
+        [first.assign(kind=k, n=20, verdict=P.BEYOND, strength="strong", p_holm=1e-4)
+         for k in ("feature skew (rotate)", "mixed (rotate + α = 0.1)")], ignore_index=True,
+    )  # fmt: skip
+    confirm.loc[confirm["entry"] == P.FIRST_EPOCH[0], "verdict"] = P.WITHIN
+    study = RF.RuleStudy(*[None] * 3, first, *[None] * 3, confirmation=confirm)
+    lines = RF.confirmation_lines(confirm).splitlines()
+    assert len(lines) == len(P.FIRST_EPOCH) and "feature skew (rotate): within δ" in lines[0]
+    assert "Holm-adjusted p 0.0001" in lines[1] and "(20 seeds each)" in lines[1]
+    head = RF.confirmation_headline(study)
+    assert f"{len(P.FIRST_EPOCH) - 1} of the {len(P.FIRST_EPOCH)} first-epoch entries" in head
+    assert "1 within δ on both" in head and "is undecided" in head
+    confirm["verdict"] = P.BEYOND
+    assert "is contradicted (strong)" in RF.confirmation_headline(study)

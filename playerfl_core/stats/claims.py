@@ -161,7 +161,7 @@ CLAIMS = {
     ),
     "R2": (
         "Some rule that reads only the first local epoch keeps the regret within δ = 0.02 on "
-        "every kind of heterogeneity (pre-registered evaluation)",
+        "every kind of heterogeneity (pre-registered tests)",
         "04b_beyond_the_paper",
     ),
 }

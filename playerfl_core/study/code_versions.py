@@ -66,21 +66,28 @@ def equivalent_codes(code: str, path: Path | None = None) -> set[str]:
     return seen
 
 
-def check_code_versions(archive: Path, code: str, seed: int = 0) -> pd.DataFrame:
+def check_code_versions(
+    archive: Path, code: str, seed: int = 0, record: Path | None = None
+) -> pd.DataFrame:
     """Re-compute, with today's code, one finished run per (earlier code version, dataset) of
     ``archive`` (the shortest stored one, ties drawn with ``seed``), and compare every row.
+    Versions already shown to give today's runs (``record``, chains included) are skipped, and
+    versions shown to be the same as one another count as one: one identical run per dataset
+    links all of them to today's code.
 
     Returns one row per re-computed run with ``earlier`` (its version) and the columns of
     :func:`~playerfl_core.study.archive.recompute_runs`.
     """
     _, manifest = load_archive(archive)
+    settled = equivalent_codes(code, record)  # today's, and versions already shown the same
     older = [  # runs stored without a fingerprint count as today's everywhere, so not here
-        e for e in manifest["runs"] if e["status"] == "ok" and e.get("code") not in (None, code)
+        e for e in manifest["runs"] if e["status"] == "ok" and e.get("code") not in {None, *settled}
     ]
+    same_as = {c: min(equivalent_codes(c, record)) for c in {e.get("code") for e in older}}
     rng = np.random.default_rng(seed)
     chosen = []
-    for key in sorted({(e.get("code"), e["dataset"]) for e in older}):
-        group = [e for e in older if (e.get("code"), e["dataset"]) == key]
+    for key in sorted({(same_as[e.get("code")], e["dataset"]) for e in older}):
+        group = [e for e in older if (same_as[e.get("code")], e["dataset"]) == key]
         least = min(float(e.get("seconds") or 0) for e in group)
         shortest = [e for e in group if float(e.get("seconds") or 0) == least]
         chosen.append(shortest[rng.integers(len(shortest))])

@@ -93,6 +93,9 @@ or read** (the commit that added this module says so; ``git log --follow`` shows
       at least one kind of this test or of the first test (for ``cost2`` its own family there);
       otherwise R2 keeps the first test's verdict. A first-epoch entry within δ on both kinds
       here is reported as such; it does not make R2 *supported*, which needs every kind.
+
+About 470 lines in one module: each declaration and the code that carries it out stay side by
+side, so that this file's git history is the record of what was declared, and when.
 """
 
 from __future__ import annotations

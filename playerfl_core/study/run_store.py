@@ -67,7 +67,7 @@ def code_fingerprint() -> str:
     files = (
         core
         + sorted((PACKAGE_DIR / "fl" / "algorithms").glob("*.py"))
-        + sorted((REPO_ROOT / "data_prep").glob("*.py"))
+        + sorted(p for p in (REPO_ROOT / "data_prep").glob("*.py") if p.name not in NOT_RUN)
     )
     for f in files:
         if f.exists():
@@ -75,6 +75,10 @@ def code_fingerprint() -> str:
             h.update(f.read_bytes())
     return h.hexdigest()[:12]
 
+
+NOT_RUN = ("preregistered.py",)
+"""Files of ``data_prep`` that no run reads: the pre-registered study's lists of federations and
+seeds (a new declaration must not make every stored run look stale)."""
 
 RUN_MODULES = (
     "fl/engine",

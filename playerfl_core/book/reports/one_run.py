@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 
 from playerfl_core.book.style import algorithm_label, dataset_label
@@ -61,3 +63,47 @@ def gain_summary(wide: pd.DataFrame, wins: pd.Series) -> pd.DataFrame:
         f"{int(g.sum())} of {len(g)} ({g.mean():.0%})" for _, g in won
     ]
     return shown(summary)
+
+
+def committed_run(
+    dataset: str, algorithm: str, config, hyperparameters: dict, profile: str
+) -> pd.DataFrame | None:
+    """This exact run from the committed archive of ``profile`` (``stores/<profile>``), or None.
+
+    Float32 training differs in its last bits from one CPU to another, and one seed's per-client
+    scores amplify them (the share of clients PLayer-FL serves best moved by a client when this
+    chapter was trained with perturbed last bits). Read from the archive, the page shows the same
+    numbers on every machine. Only a run of exactly the archived configuration, with default
+    hyper-parameters, made by code checked to compute as today's, is read; anything else is
+    trained by the caller."""
+    from playerfl_core.fl.algorithms import get_algorithm
+    from playerfl_core.study.run_store import RunSpec
+
+    chosen = get_algorithm(algorithm, **hyperparameters)
+    if chosen.hyperparameters() != chosen.defaults():
+        return None
+    spec = RunSpec(dataset, algorithm, config.lr, config.seed, profile)  # the profile's rounds
+    if spec.config(config.device) != config:
+        return None
+    archived = _archive(profile)
+    if archived is None or spec.run_id not in archived[1]:
+        return None
+    table, _ = archived
+    rows = table[table["run_id"] == spec.run_id].drop(columns="run_id")
+    return rows.reset_index(drop=True)
+
+
+@functools.cache
+def _archive(profile: str) -> tuple[pd.DataFrame, set[str]] | None:
+    """The committed archive's rows and the ids of its runs that today's code reproduces."""
+    from playerfl_core.study.archive import archive_dir, load_archive
+    from playerfl_core.study.code_versions import equivalent_codes
+    from playerfl_core.study.run_store import code_fingerprint
+
+    folder = archive_dir(profile)
+    if not (folder / "manifest.json").exists():
+        return None
+    table, manifest = load_archive(folder)
+    same = equivalent_codes(code_fingerprint())
+    current = {e["run_id"] for e in manifest["runs"] if e["status"] == "ok" and e["code"] in same}
+    return table, current

@@ -4,9 +4,10 @@ family, the pre-registered test on federations not used to design them, and thei
 Everything is read from two committed tables: the split sweeps (``stores/standard``) and the
 rules table of their replayed first epochs (``stores/rules/standard.parquet``).
 
-About 460 lines in one module: every function reads the same :class:`RuleStudy`, and the
-chapter's glued sentences (the first test, the two follow-ups, the second-order rule, the advice)
-cite one another's numbers, so they are kept side by side, in the chapter's order.
+About 520 lines in one module: every function reads the same :class:`RuleStudy`, and the
+chapter's glued sentences (the first test, the follow-ups, the second-order rule, the
+confirmation, the advice) cite one another's numbers, so they are kept side by side, in the
+chapter's order.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ class RuleStudy:
     """Per set (development, evaluation, follow-up): the verdicts of the third declaration's
     entries (the second-order rule) in a family of their own; None while the rules table has
     no rows of them."""
+    confirmation: pd.DataFrame | None = None
+    """The confirmation test's verdicts (fresh seeds of the evaluation federations where the
+    rules failed worst, item 10); None while its seeds are not in the sweeps and the table."""
 
     @property
     def headline(self) -> list[str]:
@@ -83,14 +87,15 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame) -> RuleStudy:
     second = added and _has_follow_up(sweep, rules, P.FOLLOW_UP_2)
     if second:
         datasets += P.FOLLOW_UP_2
+    confirm = second and _has_follow_up(sweep, rules, P.CONFIRMATION, P.CONFIRMATION_SEEDS)
     sweep = sweep[sweep["dataset"].isin(datasets)]
     rules = rules[rules["dataset"].isin(datasets)]
     keys = ["dataset", "lr"]
     lrs = {(ds, P.LEARNING_RATES[P.base_of(ds)]) for ds in datasets}
     sweep = sweep[[tuple(k) in lrs for k in sweep[keys].itertuples(index=False)]]
     scores = sweep_scores(sweep)
-    scores = scores[[s in P.seeds_of(d) for d, s in zip(scores["dataset"], scores["seed"],
-                                                          strict=True)]]  # fmt: skip
+    scores = scores[[s in P.seeds_of(d) or (confirm and P.role_of(d, s) == P.CONFIRMING)
+                     for d, s in zip(scores["dataset"], scores["seed"], strict=True)]]  # fmt: skip
     regrets = P.entry_regrets(rules, scores, P.ALL_ENTRIES if added else P.ENTRIES)
     roles = ["development", "evaluation", *(["follow-up"] if follow_up else [])]
     return RuleStudy(
@@ -104,13 +109,17 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame) -> RuleStudy:
         follow_up=P.evaluate(regrets, "follow-up") if follow_up else None,
         second_follow_up=P.evaluate(regrets, P.SECOND_FOLLOW_UP) if second else None,
         added={r: P.evaluate(regrets, r, added=True) for r in roles} if added else None,
+        confirmation=P.evaluate(regrets, P.CONFIRMING) if confirm else None,
     )
 
 
-def _has_follow_up(sweep: pd.DataFrame, rules: pd.DataFrame, datasets=P.FOLLOW_UP) -> bool:
-    """Whether every declared seed of every federation of a follow-up is in both tables."""
+def _has_follow_up(
+    sweep: pd.DataFrame, rules: pd.DataFrame, datasets=P.FOLLOW_UP, seeds=None
+) -> bool:
+    """Whether every declared seed (``seeds``, else each federation's own) of every federation of
+    a follow-up is in both tables."""
     for ds in datasets:
-        need = set(P.seeds_of(ds))
+        need = set(seeds or P.seeds_of(ds))
         if not need <= set(rules.loc[rules["dataset"] == ds, "seed"]):
             return False
         if not need <= set(sweep.loc[sweep["dataset"] == ds, "seed"]):
@@ -191,6 +200,65 @@ def follow_up_headline(verdicts: pd.DataFrame | None, kind: str = "quantity skew
     )
 
 
+def confirmation_lines(verdicts: pd.DataFrame | None) -> str:
+    """Markdown, per entry: the confirmation test's verdict on each of its two kinds, with the
+    mean regret, its interval and the Holm-adjusted p (a sentence saying so when absent)."""
+    if verdicts is None:
+        return (
+            f"- The sweeps read here do not hold seeds {P.CONFIRMATION_SEEDS[0]}–"
+            f"{P.CONFIRMATION_SEEDS[-1]} of {', '.join(P.CONFIRMATION)}; `make standard` "
+            "computes them."
+        )
+    return "\n".join(
+        f"- **{entry}** ({int(g['n'].min())} seeds each): "
+        + "; ".join(
+            f"{r.kind}: {r.verdict}, {interval_text(r.mean, r.lo, r.hi)}, Holm-adjusted p "
+            f"{p_text(r.p_holm, _NO_P)}"
+            for r in g.itertuples()
+        )
+        for entry, g in verdicts.groupby("entry", sort=False)
+    )
+
+
+def selection_text(study: RuleStudy) -> str:
+    """Item 10's selection as recomputed here: each kind and the entries whose largest mean
+    evaluation regret it holds."""
+    by_kind: dict[str, list[str]] = {}
+    for entry, kind in P.worst_kinds(study.regrets).items():
+        by_kind.setdefault(kind, []).append(entry)
+    return " — ".join(f"{kind}: {'; '.join(es)}" for kind, es in by_kind.items())
+
+
+def r2_claim(study: RuleStudy, profile: str = ""):
+    """Claim R2 as the declarations decide it: the first test, the second-order rule's own
+    family on the evaluation set and, when computed, the confirmation test."""
+    added = study.added["evaluation"] if study.added is not None else None
+    return P.claim(study.evaluation, profile, confirmation=study.confirmation, added=added)
+
+
+def r2_verdict(study: RuleStudy):
+    return r2_claim(study).verdict
+
+
+def confirmation_headline(study: RuleStudy) -> str:
+    """One sentence: how many first-epoch entries the confirmation found beyond δ somewhere,
+    and what that makes of claim R2."""
+    v = study.confirmation
+    if v is None:
+        return "The confirmation test is not computed in these sweeps."
+    rows = v[v["entry"].isin(P.FIRST_EPOCH)]
+    beyond = rows[rows["verdict"] == P.BEYOND].groupby("entry", sort=False).size()
+    within = rows.groupby("entry", sort=False)["verdict"].apply(lambda x: (x == P.WITHIN).all())
+    r2 = r2_verdict(study)
+    return (
+        f"On fresh seeds of the two kinds where they failed worst, {len(beyond)} of the "
+        f"{rows['entry'].nunique()} first-epoch entries are beyond δ = {P.TOLERANCE:g} on at "
+        f"least one kind ({'; '.join(beyond.index) or 'none'}) and {int(within.sum())} within δ "
+        f"on both; claim R2 (some first-epoch rule within δ on every kind) is {r2.verdict} "
+        f"({r2.strength}): {r2.reason}."
+    )
+
+
 # -- tables ---------------------------------------------------------------------------------------
 def rule_costs(models: dict[str, object]) -> pd.DataFrame:
     """Per rule (and the probe) and base model: local epochs spent before the split is known
@@ -256,8 +324,9 @@ def split_distribution(study: RuleStudy, entries) -> pd.DataFrame:
         .assign(source="oracle (validation)")
     )  # fmt: skip
     both = pd.concat(parts, ignore_index=True)
-    out = both.groupby(["dataset", "source", "p"], sort=False).size().rename("seeds").reset_index()
-    out["role"] = out["dataset"].map(P.role_of)
+    both["role"] = [P.role_of(d, s) for d, s in zip(both["dataset"], both["seed"], strict=True)]
+    keys = ["dataset", "role", "source", "p"]
+    out = both.groupby(keys, sort=False).size().rename("seeds").reset_index()
     out["kind"] = out["dataset"].map(P.kind_of)
     return out
 
@@ -410,6 +479,7 @@ def result_box(study: RuleStudy) -> str:
             if study.second_follow_up is not None
             else ""
         )
+        + (" " + confirmation_headline(study) if study.confirmation is not None else "")
     )
 
 
@@ -425,6 +495,11 @@ def advice(study: RuleStudy) -> str:
         lines.append(
             f"- Use {' or '.join(study.headline)}: on the evaluation set its regret is within "
             f"δ = {P.TOLERANCE:g} on every kind of heterogeneity."
+        )
+    elif r2_verdict(study).verdict == "contradicted":
+        lines.append(
+            "- Do not count on a first-epoch rule to find the split: each was shown to be beyond "
+            f"δ = {P.TOLERANCE:g} on at least one kind of heterogeneity (the confirmation test)."
         )
     else:
         lines.append(

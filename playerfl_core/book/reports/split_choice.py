@@ -193,17 +193,11 @@ def movement_lines(summary: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def stability_sensitivities(datasets, n_seeds: int, profile: str, device) -> pd.DataFrame:
-    """First-epoch sensitivities of seeds 0..n_seeds-1 of every dataset."""
-    return pd.concat(
-        [
-            O.first_epoch_sensitivities(
-                ds, range(int(n_seeds)), profile, device=device, progress=False
-            )
-            for ds in datasets
-        ],
-        ignore_index=True,
-    )
+def stability_seeds_text(stab_summary: pd.DataFrame) -> str:
+    """How many seeds the stability study read per dataset: "50 (Heart), 10 (Digits) and …"."""
+    paper = stab_summary[stab_summary["variant"] == "paper"]
+    parts = [f"{r.n_seeds} ({dataset_label(r.dataset)})" for r in paper.itertuples()]
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
 
 
 def stability_lines(stab_summary: pd.DataFrame) -> str:
