@@ -1,5 +1,6 @@
 """Claims and verdicts: attainable p-values, exact permutation tests, the decision rule."""
 
+import re
 from itertools import permutations, product
 
 import numpy as np
@@ -363,6 +364,8 @@ def test_split_verdicts_on_per_seed_values():
     text = C.split_verdict_lines(out, label=str.upper)
     assert "- A, \"the rule's split is as good" in text and "**supported**" in text
     assert "C5 (vs random (drawn))" in text
+    assert not re.search(r"-\d", text) and "(−0.030 to 0.030)" in text  # minus signs, and "to"
+    assert "(0.053–0.056)" in text  # a dash between two positive bounds
     assert "within δ on 1 of 2 federations, beyond δ on 0, undecided on 1 (5–10 seeds" in text
     with pytest.raises(ValueError, match="tolerance"):
         C.split_verdicts(regrets, c5, het, tolerance=0)

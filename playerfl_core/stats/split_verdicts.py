@@ -177,6 +177,17 @@ def tolerance_curve(
     return pd.concat(parts, ignore_index=True)[[*by, "tolerance", "verdict", "p_holm"]]
 
 
+def _interval(value: float, lo: float, hi: float) -> str:
+    """``−0.006 (−0.018 to 0.002)``, the book's way: true minus signs, "to" beside a negative
+    bound (``book.reports.tables.interval_text``, which this layer does not import)."""
+
+    def signed(x: float) -> str:
+        return f"{x:.3f}".replace("-", "−")
+
+    sep = " to " if min(lo, hi) < 0 else "–"
+    return f"{signed(value)} ({signed(lo)}{sep}{signed(hi)})"
+
+
 def split_verdict_lines(verdicts: pd.DataFrame, label=str) -> str:
     """Markdown bullet lines of :func:`split_verdicts`: one per sweep dataset and claim, and one
     count over the heterogeneity federations. ``label`` maps a dataset name to display text."""
@@ -189,8 +200,7 @@ def split_verdict_lines(verdicts: pd.DataFrame, label=str) -> str:
         lines.append(
             f"- {label(r.dataset)}, {'C5' + versus + ': ' if r.claim == 'C5' else ''}"
             f'"{SPLIT_CLAIMS[r.claim]}": **{r.verdict}** ({strength}{r.n_seeds} seeds; mean '
-            f"{what} {r.estimate:.3f} [{r.lo:.3f}, {r.hi:.3f}]; Holm-adjusted p "
-            f"{_p(r.p_holm)})"
+            f"{what} {_interval(r.estimate, r.lo, r.hi)}; Holm-adjusted p {_p(r.p_holm)})"
         )
     het = verdicts[verdicts["family"].isin(_het_families(verdicts))]
     if len(het):
