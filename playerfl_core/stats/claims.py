@@ -22,7 +22,6 @@ lines, of which the re-export list takes 45.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -61,10 +60,13 @@ from playerfl_core.stats.scorecard import (
     scorecard_html,
 )
 from playerfl_core.stats.split_verdicts import (
+    C5_COMPARISONS,
     SPLIT_CLAIMS,
     TOLERANCE,
+    c5_family,
     decide_family,
     difference_evidence,
+    r1_family,
     split_verdict_lines,
     split_verdicts,
     tolerance_curve,
@@ -94,6 +96,8 @@ __all__ = [  # chapters read the claims' statistics through this one module (``c
     "c3_best_rank",
     "c4_fairness_and_ipr",
     "c5_beats_random",
+    "c5_family",
+    "C5_COMPARISONS",
     "combine",
     "decide",
     "depth_trend_tests",
@@ -112,6 +116,7 @@ __all__ = [  # chapters read the claims' statistics through this one module (``c
     "claim_from",
     "m1_sensitivity_ranks_cost",
     "r1_rule_finds_oracle",
+    "r1_family",
     "TOLERANCE",
     "decide_family",
     "difference_evidence",
@@ -415,38 +420,10 @@ def c5_beats_random(
     profile: str = "",
     sweep_c5: pd.DataFrame | None = None,
 ) -> Claim:
-    """C5: the control's headline macro-F1 beats the random split's, paired by (dataset, seed)
-    (both share data, initial weights and batches within a seed); ``rope`` in macro-F1.
-
-    ``sweep_c5`` (``split_oracle.c5_table`` of a sweep, chapter 04) adds the same claim at one
-    learning rate: per dataset, the rule's split against the random split drawn on each seed
-    and against the mean over the splits it can draw. All parts form one family (Holm)."""
-    from playerfl_core.stats.metrics import run_scores
-
-    runs = run_scores(results, "macro_f1")
-    wide = runs.pivot_table(index=["dataset", "seed"], columns="algorithm", values="value")
-    missing = [a for a in (control, random) if a not in wide.columns]
-    if missing:
-        raise ValueError(f"C5 needs runs of {missing}; algorithms present: {list(wide.columns)}.")
-    wide = wide[[control, random]].dropna()
-    ev = paired_comparison(
-        wide[control],
-        wide[random],
-        "macro-F1, paired (dataset, seed)",
-        rope=rope,
-        alpha=alpha,
-        seed=seed,
-        replicates="paired runs",
-    )
-    parts = [replace(ev, part=f"tuned learning rates: {ev.part}")]
-    if sweep_c5 is not None:
-        comparisons = ("random (drawn)", "random (expected)")
-        rows = sweep_c5[sweep_c5["other"].isin(comparisons)]
-        for (ds, other), g in rows.groupby(["dataset", "other"], sort=False):
-            parts.append(difference_evidence(g["diff"], f"one learning rate: {ds}, vs {other}"))
-    if len(parts) > 1:
-        parts = holm_decide(parts, equivalence=True)
-    return _claim("C5", parts, profile)
+    """C5: the control's headline macro-F1 beats the random split's (:func:`c5_family`: at tuned
+    learning rates, and with ``sweep_c5`` at one learning rate per dataset, one family)."""
+    family = c5_family(results, sweep_c5, control, random, rope, alpha, seed)
+    return _claim("C5", [e for *_, e in family], profile)
 
 
 def m1_sensitivity_ranks_cost(
@@ -468,10 +445,6 @@ def m1_sensitivity_ranks_cost(
 def r1_rule_finds_oracle(
     regrets: pd.DataFrame, tolerance: float = TOLERANCE, label=str, profile: str = ""
 ) -> Claim:
-    """R1: per federation, the paper's rule's per-seed regret is within δ (``regrets``: dataset,
-    regret; chapter 04), Holm over federations, read as universal."""
-    parts = [
-        tolerance_evidence(g["regret"], tolerance, label(ds))
-        for ds, g in regrets.groupby("dataset", sort=False)
-    ]
-    return _claim("R1", holm_decide(parts), profile)
+    """R1: per federation, the paper's rule's mean regret is within δ (:func:`r1_family`), read
+    as universal."""
+    return _claim("R1", [e for *_, e in r1_family(regrets, tolerance, label)], profile)

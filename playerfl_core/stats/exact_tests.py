@@ -1,5 +1,6 @@
 """Exact tests over few replicates: the smallest p-value a test can attain, the exact (or seeded
-Monte Carlo) null of Spearman's ρ and of its mean over seeds, and the exact Wilcoxon test.
+Monte Carlo) null of Spearman's ρ and of its mean over seeds, the exact Wilcoxon test, and the
+exact sign-flip permutation test of a mean (the split study's test: its text claims means).
 
 Cut out of :mod:`playerfl_core.stats.claims` (issue 23): :mod:`~playerfl_core.stats.metrics`
 uses these tests too, and taking them from here keeps metrics and claims out of a circle. No
@@ -19,23 +20,28 @@ EXACT_PERMUTATION_LIMIT = 8
 """Up to this many units the Spearman null is every one of the m! orderings (8! = 40320)."""
 MAX_SUPPORT = 2_000_000
 """Above this many atoms the pooled null is estimated by Monte Carlo (seeded), not convolved."""
+SIGN_FLIP_EXACT_LIMIT = 40
+"""Up to this many non-zero values the sign-flip null is every one of the 2ⁿ sign patterns
+(meet in the middle: two halves of at most 2²⁰ sums each); above, :data:`SIGN_FLIP_DRAWS`."""
+SIGN_FLIP_DRAWS = 200_000
+"""Seeded Monte Carlo sign patterns above :data:`SIGN_FLIP_EXACT_LIMIT` (p ≥ 1/200,001)."""
 
 
 # -- smallest attainable p-values ----------------------------------------------------------------
 def min_pvalue(test: str, n: int, units: int | None = None, treatments: int | None = None) -> float:
     """Smallest two-sided p-value ``test`` can attain, exactly.
 
-    ``"wilcoxon"`` / ``"sign"``: ``n`` non-zero paired differences, 2/2ⁿ (only the all-positive
-    or all-negative sign pattern reaches the extreme). ``"spearman"``: ``units`` = m ranked
-    units in each of ``n`` independent seeds (n = 1: one profile), 2/(m!)ⁿ without ties (only the
-    perfect ordering in every seed is extreme). ``"friedman"``: exact permutation test of
-    ``treatments`` = k within each of ``n`` blocks; the largest statistic needs every block to
-    rank alike, k! of the (k!)ⁿ arrangements, so p ≥ (k!)^(1−n) (one-sided statistic, already
-    two-sided in effect). Capped at 1.
+    ``"wilcoxon"`` / ``"sign"`` / ``"sign_flip"``: ``n`` non-zero paired differences, 2/2ⁿ
+    (only the all-positive or all-negative sign pattern reaches the extreme). ``"spearman"``:
+    ``units`` = m ranked units in each of ``n`` independent seeds (n = 1: one profile), 2/(m!)ⁿ
+    without ties (only the perfect ordering in every seed is extreme). ``"friedman"``: exact
+    permutation test of ``treatments`` = k within each of ``n`` blocks; the largest statistic
+    needs every block to rank alike, k! of the (k!)ⁿ arrangements, so p ≥ (k!)^(1−n) (one-sided
+    statistic, already two-sided in effect). Capped at 1.
     """
     if n < 0:
         raise ValueError(f"n must be ≥ 0, got {n}.")
-    if test in ("wilcoxon", "sign"):
+    if test in ("wilcoxon", "sign", "sign_flip"):
         return min(1.0, 2.0 / 2.0**n)
     if test == "spearman":
         if units is None or units < 2:
@@ -49,7 +55,9 @@ def min_pvalue(test: str, n: int, units: int | None = None, treatments: int | No
         if n < 2:
             return 1.0
         return min(1.0, math.exp((1 - n) * math.lgamma(treatments + 1)))
-    raise ValueError(f"Unknown test {test!r}; use 'wilcoxon', 'sign', 'spearman' or 'friedman'.")
+    raise ValueError(
+        f"Unknown test {test!r}; use 'wilcoxon', 'sign', 'sign_flip', 'spearman' or 'friedman'."
+    )
 
 
 # -- rank correlation over few units -------------------------------------------------------------
@@ -151,3 +159,68 @@ def _signed_rank_null(weights: np.ndarray) -> np.ndarray:
         shifted[w:] = probs[: len(probs) - w]
         probs = 0.5 * (probs + shifted)
     return probs
+
+
+# -- the mean of paired values over seeds --------------------------------------------------------
+def sign_flip_mean_test(d, alternative: str = "two-sided", seed: int = 0) -> float:
+    """Exact sign-flip permutation test of the mean of ``d`` (Fisher–Pitman; zeros dropped).
+
+    Under the null every sign pattern of the non-zero values is equally likely; the statistic
+    is their sum (the mean times n). Exact over all 2ⁿ patterns up to
+    :data:`SIGN_FLIP_EXACT_LIMIT` values, else a seeded Monte Carlo of :data:`SIGN_FLIP_DRAWS`
+    patterns ((1 + hits)/(1 + draws)). Exact when d is symmetric about 0 under the null, and
+    asymptotically a test of the mean otherwise (the null's variance is Σd²/n², the mean's):
+    unlike the Wilcoxon test, a few large values weigh by their size, so a zero-inflated,
+    right-skewed regret is judged by its mean. Smallest two-sided p: 2/2ⁿ, as for Wilcoxon."""
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"alternative must be two-sided, greater or less, got {alternative!r}.")
+    d = np.asarray(d, dtype=float)
+    d = d[np.isfinite(d) & (d != 0)]
+    if len(d) == 0:
+        return 1.0
+    a = np.abs(d)
+    observed = float(d.sum())
+    tol = 1e-9 * float(a.sum())  # sums of the same values in another order differ in last bits
+    if len(a) <= SIGN_FLIP_EXACT_LIMIT:
+        greater, less = _sign_flip_tails_exact(a, observed, tol)
+    else:
+        greater, less = _sign_flip_tails_sampled(a, observed, tol, seed)
+    if alternative == "greater":
+        return min(1.0, greater)
+    if alternative == "less":
+        return min(1.0, less)
+    return min(1.0, 2 * min(greater, less))
+
+
+def _signed_sums(a: np.ndarray) -> np.ndarray:
+    """Every Σ ±aᵢ (2^len(a) values)."""
+    sums = np.zeros(1)
+    for x in a:
+        sums = np.concatenate([sums + x, sums - x])
+    return sums
+
+
+def _sign_flip_tails_exact(a: np.ndarray, observed: float, tol: float) -> tuple[float, float]:
+    """(P(S ≥ s), P(S ≤ s)) over all sign patterns, by meet in the middle: S = S₁ + S₂ with the
+    halves' sums enumerated, S₂ sorted, and each S₁ counted against it."""
+    half = len(a) // 2
+    first, second = _signed_sums(a[:half]), np.sort(_signed_sums(a[half:]))
+    total = float(len(first)) * len(second)
+    n_ge = len(second) - np.searchsorted(second, observed - tol - first, side="left")
+    n_le = np.searchsorted(second, observed + tol - first, side="right")
+    return float(n_ge.sum()) / total, float(n_le.sum()) / total
+
+
+def _sign_flip_tails_sampled(
+    a: np.ndarray, observed: float, tol: float, seed: int
+) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    ge = le = 0
+    left = SIGN_FLIP_DRAWS
+    while left:
+        k = min(left, 20_000)
+        sums = (rng.integers(0, 2, size=(k, len(a))) * 2 - 1) @ a
+        ge += int((sums >= observed - tol).sum())
+        le += int((sums <= observed + tol).sum())
+        left -= k
+    return (1 + ge) / (1 + SIGN_FLIP_DRAWS), (1 + le) / (1 + SIGN_FLIP_DRAWS)
