@@ -10,6 +10,9 @@ backend saves at ``figure.dpi``, which :mod:`playerfl_core.book.style` sets). It
 over that dpi is the figure's width in inches; the browser shrinks it to the column, so the
 figure's smallest text (the style's ``MIN_FONT_PT``) is MIN_FONT_PT / 72 × dpi × rendered /
 natural pixels high. Images without pHYs (not matplotlib's) are not judged.
+
+A phone: each page is opened a second time at NARROW_VIEWPORT px. There the page must not scroll
+sideways, and a table wider than its box must sit in a box that scrolls (or it is cut off).
 """
 
 from __future__ import annotations
@@ -37,6 +40,17 @@ number so the checker does not import the library it checks)."""
 _LIST_MARKER = re.compile(r"(?:^|\n)\s*[-*] \S|[.:;)]\s+[-*] \S")
 """Markdown list markers a reader should never see: a line starting with '- ' or '* ', or a
 bullet collapsed into the paragraph ('... (unit 3). - Heart: ...')."""
+
+_RAW_MYST = re.compile(
+    r"(?P<fence>(?:`{3,}|:{3,}|~{3,})\{[a-z])"  # a directive's fence: ```{admonition}, :::{note}
+    r"|(?P<role>\{[a-z][a-z0-9-]*(?::[a-z0-9-]+)*\}(?=[`\s]|$))"  # a role: {doc}`…`, {cite:p}`…`
+    r"|(?P<option>(?:^|\s):[a-z][a-z-]*:(?=\s))"  # a directive's option line: :class: dropdown
+)
+"""MyST source a reader should never see: it shows when a directive or a role was not parsed (a
+backtick fence whose title holds a backtick is a paragraph, and the fence that follows swallows
+the rest of the page). The role's backticked argument becomes inline code, which the visible
+text leaves out, so a role is recognised by its braces followed by a backtick, a space or the
+end of the text."""
 
 # Text a reader sees, outside code blocks and typeset math.
 _VISIBLE_TEXT_JS = """() => {
@@ -88,6 +102,57 @@ _UNCAPTIONED_TABLES_JS = """() => Array.from(
     document.querySelectorAll('table.dataframe, table.table'))
   .filter(t => t.getClientRects().length > 0 && !t.querySelector('caption'))
   .map(t => (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' '))"""
+
+# Displayed code cells that call glue(): the call only feeds a number to the prose, a reader
+# should not have to read past it (tag the cell remove-input, or hide-input).
+_GLUE_CELLS_JS = """() => Array.from(document.querySelectorAll('div.cell_input'))
+  .filter(el => el.getClientRects().length > 0)
+  .map(el => el.innerText || '')
+  .filter(src => src.includes('glue('))
+  .map(src => src.split('\\n').find(line => line.includes('glue(')).trim())"""
+
+# How much wider than the viewport the page is laid out, and the elements that stick out of it
+# (the innermost ones: not inside a box that scrolls or clips, not fixed on screen).
+_SIDEWAYS_JS = """() => {
+  const view = document.documentElement.clientWidth;
+  const width = Math.max(document.documentElement.scrollWidth,
+                         document.body ? document.body.scrollWidth : 0);
+  if (width <= view + 1) return {view: view, width: width, culprits: []};
+  const contained = el => {
+    for (let a = el; a && a !== document.documentElement; a = a.parentElement) {
+      const s = getComputedStyle(a);
+      if (s.position === 'fixed') return true;
+      if (a !== el && s.overflowX !== 'visible') return true;
+    }
+    return false;
+  };
+  const out = el => el.getClientRects().length > 0 && el.getBoundingClientRect().right > view + 1;
+  const culprits = Array.from(document.querySelectorAll('body *'))
+    .filter(el => out(el) && !contained(el) && !Array.from(el.children).some(out))
+    .slice(0, 3)
+    .map(el => el.tagName.toLowerCase() + ' ' +
+         JSON.stringify((el.innerText || el.getAttribute('src') || '').trim().slice(0, 40)));
+  return {view: view, width: width, culprits: culprits};
+}"""
+
+# Tables wider than their own box (the parent's content box) with no box that scrolls sideways
+# between them and the text column (the table itself included): their right-hand part is cut off
+# or runs off the page.
+_CUT_TABLES_JS = """() => Array.from(document.querySelectorAll('table'))
+  .filter(t => t.getClientRects().length > 0)
+  .map(t => {
+    const col = t.closest('article, main') || document.body;
+    for (let a = t; a && a !== col.parentElement; a = a.parentElement) {
+      if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)) return null;
+    }
+    const box = t.parentElement;
+    const style = getComputedStyle(box);
+    const inner = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const width = Math.max(t.scrollWidth, t.getBoundingClientRect().width);
+    const head = (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' ');
+    return {width: Math.round(width), box: Math.round(inner), head: head};
+  })
+  .filter(r => r && r.width > r.box + 1)"""
 
 # Every displayed <img> with its natural and its rendered width.
 _IMAGE_SIZES_JS = """() => Array.from(document.images)
@@ -275,15 +340,29 @@ def _check_one(browser, base, root, page_path, rel, screenshot_dir) -> list[str]
         page.screenshot(path=str(screenshot_dir / f"{stem}.png"))
     finally:
         context.close()
-    _narrow_screenshot(browser, base + rel, screenshot_dir / f"{stem}.{NARROW_VIEWPORT}px.png")
+    found.extend(
+        _narrow_problems(browser, base + rel, screenshot_dir / f"{stem}.{NARROW_VIEWPORT}px.png")
+    )
+    return found
+
+
+def raw_myst(text: str) -> list[str]:
+    """MyST source (a directive's fence or option, a role) in the visible text, with context."""
+    found = []
+    for match in _RAW_MYST.finditer(text):
+        kind = {"fence": "directive", "role": "role", "option": "directive option"}[match.lastgroup]
+        snippet = text[max(0, match.start() - 30) : match.end() + 40].replace("\n", " ")
+        found.append(f"raw MyST {kind} {match.group().strip()!r}: ...{snippet.strip()}...")
     return found
 
 
 def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
     """What the reader sees badly laid out at the wide viewport: tables wider than the column or
-    without a caption, figures whose text is too small, raw Markdown ($, list markers) in the
-    prose."""
-    found = []
+    without a caption, figures whose text is too small, raw Markdown ($, list markers) or raw
+    MyST in the prose, code cells that call glue()."""
+    found = raw_myst(text)
+    for line in page.evaluate(_GLUE_CELLS_JS):
+        found.append(f"code cell with a glue() call shown: {line}")
     for t in page.evaluate(_WIDE_TABLES_JS):
         found.append(
             f"table wider than its column: {t['width']} px in {t['column']} px ({t['head']} ...)"
@@ -316,14 +395,28 @@ def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
     return found
 
 
-def _narrow_screenshot(browser, url: str, path: Path) -> None:
-    """The page as a phone shows it (the reader's other complaint)."""
+def _narrow_problems(browser, url: str, path: Path) -> list[str]:
+    """The page as a phone shows it: its screenshot, and whether it scrolls sideways or cuts a
+    table off."""
+    found = []
     context = browser.new_context(viewport={"width": NARROW_VIEWPORT, "height": 900})
     try:
         page = context.new_page()
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         page.goto(url, wait_until="load")
         page.evaluate(_MATHJAX_DONE_JS)
+        sideways = page.evaluate(_SIDEWAYS_JS)
+        if sideways["width"] > sideways["view"] + 1:
+            found.append(
+                f"scrolls sideways at {NARROW_VIEWPORT} px: {sideways['width']} px wide in "
+                f"{sideways['view']} px ({'; '.join(sideways['culprits'])})"
+            )
+        for t in page.evaluate(_CUT_TABLES_JS):
+            found.append(
+                f"table cut off at {NARROW_VIEWPORT} px: {t['width']} px in a box of {t['box']} px "
+                f"that does not scroll ({t['head']} ...)"
+            )
         page.screenshot(path=str(path))
     finally:
         context.close()
+    return found

@@ -2,10 +2,12 @@
 
 Fails on untypeset math (raw \\[, \\( or $$ in the visible text), a broken image, a dead internal
 link, a console or script error, a request that leaves the machine, a table wider than its column
-or without a caption, a figure whose text would show under MIN_TEXT_PX at a 1280 px viewport, and
-raw Markdown in the prose (a '$', a list marker). Two screenshots per page are saved under
-_build/screenshots/: <page>.png at 1280 px and <page>.420px.png at 420 px. `make test` builds the
-HTML first; run alone, the fixture builds it when _build/html is missing.
+or without a caption, a figure whose text would show under MIN_TEXT_PX at a 1280 px viewport,
+raw Markdown in the prose (a '$', a list marker), raw MyST (a directive's fence or option, a role)
+and a shown code cell that calls glue(); at a 420 px viewport (a phone), on a page that scrolls
+sideways and on a table cut off by a box that does not scroll. Two screenshots per page are saved
+under _build/screenshots/: <page>.png at 1280 px and <page>.420px.png at 420 px. `make test`
+builds the HTML first; run alone, the fixture builds it when _build/html is missing.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from book_browser import (
     find_chromium,
     png_dpi,
     redirect_target,
+    serve,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,19 +65,82 @@ def _report(problems: dict) -> str:
     return "\n".join(lines)
 
 
-def test_every_page_renders_offline(built_book, chromium):
+GLUE_SHOWN = "code cell with a glue() call shown"
+NOTEBOOK_DEFECTS = {
+    "chapters/00_federated_learning_in_one_hour.html": GLUE_SHOWN,
+    "chapters/appendix_bring_your_own.html": GLUE_SHOWN,
+}
+"""Defects the browser finds whose fix is an edit of the chapter notebook (the glue() cells need
+the remove-input or hide-input tag): test_every_page_renders_offline leaves out exactly these
+(page, kind) pairs, and test_notebook_defects_are_fixed, a strict xfail, turns red once they are
+gone so that the entry is removed here."""
+
+
+@pytest.fixture(scope="module")
+def book_problems(built_book, chromium) -> tuple[list[Path], dict]:
+    """Every page of the built book checked once (the slow part), shared by the tests below."""
     pages = sorted(
         p
         for p in built_book.rglob("*.html")
         if not p.relative_to(built_book).parts[0].startswith("_")
     )
+    return pages, check_pages(built_book, pages, SCREENSHOTS, chromium)
+
+
+def test_every_page_renders_offline(built_book, book_problems):
+    pages, problems = book_problems
     chapters = sorted((ROOT / "chapters").glob("*.ipynb"))
     assert len(pages) > len(chapters), f"only {len(pages)} pages built in {built_book}"
-    problems = check_pages(built_book, pages, SCREENSHOTS, chromium)
+    problems = {
+        page: [p for p in found if not p.startswith(NOTEBOOK_DEFECTS.get(page, "\0"))]
+        for page, found in problems.items()
+    }
     assert not _report(problems), "pages a reader would see broken:\n" + _report(problems)
     shown = len([p for p in pages if redirect_target(p) is None])
     assert len(list(SCREENSHOTS.glob(f"*.{NARROW_VIEWPORT}px.png"))) >= shown
     assert len(list(SCREENSHOTS.glob("*.png"))) >= 2 * shown
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="chapters 00 and appendix_bring_your_own show code cells that call glue(); the fix is "
+    "a remove-input (or hide-input) tag in the notebooks",
+)
+def test_notebook_defects_are_fixed(book_problems):
+    _, problems = book_problems
+    left = {
+        page: [p for p in problems.get(page, []) if p.startswith(kind)]
+        for page, kind in NOTEBOOK_DEFECTS.items()
+    }
+    assert not _report(left), "defects that need a notebook edit:\n" + _report(left)
+
+
+def test_a_shrunk_figure_opens_full_size_on_a_phone(built_book, chromium):
+    """_static/figure_zoom.js: at 420 px a chapter figure is shown at a third of its drawn width;
+    a tap opens it at its natural size in a layer that scrolls sideways, Escape closes it."""
+    from playwright.sync_api import sync_playwright
+
+    with serve(built_book) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": NARROW_VIEWPORT, "height": 900})
+            page.goto(base + "chapters/00_federated_learning_in_one_hour.html", wait_until="load")
+            figure = page.locator("figure img.figure-zoomable").first
+            natural = figure.evaluate("img => img.naturalWidth")
+            assert figure.bounding_box()["width"] < natural / 2
+            figure.click()
+            layer = page.locator(".figure-zoom")
+            assert layer.count() == 1
+            assert page.locator(".figure-zoom img").bounding_box()["width"] == natural
+            assert layer.evaluate("el => el.scrollWidth > el.clientWidth")  # pans sideways
+            assert page.evaluate("document.documentElement.scrollWidth") <= NARROW_VIEWPORT
+            page.keyboard.press("Escape")
+            assert layer.count() == 0
+            figure.click()
+            page.locator(".figure-zoom").click(position={"x": 10, "y": 450})  # a tap closes
+            assert page.locator(".figure-zoom").count() == 0
+        finally:
+            browser.close()
 
 
 def test_the_checker_assumes_the_styles_smallest_font():
@@ -89,7 +155,14 @@ _PAGES = {
     "good.html": '<p>Metric \\[ s_k = x^2 \\] and <a href="raw.html#here">a link</a>.</p>'
     '<table><tr><td>a small</td><td>table</td></tr></table><img src="legible.png">'
     "<ul><li>a real list</li></ul><p>A dash - inside a sentence - is fine.</p>"
-    '<script defer src="mathjax/tex-chtml.js"></script>',
+    '<script defer src="mathjax/tex-chtml.js"></script>'
+    # at 420 px: a table wider than the phone in a box that scrolls, long code that wraps
+    '<div style="overflow-x: auto"><table><tr><td style="min-width: 600px">scrolls</td></tr>'
+    '</table></div><p><code style="overflow-wrap: anywhere">playerfl_core.stats.evidence.'
+    "rank_correlation_test_of_a_long_name</code></p>"
+    # a code cell that glues, collapsed (hide-input): the reader does not see it
+    '<details><summary>Show code</summary><div class="cell_input"><pre>glue("n", 3)</pre>'
+    "</div></details>",
     "table.html": '<table><tr><td style="min-width: 3000px">too wide</td></tr></table>',
     # 04b's one-row table: wider than the text column, narrower than the article with its
     # padding, so it was cut off at the column's edge and the check (against the padded width)
@@ -108,6 +181,18 @@ _PAGES = {
     "cdn.html": '<script src="https://cdn.example.org/tex-chtml.js"></script>',
     "redirect.html": '<meta http-equiv="Refresh" content="0; url=gone.html" />',
     "code.html": "<pre>re.compile(r'\\(a\\)') and $$ in code are fine</pre>",
+    # The primer's dropdown: a backtick fence whose title held a backtick stayed a paragraph, and
+    # the fence after it swallowed the rest of the page (its last table shown as source).
+    "myst.html": "<p>````{admonition} <code>decide</code>\n:class: dropdown</p>"
+    "<p>| {doc}<code>02_layerwise_divergence</code> | {ref}<code>primer-holm</code> |</p>",
+    # Long inline code (Sphinx's span.pre does not wrap) pushes a phone's page sideways.
+    "sideways.html": '<p>See <code><span style="white-space: nowrap">playerfl_core.measure.'
+    "averaging_check.averaging_cost_of_every_unit</span></code>.</p>",
+    # A table in a box that clips instead of scrolling: its right-hand part is cut off at 420 px.
+    "clipped.html": '<div style="width: 300px; overflow: hidden"><table><tr>'
+    '<td style="min-width: 360px">cut off on a phone</td></tr></table></div>',
+    "glue.html": '<div class="cell"><div class="cell_input"><pre>n = 3\nglue("n", n)</pre>'
+    "</div></div>",
 }
 
 
@@ -149,6 +234,20 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
     assert any("raw '$'" in p for p in problems["dollar.html"]), problems
     bullets = [p for p in problems["bullets.html"] if p.startswith("raw Markdown list marker")]
     assert len(bullets) == 2, problems["bullets.html"]
+    myst = problems["myst.html"]
+    assert any("raw MyST directive '````{a'" in p for p in myst), myst
+    assert any("raw MyST directive option ':class:'" in p for p in myst), myst
+    assert sum("raw MyST role" in p for p in myst) == 2, myst
+    sideways = problems["sideways.html"]
+    assert len(sideways) == 1 and "playerfl_core.measure" in sideways[0], sideways
+    assert sideways[0].startswith(f"scrolls sideways at {NARROW_VIEWPORT} px"), sideways
+    clipped = problems["clipped.html"]  # 360 px of cell, plus the table's spacing
+    assert len(clipped) == 1 and clipped[0].startswith(f"table cut off at {NARROW_VIEWPORT} px"), (
+        clipped
+    )
+    assert "px in a box of 300 px that does not scroll (cut off on a ...)" in clipped[0], clipped
+    assert problems["glue.html"] == ['code cell with a glue() call shown: glue("n", n)']
+    assert any(p.startswith("table cut off at") for p in problems["table.html"]), problems
     shots = tmp_path / "shots"  # two per page, not for the redirect
     assert len(list(shots.glob(f"*.{NARROW_VIEWPORT}px.png"))) == len(_PAGES) - 1
     assert len(list(shots.glob("*.png"))) == 2 * (len(_PAGES) - 1)

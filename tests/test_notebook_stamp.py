@@ -235,6 +235,12 @@ def test_the_teaching_pages_run_times_are_the_chapters_records():
     )
     chapters = {p.stem for p in (T.ROOT / "chapters").glob("*.ipynb")}
     assert set(T.CHAPTERS) == chapters
+    handout = T.HANDOUT.read_text(encoding="utf-8")
+    assert T.lab_rendered(handout) == handout, "the lab handout's times: run the same update()"
+    assert set(T.LAB_CHAPTERS) <= chapters
+    for stem in T.LAB_CHAPTERS:
+        seconds = T._record(T.ROOT / "chapters" / f"{stem}.ipynb")["seconds"]
+        assert f"| {{doc}}`{stem}` | {float(seconds):.0f} s |" in handout
 
 
 def test_chapters_execute_with_one_thread_and_no_progress_bars_however_started(
