@@ -65,17 +65,6 @@ def _report(problems: dict) -> str:
     return "\n".join(lines)
 
 
-GLUE_SHOWN = "code cell with a glue() call shown"
-NOTEBOOK_DEFECTS = {
-    "chapters/00_federated_learning_in_one_hour.html": GLUE_SHOWN,
-    "chapters/appendix_bring_your_own.html": GLUE_SHOWN,
-}
-"""Defects the browser finds whose fix is an edit of the chapter notebook (the glue() cells need
-the remove-input or hide-input tag): test_every_page_renders_offline leaves out exactly these
-(page, kind) pairs, and test_notebook_defects_are_fixed, a strict xfail, turns red once they are
-gone so that the entry is removed here."""
-
-
 @pytest.fixture(scope="module")
 def book_problems(built_book, chromium) -> tuple[list[Path], dict]:
     """Every page of the built book checked once (the slow part), shared by the tests below."""
@@ -91,28 +80,10 @@ def test_every_page_renders_offline(built_book, book_problems):
     pages, problems = book_problems
     chapters = sorted((ROOT / "chapters").glob("*.ipynb"))
     assert len(pages) > len(chapters), f"only {len(pages)} pages built in {built_book}"
-    problems = {
-        page: [p for p in found if not p.startswith(NOTEBOOK_DEFECTS.get(page, "\0"))]
-        for page, found in problems.items()
-    }
     assert not _report(problems), "pages a reader would see broken:\n" + _report(problems)
     shown = len([p for p in pages if redirect_target(p) is None])
     assert len(list(SCREENSHOTS.glob(f"*.{NARROW_VIEWPORT}px.png"))) >= shown
     assert len(list(SCREENSHOTS.glob("*.png"))) >= 2 * shown
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="chapters 00 and appendix_bring_your_own show code cells that call glue(); the fix is "
-    "a remove-input (or hide-input) tag in the notebooks",
-)
-def test_notebook_defects_are_fixed(book_problems):
-    _, problems = book_problems
-    left = {
-        page: [p for p in problems.get(page, []) if p.startswith(kind)]
-        for page, kind in NOTEBOOK_DEFECTS.items()
-    }
-    assert not _report(left), "defects that need a notebook edit:\n" + _report(left)
 
 
 def test_a_shrunk_figure_opens_full_size_on_a_phone(built_book, chromium):

@@ -129,6 +129,21 @@ def c5_table(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") 
     return pd.DataFrame(rows, columns=[*RUN, "p_rule", "other", "p_other", "diff"])
 
 
+def committed_scores(profile: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """(scores, the paper's rule's splits) of every sweep in ``profile``'s committed archive,
+    or None when it holds none: what the scorecard and chapter 05 read C5 and R1 from."""
+    from playerfl_core.study.archive import archive_dir
+
+    sweep = load_sweeps(archive_dir(profile))
+    if sweep is None:
+        return None
+    try:
+        rows = sweep_rows(sweep)
+    except ValueError:
+        return None
+    return sweep_scores(rows), rule_splits(table_sensitivities(rows))
+
+
 def c5_summary(c5: pd.DataFrame) -> pd.DataFrame:
     """Per dataset and comparison: mean difference with a bootstrap CI over seeds (descriptive;
     the verdicts are :func:`playerfl_core.stats.split_verdicts.split_verdicts`'s, from the

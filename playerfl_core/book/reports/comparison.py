@@ -194,9 +194,11 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
     per_ds = diffs.groupby("dataset", sort=False)["diff"].agg(
         median="median", wins=lambda d: int((d > 0).sum()), seeds="size"
     )
+    sweep_c5 = committed_c5(profile, list(table["dataset"].unique()))
     c5 = C.c5_beats_random(
-        table, PLAYER, RANDOM, rope=0.01, profile=C.describe_profile(profile, table)
-    )
+        table, PLAYER, RANDOM, rope=0.01, profile=C.describe_profile(profile, table),
+        sweep_c5=sweep_c5,
+    )  # fmt: skip
     ev = c5.parts.iloc[0]
     same_p = int((splits[PLAYER] == splits[RANDOM]).sum())
     numbers = {
@@ -204,6 +206,13 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
         "c5_pairs": int(ev["n"]),
         "c5_median": f"{ev['estimate']:+.3f}",
         "c5_p": p_text(ev["p"]),
+        "c5_p_holm": p_text(ev["p_holm"]) if len(c5.parts) > 1 else p_text(ev["p"]),
+        "c5_family": (
+            f"Holm over C5's {len(c5.parts)} parts, the scorecard's family: this one and chapter "
+            "04's comparisons at one learning rate"
+            if len(c5.parts) > 1
+            else "C5's only part here (no committed split sweep of these datasets)"
+        ),
         "c5_posterior": f"P(PLayer-FL better) = {ev['P(claim)']:.2f}, P(equivalent) = "
         f"{ev['P(rope)']:.2f}, P(Random better) = {ev['P(opposite)']:.2f}",
     }
@@ -213,6 +222,7 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
             "estimate",
             "n",
             "p",
+            "p_holm",
             "min_p",
             "P(claim)",
             "P(rope)",
@@ -241,6 +251,19 @@ def best_vs_last(table: pd.DataFrame, summaries: dict, order, datasets) -> pd.Da
     both["gain"] = both["median_best"] - both["median_last"]
     gain = both.pivot(index="algorithm", columns="dataset", values="gain")
     return by_algorithm(gain.reindex(order)[list(datasets)].round(3))
+
+
+def committed_c5(profile: str, datasets) -> pd.DataFrame | None:
+    """C5's comparisons at one learning rate (``split_oracle.c5_table``) from ``profile``'s
+    committed split sweeps, when they hold every one of ``datasets``; None otherwise."""
+    from playerfl_core.study import split_oracle as O
+
+    committed = O.committed_scores(profile)
+    if committed is None:
+        return None
+    c5 = O.c5_table(*committed)
+    c5 = c5[c5["dataset"].isin(list(datasets))]
+    return c5 if set(datasets) <= set(c5["dataset"]) else None
 
 
 def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5, order):

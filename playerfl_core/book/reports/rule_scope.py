@@ -1,0 +1,132 @@
+"""What the split-rule study's bottom line rests on (issue 34): how many distinct rules the
+entries are, which kinds decide claim R2, and the fifth declaration's re-analysis (the test
+declared until then beside the test of the mean). Reads a :class:`rule_family.RuleStudy`."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from playerfl_core.book.reports.tables import p_text, signed
+from playerfl_core.study import preregistration as P
+
+TESTED = ("evaluation", "follow-up", P.SECOND_FOLLOW_UP, P.CONFIRMING)
+"""The sets whose seeds no threshold was tuned on."""
+SAME_RULE = 0.95
+"""Two entries count as one rule when they choose the same split on this share of seeds."""
+
+
+def distinct_rules(regrets: pd.DataFrame) -> list[tuple[str, list[tuple[str, float]]]]:
+    """The first-epoch entries grouped by the splits they choose on the tested sets' seeds: an
+    entry joins the first group whose leader chooses its split on ≥ :data:`SAME_RULE` of the
+    seeds both were computed on. Returns (leader, [(entry, share of seeds agreeing)])."""
+    part = regrets[regrets["role"].isin(TESTED) & regrets["entry"].isin(P.FIRST_EPOCH)]
+    wide = part.pivot_table(index=["dataset", "lr", "seed"], columns="entry", values="p_rule")
+    groups: list[tuple[str, list[tuple[str, float]]]] = []
+    for entry in [e for e in P.FIRST_EPOCH if e in wide.columns]:
+        for leader, members in groups:
+            both = wide[[leader, entry]].dropna()
+            share = float((both[leader] == both[entry]).mean())
+            if share >= SAME_RULE:
+                members.append((entry, share))
+                break
+        else:
+            groups.append((entry, [(entry, 1.0)]))
+    return groups
+
+
+def distinct_text(regrets: pd.DataFrame) -> str:
+    """ "the 7 first-epoch rules tested are 5 distinct rules on the tested seeds (…)": the
+    groups of :func:`distinct_rules` that hold more than one entry, with the share of seeds they
+    agree on."""
+    groups = distinct_rules(regrets)
+    joined = []
+    for leader, members in groups:
+        others = [(e, s) for e, s in members if e != leader]
+        if others:
+            low = min(s for _, s in others)
+            joined.append(f"{' = '.join(e for e, _ in members)} on ≥ {low:.0%} of seeds")
+    same = f" ({'; '.join(joined)})" if joined else ""
+    n = sum(len(m) for _, m in groups)
+    return (
+        f"the {n} first-epoch rules tested are {len(groups)} distinct rules on the tested "
+        f"seeds{same}"
+    )
+
+
+def deciding_kinds(parts: pd.DataFrame) -> str:
+    """Where R2's first-epoch entries are beyond δ (R2's parts: part, kind, verdict): the kinds
+    where every entry is, which decide R2 alone; else each kind with its count, most first."""
+    first = parts[parts["part"].isin(P.FIRST_EPOCH)]
+    n = first["part"].nunique()
+    beyond = first[first["verdict"] == P.BEYOND]
+    counts = beyond.groupby("kind")["part"].nunique().sort_values(ascending=False, kind="stable")
+    every = [_named(k) for k, c in counts.items() if c == n]
+    if every:
+        return f"every one is beyond δ on {' and on '.join(every)}, which decides R2 alone"
+    return "beyond δ on " + "; ".join(f"{_named(kind)} ({k} of {n})" for kind, k in counts.items())
+
+
+def _named(kind: str) -> str:
+    """A confirmation kind with its federation and seeds ("… (confirmation: rotated
+    Fashion-MNIST, seeds 10–29)"); other kinds as they are."""
+    from playerfl_core.book.style import dataset_label
+
+    base, sep, _ = kind.rpartition(" (confirmation)")
+    if not sep:
+        return kind
+    feds = [dataset_label(d) for d in P.CONFIRMATION if P.kind_of(d) == base]
+    seeds = f"seeds {P.CONFIRMATION_SEEDS[0]}–{P.CONFIRMATION_SEEDS[-1]}"
+    return f"{base} (confirmation: {', '.join(feds)}, {seeds})"
+
+
+def r2_scope(study, claim) -> str:
+    """The scope of claim R2's verdict, for its reason: the distinct rules and the kinds where
+    they are beyond δ (``claim``: R2 as :func:`rule_family.r2_claim` computes it)."""
+    return f"{distinct_text(study.regrets)}; {deciding_kinds(claim.parts)}"
+
+
+# -- the fifth declaration's re-analysis -----------------------------------------------------------
+def reanalysis_table(re: pd.DataFrame) -> pd.DataFrame:
+    """The verdicts the test of the mean changed (``preregistration.reanalysis`` rows), as shown:
+    family, rule, kind, mean regret, seeds, and both tests' verdict and Holm-adjusted p."""
+    moved = re[re["changed"]]
+    return pd.DataFrame(
+        {
+            "family": moved["family"],
+            "rule": moved["entry"],
+            "kind": moved["kind"],
+            "mean regret": [signed(m) for m in moved["mean"]],
+            "seeds": moved["n"],
+            "Wilcoxon (declared)": [
+                f"{v}, p {p_text(p)}"
+                for v, p in zip(moved["verdict_wilcoxon"], moved["p_holm_wilcoxon"], strict=True)
+            ],
+            "test of the mean": [
+                f"{v}, p {p_text(p)}"
+                for v, p in zip(moved["verdict_mean"], moved["p_holm_mean"], strict=True)
+            ],
+        }
+    ).set_index(["family", "rule"])
+
+
+def reanalysis_lines(re: pd.DataFrame) -> str:
+    """Markdown: per declared family, how many verdicts the test of the mean changed."""
+    lines = []
+    for family, g in re.groupby("family", sort=False):
+        moved = g[g["changed"]]
+        what = (
+            "none changed"
+            if moved.empty
+            else "; ".join(
+                f"{r.entry} on {r.kind}: {r.verdict_wilcoxon} → **{r.verdict_mean}**"
+                for r in moved.itertuples()
+            )
+        )
+        tests = "1 test" if len(g) == 1 else f"{len(g)} tests"
+        lines.append(f"- {family} ({tests}): {what}.")
+    return "\n".join(lines)
+
+
+def reanalysis_count(re: pd.DataFrame) -> str:
+    """ "8 of the 104" verdicts changed."""
+    return f"{int(re['changed'].sum())} of the {len(re)}"

@@ -1,0 +1,159 @@
+"""The split study decides on the mean, the quantity its text names (fifth declaration, item 11
+of ``preregistration``): the exact sign-flip permutation test of the mean, and one family per
+claim, the same on chapter 04 and on the scorecard."""
+
+from itertools import product
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from playerfl_core.stats import claims as C
+from playerfl_core.stats import exact_tests as X
+
+
+def _brute_force(d):
+    d = np.asarray(d, float)
+    d = d[d != 0]
+    sums = np.array([np.dot(s, np.abs(d)) for s in product([-1, 1], repeat=len(d))])
+    greater = (sums >= d.sum() - 1e-12).mean()
+    less = (sums <= d.sum() + 1e-12).mean()
+    return greater, less, min(1.0, 2 * min(greater, less))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 9, 13])
+def test_sign_flip_mean_test_is_every_sign_pattern(n):
+    d = np.random.default_rng(n).normal(0.01, 0.03, n)
+    greater, less, both = _brute_force(d)
+    assert X.sign_flip_mean_test(d) == pytest.approx(both, abs=1e-12)
+    assert X.sign_flip_mean_test(d, "greater") == pytest.approx(greater, abs=1e-12)
+    assert X.sign_flip_mean_test(d, "less") == pytest.approx(less, abs=1e-12)
+
+
+def test_sign_flip_ties_zeros_and_floor():
+    assert X.sign_flip_mean_test([0.02] * 10) == pytest.approx(X.min_pvalue("sign_flip", 10))
+    assert X.sign_flip_mean_test([0.0, 0.02, 0.02, 0.0]) == pytest.approx(0.5)  # zeros dropped
+    assert X.sign_flip_mean_test([]) == 1.0
+    tied = [0.1, -0.1, 0.1, 0.1, -0.1, 0.1, 0.1]  # equal |d|: sums tie with the observed one
+    assert X.sign_flip_mean_test(tied) == pytest.approx(_brute_force(tied)[2], abs=1e-12)
+    with pytest.raises(ValueError, match="alternative"):
+        X.sign_flip_mean_test([1.0], "bigger")
+
+
+def test_sign_flip_above_the_exact_limit_samples_the_same_null():
+    """Above the exact limit, a seeded Monte Carlo: repeatable, and close to the exact p of the
+    same values (computed here by raising the limit)."""
+    d = np.random.default_rng(3).normal(0.004, 0.03, X.SIGN_FLIP_EXACT_LIMIT + 2)
+    sampled = X.sign_flip_mean_test(d)
+    assert sampled == X.sign_flip_mean_test(d)
+    exact = X._sign_flip_tails_exact(np.abs(d), float(d.sum()), 1e-12)
+    assert sampled == pytest.approx(2 * min(exact), abs=0.005)
+
+
+def test_a_zero_inflated_regret_with_mean_above_delta_is_not_within_delta():
+    """18 seeds at regret 0 and 2 at 0.30: median 0, mean 0.03 > δ = 0.02. The Wilcoxon test
+    (the test until item 11) calls it within δ; the test of the mean must not."""
+    regrets = [0.0] * 18 + [0.3, 0.3]
+    assert np.median(regrets) == 0 and np.mean(regrets) > 0.02
+    old = C.decide_family([C.tolerance_evidence(regrets, 0.02, test="wilcoxon")])[0]
+    new = C.decide_family([C.tolerance_evidence(regrets, 0.02)])[0]
+    assert old.verdict == "supported"
+    assert new.verdict != "supported" and new.estimate < 0  # the mean of δ − regret
+    assert "sign-flip permutation test of the mean" in new.test
+    frame = pd.DataFrame({"dataset": ["z"] * 20, "regret": regrets})
+    assert C.tolerance_verdicts(frame, ["dataset"])["verdict"].item() != "within δ"
+    assert C.r1_rule_finds_oracle(frame).verdict.verdict != "supported"
+
+
+def test_a_mean_far_beyond_delta_with_a_median_within_is_beyond():
+    regrets = [0.0] * 12 + [0.25] * 8  # median 0, mean 0.10
+    new = C.decide_family([C.tolerance_evidence(regrets, 0.02)])[0]
+    assert new.verdict == "contradicted"
+
+
+def test_unknown_test_is_refused_by_name():
+    with pytest.raises(ValueError, match="test must be one of"):
+        C.tolerance_evidence([0.0] * 6, 0.02, test="median")
+
+
+def test_each_claims_parts_read_the_same_in_chapter_04_and_on_the_scorecard(monkeypatch):
+    """One family per claim: chapter 04's verdicts, computed from its default parameters as its
+    cells compute them, and the scorecard's R1 and C5 (chapter 06, the intro) hold the same
+    parts with the same Holm-adjusted p and verdict."""
+    from playerfl_core.book.reports import reproduction as RP
+    from playerfl_core.book.reports import split_choice as R
+    from playerfl_core.study import split_oracle as O
+    from playerfl_core.study.archive import archive_dir
+
+    monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed archives, as chapters
+    stored = O.load_sweeps(archive_dir("standard"))
+    datasets = ["heart", "digits", "fmnist"]
+    seeds = [0, 1, 2, 3, 4]
+    table = O.sweeps(datasets, seeds, "standard", stored=stored, progress=False)
+    sweep = R.analyse_sweep(table, datasets)
+    kinds = "rotate,invert,noise,quantity,swap"
+    plan = R.heterogeneity_plan("digits,fmnist", "0.05,0.1,0.3,1,10", kinds, "rotate:0.1,noise:0.1")
+    assert set(plan["dataset"]) | set(datasets) <= set(stored["dataset"])  # nothing to train
+    het = O.sweeps(plan["dataset"], seeds, "standard", stored=stored, progress=False)
+    _, _, het_regrets = R.analyse_heterogeneity(het, plan)
+    tuned = R.tuned_runs("standard", datasets)
+    regrets = sweep.regrets[sweep.regrets["variant"] == "paper"]
+    c5 = O.c5_table(sweep.scores, sweep.rules)
+    chapter = C.split_verdicts(regrets, c5, het_regrets, tuned=tuned)
+
+    split = RP.split_evidence("standard", datasets)
+    card = {"oracle": split["r1"], "C5": C.c5_beats_random(tuned, sweep_c5=split["c5"])}
+    for claim, scored in card.items():
+        ours = chapter[chapter["claim"] == claim]
+        theirs = scored.parts
+        assert len(ours) == len(theirs), claim
+        got = sorted(zip(ours["p_holm"].round(12), ours["verdict"], strict=True))
+        want = sorted(zip(theirs["p_holm"].round(12), theirs["verdict"], strict=True))
+        assert got == want, claim
+
+
+def test_the_bottom_line_names_the_distinct_rules_and_the_kinds_that_decide_r2():
+    from playerfl_core.book.reports import rule_scope as S
+    from playerfl_core.study import preregistration as P
+
+    paper, tuned, cost, cost2 = (P.FIRST_EPOCH[0], P.FIRST_EPOCH[1], "averaging cost (tuned τ)",
+                                 "averaging cost, second order (tuned τ)")  # fmt: skip
+    rows = []
+    for seed in range(40):
+        splits = {paper: 3, tuned: 3 if seed else 2, cost: seed % 4, cost2: seed % 4}
+        if seed < 3:
+            splits[cost2] = 5  # 37 of 40 = 92.5 % < 95 %: a rule of its own
+        for entry, p in splits.items():
+            rows.append(("fmnist_rotate", 0.01, seed, entry, p, "evaluation"))
+    rows.append(("fmnist_rotate", 0.01, 0, paper, 0, "development"))  # tuning seeds do not count
+    frame = pd.DataFrame(rows, columns=["dataset", "lr", "seed", "entry", "p_rule", "role"])
+    groups = S.distinct_rules(frame)
+    assert [g[0] for g in groups] == [paper, cost, cost2]
+    assert groups[0][1] == [(paper, 1.0), (tuned, 39 / 40)]
+    assert "the 4 first-epoch rules tested are 3 distinct rules" in S.distinct_text(frame)
+
+    parts = pd.DataFrame(
+        [(e, k, P.BEYOND if k == "rotate" or e == paper else "undecided")
+         for e in (paper, tuned, cost) for k in ("rotate", "noise")],
+        columns=["part", "kind", "verdict"],
+    )  # fmt: skip
+    assert S.deciding_kinds(parts) == "every one is beyond δ on rotate, which decides R2 alone"
+    parts.loc[parts["part"] == cost, "verdict"] = "undecided"
+    assert S.deciding_kinds(parts) == "beyond δ on rotate (2 of 3); noise (1 of 3)"
+
+
+def test_the_reanalysis_shows_both_tests_for_every_declared_family():
+    from playerfl_core.study import preregistration as P
+
+    rows = []
+    for seed in range(30):
+        zero_inflated = 0.3 if seed < 3 else 0.0  # mean 0.03: Wilcoxon within δ, mean test not
+        for entry in P.ENTRIES:
+            rows.append((entry.label, "quantity skew", "follow-up", seed, zero_inflated))
+    frame = pd.DataFrame(rows, columns=["entry", "kind", "role", "seed", "regret"])
+    re = P.reanalysis(frame)
+    assert set(re["family"]) == {"follow-up"} and len(re) == len(P.ENTRIES)
+    assert (re["verdict_wilcoxon"] == P.WITHIN).all() and re["changed"].all()
+    assert (re["verdict_mean"] != P.WITHIN).all()
+    with pytest.raises(ValueError, match="No regrets"):
+        P.reanalysis(frame.assign(role="development"))
