@@ -82,6 +82,8 @@ html: setup
 # seeds, the confirmation test's seeds 10-29) are timed in the README. Heterogeneity
 # federations: every split at the learning rate tuned for PLayer-FL on their base (heart 0.03,
 # digits 0.005, fmnist 0.003); seeds and sets as declared in playerfl_core/study/preregistration.py.
+# The scale ladder (playerfl_core/study/scale_ladder.py): the paper-size first epochs of
+# Fashion-MNIST and its rotated federation, seeds 0-9 (its record in stores/ladder states the cost).
 HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1 noise noise_alpha0.1
 het = $(subst $(eval) ,$(comma),$(addprefix $(1)_,$(or $(2),$(HET))))
 DEV_HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1
@@ -112,6 +114,7 @@ standard: setup data
 	  --lrs 0.003 --seeds $(SEEDS10_29) --profile standard --splits
 	$(VENV)/bin/playerfl archive pack --profile standard
 	$(VENV)/bin/playerfl rules --sweep stores/standard --out stores/rules/standard.parquet
+	test -f stores/ladder/paper_first_epoch.parquet || $(PY) -m playerfl_core.study.scale_ladder
 
 # PLayer-FL on Heart across real processes on this machine (loopback): a SuperLink with TLS and
 # SuperNode authentication, one SuperNode per hospital; see silos/README.md. Everything it

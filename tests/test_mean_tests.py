@@ -111,6 +111,13 @@ def test_each_claims_parts_read_the_same_in_chapter_04_and_on_the_scorecard(monk
         want = sorted(zip(theirs["p_holm"].round(12), theirs["verdict"], strict=True))
         assert got == want, claim
 
+    from playerfl_core.book.reports import comparison
+
+    chapter_05 = comparison.paired_with_random(tuned, "standard")["c5"].parts  # its C5 table
+    got = sorted(zip(chapter_05["p_holm"].round(12), chapter_05["verdict"], strict=True))
+    assert got == sorted(zip(card["C5"].parts["p_holm"].round(12), card["C5"].parts["verdict"],
+                             strict=True))  # fmt: skip
+
 
 def test_the_bottom_line_names_the_distinct_rules_and_the_kinds_that_decide_r2():
     from playerfl_core.book.reports import rule_scope as S

@@ -256,3 +256,22 @@ def test_chapters_execute_with_one_thread_and_no_progress_bars_however_started(
     ns.run_papermill(notebook)
     out = nbformat.read(notebook, as_version=4).cells[0].outputs
     assert "".join(o.get("text", "") for o in out).split() == ["1", "1"]
+
+
+def test_a_failing_chapter_keeps_its_outputs_and_the_failed_run_is_kept_apart(tmp_path):
+    """A chapter that fails half-way used to be overwritten with papermill's error copy (an
+    error cell on top, outputs gone); it now stays as it was, and the failed run is kept under
+    _build/failed for reading."""
+    chapters = tmp_path / "chapters"
+    chapters.mkdir()
+    notebook = chapters / "probe.ipynb"
+    cells = [nbformat.v4.new_code_cell("print('kept')"), nbformat.v4.new_code_cell("1 / 0")]
+    cells[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="kept\n")]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), notebook)
+    before = notebook.read_bytes()
+    with pytest.raises(subprocess.CalledProcessError):
+        ns.run_papermill(notebook)
+    assert notebook.read_bytes() == before
+    failed = ns.failed_copy(notebook)
+    assert failed == tmp_path / "_build" / "failed" / "probe.ipynb"
+    assert "ZeroDivisionError" in failed.read_text()

@@ -144,11 +144,31 @@ def chapter_env() -> dict[str, str]:
 
 
 def run_papermill(notebook: Path) -> None:
-    """Execute ``notebook`` in place in its own folder (the chapters' working directory), as
-    ``make book`` always has; raises :class:`subprocess.CalledProcessError` on failure."""
-    papermill = [sys.executable, "-m", "papermill", str(notebook), str(notebook)]
-    options = ["--cwd", str(notebook.parent), "-k", "python3", "--log-level", "WARNING"]
-    subprocess.run(papermill + options, check=True, env=chapter_env())
+    """Execute ``notebook`` in its own folder (the chapters' working directory) and replace it
+    with the result only when every cell ran: a failing chapter keeps its committed outputs, and
+    papermill's failed copy (with the error) is left at :func:`failed_copy` to read. Raises
+    :class:`subprocess.CalledProcessError` on failure."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / notebook.name
+        papermill = [sys.executable, "-m", "papermill", str(notebook), str(out)]
+        options = ["--cwd", str(notebook.parent), "-k", "python3", "--log-level", "WARNING"]
+        try:
+            subprocess.run(papermill + options, check=True, env=chapter_env())
+        except subprocess.CalledProcessError:
+            if out.exists():
+                failed_copy(notebook).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(out, failed_copy(notebook))
+            raise
+        shutil.copyfile(out, notebook)
+
+
+def failed_copy(notebook: Path) -> Path:
+    """Where a failed execution of ``notebook`` is kept: ``_build/failed/<name>`` beside the
+    book (never in ``chapters/``, where the book would build it)."""
+    return notebook.resolve().parent.parent / "_build" / "failed" / notebook.name
 
 
 def _chapter(notebook: Path) -> str:
@@ -177,7 +197,11 @@ def execute(notebooks: list[Path], root: Path | None = None) -> int:
         try:
             run_papermill(notebook)
         except subprocess.CalledProcessError as err:
-            print(f"{_chapter(notebook)} FAILED (papermill exit {err.returncode})", flush=True)
+            print(
+                f"{_chapter(notebook)} FAILED (papermill exit {err.returncode}); its committed "
+                f"outputs are kept, the failed run is in {failed_copy(notebook)}",
+                flush=True,
+            )
             failed.append(notebook.stem)
             continue
         seconds = time.monotonic() - start

@@ -168,6 +168,15 @@ def save_rules_table(table: pd.DataFrame, path, sweep_source: str = "", replay=N
     """Write a rules table to ``path`` (parquet) with ``<path>.json`` beside it: the machine that
     replayed the first epochs (with one thread, as the sweeps run), the code, the rows' SHA-256
     (checked by :func:`load_rules_table`) and, if given, the replay check's count."""
+    extra = {"sweeps": sweep_source}
+    if replay is not None:
+        extra["replay_same"] = [int(replay["same"].sum()), len(replay)]
+    return save_with_record(table, path, extra)
+
+
+def save_with_record(table: pd.DataFrame, path, extra: dict | None = None) -> Path:
+    """Write ``table`` to ``path`` (parquet) with ``<path>.json`` beside it: when and on which
+    machine (one thread) it was made, by which code, its SHA-256 and ``extra``'s fields."""
     import hashlib
     import json
     from datetime import UTC, datetime
@@ -180,14 +189,12 @@ def save_rules_table(table: pd.DataFrame, path, sweep_source: str = "", replay=N
     table.to_parquet(path, index=False)
     meta = {
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "sweeps": sweep_source,
         "code": code_fingerprint(),
         "machine": machine.fingerprint(threads=1),
         "rows": len(table),
         "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        **(extra or {}),
     }
-    if replay is not None:
-        meta["replay_same"] = [int(replay["same"].sum()), len(replay)]
     Path(f"{path}.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return path
 

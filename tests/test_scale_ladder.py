@@ -1,0 +1,49 @@
+"""The scale ladder (``study.scale_ladder``): the rule's first-epoch split at two sizes."""
+
+import pandas as pd
+import pytest
+
+from playerfl_core.study import scale_ladder as L
+from playerfl_core.study.split_scores import first_epoch_sensitivities
+
+
+def test_compute_is_the_first_epoch_of_each_seed_whatever_the_workers():
+    """Each (federation, seed) is one task; the table is the same as computing the seeds one by
+    one in this process, and the CPU-seconds are counted."""
+    table, cpu = L.compute(("digits",), (0, 1), "quick", workers=2, progress=False)
+    direct = first_epoch_sensitivities("digits", [0, 1], "quick", progress=False)
+    pd.testing.assert_frame_equal(
+        table, direct.sort_values(["dataset", "seed", "client", "depth"], ignore_index=True)
+    )
+    assert cpu > 0
+
+
+def test_the_ladder_summary_counts_every_split_per_rung():
+    rows = [("fmnist", "book", s, 3) for s in range(10)]
+    rows += [("fmnist", "paper", s, 3 if s < 7 else 4) for s in range(10)]
+    at = pd.DataFrame(rows, columns=["dataset", "rung", "seed", "p_rule"])
+    summary = L.ladder_summary(at).set_index("rung")
+    assert summary.loc["book", "splits"] == "3×10" and summary.loc["paper", "splits"] == "3×7, 4×3"
+    assert summary.loc["paper", "modal_share"] == pytest.approx(0.7)
+
+    from playerfl_core.book.reports.split_choice import ladder_lines
+
+    text = ladder_lines(L.ladder_summary(at))
+    assert "3×7, 4×3" in text and "another split than p = 3 on 3 of 10 seeds" in text
+    moved = at.assign(p_rule=at["p_rule"].where(at["rung"] == "book", 2))
+    assert "another split than p = 3 on 10 of 10 seeds" in ladder_lines(L.ladder_summary(moved))
+
+
+@pytest.mark.slow
+def test_the_committed_paper_size_choice_is_reproduced_for_one_seed():
+    """One seed of the committed paper-size first epochs, recomputed here: the rule's split is
+    the same (its numbers may drift in their last bits on another CPU; the split may not)."""
+    from playerfl_core.study.split_scores import rule_splits
+
+    committed = L.load()
+    assert committed is not None, "stores/ladder is not committed"
+    table, _ = committed
+    seed0 = table[(table["dataset"] == "fmnist") & (table["seed"] == 0)]
+    again, _ = L.compute(("fmnist",), (0,), L.PAPER, workers=1, progress=False)
+    split = rule_splits(seed0).set_index("variant")["p_rule"]
+    assert rule_splits(again).set_index("variant")["p_rule"].equals(split)
