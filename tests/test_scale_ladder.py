@@ -35,11 +35,12 @@ def test_the_ladder_summary_counts_every_split_per_rung():
 
 
 @pytest.mark.slow
-def test_the_committed_paper_size_choice_is_reproduced_for_one_seed():
+def test_the_committed_paper_size_choice_is_reproduced_for_one_seed(monkeypatch):
     """One seed of the committed paper-size first epochs, recomputed here: the rule's split is
     the same (its numbers may drift in their last bits on another CPU; the split may not)."""
     from playerfl_core.study.split_scores import rule_splits
 
+    monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
     committed = L.load()
     assert committed is not None, "stores/ladder is not committed"
     table, _ = committed
