@@ -2,7 +2,8 @@
 holds the procedure and the analysis; dataset names live here, in data_prep, as everywhere).
 
 Declared at commit a025bfc, before any evaluation federation was computed or read, and moved
-here unchanged.
+here unchanged. At the end, not a declaration: the federations of the scale ladder
+(``study.scale_ladder``), a descriptive study that no run reads either.
 """
 
 SEEDS = {"heart": tuple(range(50))}
@@ -69,3 +70,10 @@ CONFIRMATION_SEEDS = tuple(range(10, 30))
 """Fresh seeds (a new partition of the clients, a new initialisation): 20 of them, so that the
 smallest attainable Holm-adjusted p over the test's 16 (entry, kind) pairs is 16 · 2/2^20 ≈ 3e-5;
 never pooled with the first test's seeds 0–9 of the same federations."""
+
+
+# -- not a declaration: the scale ladder (study.scale_ladder), descriptive -------------------------
+LADDER = ("fmnist", "fmnist_rotate")
+"""Fashion-MNIST and its rotated federation (the one that decides claim R2), at the book's sizes
+and at the paper's."""
+LADDER_SEEDS = tuple(range(10))

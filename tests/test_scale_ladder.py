@@ -26,7 +26,7 @@ def test_the_ladder_summary_counts_every_split_per_rung():
     assert summary.loc["book", "splits"] == "3×10" and summary.loc["paper", "splits"] == "3×7, 4×3"
     assert summary.loc["paper", "modal_share"] == pytest.approx(0.7)
 
-    from playerfl_core.book.reports.split_choice import ladder_lines
+    from playerfl_core.book.reports.ladder import ladder_lines
 
     text = ladder_lines(L.ladder_summary(at))
     assert "3×7, 4×3" in text and "another split than p = 3 on 3 of 10 seeds" in text

@@ -24,8 +24,10 @@ from pathlib import Path
 
 import pandas as pd
 
-DATASETS = ("fmnist", "fmnist_rotate")
-SEEDS = tuple(range(10))
+from data_prep import preregistered
+
+DATASETS, SEEDS = preregistered.LADDER, preregistered.LADDER_SEEDS
+"""The ladder's federations and seeds, named in ``data_prep`` (where dataset names live)."""
 PAPER = "paper"
 RUNGS = {
     "book": "standard profile: 400 images per client, width 0.25, batch 32, lr 0.003",
