@@ -33,7 +33,15 @@ def test_markers_and_muted_do_not_look_like_another_algorithm():
     assert to_hex(style.MUTED) not in algorithm_colours
     variants = [to_hex(c) for c in style.RULE_VARIANT_COLORS.values()]
     assert len(set(variants)) == len(variants)
-    assert not set(variants[1:]) & algorithm_colours  # the paper's rule is the rule's red
+    assert to_hex(style.rule_variant_color("paper")) == to_hex(style.marker_color("rule"))
+    rules = [to_hex(c) for c in style.SPLIT_RULE_COLORS.values()]
+    assert len(set(rules)) == len(rules)
+    assert to_hex(style.marker_color("oracle")) not in rules
+    # every colour is one of the palette's (split rules and variants never share a figure with
+    # algorithms, so they may wear an algorithm's colour)
+    palette = {to_hex(c) for c in style.PALETTE.values()}
+    for colours in (style.ALGORITHM_COLORS, style.MARKER_COLORS, style.SPLIT_RULE_COLORS):
+        assert {to_hex(c) for c in colours.values()} <= palette
 
 
 def test_split_sweep_runs_have_names_and_ordered_colours():
@@ -42,6 +50,95 @@ def test_split_sweep_runs_have_names_and_ordered_colours():
     assert len(set(sweep)) == 5
     with pytest.raises(ValueError, match="no colour for algorithm 'nope'"):
         style.algorithm_color("nope")
+
+
+# --- colour-blind safety: every colour set a figure shows together stays distinct -------------
+
+MACHADO_DEUTERANOPIA = np.array(
+    [
+        [0.367322, 0.860646, -0.227968],
+        [0.280085, 0.672501, 0.047413],
+        [-0.011820, 0.042940, 0.968881],
+    ]
+)
+"""Machado, Oliveira & Fernandes (2009), deuteranopia at severity 1.0, on linear RGB."""
+
+MIN_DELTA_E = 15.0
+"""Least CIE76 ΔE (CIELAB, D65) between two colours of one set, seen normally and through the
+deuteranopia simulation. The Okabe–Ito palette's own closest pair under the simulation (orange
+and yellow) is 17.0 apart, so 15 admits the reference colour-blind-safe set with a margin while
+asking well above the ~2.3 of a just-noticeable difference between large patches: the colours
+here mark thin lines and 5-pt dots, which need several times that to be told apart at a glance.
+The old palette's rule and oracle (red and green) were 7.3 apart."""
+
+
+def _linear(colour) -> np.ndarray:
+    c = np.asarray(to_rgb(colour), dtype=float)
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def _lab(linear: np.ndarray) -> np.ndarray:
+    """CIELAB (D65 white) of a linear sRGB colour."""
+    xyz = np.array(
+        [
+            [0.4124564, 0.3575761, 0.1804375],
+            [0.2126729, 0.7151522, 0.0721750],
+            [0.0193339, 0.1191920, 0.9503041],
+        ]
+    ) @ np.clip(linear, 0, 1)
+    t = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def _delta_e(a, b, deuteranope: bool = False) -> float:
+    """CIE76 ΔE between two colours, as a deuteranope sees them when ``deuteranope``."""
+    simulate = MACHADO_DEUTERANOPIA if deuteranope else np.eye(3)
+    return float(np.linalg.norm(_lab(simulate @ _linear(a)) - _lab(simulate @ _linear(b))))
+
+
+def test_the_deuteranopia_simulation():
+    """Greys and white stay put; red and green, far apart in normal vision, nearly meet."""
+    for grey in ("#ffffff", "#777777", "#000000"):
+        assert _delta_e(grey, grey, deuteranope=True) == 0
+        sim = _lab(MACHADO_DEUTERANOPIA @ _linear(grey))
+        assert np.allclose(sim, _lab(_linear(grey)), atol=0.5)
+    assert _delta_e("#d62728", "#2ca02c") > 100
+    assert _delta_e("#d62728", "#2ca02c", deuteranope=True) < 10
+    assert _delta_e("#0072B2", "#E69F00", deuteranope=True) > 80  # blue/orange: the safe axis
+
+
+def _colour_sets() -> dict[str, dict[str, str]]:
+    """The colours each kind of figure shows side by side."""
+    oracle = {"oracle": style.marker_color("oracle")}
+    key = {a: style.algorithm_color(a) for a in style.KEY_ALGORITHMS}
+    return {
+        # chapter 07's traffic bars and any table of runs: all twelve, and the line standing
+        # for several algorithms
+        "algorithms": {**style.ALGORITHM_COLORS, "shared": style.marker_color("shared")},
+        # chapter 05: the key algorithms in colour, the others muted
+        "key algorithms": {**key, "muted": style.MUTED, "shared": style.marker_color("shared")},
+        # chapters 03 and 04: the rule's and the oracle's splits, the published references, the
+        # black mean line
+        "rule vs oracle markers": dict(style.MARKER_COLORS),
+        # chapter 04b: every split rule of the pre-registered test and the oracle
+        "split rules with the oracle": {**style.SPLIT_RULE_COLORS, **oracle},
+        # chapter 04: the rule's pooling variants and the oracle's split
+        "rule variants with the oracle": {**style.RULE_VARIANT_COLORS, **oracle},
+    }
+
+
+@pytest.mark.parametrize("deuteranope", [False, True], ids=["normal vision", "deuteranopia"])
+def test_every_colour_set_is_distinct_for_colour_blind_readers(deuteranope):
+    too_close = []
+    for name, colours in _colour_sets().items():
+        items = list(colours.items())
+        for i, (a, ca) in enumerate(items):
+            for b, cb in items[i + 1 :]:
+                gap = _delta_e(ca, cb, deuteranope)
+                if gap < MIN_DELTA_E:
+                    too_close.append(f"{name}: {a} {ca} / {b} {cb}: ΔE {gap:.1f}")
+    assert not too_close, f"under ΔE {MIN_DELTA_E}:\n" + "\n".join(too_close)
 
 
 @pytest.mark.parametrize(
@@ -441,3 +538,49 @@ def test_forest_colours_a_measure_alike_in_every_chapter():
         colours.append(to_hex(lines[-1].get_color()))
         plt.close(fig)
     assert colours == [style.MEASURE_COLORS["grad_noise"]] * 2
+
+
+def _legend_colours(fig) -> dict[str, str]:
+    """Legend entry → the colour its handle shows (a line's, a marker's or a bar's face)."""
+    from matplotlib.collections import Collection
+    from matplotlib.patches import Patch
+
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    out = {}
+    for legend in legends:
+        for text, handle in zip(legend.get_texts(), legend.legend_handles, strict=True):
+            if isinstance(handle, Collection):
+                colour = handle.get_facecolor()[0]
+            elif isinstance(handle, Patch):
+                colour = handle.get_facecolor()
+            else:
+                colour = handle.get_color()
+            out[text.get_text()] = to_hex(colour)
+    return out
+
+
+RULE_FIGURES = (
+    "sweep_curves",
+    "heterogeneity_splits",
+    "stability_bars",
+    "split_lines",
+    "regret_by_kind",
+    "tolerance_plot",
+    "split_dots",
+)
+"""The figures of chapters 03, 04 and 04b whose legends tell rules, variants and the oracle."""
+
+
+def test_rule_and_oracle_legends_are_distinct_for_colour_blind_readers():
+    too_close = []
+    for name, fig in _figures():
+        if name in RULE_FIGURES:
+            items = list(_legend_colours(fig).items())
+            assert len(items) >= 2, name
+            for i, (a, ca) in enumerate(items):
+                for b, cb in items[i + 1 :]:
+                    gap = min(_delta_e(ca, cb), _delta_e(ca, cb, deuteranope=True))
+                    if gap < MIN_DELTA_E:
+                        too_close.append(f"{name}: {a!r} / {b!r}: ΔE {gap:.1f}")
+        plt.close(fig)
+    assert not too_close, "\n".join(too_close)

@@ -78,7 +78,7 @@ def plot_client_medians(medians: pd.DataFrame, metric_label: str, client_names=N
     """Each client's median score per algorithm (dots), one panel per dataset.
 
     The reference models (Local, FedAvg) and PLayer-FL are coloured; a client "gains" from
-    PLayer-FL when the red dot is above both the grey and the blue one. Two panels a row.
+    PLayer-FL when the vermillion dot is above both the grey and the blue one. Two panels a row.
     """
     datasets = list(dict.fromkeys(medians["dataset"]))
     algorithms = _order(medians["algorithm"])

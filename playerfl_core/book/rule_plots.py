@@ -29,7 +29,7 @@ ORACLE = "oracle (validation)"
 
 
 def entry_color(label: str) -> str:
-    """The colour of a pre-registered entry (by its rule; the tuned paper rule a lighter red)."""
+    """The colour of a pre-registered entry (by its rule; the tuned paper rule orange)."""
     entry = next((e for e in P.ALL_ENTRIES if e.label == label), None)
     if entry is None:
         return MARKER_COLORS["oracle"] if label == ORACLE else MUTED
@@ -112,7 +112,7 @@ def tolerance_plot(curve: pd.DataFrame):
 
 def split_dots(dist: pd.DataFrame, sources: Sequence[str]):
     """Per federation (rows, by kind): the split each source picks on each seed, dot area ∝
-    number of seeds; the oracle's green."""
+    number of seeds; the oracle's bluish green."""
     feds = list(dict.fromkeys(dist.sort_values("kind", key=_kind_rank, kind="stable")["dataset"]))
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.36 * len(feds) + 1.2), layout="constrained")
     step = 0.8 / len(sources)

@@ -41,15 +41,15 @@ def _legend_below(fig, ax) -> None:
 
 def sweep_curves(summary: pd.DataFrame, reg: pd.DataFrame):
     """Test score against p per dataset (mean over seeds, bootstrap CI band), the mean
-    validation score dashed; ticks below the axis count the seeds whose rule (red) and
-    validation oracle (green) picked each p."""
+    validation score dashed; ticks below the axis count the seeds whose rule (vermillion) and
+    validation oracle (bluish green) picked each p."""
     datasets = list(dict.fromkeys(summary["dataset"]))
     fig, axes = _panels(len(datasets))
     for ax, ds in zip(axes, datasets, strict=True):
         s = summary[summary["dataset"] == ds].sort_values("p")
         ax.plot(s["p"], s["mean"], "o-", color="k", ms=4, label="test (mean)")
         ax.fill_between(s["p"], s["lo"], s["hi"], color="k", alpha=0.12)
-        ax.plot(s["p"], s["val"], "s--", color="grey", ms=3, label="validation (mean)")
+        ax.plot(s["p"], s["val"], "s--", color="0.3", ms=3, label="validation (mean)")
         r = reg[reg["dataset"] == ds]
         ymin = float(np.nanmin(np.r_[s["lo"], s["val"]]))
         span = float(np.nanmax(np.r_[s["hi"], s["val"]])) - ymin or 1.0
@@ -130,8 +130,8 @@ def client_gain_lines(curves: pd.DataFrame, client_names: Mapping[str, list] | N
 
 def heterogeneity_splits(summary: pd.DataFrame, n_units: Mapping[str, int] | None = None):
     """The chosen and the oracle p against heterogeneity, one panel per base: every seed's rule
-    p (red dots, left) and validation-oracle p (green, right), federations ordered from strong
-    label skew to nearly IID, then feature skew, then mixed."""
+    p (vermillion dots, left) and validation-oracle p (bluish green, right), federations ordered
+    from strong label skew to nearly IID, then feature skew, then mixed."""
     bases = list(dict.fromkeys(summary["base"]))
     fig, axes = panel_grid(len(bases), max_cols=1, panel_height=2.6, width=FIGURE_WIDTH)
     for ax, base in zip(axes, bases, strict=True):
