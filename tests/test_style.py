@@ -275,23 +275,43 @@ def _texts(fig):
     return [t for t in fig.findobj(plt.Text) if t.get_visible() and t.get_text().strip()]
 
 
+MIN_TICK_GAP_PX = 3
+"""Least room between two neighbouring tick labels along their text (pixels at the book's
+150 dpi): labels that touch read as one word ("quantityconcept")."""
+
+
 def _overlapping_ticks(fig) -> list[str]:
-    """Neighbouring x tick labels of one axis whose boxes overlap."""
+    """Tick labels of one axis (x or y) whose boxes overlap. A rotated label is the rotated
+    rectangle of its upright text, so two slanted neighbours overlap only where their text
+    does (their upright window boxes always do)."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     found = []
     for ax in fig.axes:
         if not ax.get_visible():
             continue
-        boxes = [
-            (t.get_window_extent(renderer), t.get_text())
-            for t in ax.get_xticklabels()
-            if t.get_visible() and t.get_text().strip() and t.get_rotation() == 0
-        ]  # rotated labels are slanted apart: their upright boxes overlap by design
-        boxes.sort(key=lambda b: b[0].x0)
-        for (a, ta), (b, tb) in zip(boxes, boxes[1:], strict=False):
-            if a.x1 > b.x0 + 1 and a.y1 > b.y0 and b.y1 > a.y0:
-                found.append(f"{ta!r} / {tb!r}")
+        for axis, labels in (("x", ax.get_xticklabels()), ("y", ax.get_yticklabels())):
+            boxes = []
+            for t in labels:
+                if not (t.get_visible() and t.get_text().strip()):
+                    continue
+                box, rotation = t.get_window_extent(renderer), t.get_rotation()
+                t.set_rotation(0)
+                upright = t.get_window_extent(renderer)
+                t.set_rotation(rotation)
+                centre = np.array([(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2])
+                boxes.append((centre, upright.width, upright.height, np.deg2rad(rotation), t))
+            for i, (c1, w1, h1, angle, t1) in enumerate(boxes):
+                along = np.array([np.cos(angle), np.sin(angle)])
+                across = np.array([-np.sin(angle), np.cos(angle)])
+                for c2, w2, h2, _, t2 in boxes[i + 1 :]:
+                    d = c2 - c1
+                    gap = MIN_TICK_GAP_PX
+                    if (
+                        abs(d @ along) < (w1 + w2) / 2 + gap
+                        and abs(d @ across) < (h1 + h2) / 2 + gap
+                    ):
+                        found.append(f"{axis}: {t1.get_text()!r} / {t2.get_text()!r}")
     return found
 
 
@@ -308,6 +328,7 @@ def _figures():
     from playerfl_core.book import averaging_plots, data_plots, rule_plots, split_plots
     from playerfl_core.book.reports import silos
     from playerfl_core.study import preregistration as P
+    from playerfl_core.study import split_sweeps
 
     rng = np.random.default_rng(0)
     units = ["layer1", "layer2", "layer3", "fc1", "fc2"]
@@ -363,12 +384,21 @@ def _figures():
         columns=["dataset", "batches", "agree"],
     )
     yield "agreement_lines", analysis_plots.agreement_lines(agree, "batches", "agree", "m", "share")
+
+    def signed(low):  # a signed value of magnitude 10^low ... 1, like chapter 03a's
+        return rng.choice([-1, 1]) * 10.0 ** rng.uniform(low, 0)
+
     effects = pd.DataFrame(
-        [(d, u, rng.normal() * 1e-3, rng.normal() * 1e-3) for d in _DS[:2] for u in units * 6],
+        [(d, u, signed(lo), signed(lo)) for d, lo in (("heart", -3), ("digits", -7))
+         for u in units * 12],
         columns=["dataset", "unit", "first_order", "actual"],
-    )
+    )  # fmt: skip
     profiles = pd.DataFrame(
-        [(d, u, 10.0 ** -rng.uniform(1, 5), rng.normal() * 1e-3) for d in _DS[:2] for u in units],
+        [
+            (d, u, 10.0 ** -rng.uniform(1, 5), signed(-4))
+            for d in ("heart", "digits")
+            for u in units
+        ],
         columns=["dataset", "unit", "sensitivity", "actual"],
     )
     yield "plot_averaging_check", averaging_plots.plot_averaging_check(effects, profiles)
@@ -445,16 +475,13 @@ def _figures():
         columns=["dataset", "client", "p", "gain"],
     )
     yield "client_gain_lines", split_plots.client_gain_lines(gains)
-    levels = [("label skew", f"α={a}") for a in (0.05, 0.1, 0.3, 1, 10)]
-    levels += [("feature skew", "rotate"), ("feature skew", "invert"), ("mixed", "rotate+α=0.1")]
-    het = pd.DataFrame(
-        [
-            (b, i, [3, 3], [1, 4], f, lv)
-            for b in ("digits", "fmnist")
-            for i, (f, lv) in enumerate(levels)
-        ],
-        columns=["base", "order", "rule_ps", "oracle_ps", "family", "level"],
-    )
+    het = split_sweeps.heterogeneity_federations(
+        ["digits", "fmnist"],
+        kinds=("rotate", "invert", "noise", "quantity", "swap"),
+        mixed=(("rotate", 0.1), ("noise", 0.1)),
+    )  # chapter 04's twelve federations a base: quantity skew and concept shift side by side
+    het["rule_ps"] = [[3, 3]] * len(het)
+    het["oracle_ps"] = [[1, 4]] * len(het)
     yield "heterogeneity_splits", split_plots.heterogeneity_splits(het, {"digits": 4, "fmnist": 5})
     stab = pd.DataFrame(
         [(d, v, s, int(rng.integers(1, 5))) for d in _DS for v in ("paper", "median", "geomean")
@@ -584,3 +611,47 @@ def test_rule_and_oracle_legends_are_distinct_for_colour_blind_readers():
                         too_close.append(f"{name}: {a!r} / {b!r}: ΔE {gap:.1f}")
         plt.close(fig)
     assert not too_close, "\n".join(too_close)
+
+
+def test_names_beside_points_cover_no_point_and_no_other_name():
+    """Chapter 06's ours-vs-published panels: a cluster of algorithms near the top right (as
+    on Fashion-MNIST), whose names used to run over each other's points."""
+    algorithms = list(style.ALGORITHM_COLORS)
+    theirs = pd.DataFrame(
+        {"fmnist": [88.7, 89.1, 89.2, 88.2, 89.2, 89.1, 89.3, 89.2, 89.1, 70.8, 89.8, 89.3]},
+        index=algorithms,
+    )
+    ours = pd.DataFrame(
+        {"fmnist": [74.4, 65.8, 69.1, 41.6, 68.0, 59.2, 60.3, 74.6, 76.3, 71.3, 76.2, 78.5]},
+        index=algorithms,
+    )
+    fig = comparison_plots.plot_ours_vs_published(ours, theirs, "accuracy (%)")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    frame = ax.get_window_extent(renderer)
+    names = [t for t in ax.texts if t.get_text()]
+    assert {t.get_text() for t in names} >= {"PLayer-FL", "PLayer-FL-Random", "Local", "FedAvg"}
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in names]
+    points = (
+        ax.collections[0]
+        .get_offset_transform()
+        .transform(np.vstack([c.get_offsets() for c in ax.collections]))
+    )
+    radius = 3 * fig.dpi / 72  # the markers' 36 pt² area
+    problems = []
+    for i, (name, box) in enumerate(boxes):
+        if not (
+            frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 <= box.y1 <= frame.y1
+        ):
+            problems.append(f"{name} leaves the frame")
+        for other, second in boxes[i + 1 :]:
+            if box.overlaps(second):
+                problems.append(f"{name} / {other}")
+        for x, y in points:
+            dx = max(box.x0 - x, 0, x - box.x1)
+            dy = max(box.y0 - y, 0, y - box.y1)
+            if np.hypot(dx, dy) < radius:
+                problems.append(f"{name} covers the point at {x:.0f}, {y:.0f}")
+    plt.close(fig)
+    assert not problems, problems
