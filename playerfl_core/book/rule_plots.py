@@ -20,6 +20,7 @@ from playerfl_core.book.style import (
     apply_book_style,
     dataset_label,
     panel_grid,
+    rule_label,
 )
 from playerfl_core.study import preregistration as P
 
@@ -55,7 +56,7 @@ def tuning_curves(tuning: pd.DataFrame):
             ax.set_xscale("log", base=2)
         else:
             ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
-        ax.set_title(rule)
+        ax.set_title(rule_label(rule))
         ax.set_xlabel("threshold")
         ax.grid(alpha=0.3)
     for k, ax in enumerate(axes):

@@ -21,6 +21,7 @@ from playerfl_core.book.style import (
     marker_color,
     panel_grid,
     rule_variant_color,
+    rule_variant_label,
 )
 
 apply_book_style()
@@ -228,7 +229,7 @@ def stability_bars(splits: pd.DataFrame, oracle: Mapping[str, int] | None = None
                 np.array(ps) + (k - (len(variants) - 1) / 2) * width,
                 [share.get(p, 0.0) for p in ps],
                 width,
-                label=v,
+                label=rule_variant_label(v),
                 color=rule_variant_color(v),
             )
         if oracle and ds in oracle:

@@ -116,6 +116,52 @@ the tuned threshold orange, its poolings as in :data:`RULE_VARIANT_COLORS`), the
 cool ones (the second-order cost a lighter blue than the first-order one, the update
 disagreement reddish purple), the validation probe black; the oracle stays bluish green."""
 
+RULE_NAMES = {
+    "paper": "paper",
+    "paper_median": "paper, median pooling",
+    "paper_geomean": "paper, geometric-mean pooling",
+    "cost": "averaging cost",
+    "cost2": "averaging cost, second order",
+    "disagreement": "update disagreement",
+    "probe": "validation probe",
+}
+"""Display names of the split rules of ``fl.split_rules`` (as the pre-registered entries name
+them, without their thresholds)."""
+
+RULE_VARIANT_NAMES = {"paper": "mean (paper)", "median": "median", "geomean": "geometric mean"}
+"""Display names of the split rule's poolings (``split_oracle.RULE_VARIANTS``)."""
+
+SCORE_NAMES = {
+    "accuracy": "accuracy",
+    "macro_f1": "macro-F1",
+    "loss": "loss",
+    "fairness_accuracy": "fairness (accuracy)",
+    "fairness_f1": "fairness (macro-F1)",
+    "fairness_loss": "fairness (loss)",
+    "ipr_accuracy": "IPR (accuracy)",
+    "ipr_f1": "IPR (macro-F1)",
+    "ipr_loss": "IPR (loss)",
+}
+"""Display names of the scores and of the paper's tables of them (fairness: variance over
+clients; IPR: share of clients PLayer-FL improves)."""
+
+
+def rule_label(name) -> str:
+    """Display name of a split rule; anything else (an entry's label, a reader's rule) as it
+    is."""
+    return RULE_NAMES.get(name, name)
+
+
+def rule_variant_label(name) -> str:
+    """Display name of a pooling variant of the split rule; anything else as it is."""
+    return RULE_VARIANT_NAMES.get(name, name)
+
+
+def score_label(name) -> str:
+    """Display name of a score or a published table of one; anything else as it is."""
+    return SCORE_NAMES.get(name, name)
+
+
 MUTED = "#c7c7c7"
 """The colour of algorithms a figure does not single out ("other baselines")."""
 
