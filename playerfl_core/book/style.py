@@ -6,7 +6,9 @@ colour from here, so PLayer-FL is the same vermillion and Heart the same teal in
 The colours of algorithms, rules and the oracle come from one colour-blind-safe palette
 (:data:`PALETTE`, Okabe–Ito's and shades of it). Every figure module applies :data:`BOOK_RC` on
 import, so a chapter needs no style cell. Presentation only: nothing here changes what a run
-computes."""
+computes. One module of some 440 lines, not several: the palette's sets are chosen against each
+other (tests/test_style.py checks them together), and the names and colours of one thing stay
+side by side."""
 
 from __future__ import annotations
 
