@@ -233,3 +233,105 @@ def test_a_follow_up_of_one_kind_is_shown_as_a_column_and_negative_regrets_with_
     two_kinds = pd.concat([one_kind, one_kind.assign(kind="concept shift")], ignore_index=True)
     assert RF.verdict_table(two_kinds).shape == (2, 2)
     assert list(RF.verdict_table(two_kinds).columns) == ["paper", "cost"]
+
+
+def _rank_claim(cid, wide, higher, alpha, blocks):
+    """A claim of one best-rank part, decided as claims.c3_best_rank decides it."""
+    from types import SimpleNamespace
+
+    from playerfl_core.stats import claims as C
+    from playerfl_core.stats.evidence import best_rank_evidence
+
+    ev, _ = best_rank_evidence(wide, "playerfl", higher, "", alpha, blocks)
+    verdict = C.Verdict(ev.verdict, ev.strength, ev.reason)
+    return SimpleNamespace(id=cid, verdict=verdict, parts=pd.DataFrame([ev.row()]))
+
+
+def _plain(answer: str) -> str:
+    """The answer's sentence before its numbers."""
+    return answer.split("*The numbers*")[0]
+
+
+@pytest.mark.parametrize(
+    "case, verdict, words",
+    [
+        ("ahead", "supported", "The runs back it: PLayer-FL has the best mean rank"),
+        ("behind", "contradicted", "The runs go against it: PLayer-FL has the 2nd-best"),
+        ("close", "undecided", "These runs cannot tell: PLayer-FL has the best mean rank"),
+        ("chance", "undecided", "differ no more than chance would make them"),
+    ],
+)
+def test_chapter_05s_result_box_answers_in_a_plain_sentence_first(case, verdict, words):
+    """Chapter 05's Result box: per claim the verdict and what it means in words, no test
+    jargon, then the numbers with the tests linked to the glossary."""
+    import numpy as np
+
+    from playerfl_core.book.reports import comparison as R
+
+    rng = np.random.default_rng(0)
+    algorithms = ["playerfl", "fedavg", "local", "ditto"]
+    n = {"ahead": 30, "behind": 30, "close": 12, "chance": 6}[case]
+    wide = pd.DataFrame(rng.normal(size=(4, n)) * 0.01, index=algorithms)
+    lift = {"ahead": [3, 0, -1, -2], "behind": [1, 3, -1, -2], "close": [1, 0.9, -1, -2]}
+    wide = wide.add(np.array(lift.get(case, [0, 0, 0, 0]))[:, None] * (case != "chance"), axis=0)
+    if case == "chance":
+        wide = pd.DataFrame(rng.normal(size=(4, n)), index=algorithms)
+    outcome = R.rank_outcome(wide, True, 0.05, "(dataset, seed) runs")
+    claim = _rank_claim("C3", wide, True, 0.05, "(dataset, seed) runs")
+    assert outcome["case"] == case and claim.verdict.verdict == verdict == outcome["verdict"]
+    answer = R.c3_answer(claim, outcome)
+    assert answer.startswith(f"**C3, PLayer-FL ranks best: {verdict}.**")
+    assert words in answer
+    plain = _plain(answer)
+    for jargon in ("Friedman", "Nemenyi", "p =", "α", "Holm"):
+        assert jargon not in plain, (jargon, plain)
+    assert plain.count(".") == 2  # the bold head, then one sentence
+    numbers = answer.split("*The numbers*")[1]
+    assert "{term}`Friedman test`" in numbers
+    if case == "behind":
+        assert "FedAvg ranks ahead of it" in plain
+
+
+def test_chapter_05s_answers_for_fairness_and_the_random_split():
+    from types import SimpleNamespace
+
+    from playerfl_core.book.reports import comparison as R
+    from playerfl_core.stats import claims as C
+
+    wide = pd.DataFrame(
+        [[0.1, 0.2, 0.3], [0.2, 0.1, 0.4], [0.3, 0.3, 0.1]], index=["playerfl", "ditto", "fedprox"]
+    )
+    fair = R.rank_outcome(wide, False, 0.025, "datasets")
+    ipr = R.rank_outcome(wide, True, 0.025, "datasets")
+    assert fair["case"] == ipr["case"] == "untestable"  # 3 datasets cannot reach α/2
+    claim = SimpleNamespace(id="C4", verdict=C.Verdict("undecided", "none", "2 undecided"))
+    answer = R.c4_answer(claim, fair, ipr, "72%")
+    assert answer.startswith("**C4, PLayer-FL is the fairest and the most worth joining: undecided")
+    assert "3 datasets are too few for any test to decide" in _plain(answer)
+    assert "{term}`fairness`" in answer and "incentivized participation rate>`" in answer
+    parts = pd.DataFrame(
+        {"part": list("abc"), "estimate": [0.012, 0.05, -0.01], "n": [30, 10, 10],
+         "p": [0.1, 0.004, 0.3], "p_holm": [0.2, 0.012, 0.3],
+         "verdict": ["undecided", "supported", "undecided"]}
+    )  # fmt: skip
+    c5 = SimpleNamespace(
+        id="C5", verdict=C.Verdict("undecided", "weak", "1 supported, 2 undecided of 3"),
+        parts=parts,
+    )  # fmt: skip
+    answer = R.c5_answer(c5)
+    plain = _plain(answer)
+    assert "These runs cannot tell: of its 3 comparisons" in plain
+    assert "in 1, and the other 2 are within what chance produces" in plain
+    assert "p =" not in plain and "{term}`Holm's adjustment`" in answer
+    assert "+0.012 macro-F1 over 30 paired runs" in answer
+
+
+def test_every_term_the_result_box_links_is_in_the_glossary():
+    import re
+    from pathlib import Path
+
+    glossary = Path(__file__).parents[1] / "chapters" / "glossary.md"
+    terms = {line.strip() for line in glossary.read_text().splitlines() if re.match(r"^\S", line)}
+    for term in ("Friedman test", "Nemenyi test", "Holm's adjustment", "fairness", "claim",
+                 "verdict", "incentivized participation rate"):  # fmt: skip
+        assert term in terms, term

@@ -33,7 +33,15 @@ def test_markers_and_muted_do_not_look_like_another_algorithm():
     assert to_hex(style.MUTED) not in algorithm_colours
     variants = [to_hex(c) for c in style.RULE_VARIANT_COLORS.values()]
     assert len(set(variants)) == len(variants)
-    assert not set(variants[1:]) & algorithm_colours  # the paper's rule is the rule's red
+    assert to_hex(style.rule_variant_color("paper")) == to_hex(style.marker_color("rule"))
+    rules = [to_hex(c) for c in style.SPLIT_RULE_COLORS.values()]
+    assert len(set(rules)) == len(rules)
+    assert to_hex(style.marker_color("oracle")) not in rules
+    # every colour is one of the palette's (split rules and variants never share a figure with
+    # algorithms, so they may wear an algorithm's colour)
+    palette = {to_hex(c) for c in style.PALETTE.values()}
+    for colours in (style.ALGORITHM_COLORS, style.MARKER_COLORS, style.SPLIT_RULE_COLORS):
+        assert {to_hex(c) for c in colours.values()} <= palette
 
 
 def test_split_sweep_runs_have_names_and_ordered_colours():
@@ -42,6 +50,95 @@ def test_split_sweep_runs_have_names_and_ordered_colours():
     assert len(set(sweep)) == 5
     with pytest.raises(ValueError, match="no colour for algorithm 'nope'"):
         style.algorithm_color("nope")
+
+
+# --- colour-blind safety: every colour set a figure shows together stays distinct -------------
+
+MACHADO_DEUTERANOPIA = np.array(
+    [
+        [0.367322, 0.860646, -0.227968],
+        [0.280085, 0.672501, 0.047413],
+        [-0.011820, 0.042940, 0.968881],
+    ]
+)
+"""Machado, Oliveira & Fernandes (2009), deuteranopia at severity 1.0, on linear RGB."""
+
+MIN_DELTA_E = 15.0
+"""Least CIE76 ΔE (CIELAB, D65) between two colours of one set, seen normally and through the
+deuteranopia simulation. The Okabe–Ito palette's own closest pair under the simulation (orange
+and yellow) is 17.0 apart, so 15 admits the reference colour-blind-safe set with a margin while
+asking well above the ~2.3 of a just-noticeable difference between large patches: the colours
+here mark thin lines and 5-pt dots, which need several times that to be told apart at a glance.
+The old palette's rule and oracle (red and green) were 7.3 apart."""
+
+
+def _linear(colour) -> np.ndarray:
+    c = np.asarray(to_rgb(colour), dtype=float)
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def _lab(linear: np.ndarray) -> np.ndarray:
+    """CIELAB (D65 white) of a linear sRGB colour."""
+    xyz = np.array(
+        [
+            [0.4124564, 0.3575761, 0.1804375],
+            [0.2126729, 0.7151522, 0.0721750],
+            [0.0193339, 0.1191920, 0.9503041],
+        ]
+    ) @ np.clip(linear, 0, 1)
+    t = xyz / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(t > (6 / 29) ** 3, np.cbrt(t), t / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def _delta_e(a, b, deuteranope: bool = False) -> float:
+    """CIE76 ΔE between two colours, as a deuteranope sees them when ``deuteranope``."""
+    simulate = MACHADO_DEUTERANOPIA if deuteranope else np.eye(3)
+    return float(np.linalg.norm(_lab(simulate @ _linear(a)) - _lab(simulate @ _linear(b))))
+
+
+def test_the_deuteranopia_simulation():
+    """Greys and white stay put; red and green, far apart in normal vision, nearly meet."""
+    for grey in ("#ffffff", "#777777", "#000000"):
+        assert _delta_e(grey, grey, deuteranope=True) == 0
+        sim = _lab(MACHADO_DEUTERANOPIA @ _linear(grey))
+        assert np.allclose(sim, _lab(_linear(grey)), atol=0.5)
+    assert _delta_e("#d62728", "#2ca02c") > 100
+    assert _delta_e("#d62728", "#2ca02c", deuteranope=True) < 10
+    assert _delta_e("#0072B2", "#E69F00", deuteranope=True) > 80  # blue/orange: the safe axis
+
+
+def _colour_sets() -> dict[str, dict[str, str]]:
+    """The colours each kind of figure shows side by side."""
+    oracle = {"oracle": style.marker_color("oracle")}
+    key = {a: style.algorithm_color(a) for a in style.KEY_ALGORITHMS}
+    return {
+        # chapter 07's traffic bars and any table of runs: all twelve, and the line standing
+        # for several algorithms
+        "algorithms": {**style.ALGORITHM_COLORS, "shared": style.marker_color("shared")},
+        # chapter 05: the key algorithms in colour, the others muted
+        "key algorithms": {**key, "muted": style.MUTED, "shared": style.marker_color("shared")},
+        # chapters 03 and 04: the rule's and the oracle's splits, the published references, the
+        # black mean line
+        "rule vs oracle markers": dict(style.MARKER_COLORS),
+        # chapter 04b: every split rule of the pre-registered test and the oracle
+        "split rules with the oracle": {**style.SPLIT_RULE_COLORS, **oracle},
+        # chapter 04: the rule's pooling variants and the oracle's split
+        "rule variants with the oracle": {**style.RULE_VARIANT_COLORS, **oracle},
+    }
+
+
+@pytest.mark.parametrize("deuteranope", [False, True], ids=["normal vision", "deuteranopia"])
+def test_every_colour_set_is_distinct_for_colour_blind_readers(deuteranope):
+    too_close = []
+    for name, colours in _colour_sets().items():
+        items = list(colours.items())
+        for i, (a, ca) in enumerate(items):
+            for b, cb in items[i + 1 :]:
+                gap = _delta_e(ca, cb, deuteranope)
+                if gap < MIN_DELTA_E:
+                    too_close.append(f"{name}: {a} {ca} / {b} {cb}: ΔE {gap:.1f}")
+    assert not too_close, f"under ΔE {MIN_DELTA_E}:\n" + "\n".join(too_close)
 
 
 @pytest.mark.parametrize(
@@ -178,23 +275,43 @@ def _texts(fig):
     return [t for t in fig.findobj(plt.Text) if t.get_visible() and t.get_text().strip()]
 
 
+MIN_TICK_GAP_PX = 3
+"""Least room between two neighbouring tick labels along their text (pixels at the book's
+150 dpi): labels that touch read as one word ("quantityconcept")."""
+
+
 def _overlapping_ticks(fig) -> list[str]:
-    """Neighbouring x tick labels of one axis whose boxes overlap."""
+    """Tick labels of one axis (x or y) whose boxes overlap. A rotated label is the rotated
+    rectangle of its upright text, so two slanted neighbours overlap only where their text
+    does (their upright window boxes always do)."""
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     found = []
     for ax in fig.axes:
         if not ax.get_visible():
             continue
-        boxes = [
-            (t.get_window_extent(renderer), t.get_text())
-            for t in ax.get_xticklabels()
-            if t.get_visible() and t.get_text().strip() and t.get_rotation() == 0
-        ]  # rotated labels are slanted apart: their upright boxes overlap by design
-        boxes.sort(key=lambda b: b[0].x0)
-        for (a, ta), (b, tb) in zip(boxes, boxes[1:], strict=False):
-            if a.x1 > b.x0 + 1 and a.y1 > b.y0 and b.y1 > a.y0:
-                found.append(f"{ta!r} / {tb!r}")
+        for axis, labels in (("x", ax.get_xticklabels()), ("y", ax.get_yticklabels())):
+            boxes = []
+            for t in labels:
+                if not (t.get_visible() and t.get_text().strip()):
+                    continue
+                box, rotation = t.get_window_extent(renderer), t.get_rotation()
+                t.set_rotation(0)
+                upright = t.get_window_extent(renderer)
+                t.set_rotation(rotation)
+                centre = np.array([(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2])
+                boxes.append((centre, upright.width, upright.height, np.deg2rad(rotation), t))
+            for i, (c1, w1, h1, angle, t1) in enumerate(boxes):
+                along = np.array([np.cos(angle), np.sin(angle)])
+                across = np.array([-np.sin(angle), np.cos(angle)])
+                for c2, w2, h2, _, t2 in boxes[i + 1 :]:
+                    d = c2 - c1
+                    gap = MIN_TICK_GAP_PX
+                    if (
+                        abs(d @ along) < (w1 + w2) / 2 + gap
+                        and abs(d @ across) < (h1 + h2) / 2 + gap
+                    ):
+                        found.append(f"{axis}: {t1.get_text()!r} / {t2.get_text()!r}")
     return found
 
 
@@ -211,6 +328,7 @@ def _figures():
     from playerfl_core.book import averaging_plots, data_plots, rule_plots, split_plots
     from playerfl_core.book.reports import silos
     from playerfl_core.study import preregistration as P
+    from playerfl_core.study import split_sweeps
 
     rng = np.random.default_rng(0)
     units = ["layer1", "layer2", "layer3", "fc1", "fc2"]
@@ -266,12 +384,21 @@ def _figures():
         columns=["dataset", "batches", "agree"],
     )
     yield "agreement_lines", analysis_plots.agreement_lines(agree, "batches", "agree", "m", "share")
+
+    def signed(low):  # a signed value of magnitude 10^low ... 1, like chapter 03a's
+        return rng.choice([-1, 1]) * 10.0 ** rng.uniform(low, 0)
+
     effects = pd.DataFrame(
-        [(d, u, rng.normal() * 1e-3, rng.normal() * 1e-3) for d in _DS[:2] for u in units * 6],
+        [(d, u, signed(lo), signed(lo)) for d, lo in (("heart", -3), ("digits", -7))
+         for u in units * 12],
         columns=["dataset", "unit", "first_order", "actual"],
-    )
+    )  # fmt: skip
     profiles = pd.DataFrame(
-        [(d, u, 10.0 ** -rng.uniform(1, 5), rng.normal() * 1e-3) for d in _DS[:2] for u in units],
+        [
+            (d, u, 10.0 ** -rng.uniform(1, 5), signed(-4))
+            for d in ("heart", "digits")
+            for u in units
+        ],
         columns=["dataset", "unit", "sensitivity", "actual"],
     )
     yield "plot_averaging_check", averaging_plots.plot_averaging_check(effects, profiles)
@@ -348,16 +475,13 @@ def _figures():
         columns=["dataset", "client", "p", "gain"],
     )
     yield "client_gain_lines", split_plots.client_gain_lines(gains)
-    levels = [("label skew", f"α={a}") for a in (0.05, 0.1, 0.3, 1, 10)]
-    levels += [("feature skew", "rotate"), ("feature skew", "invert"), ("mixed", "rotate+α=0.1")]
-    het = pd.DataFrame(
-        [
-            (b, i, [3, 3], [1, 4], f, lv)
-            for b in ("digits", "fmnist")
-            for i, (f, lv) in enumerate(levels)
-        ],
-        columns=["base", "order", "rule_ps", "oracle_ps", "family", "level"],
-    )
+    het = split_sweeps.heterogeneity_federations(
+        ["digits", "fmnist"],
+        kinds=("rotate", "invert", "noise", "quantity", "swap"),
+        mixed=(("rotate", 0.1), ("noise", 0.1)),
+    )  # chapter 04's twelve federations a base: quantity skew and concept shift side by side
+    het["rule_ps"] = [[3, 3]] * len(het)
+    het["oracle_ps"] = [[1, 4]] * len(het)
     yield "heterogeneity_splits", split_plots.heterogeneity_splits(het, {"digits": 4, "fmnist": 5})
     stab = pd.DataFrame(
         [(d, v, s, int(rng.integers(1, 5))) for d in _DS for v in ("paper", "median", "geomean")
@@ -441,3 +565,93 @@ def test_forest_colours_a_measure_alike_in_every_chapter():
         colours.append(to_hex(lines[-1].get_color()))
         plt.close(fig)
     assert colours == [style.MEASURE_COLORS["grad_noise"]] * 2
+
+
+def _legend_colours(fig) -> dict[str, str]:
+    """Legend entry → the colour its handle shows (a line's, a marker's or a bar's face)."""
+    from matplotlib.collections import Collection
+    from matplotlib.patches import Patch
+
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    out = {}
+    for legend in legends:
+        for text, handle in zip(legend.get_texts(), legend.legend_handles, strict=True):
+            if isinstance(handle, Collection):
+                colour = handle.get_facecolor()[0]
+            elif isinstance(handle, Patch):
+                colour = handle.get_facecolor()
+            else:
+                colour = handle.get_color()
+            out[text.get_text()] = to_hex(colour)
+    return out
+
+
+RULE_FIGURES = (
+    "sweep_curves",
+    "heterogeneity_splits",
+    "stability_bars",
+    "split_lines",
+    "regret_by_kind",
+    "tolerance_plot",
+    "split_dots",
+)
+"""The figures of chapters 03, 04 and 04b whose legends tell rules, variants and the oracle."""
+
+
+def test_rule_and_oracle_legends_are_distinct_for_colour_blind_readers():
+    too_close = []
+    for name, fig in _figures():
+        if name in RULE_FIGURES:
+            items = list(_legend_colours(fig).items())
+            assert len(items) >= 2, name
+            for i, (a, ca) in enumerate(items):
+                for b, cb in items[i + 1 :]:
+                    gap = min(_delta_e(ca, cb), _delta_e(ca, cb, deuteranope=True))
+                    if gap < MIN_DELTA_E:
+                        too_close.append(f"{name}: {a!r} / {b!r}: ΔE {gap:.1f}")
+        plt.close(fig)
+    assert not too_close, "\n".join(too_close)
+
+
+def test_names_beside_points_cover_no_point_and_no_other_name():
+    """Chapter 06's ours-vs-published panels: a cluster of algorithms near the top right (as
+    on Fashion-MNIST), whose names used to run over each other's points."""
+    algorithms = list(style.ALGORITHM_COLORS)
+    theirs = pd.DataFrame(
+        {"fmnist": [88.7, 89.1, 89.2, 88.2, 89.2, 89.1, 89.3, 89.2, 89.1, 70.8, 89.8, 89.3]},
+        index=algorithms,
+    )
+    ours = pd.DataFrame(
+        {"fmnist": [74.4, 65.8, 69.1, 41.6, 68.0, 59.2, 60.3, 74.6, 76.3, 71.3, 76.2, 78.5]},
+        index=algorithms,
+    )
+    fig = comparison_plots.plot_ours_vs_published(ours, theirs, "accuracy (%)")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    frame = ax.get_window_extent(renderer)
+    names = [t for t in ax.texts if t.get_text()]
+    assert {t.get_text() for t in names} >= {"PLayer-FL", "PLayer-FL-Random", "Local", "FedAvg"}
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in names]
+    points = (
+        ax.collections[0]
+        .get_offset_transform()
+        .transform(np.vstack([c.get_offsets() for c in ax.collections]))
+    )
+    radius = 3 * fig.dpi / 72  # the markers' 36 pt² area
+    problems = []
+    for i, (name, box) in enumerate(boxes):
+        if not (
+            frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 <= box.y1 <= frame.y1
+        ):
+            problems.append(f"{name} leaves the frame")
+        for other, second in boxes[i + 1 :]:
+            if box.overlaps(second):
+                problems.append(f"{name} / {other}")
+        for x, y in points:
+            dx = max(box.x0 - x, 0, x - box.x1)
+            dy = max(box.y0 - y, 0, y - box.y1)
+            if np.hypot(dx, dy) < radius:
+                problems.append(f"{name} covers the point at {x:.0f}, {y:.0f}")
+    plt.close(fig)
+    assert not problems, problems

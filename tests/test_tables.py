@@ -109,3 +109,70 @@ def test_the_best_value_of_a_column_is_bold_and_only_it():
     assert lowest["macro-F1"].tolist() == [True, False, False]
     with pytest.raises(KeyError):
         show(frame, best={"nonexistent": "max"})
+
+
+def test_float_index_labels_without_trailing_zeros():
+    """Chapter 00's Dirichlet α (0.050000 ... 100.000000) and chapter 03's thresholds (0.125000
+    ... 16.000000): float labels as short as they are exact, whole numbers as integers."""
+    skew = pd.DataFrame({"α": [0.05, 0.5, 5.0, 100.0], "label skew": [0.744, 0.41, 0.16, 0.039]})
+    html = captioned(skew.set_index("α"), "c", decimals=3)._repr_html_()
+    for label in ("0.05", "0.5", "5", "100"):
+        assert f">{label}</th>" in html, label
+    assert "0.050000" not in html and "100.000000" not in html and ">5.0<" not in html
+    wide = pd.DataFrame(
+        [[1.0, 0.0]], index=pd.Index([0.125], name="threshold"), columns=[0.25, 16.0]
+    )
+    html = captioned(wide, "c")._repr_html_()
+    assert ">0.125</th>" in html and ">0.25</th>" in html and ">16</th>" in html
+    assert "0.125000" not in html and "16.000000" not in html
+
+
+def test_whole_number_counts_are_integers_and_shares_keep_their_places():
+    """Chapter 03a's "measurements 80.000": a float column of whole counts is shown as integers;
+    a share that happens to be 0 or 1 keeps the table's decimals."""
+    quality = pd.DataFrame(
+        {"measurements": [80.0, 100.0], "share": [0.9125, 1.0], "sign right": [1.0, 0.0]},
+        index=pd.Index(["Heart", "Digits"], name="dataset"),
+    )
+    html = captioned(quality, "c", decimals=3)._repr_html_()
+    assert ">80<" in html and ">100<" in html and "80.000" not in html
+    assert ">0.912<" in html or ">0.913<" in html
+    assert ">1.000<" in html and ">0.000<" in html
+    html = show(quality, sig=2)._repr_html_()
+    assert ">80<" in html and ">100<" in html and "1e+02" not in html
+
+
+def test_negative_numbers_have_a_true_minus_sign():
+    frame = pd.DataFrame(
+        {"regret": [-0.012, 0.03], "rank": [-2.0, 3.0]}, index=pd.Index([-0.5, 1.0], name="t")
+    )
+    for table in (show(frame, decimals=3, index=True), captioned(frame, "c"), show(frame)):
+        html = table._repr_html_()
+        body = html.split("</style>")[-1]
+        assert "\u22120.012" in body and ">\u22122<" in body, body
+        assert "-0.012" not in body and ">-2<" not in body
+    assert ">\u22120.5</th>" in captioned(frame, "c")._repr_html_()
+
+
+def test_rule_variant_and_published_table_names_are_words():
+    """Chapters 04, 04b and the appendix showed rule codes (paper_median, geomean), chapter 06
+    the published tables' (fairness_f1, ipr_accuracy)."""
+    from playerfl_core.book import style
+
+    rules = pd.DataFrame(
+        {"rule": ["paper", "paper_median", "paper_geomean", "cost2", "a reader's rule"], "x": 1}
+    )
+    shown = named(rules.set_index("rule"))
+    assert list(shown.index) == [
+        "paper",
+        "paper, median pooling",
+        "paper, geometric-mean pooling",
+        "averaging cost, second order",
+        "a reader's rule",
+    ]
+    variants = named(pd.DataFrame({"variant": ["paper", "median", "geomean"], "x": 1}))
+    assert list(variants["rule"]) == ["mean (paper)", "median", "geometric mean"]
+    for code in ("fairness_f1", "ipr_accuracy", "fairness_loss", "ipr_f1", "macro_f1"):
+        assert "_" not in style.score_label(code), code
+    assert style.score_label("fairness_f1") == "fairness (macro-F1)"
+    assert style.score_label("ipr_accuracy") == "IPR (accuracy)"

@@ -11,20 +11,22 @@ from playerfl_core.book.style import FIGURE_WIDTH, UNIT_COLORMAP, apply_book_sty
 apply_book_style()
 
 
-def _symlog(ax, axis: str, values) -> None:
+def _symlog(ax, axis: str, values, per_side: int = 4) -> None:
     """A symmetric-log ``axis`` ("x" or "y") for signed values spanning decades: linear within
-    the decade of the 5th percentile of |values|, one labelled tick per decade (every other
-    decade when there are many), limits padded so no point sits on the frame."""
+    the decade of the 5th percentile of |values|, labelled ticks at decades beyond it (every
+    decade, or every second, third, ... so a side has at most ``per_side``), limits padded so
+    no point sits on the frame. The edges of the linear part get no tick: so near 0, their
+    labels ran into 0's."""
     v = np.asarray(values, dtype=float)
     mags = np.abs(v[v != 0])
     floor = 10.0 ** np.floor(np.log10(np.percentile(mags, 5))) if len(mags) else 1e-6
     top = 10.0 ** np.ceil(np.log10(max(float(np.abs(v).max()), floor)))
-    decades = [floor * 10.0**i for i in range(int(round(np.log10(top / floor))) + 1)]
-    if len(decades) > 4:
-        decades = decades[::-2][::-1]
+    decades = [floor * 10.0**i for i in range(1, int(round(np.log10(top / floor))) + 1)]
+    step = -(-len(decades) // per_side)  # every step-th decade, down from the top one
+    decades = decades[::-step][::-1]
     bottom = 10.0 ** np.ceil(np.log10(-float(v.min()))) if v.min() < -floor else floor
     ticks = [-d for d in decades[::-1] if d <= bottom] + [0.0, *decades]
-    getattr(ax, f"set_{axis}scale")("symlog", linthresh=floor, linscale=0.5)
+    getattr(ax, f"set_{axis}scale")("symlog", linthresh=floor, linscale=1.0)
     getattr(ax, f"set_{axis}ticks")(ticks)
     getattr(ax, f"set_{axis}lim")(-1.5 * bottom, 1.5 * top)
 
@@ -55,7 +57,7 @@ def plot_averaging_check(effects: pd.DataFrame, profiles: pd.DataFrame, titles=N
         both = np.concatenate([e["first_order"], e["actual"]])
         lo, hi = float(both.min()), float(both.max())
         left.plot([lo, hi], [lo, hi], ls="--", c="grey", lw=1)
-        _symlog(left, "x", both)
+        _symlog(left, "x", both, per_side=2)  # slanted labels: fewer
         _symlog(left, "y", both)
         left.tick_params(axis="x", labelrotation=45)
         left.set_xlabel("first-order prediction g·(θ̄ − θ)")

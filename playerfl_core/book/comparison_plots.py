@@ -78,7 +78,7 @@ def plot_client_medians(medians: pd.DataFrame, metric_label: str, client_names=N
     """Each client's median score per algorithm (dots), one panel per dataset.
 
     The reference models (Local, FedAvg) and PLayer-FL are coloured; a client "gains" from
-    PLayer-FL when the red dot is above both the grey and the blue one. Two panels a row.
+    PLayer-FL when the vermillion dot is above both the grey and the blue one. Two panels a row.
     """
     datasets = list(dict.fromkeys(medians["dataset"]))
     algorithms = _order(medians["algorithm"])
@@ -210,7 +210,8 @@ def plot_ours_vs_published(ours: pd.DataFrame, theirs: pd.DataFrame, metric_labe
 
     Both frames are algorithms × datasets. Absolute values differ (smaller data and models
     here), so the panel to read is the *ordering*: the Spearman correlation is in each title.
-    Coloured points and the extremes are labelled; grey points are the other baselines.
+    Coloured points and the extremes are labelled, each name placed where it covers no point
+    and no other name (:func:`place_labels`); grey points are the other baselines.
     """
     from scipy.stats import spearmanr
 
@@ -221,25 +222,132 @@ def plot_ours_vs_published(ours: pd.DataFrame, theirs: pd.DataFrame, metric_labe
         ax.text(0.5, 0.5, "None of these federations is in the paper's tables.", ha="center")
         return fig
     fig, axes = panel_grid(len(datasets), panel_height=3.0)
+    named = []
     for ax, ds in zip(axes, datasets, strict=True):
         both = pd.concat([ours[ds].rename("ours"), theirs[ds].rename("theirs")], axis=1).dropna()
         extremes = {both[c].idxmin() for c in both} | {both[c].idxmax() for c in both}
-        middle = both["theirs"].median()
         for alg, row in both.iterrows():
             ax.scatter(row["theirs"], row["ours"], color=_color(alg), zorder=3)
-            if alg in HIGHLIGHT or alg in extremes:  # the rest stay unlabelled: they overlap
-                right = row["theirs"] > middle  # names point inwards, so none leaves the figure
-                ax.annotate(
-                    label(alg),
-                    (row["theirs"], row["ours"]),
-                    fontsize=MIN_FONT_PT,
-                    xytext=(-3 if right else 3, 2),
-                    textcoords="offset points",
-                    ha="right" if right else "left",
-                )
+        # the rest stay unlabelled: they crowd
+        shown = [a for a in both.index if a in HIGHLIGHT or a in extremes]
+        named.append((ax, both.loc[shown, "theirs"], both.loc[shown, "ours"], shown))
         rho = spearmanr(both["theirs"], both["ours"]).statistic if len(both) > 2 else np.nan
         ax.set_title(f"{dataset_label(ds)}: Spearman ρ = {rho:.2f}")
         ax.set_xlabel(f"published {metric_label}")
         ax.set_ylabel(f"ours {metric_label}")
+        ax.margins(0.12)  # room inside the frame for the names of points at the edges
         ax.grid(alpha=0.3)
+    fig.canvas.draw()  # the final layout, so the names are placed in the axes' final size
+    for ax, x, y, algorithms in named:
+        place_labels(ax, x.to_numpy(), y.to_numpy(), [label(a) for a in algorithms])
     return fig
+
+
+_DIRECTIONS = ((1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1), (0, 1), (0, -1))
+
+
+LEADER_FROM = 14
+"""A name placed this far from its point (points) or farther is joined to it by a thin line."""
+
+
+def place_labels(ax, x, y, texts, distances=(4, 9, 16, 26, 38)) -> list:
+    """Write ``texts[i]`` beside the point (x[i], y[i]) of ``ax`` where it covers no marker of
+    the axes' scatter plots, no name already placed and stays inside the frame, nearer its own
+    point than any other (or joined to it by a line, from :data:`LEADER_FROM` points away): the
+    first such place among eight directions at growing distances (points), else the one
+    covering least. Plain matplotlib (no adjustText); call it after the figure's layout is
+    final."""
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    if len(texts):
+        _room_beside(ax, np.asarray(x, float), texts, renderer)
+    frame = ax.get_window_extent(renderer)
+    markers = []  # (centre, radius) of every marker on the axes, in pixels
+    for coll in ax.collections:
+        offsets = coll.get_offset_transform().transform(coll.get_offsets())
+        sizes = coll.get_sizes() if len(coll.get_sizes()) else [36.0]
+        for k, centre in enumerate(offsets):
+            area = sizes[k % len(sizes)]
+            markers.append((centre, np.sqrt(area) / 2 * fig.dpi / 72 + 1))
+    placed, out = [], []
+    for xi, yi, text in zip(x, y, texts, strict=True):
+        note = ax.annotate(text, (xi, yi), xytext=(0, 0), textcoords="offset points",
+                           fontsize=MIN_FONT_PT)  # fmt: skip
+        best = None
+        for r in distances:
+            for dx, dy in _DIRECTIONS:
+                note.xyann = (dx * r, dy * r)
+                note.set_horizontalalignment({1: "left", -1: "right", 0: "center"}[dx])
+                note.set_verticalalignment({1: "bottom", -1: "top", 0: "center"}[dy])
+                box = note.get_window_extent(renderer)
+                own = ax.transData.transform((xi, yi))
+                cost = _covered(box, own, markers, placed, frame, r < LEADER_FROM)
+                if best is None or cost < best[0]:
+                    best = (cost, note.xyann, note.get_ha(), note.get_va())
+                if cost == 0:
+                    break
+            if best[0] == 0:
+                break
+        note.remove()
+        leader = max(abs(v) for v in best[1]) >= LEADER_FROM
+        note = ax.annotate(text, (xi, yi), xytext=best[1], textcoords="offset points",
+                           ha=best[2], va=best[3], fontsize=MIN_FONT_PT,
+                           arrowprops=_LEADER if leader else None)  # fmt: skip
+        placed.append(note.get_window_extent(renderer))
+        out.append(note)
+    return out
+
+
+def _room_beside(ax, x, texts, renderer) -> None:
+    """Widen the x limits so the rightmost point's name fits to its right and the leftmost
+    point's to its left, inside the frame."""
+    probe = ax.text(0, 0, "", fontsize=MIN_FONT_PT)
+    widths = []
+    for text in texts:
+        probe.set_text(text)
+        widths.append(probe.get_window_extent(renderer).width + 20)  # and the 4-pt offset
+    probe.remove()
+    lo, hi = ax.get_xlim()
+    span = ax.get_window_extent(renderer).width
+    right, left = int(np.argmax(x)), int(np.argmin(x))
+    k_right, k_left = (min(widths[i] / span, 0.4) for i in (right, left))
+    for _ in range(8):  # widening one side narrows the other's room: a few rounds settle both
+        hi = max(hi, (x[right] - k_right * lo) / (1 - k_right))
+        lo = min(lo, (x[left] - k_left * hi) / (1 - k_left))
+    ax.set_xlim(lo, hi)
+
+
+_LEADER = {"arrowstyle": "-", "lw": 0.6, "color": "0.35", "shrinkA": 1, "shrinkB": 4}
+
+
+def _gap(box, point) -> float:
+    """Distance in pixels from a box to a point (0 inside)."""
+    dx = max(box.x0 - point[0], 0, point[0] - box.x1)
+    dy = max(box.y0 - point[1], 0, point[1] - box.y1)
+    return float(np.hypot(dx, dy))
+
+
+def _covered(box, own, markers, placed, frame, near: bool = True) -> float:
+    """How bad a label's place is: the area (pixels²) it covers of markers, of other labels and
+    outside the frame, and, when ``near`` (no line joins it to its point), how much nearer it
+    is to another point than to its own (a name must be read as its own point's); 0 when the
+    place is free."""
+    cost = 0.0
+    mine = _gap(box, own)
+    for centre, radius in markers:
+        gap = _gap(box, centre)
+        if gap < radius:
+            cost += radius * radius
+        if near and np.hypot(*(centre - own)) > 1 and gap < mine:
+            cost += 50 * (mine - gap)
+    for other in placed:
+        w = min(box.x1, other.x1) - max(box.x0, other.x0)
+        h = min(box.y1, other.y1) - max(box.y0, other.y0)
+        if w > 0 and h > 0:
+            cost += w * h
+    outside = box.width * box.height
+    w = min(box.x1, frame.x1) - max(box.x0, frame.x0)
+    h = min(box.y1, frame.y1) - max(box.y0, frame.y0)
+    if w > 0 and h > 0:
+        outside -= w * h
+    return cost + 4 * outside

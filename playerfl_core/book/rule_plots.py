@@ -20,6 +20,7 @@ from playerfl_core.book.style import (
     apply_book_style,
     dataset_label,
     panel_grid,
+    rule_label,
 )
 from playerfl_core.study import preregistration as P
 
@@ -29,7 +30,7 @@ ORACLE = "oracle (validation)"
 
 
 def entry_color(label: str) -> str:
-    """The colour of a pre-registered entry (by its rule; the tuned paper rule a lighter red)."""
+    """The colour of a pre-registered entry (by its rule; the tuned paper rule orange)."""
     entry = next((e for e in P.ALL_ENTRIES if e.label == label), None)
     if entry is None:
         return MARKER_COLORS["oracle"] if label == ORACLE else MUTED
@@ -55,7 +56,7 @@ def tuning_curves(tuning: pd.DataFrame):
             ax.set_xscale("log", base=2)
         else:
             ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
-        ax.set_title(rule)
+        ax.set_title(rule_label(rule))
         ax.set_xlabel("threshold")
         ax.grid(alpha=0.3)
     for k, ax in enumerate(axes):
@@ -95,12 +96,17 @@ def regret_by_kind(verdicts: pd.DataFrame, tolerance: float):
 
 
 def tolerance_plot(curve: pd.DataFrame):
-    """Per entry: how many kinds of heterogeneity are within δ as δ grows."""
+    """Per entry: how many kinds of heterogeneity are within δ as δ grows. Entries with the
+    same count are drawn a little apart (up to ±0.25 of a kind), so no line hides another."""
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 3.8), layout="constrained")
     n_kinds = curve["kind"].nunique()
-    for entry, g in curve.groupby("entry", sort=False):
+    entries = list(dict.fromkeys(curve["entry"]))
+    step = min(0.07, 0.5 / max(len(entries) - 1, 1))
+    for j, (entry, g) in enumerate(curve.groupby("entry", sort=False)):
         within = g.groupby("tolerance")["verdict"].apply(lambda v: (v == P.WITHIN).sum())
-        ax.plot(within.index, within.to_numpy(), "o-", ms=3, color=entry_color(entry), label=entry)
+        dodge = (j - (len(entries) - 1) / 2) * step
+        ax.plot(within.index, within.to_numpy() + dodge, "o-", ms=3, color=entry_color(entry),
+                label=entry)  # fmt: skip
     ax.axvline(P.TOLERANCE, color="k", ls="--", lw=1)
     ax.set_ylim(-0.3, n_kinds + 0.3)
     ax.set_xlabel("tolerance δ (macro-F1)")
@@ -112,7 +118,7 @@ def tolerance_plot(curve: pd.DataFrame):
 
 def split_dots(dist: pd.DataFrame, sources: Sequence[str]):
     """Per federation (rows, by kind): the split each source picks on each seed, dot area ∝
-    number of seeds; the oracle's green."""
+    number of seeds; the oracle's bluish green."""
     feds = list(dict.fromkeys(dist.sort_values("kind", key=_kind_rank, kind="stable")["dataset"]))
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.36 * len(feds) + 1.2), layout="constrained")
     step = 0.8 / len(sources)

@@ -14,12 +14,14 @@ from matplotlib.ticker import MaxNLocator
 
 from playerfl_core.book.style import (
     FIGURE_WIDTH,
+    MIN_FONT_PT,
     QUALITATIVE,
     apply_book_style,
     dataset_label,
     marker_color,
     panel_grid,
     rule_variant_color,
+    rule_variant_label,
 )
 
 apply_book_style()
@@ -41,15 +43,15 @@ def _legend_below(fig, ax) -> None:
 
 def sweep_curves(summary: pd.DataFrame, reg: pd.DataFrame):
     """Test score against p per dataset (mean over seeds, bootstrap CI band), the mean
-    validation score dashed; ticks below the axis count the seeds whose rule (red) and
-    validation oracle (green) picked each p."""
+    validation score dashed; ticks below the axis count the seeds whose rule (vermillion) and
+    validation oracle (bluish green) picked each p."""
     datasets = list(dict.fromkeys(summary["dataset"]))
     fig, axes = _panels(len(datasets))
     for ax, ds in zip(axes, datasets, strict=True):
         s = summary[summary["dataset"] == ds].sort_values("p")
         ax.plot(s["p"], s["mean"], "o-", color="k", ms=4, label="test (mean)")
         ax.fill_between(s["p"], s["lo"], s["hi"], color="k", alpha=0.12)
-        ax.plot(s["p"], s["val"], "s--", color="grey", ms=3, label="validation (mean)")
+        ax.plot(s["p"], s["val"], "s--", color="0.3", ms=3, label="validation (mean)")
         r = reg[reg["dataset"] == ds]
         ymin = float(np.nanmin(np.r_[s["lo"], s["val"]]))
         span = float(np.nanmax(np.r_[s["hi"], s["val"]])) - ymin or 1.0
@@ -128,35 +130,84 @@ def client_gain_lines(curves: pd.DataFrame, client_names: Mapping[str, list] | N
     return fig
 
 
+FAMILY_GAP = 0.35
+"""Extra room between two families of heterogeneity on the x axis (in federations)."""
+
+
+def _family_positions(families) -> tuple[np.ndarray, list[list]]:
+    """x of each federation (families apart by :data:`FAMILY_GAP`) and the families as
+    [family, first index, last index], in the figure's order."""
+    groups: list[list] = []
+    for i, family in enumerate(families):
+        if groups and groups[-1][0] == family:
+            groups[-1][2] = i
+        else:
+            groups.append([family, i, i])
+    x = np.arange(len(families), dtype=float)
+    for k, (_, first, _) in enumerate(groups):
+        x[first:] += FAMILY_GAP * (k > 0)
+    return x, groups
+
+
+def _family_ticks(ax, x, groups, levels) -> None:
+    """x tick labels in two tiers: each federation's level on its tick (α=0.05, rotate, ...) and
+    each family of heterogeneity written once below its federations, a thin line between
+    families. A family of one federation (quantity skew, concept shift) is named on its tick
+    instead, on two short lines, and a family whose levels share a label skew (mixed: rotate+α=0.1,
+    noise+α=0.1) names it below, so neighbouring names never run into each other."""
+    ticks, names = [], []
+    for family, first, last in groups:
+        own = [str(level) for level in levels[first : last + 1]]
+        shared = {level.partition("+")[2] for level in own}
+        if first == last:
+            ticks.append(family.replace(" ", "\n", 1))
+        elif len(shared) == 1 and "" not in shared:  # mixed: the α they share goes below
+            ticks += [level.partition("+")[0] for level in own]
+            family = f"{family}, {shared.pop()}"
+        else:
+            ticks += [level.replace("+", "\n+") for level in own]
+        names.append(family)
+    ax.set_xticks(x, ticks)
+    lines = max(t.count("\n") + 1 for t in ticks)
+    below = 3.5 + 3.5 + lines * 1.25 * MIN_FONT_PT + 3  # tick, pad, the labels' lines, a gap
+    for family, (_, first, last) in zip(names, groups, strict=True):
+        if last > first:
+            ax.annotate(family, xy=((x[first] + x[last]) / 2, 0),
+                        xycoords=ax.get_xaxis_transform(), xytext=(0, -below),
+                        textcoords="offset points", ha="center", va="top", fontsize=MIN_FONT_PT,
+                        fontstyle="italic", annotation_clip=False)  # fmt: skip
+    for _, first, _ in groups[1:]:
+        ax.axvline((x[first - 1] + x[first]) / 2, color="0.6", lw=0.8)
+    ax.set_xlim(x[0] - 0.6, x[-1] + 0.6)
+
+
 def heterogeneity_splits(summary: pd.DataFrame, n_units: Mapping[str, int] | None = None):
     """The chosen and the oracle p against heterogeneity, one panel per base: every seed's rule
-    p (red dots, left) and validation-oracle p (green, right), federations ordered from strong
-    label skew to nearly IID, then feature skew, then mixed."""
+    p (vermillion dots, left) and validation-oracle p (bluish green, right), federations ordered
+    from strong label skew to nearly IID, then feature skew, then mixed; each federation's level
+    on its tick, its family of heterogeneity once below (:func:`_family_ticks`)."""
     bases = list(dict.fromkeys(summary["base"]))
-    fig, axes = panel_grid(len(bases), max_cols=1, panel_height=2.6, width=FIGURE_WIDTH)
+    fig, axes = panel_grid(len(bases), max_cols=1, panel_height=2.8, width=FIGURE_WIDTH)
     for ax, base in zip(axes, bases, strict=True):
         s = summary[summary["base"] == base].sort_values("order")
-        x = np.arange(len(s))
-        for i, row in enumerate(s.itertuples()):
+        x, groups = _family_positions(list(s["family"]))
+        for xi, row in zip(x, s.itertuples(), strict=True):
             for ps, dx, color in (
                 (row.rule_ps, -0.12, RULE_COLOR),
                 (row.oracle_ps, 0.12, ORACLE_COLOR),
             ):
                 vals, counts = np.unique(ps, return_counts=True)
-                ax.scatter(i + dx + 0 * vals, vals, s=18 * counts, color=color, alpha=0.8)
+                ax.scatter(xi + dx + 0 * vals, vals, s=18 * counts, color=color, alpha=0.8)
         ax.scatter([], [], color=RULE_COLOR, label="rule's p (per seed)")
         ax.scatter([], [], color=ORACLE_COLOR, label="oracle p by validation (per seed)")
-        ticks = [f"{f.split()[0]}\n{lv}" for f, lv in zip(s["family"], s["level"], strict=True)]
-        if len(ticks) > 6:  # long mixed levels on two lines, so neighbours do not overlap
-            ticks = [t.replace("+", "+\n") for t in ticks]
-        ax.set_xticks(x, ticks)
+        _family_ticks(ax, x, groups, list(s["level"]))
         top = (n_units or {}).get(base)
         if top is not None:
             ax.set_ylim(-0.5, top + 0.5)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("federated units p")
         ax.set_title(dataset_label(base))
-        ax.grid(alpha=0.3)
+        ax.grid(axis="y", alpha=0.3)
     _legend_below(fig, axes[0])
     return fig
 
@@ -178,7 +229,7 @@ def stability_bars(splits: pd.DataFrame, oracle: Mapping[str, int] | None = None
                 np.array(ps) + (k - (len(variants) - 1) / 2) * width,
                 [share.get(p, 0.0) for p in ps],
                 width,
-                label=v,
+                label=rule_variant_label(v),
                 color=rule_variant_color(v),
             )
         if oracle and ds in oracle:

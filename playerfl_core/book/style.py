@@ -2,10 +2,13 @@
 per-layer measure, the colours of the chapters' markers, and the figure style (sizes, fonts, dpi).
 
 Every figure and every table that shows an algorithm, a dataset or a measure takes its name and
-colour from here, so PLayer-FL is the same red and Heart the same teal in every chapter. Every
-figure module applies :data:`BOOK_RC` on import, so a chapter needs no style cell. Presentation
-only: nothing here changes what a run computes.
-"""
+colour from here, so PLayer-FL is the same vermillion and Heart the same teal in every chapter.
+The colours of algorithms, rules and the oracle come from one colour-blind-safe palette
+(:data:`PALETTE`, Okabe–Ito's and shades of it). Every figure module applies :data:`BOOK_RC` on
+import, so a chapter needs no style cell. Presentation only: nothing here changes what a run
+computes. One module of some 440 lines, not several: the palette's sets are chosen against each
+other (tests/test_style.py checks them together), and the names and colours of one thing stay
+side by side."""
 
 from __future__ import annotations
 
@@ -22,19 +25,53 @@ from data_prep.registry import available_datasets, federation, is_registered, pa
 from playerfl_core.fl.algorithms.prefix import parse_prefix_name
 from playerfl_core.fl.names import ALGORITHM_NAMES, algorithm_label  # noqa: F401 (re-exported)
 
+OKABE_ITO = {
+    "black": "#000000",
+    "orange": "#e69f00",
+    "sky blue": "#56b4e9",
+    "bluish green": "#009e73",
+    "yellow": "#f0e442",
+    "blue": "#0072b2",
+    "vermillion": "#d55e00",
+    "reddish purple": "#cc79a7",
+}
+"""Okabe & Ito's (2008) eight colours, told apart by readers with any common colour-vision
+deficiency."""
+
+PALETTE = {
+    **OKABE_ITO,
+    # The same hues at another CIELAB lightness (hue angle kept, chroma cut to the sRGB gamut):
+    # lightness is what a deuteranope or protanope still sees, so these stay apart from their
+    # parent colour and from the others.
+    "dark grey": "#555555",
+    "light bluish green": "#1bd19b",
+    "light vermillion": "#fea36d",
+    "dark vermillion": "#652a00",
+    "dark orange": "#604102",
+    "dark yellow": "#726d06",
+    "dark blue": "#003e64",
+    "dark reddish purple": "#7f1f5b",
+}
+"""The book's one palette: every algorithm, the rule, the oracle and every split rule wears one
+of these. Within any set a figure shows together (the twelve algorithms; the rule, the oracle
+and the published references; the split rules with the oracle; the rule's variants with the
+oracle) every pair is at least CIE76 ΔE 15 apart both in normal vision and under a simulated
+deuteranopia (Machado et al. 2009); ``tests/test_style.py`` checks it. Split rules and
+algorithms never share a figure, so a split rule may wear an algorithm's colour."""
+
 ALGORITHM_COLORS = {
-    "local": "#555555",  # the two references: dark grey ...
-    "fedavg": "#1f77b4",  # ... and blue
-    "fedprox": "#17becf",
-    "pfedme": "#9467bd",
-    "ditto": "#8c564b",
-    "finetune": "#aec7e8",  # a light FedAvg blue: FedAvg's model, then adapted
-    "fedbabu": "#e377c2",
-    "fedlp": "#bcbd22",
-    "fedlama": "#393b79",
-    "pfedla": "#7b4173",
-    "playerfl": "#d62728",  # the method: red
-    "playerfl_random": "#ff7f0e",  # its ablation: orange
+    "local": PALETTE["dark grey"],  # the two references: dark grey ...
+    "fedavg": PALETTE["blue"],  # ... and blue
+    "fedprox": PALETTE["light bluish green"],
+    "pfedme": PALETTE["reddish purple"],
+    "ditto": PALETTE["yellow"],
+    "finetune": PALETTE["sky blue"],  # a light FedAvg blue: FedAvg's model, then adapted
+    "fedbabu": PALETTE["light vermillion"],
+    "fedlp": PALETTE["dark yellow"],
+    "fedlama": PALETTE["dark blue"],
+    "pfedla": PALETTE["dark vermillion"],
+    "playerfl": PALETTE["vermillion"],  # the method: vermillion (a red-orange)
+    "playerfl_random": PALETTE["orange"],  # its ablation: orange
 }
 """One colour per algorithm, the same in every chapter."""
 
@@ -42,13 +79,14 @@ KEY_ALGORITHMS = ("local", "fedavg", "playerfl", "playerfl_random")
 """The algorithms a crowded figure keeps in colour; the others are drawn in :data:`MUTED`."""
 
 MARKER_COLORS = {
-    "rule": ALGORITHM_COLORS["playerfl"],  # the split PLayer-FL's rule picks: PLayer-FL's red
-    "oracle": "#2ca02c",  # the split the validation oracle picks
-    "paper_transition": "#8c6d31",  # the transition point the paper reports
-    "authors_config": "#5254a3",  # the split in the authors' configuration files
-    "shared": "#000000",  # one line standing for several algorithms with identical values
+    "rule": ALGORITHM_COLORS["playerfl"],  # the split PLayer-FL's rule picks: PLayer-FL's colour
+    "oracle": PALETTE["bluish green"],  # the split the validation oracle picks
+    "paper_transition": PALETTE["dark orange"],  # the transition point the paper reports: brown
+    "authors_config": PALETTE["dark reddish purple"],  # the split in the authors' files: purple
+    "shared": PALETTE["black"],  # one line standing for several algorithms with identical values
 }
-"""Colours of things that are not algorithms but that chapters mark on figures."""
+"""Colours of things that are not algorithms but that chapters mark on figures: apart from the
+rule (PLayer-FL's own), none is an algorithm's."""
 
 MARKER_NAMES = {
     "rule": "rule's p",
@@ -57,22 +95,74 @@ MARKER_NAMES = {
     "authors_config": "authors' code",
 }
 
-RULE_VARIANT_COLORS = {"paper": MARKER_COLORS["rule"], "median": "#e7969c", "geomean": "#843c39"}
-"""The split rule's variants (``split_oracle.RULE_VARIANTS``): shades of the rule's red."""
+RULE_VARIANT_COLORS = {
+    "paper": MARKER_COLORS["rule"],
+    "median": PALETTE["dark vermillion"],
+    "geomean": PALETTE["light vermillion"],
+}
+"""The split rule's variants (``split_oracle.RULE_VARIANTS``): the rule's vermillion, darker for
+the median pooling, lighter for the geometric mean."""
 
 SPLIT_RULE_COLORS = {
     "paper": MARKER_COLORS["rule"],
-    "paper_tuned": "#ff9896",
+    "paper_tuned": PALETTE["orange"],
     "paper_median": RULE_VARIANT_COLORS["median"],
     "paper_geomean": RULE_VARIANT_COLORS["geomean"],
-    "cost": "#9467bd",
-    "cost2": "#c5b0d5",
-    "disagreement": "#17becf",
-    "probe": "#000000",
+    "cost": PALETTE["blue"],
+    "cost2": PALETTE["sky blue"],
+    "disagreement": PALETTE["reddish purple"],
+    "probe": PALETTE["black"],
 }
-"""The split rules of ``fl.split_rules`` (chapter 04b): the paper's in the rule's reds, the new
-rules in colours no algorithm uses (the second-order cost a lighter shade of the first-order
-one), the validation probe in black; the oracle stays green."""
+"""The split rules of ``fl.split_rules`` (chapter 04b): the paper's in warm colours (vermillion,
+the tuned threshold orange, its poolings as in :data:`RULE_VARIANT_COLORS`), the new rules in
+cool ones (the second-order cost a lighter blue than the first-order one, the update
+disagreement reddish purple), the validation probe black; the oracle stays bluish green."""
+
+RULE_NAMES = {
+    "paper": "paper",
+    "paper_median": "paper, median pooling",
+    "paper_geomean": "paper, geometric-mean pooling",
+    "cost": "averaging cost",
+    "cost2": "averaging cost, second order",
+    "disagreement": "update disagreement",
+    "probe": "validation probe",
+}
+"""Display names of the split rules of ``fl.split_rules`` (as the pre-registered entries name
+them, without their thresholds)."""
+
+RULE_VARIANT_NAMES = {"paper": "mean (paper)", "median": "median", "geomean": "geometric mean"}
+"""Display names of the split rule's poolings (``split_oracle.RULE_VARIANTS``)."""
+
+SCORE_NAMES = {
+    "accuracy": "accuracy",
+    "macro_f1": "macro-F1",
+    "loss": "loss",
+    "fairness_accuracy": "fairness (accuracy)",
+    "fairness_f1": "fairness (macro-F1)",
+    "fairness_loss": "fairness (loss)",
+    "ipr_accuracy": "IPR (accuracy)",
+    "ipr_f1": "IPR (macro-F1)",
+    "ipr_loss": "IPR (loss)",
+}
+"""Display names of the scores and of the paper's tables of them (fairness: variance over
+clients; IPR: share of clients PLayer-FL improves)."""
+
+
+def rule_label(name) -> str:
+    """Display name of a split rule; anything else (an entry's label, a reader's rule) as it
+    is."""
+    return RULE_NAMES.get(name, name)
+
+
+def rule_variant_label(name) -> str:
+    """Display name of a pooling variant of the split rule; anything else as it is."""
+    return RULE_VARIANT_NAMES.get(name, name)
+
+
+def score_label(name) -> str:
+    """Display name of a score or a published table of one; anything else as it is."""
+    return SCORE_NAMES.get(name, name)
+
 
 MUTED = "#c7c7c7"
 """The colour of algorithms a figure does not single out ("other baselines")."""
@@ -167,7 +257,8 @@ DATASET_PALETTE = (
 )
 """The colours datasets wear (each declaration names its own, ``Federation.color``: dataset
 names live in data_prep). None is an algorithm's or a marker's colour, and none is near FedAvg's
-blue, Random's orange or PLayer-FL's red, so a dataset line is never read as an algorithm."""
+blue, Random's orange or PLayer-FL's vermillion, so a dataset line is never read as an
+algorithm."""
 
 QUALITATIVE = (*DATASET_PALETTE, "#5e3c99", "#b8e186")
 """Unnamed categories (clients, a reader's own federations) and the default colour cycle: the

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from playerfl_core.book.style import algorithm_label, dataset_label
+from playerfl_core.book.style import algorithm_label, dataset_label, score_label
 from playerfl_core.fl.profiles import training_settings
 from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import claims as C
@@ -182,7 +182,7 @@ def friedman_orientations(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dic
     rows = []
     our_f1 = M.to_wide(M.summarize(table, "macro_f1", n_boot=200), "median", order)
     tables = [("ours: macro-F1", our_f1, True, "—")] + [
-        (f"published: {n}", P.published_wide(n), n.startswith(("accuracy", "ipr")), p)
+        (f"published: {score_label(n)}", P.published_wide(n), n.startswith(("accuracy", "ipr")), p)
         for n, p in P.FRIEDMAN_P.items()
     ]
     for name, wide, hib, printed in tables:
@@ -215,7 +215,9 @@ def friedman_orientations(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dic
         "not_sig_tables": ", ".join(not_sig) or "none",
     }
     for name in ("ipr_f1", "ipr_loss"):
-        out[f"{name}_p_wrong"] = pub.loc[f"published: {name}", "p, transposed (authors)"]
+        out[f"{name}_p_wrong"] = pub.loc[
+            f"published: {score_label(name)}", "p, transposed (authors)"
+        ]
         out[f"{name}_p_printed"] = P.FRIEDMAN_P[name]
     return friedman_table, out
 

@@ -86,7 +86,7 @@ def plot_traffic(table: pd.DataFrame):
     and (hatched) what only the scoring of a global average needs."""
     names = list(table.index)
     y = np.arange(len(names))
-    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.38 * len(names) + 1.2))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.38 * len(names) + 1.5), layout="constrained")
     colors = [algorithm_color(n) for n in names]
     ax.barh(y - 0.2, table["up kB/round"], height=0.4, color=colors, label="upload (training)")
     ax.barh(
@@ -113,8 +113,8 @@ def plot_traffic(table: pd.DataFrame):
     ax.set_yticks(y, [algorithm_label(n) for n in names])
     ax.invert_yaxis()
     ax.set_xlabel("kB per silo per round (mean)")
-    ax.legend(loc="lower right", frameon=False)
-    fig.tight_layout()
+    # below the axes, not on them: a long bar at the bottom would run under it
+    fig.legend(loc="outside lower center", ncol=3, frameon=False)
     return fig
 
 

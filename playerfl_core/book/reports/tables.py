@@ -10,9 +10,20 @@ import hashlib
 import pandas as pd
 
 from playerfl_core.book.analysis_plots import metric_label
-from playerfl_core.book.style import algorithm_label, dataset_label
+from playerfl_core.book.style import (
+    algorithm_label,
+    dataset_label,
+    rule_label,
+    rule_variant_label,
+)
 
-_NAMERS = {"algorithm": algorithm_label, "dataset": dataset_label, "metric": metric_label}
+_NAMERS = {
+    "algorithm": algorithm_label,
+    "dataset": dataset_label,
+    "metric": metric_label,
+    "rule": rule_label,
+    "variant": rule_variant_label,
+}
 
 #: Code names of columns and index levels -> the names a reader sees. One place: :func:`named`
 #: (and so :func:`show` and :func:`captioned`) applies it to every table in the book.
@@ -81,9 +92,9 @@ def _rename_axis_names(index: pd.Index) -> pd.Index:
 
 
 def named(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy with the ``algorithm``, ``dataset`` and ``metric`` columns and index levels (where
-    present) in display names; columns named after algorithms become display names too; column
-    names and index level names through :data:`COLUMN_NAMES`."""
+    """A copy with the ``algorithm``, ``dataset``, ``metric``, ``rule`` and ``variant`` columns
+    and index levels (where present) in display names; columns named after algorithms become
+    display names too; column names and index level names through :data:`COLUMN_NAMES`."""
     out = frame.copy()
     for column, namer in _NAMERS.items():
         if column in out.columns:
@@ -205,6 +216,38 @@ class Shown:
         return f"{self.caption}\n{text}" if self.caption else text
 
 
+MINUS = "\u2212"
+"""The minus sign tables write (a hyphen reads as a dash), as the book's prose does."""
+
+
+def number_text(value, spec: str = ".6g") -> str:
+    """A number as a table shows it: ``format(value, spec)`` with a true minus sign; ``–`` when
+    it is missing."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "–"
+    return format(value, spec).replace("-", MINUS)
+
+
+def label_text(value) -> str:
+    """An index or column label as a table shows it: a float as short as it is exact and a
+    whole one as an integer (``0.05``, ``100``, not ``0.050000``, ``100.000000``), a true minus
+    sign; other labels as they are."""
+    if isinstance(value, float):
+        if value != value:
+            return "–"
+        return number_text(int(value), "d") if value.is_integer() else number_text(value, "g")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return number_text(value, "d")
+    return str(value)
+
+
+def _counts(column: pd.Series) -> bool:
+    """A float column of whole counts (80.0, 100.0): every value whole and one beyond ±1, so a
+    share that happens to be 0 or 1 keeps its decimals."""
+    values = column.dropna()
+    return bool(len(values)) and bool((values % 1 == 0).all() and (values.abs() > 1).any())
+
+
 def show(
     frame: pd.DataFrame,
     sig: int | None = 2,
@@ -214,18 +257,30 @@ def show(
     best=None,
 ) -> Shown:
     """A table for ``display``: display names and reader-facing column names, floats to ``sig``
-    significant digits (or ``decimals`` places; neither: as they are), the index hidden unless
+    significant digits (or ``decimals`` places; neither: six significant digits), a float
+    column of whole counts as integers, negative numbers with a true minus sign, float index
+    and column labels without trailing zeros (:func:`label_text`), the index hidden unless
     ``index``, the best value of each column in bold where ``best`` says which is best ("max",
     "min", or a dict from column to either; see :func:`best_cells`)."""
     out = named(frame)
-    floats = [c for c in out.columns if pd.api.types.is_float_dtype(out[c])]
+    spec = f".{decimals}f" if decimals is not None else f".{sig}g" if sig is not None else ".6g"
     style = out.style
     if not index:
         style = style.hide(axis="index")
-    if decimals is not None:
-        style = style.format(f"{{:.{decimals}f}}", subset=floats, na_rep="–")
-    elif sig is not None:
-        style = style.format(f"{{:.{sig}g}}", subset=floats, na_rep="–")
+    for k, column in enumerate(out.columns):
+        values = out.iloc[:, k]
+        if pd.api.types.is_float_dtype(values):
+            own = ".0f" if _counts(values) else spec
+        elif pd.api.types.is_integer_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            own = "d"
+        else:
+            continue
+        style = style.format(lambda v, own=own: number_text(v, own), subset=[column])
+    for axis, labels in ((0, out.index), (1, out.columns)):
+        for level in range(labels.nlevels):
+            kind = labels.get_level_values(level)
+            if pd.api.types.is_numeric_dtype(kind) and not pd.api.types.is_bool_dtype(kind):
+                style = style.format_index(label_text, axis=axis, level=level)
     if best is not None:
         marks = best_cells(out, best)
         style = style.apply(
