@@ -216,29 +216,33 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
         "c5_posterior": f"P(PLayer-FL better) = {ev['P(claim)']:.2f}, P(equivalent) = "
         f"{ev['P(rope)']:.2f}, P(Random better) = {ev['P(opposite)']:.2f}",
     }
-    parts = c5.parts[
-        [
-            "part",
-            "estimate",
-            "n",
-            "p",
-            "p_holm",
-            "min_p",
-            "P(claim)",
-            "P(rope)",
-            "P(opposite)",
-            "verdict",
-            "strength",
-        ]
-    ]
+    parts = c5.parts.assign(part=[_c5_part_label(p) for p in c5.parts["part"]])
+    family = parts[["part", "estimate", "n", "p", "p_holm", "verdict"]].rename(
+        columns={"part": "comparison", "n": "pairs", "p_holm": "p (Holm)"}
+    )
+    posterior = parts.iloc[[0]][["part", "P(claim)", "P(rope)", "P(opposite)", "min_p"]].rename(
+        columns={"part": "comparison", "P(claim)": "P(PLayer-FL better)",
+                 "P(rope)": "P(practically equal)", "P(opposite)": "P(Random better)",
+                 "min_p": "smallest p"}
+    )  # fmt: skip
     return {
         "diffs": diffs,
         "paired": paired.rename(index=dataset_label, level="dataset"),
         "per_dataset": per_ds.round(3).rename(index=dataset_label),
         "c5": c5,
-        "c5_table": parts,
+        "c5_table": family.set_index("comparison"),
+        "c5_posterior": posterior.set_index("comparison"),
         "numbers": numbers,
     }
+
+
+def _c5_part_label(part: str) -> str:
+    """A C5 part's name as a table row: "tuned rates, every dataset" or "one rate: Digits, vs
+    random (drawn)"."""
+    if part.startswith(C.TUNED_PART):
+        return "tuned rates, every dataset"
+    ds, _, other = part.removeprefix("one learning rate: ").partition(", vs ")
+    return f"one rate: {dataset_label(ds)}, vs {other}"
 
 
 def best_vs_last(table: pd.DataFrame, summaries: dict, order, datasets) -> pd.DataFrame:
