@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -269,6 +270,6 @@ def test_long_modules_say_why():
         text = p.read_text()
         if text.count("\n") > 420:
             doc = ast.get_docstring(ast.parse(text)) or ""
-            if "lines" not in doc.lower():
+            if not re.search(r"\b\d+\s+lines\b", doc):  # "About 560 lines …" ("baselines" is not)
                 long.append(f"{m} ({text.count(chr(10))} lines)")
     assert not long, f"Long modules whose docstring does not say why: {long}"

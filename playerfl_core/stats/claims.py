@@ -8,14 +8,16 @@ practical equivalence through a ROPE; Holm over the parts of a claim).
 Tests used: exact permutation tests of Spearman's ρ (every one of the m! orderings; a pooled
 test of the mean ρ over seeds whose exact null distribution is the convolution of the per-seed
 ones), scipy's exact Wilcoxon signed-rank test (sign-flip enumeration when there are ties),
-baycomp's ``SignedRankTest``, scipy's Friedman test and scikit-posthocs' Nemenyi post-hoc test.
+the exact sign-flip permutation test of a mean (the split study's R1, R2 and C5 at one learning
+rate: their text reports means), baycomp's ``SignedRankTest``, scipy's Friedman test and
+scikit-posthocs' Nemenyi post-hoc test.
 
 Where each part lives: the exact tests in :mod:`~playerfl_core.stats.exact_tests`, the rule in
 :mod:`~playerfl_core.stats.decisions`, the tests a part runs in
 :mod:`~playerfl_core.stats.evidence`, the split study's interval verdicts in
 :mod:`~playerfl_core.stats.split_verdicts`, the scorecard in
 :mod:`~playerfl_core.stats.scorecard`; this module holds the book's claims and re-exports the
-others' names (:data:`__all__`), so a chapter needs one import (``claims as C``). About 400
+others' names (:data:`__all__`), so a chapter needs one import (``claims as C``). About 450
 lines, of which the re-export list takes 45.
 """
 
