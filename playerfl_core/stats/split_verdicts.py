@@ -292,8 +292,8 @@ def split_verdict_lines(verdicts: pd.DataFrame, label=str) -> str:
     r1 = verdicts[verdicts["claim"] == "oracle"]
     c5 = verdicts[verdicts["claim"] == "C5"]
     lines = [
-        f"- Families (the scorecard's): R1, Holm over its {len(r1)} federations; C5, Holm over "
-        f"its {len(c5)} parts."
+        f"- One family per claim: R1, Holm over its {_count(len(r1), 'federation')}; C5, Holm "
+        f"over its {_count(len(c5), 'part')}."
     ]
     for r in verdicts[_shown(verdicts)].itertuples():
         strength = f"{r.strength} evidence, " if r.verdict != "undecided" else ""
@@ -324,6 +324,10 @@ def split_verdict_lines(verdicts: pd.DataFrame, label=str) -> str:
             f"({span} seeds each)."
         )
     return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _shown(verdicts: pd.DataFrame) -> pd.Series:
