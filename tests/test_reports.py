@@ -335,3 +335,26 @@ def test_every_term_the_result_box_links_is_in_the_glossary():
     for term in ("Friedman test", "Nemenyi test", "Holm's adjustment", "fairness", "claim",
                  "verdict", "incentivized participation rate"):  # fmt: skip
         assert term in terms, term
+
+
+def test_evaluation_noise_is_the_binomial_error_of_a_client_and_of_a_weighted_run():
+    """Two clients at accuracy 0.5 on 100 test images, training shares 0.5 each: a client's
+    standard error is 0.05, the run's sqrt(2 · 0.5² · 0.0025) ≈ 0.0354 (1.77 × δ); a second
+    round with a higher validation loss is not the one scored."""
+    import numpy as np
+
+    from playerfl_core.book.reports.evaluation_noise import noise_lines, noise_table
+
+    rows = []
+    for client in (0, 1):
+        for rnd, val_loss, acc in ((0, 0.5, 0.5), (1, 0.9, 0.9)):
+            run = ("d", "prefix_p1", 0.01, 0, client, rnd)
+            rows += [(*run, "val", "loss", val_loss, 50), (*run, "test", "accuracy", acc, 100)]
+        rows.append(("d", "prefix_p1", 0.01, 0, client, 0, "train", "weight", 0.5, 200))
+    cols = ["dataset", "algorithm", "lr", "seed", "client", "round", "split", "metric", "value",
+            "n_samples"]  # fmt: skip
+    noise = noise_table(pd.DataFrame(rows, columns=cols)).iloc[0]
+    assert noise["test_images"] == 100 and noise["client_se"] == pytest.approx(0.05)
+    assert noise["run_se"] == pytest.approx(np.sqrt(2 * 0.25 * 0.0025))
+    assert noise["run_se_over_delta"] == pytest.approx(np.sqrt(2 * 0.25 * 0.0025) / 0.02)
+    assert "1.8 × δ = 0.02" in noise_lines(noise_table(pd.DataFrame(rows, columns=cols)))

@@ -1,0 +1,52 @@
+"""How noisy one test score is at the book's sizes (issue 34, item 5), beside the tolerance δ.
+
+A client's test accuracy at its best-validation round is a share of ``n`` test images, so its
+binomial standard error is sqrt(a(1 − a)/n); a run's score is the training-share-weighted mean
+over clients, with standard error sqrt(Σ w² a(1 − a)/n). These are the accuracy's: macro-F1, the
+book's headline metric, averages per-class F1 scores over fewer images each and is noisier
+still, so they understate its noise rather than overstate it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from playerfl_core.stats.results import client_scores
+
+RUN = ["dataset", "algorithm", "lr", "seed"]
+
+
+def noise_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset, over its runs (a sweep's or a grid's long table): the clients' test images
+    (median), a client's accuracy standard error (median) and a run's (median), and the run's
+    as a multiple of δ. Columns: dataset, test_images, client_se, run_se, run_se_over_delta."""
+    from playerfl_core.stats.split_verdicts import TOLERANCE
+
+    acc = client_scores(table, "accuracy", "test", "best_val")
+    weights = table[(table["split"] == "train") & (table["metric"] == "weight")]
+    weights = weights[[*RUN, "client", "value"]].rename(columns={"value": "w"})
+    both = acc.merge(weights, on=[*RUN, "client"])
+    both["var"] = both["value"] * (1 - both["value"]) / both["n_samples"]
+    both["run_var"] = both["w"] ** 2 * both["var"]
+    runs = both.groupby(RUN, sort=False)["run_var"].sum().pow(0.5).rename("run_se").reset_index()
+    rows = []
+    for ds, g in both.groupby("dataset", sort=False):
+        run_se = float(runs.loc[runs["dataset"] == ds, "run_se"].median())
+        rows.append((ds, float(g["n_samples"].median()), float(np.sqrt(g["var"]).median()),
+                     run_se, run_se / TOLERANCE))  # fmt: skip
+    return pd.DataFrame(
+        rows, columns=["dataset", "test_images", "client_se", "run_se", "run_se_over_delta"]
+    )
+
+
+def noise_lines(noise: pd.DataFrame, label=str) -> str:
+    """Markdown, per dataset: a client's and a run's standard error against δ."""
+    from playerfl_core.stats.split_verdicts import TOLERANCE
+
+    return "\n".join(
+        f"- {label(r.dataset)}: a client scores on about {r.test_images:.0f} test images, so its "
+        f"test accuracy has a standard error of about {r.client_se:.3f}; a run's weighted score, "
+        f"{r.run_se:.3f}, which is {r.run_se_over_delta:.1f} × δ = {TOLERANCE:g}."
+        for r in noise.itertuples()
+    )
