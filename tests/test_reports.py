@@ -358,3 +358,9 @@ def test_evaluation_noise_is_the_binomial_error_of_a_client_and_of_a_weighted_ru
     assert noise["run_se"] == pytest.approx(np.sqrt(2 * 0.25 * 0.0025))
     assert noise["run_se_over_delta"] == pytest.approx(np.sqrt(2 * 0.25 * 0.0025) / 0.02)
     assert "1.8 × δ = 0.02" in noise_lines(noise_table(pd.DataFrame(rows, columns=cols)))
+    from playerfl_core.book.reports.evaluation_noise import noise_summary
+
+    assert noise_summary(noise_table(pd.DataFrame(rows, columns=cols))) == (
+        "A run's score is at least as noisy as δ = 0.02 itself on: d; its standard error is "
+        "below δ/4 on: none."
+    )

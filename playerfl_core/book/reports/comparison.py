@@ -7,14 +7,20 @@ import numpy as np
 import pandas as pd
 
 from data_prep import load
-from playerfl_core.book.reports.claim_answers import c3_answer, c4_answer, c5_answer, rank_outcome
+from playerfl_core.book.reports.claim_answers import (
+    PLAYER,
+    c3_answer,
+    c4_answer,
+    c5_answer,
+    rank_outcome,
+)
 from playerfl_core.book.reports.tables import p_text
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.stats import claims as C
 from playerfl_core.stats import metrics as M
 from playerfl_core.stats.results import SERVER
 
-PLAYER, RANDOM = "playerfl", "playerfl_random"
+RANDOM = "playerfl_random"
 METRICS = {
     "macro_f1": ("Test macro-F1", 1, 3),
     "accuracy": ("Test accuracy (%)", 100, 1),

@@ -58,10 +58,17 @@ def ladder_table(summary: pd.DataFrame) -> pd.DataFrame:
             "federation": summary["dataset"].map(dataset_label),
             "sizes": summary["rung"].map(RUNGS),
             "rule's p (p×seeds)": summary["splits"],
-            "most frequent p": [f"{p} ({s:.0%})" for p, s in
-                                zip(summary["modal_p"], summary["modal_share"], strict=True)],
+            "most frequent p": [_modal(splits, share) for splits, share in
+                                zip(summary["splits"], summary["modal_share"], strict=True)],
         }
     ).set_index(["federation", "sizes"])  # fmt: skip
+
+
+def _modal(splits: str, share: float) -> str:
+    """ "3 (90%)", or every tied split: "3, 4 (50% each)"."""
+    counts = {p: int(n) for p, n in (part.split("×") for part in splits.split(", "))}
+    top = [p for p, n in counts.items() if n == max(counts.values())]
+    return f"{', '.join(top)} ({share:.0%}{' each' if len(top) > 1 else ''})"
 
 
 def ladder_lines(summary: pd.DataFrame) -> str:
