@@ -77,3 +77,10 @@ LADDER = ("fmnist", "fmnist_rotate")
 """Fashion-MNIST and its rotated federation (the one that decides claim R2), at the book's sizes
 and at the paper's."""
 LADDER_SEEDS = tuple(range(10))
+
+
+# -- added at the sixth declaration (item 12 of study.preregistration) ----------------------------
+FAIR_SWEEP = ("heart", "digits", "fmnist", "fmnist_rotate", "fmnist_alpha0.1")
+"""The federations whose sweep is also run with every split at its own tuned learning rate, on
+the one-rate sweep's seeds (``study.preregistration.seeds_of``)."""
+

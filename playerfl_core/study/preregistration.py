@@ -124,7 +124,28 @@ or read** (the commit that added this module says so; ``git log --follow`` shows
       the test of the mean's; the Wilcoxon verdicts stay on the page as the record.
     * Nothing else changes: no federation, seed, threshold, entry or kind is added or dropped.
 
-About 540 lines in one module: each declaration and the code that carries it out stay side by
+12. **Each split at its own learning rate** (issue 34, item 4; declared while its runs were
+    computing, before any of them was read; every earlier item's outcome was known). Until now
+    every split of a sweep trained at PLayer-FL's tuned rate, which handicaps the splits the
+    rule did not choose and so weakens the oracle. So:
+
+    * **Federations and seeds**: ``preregistered.FAIR_SWEEP`` (Heart, seeds 0–49; Digits,
+      Fashion-MNIST, rotated Fashion-MNIST and Fashion-MNIST with α = 0.1, seeds 0–9: the
+      one-rate sweep's seeds, so the two are paired).
+    * **Runs**: every split p = 0 … L tuned like any algorithm of the standard grid (its
+      learning-rate grid, its tuning seeds apart from the evaluation seeds, widening at an
+      edge), then run at its own rate on the evaluation seeds; committed as ``stores/fair``.
+    * **Quantities**: per seed, the oracle over splits each at its own rate (best validation
+      score) and the paper's rule's regret, test(oracle) − test(rule's p at its own rate); the
+      rule's p is unchanged (read from the first epoch at PLayer-FL's rate, as PLayer-FL runs).
+    * **Test**: R1's test (the sign-flip test of the mean of δ − regret, δ = 0.02, α = 0.05),
+      Holm over the five federations: the family "R1 at each split's own rate".
+    * **Reporting**: chapter 04 shows per federation the one-rate and the own-rate mean regret
+      with their intervals, both verdicts, and the rate each split was tuned to. R1 on the
+      scorecard keeps its one-rate family (27 federations); its line names every federation
+      whose verdict differs at own rates.
+
+About 560 lines in one module: each declaration and the code that carries it out stay side by
 side, so that this file's git history is the record of what was declared, and when.
 """
 
