@@ -83,4 +83,3 @@ LADDER_SEEDS = tuple(range(10))
 FAIR_SWEEP = ("heart", "digits", "fmnist", "fmnist_rotate", "fmnist_alpha0.1")
 """The federations whose sweep is also run with every split at its own tuned learning rate, on
 the one-rate sweep's seeds (``study.preregistration.seeds_of``)."""
-
