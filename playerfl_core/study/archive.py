@@ -94,9 +94,10 @@ def pack(
     out: str | Path | None = None,
     command: str = "",
     datasets: list[str] | None = None,
+    run_ids: set[str] | None = None,
 ) -> Path:
     """Write every run of ``store`` (a :class:`~playerfl_core.study.experiments.Store`), or only
-    the runs of ``datasets``, as an archive.
+    the runs of ``datasets`` and of ``run_ids``, as an archive.
 
     Runs that diverged or failed are listed in the manifest with their status and no rows, so a
     reader sees what was excluded. Every run must be of a federation the package declares (a
@@ -113,6 +114,8 @@ def pack(
     records, damaged = store.scan()
     if datasets is not None:
         records = [r for r in records if r["dataset"] in set(datasets)]
+    if run_ids is not None:
+        records = [r for r in records if r["run_id"] in run_ids]
     foreign = sorted({r["dataset"] for r in records if not is_declared(r["dataset"])})
     if foreign:
         raise ArchiveError(

@@ -446,10 +446,8 @@ def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> di
     c5 = O.c5_table(scores, rules)
     if c5_datasets is not None:
         c5 = c5[c5["dataset"].isin(list(c5_datasets))]
-    out = {
-        "c5": c5,
-        "r1": C.r1_rule_finds_oracle(regrets, label=dataset_label, profile=on_sweep),
-    }
+    own_rates = profile == "standard"  # the fair sweep pairs with the standard archive
+    out = {"c5": c5, "r1": _r1_with_own_rates(regrets, rules, on_sweep, own_rates)}
     if rule_family.RULES_FILE.exists() and profile == "standard":
         study = rule_family.analyse(O.load_sweeps(archive_dir(profile)), rule_family.load_rules())
         sets = "pre-registered evaluation set" + (
@@ -457,6 +455,19 @@ def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> di
         )
         out["r2"] = rule_family.r2_claim(study, f"standard: {sets}")
     return out
+
+
+def _r1_with_own_rates(regrets: pd.DataFrame, rules: pd.DataFrame, profile: str, own_rates: bool):
+    """R1 from its one-rate family; with ``own_rates`` and the fair sweep committed, its reason
+    also names every federation whose verdict differs with each split at its own rate (item
+    12)."""
+    from playerfl_core.book.reports import fair_sweeps as FS
+
+    claim = C.r1_rule_finds_oracle(regrets, label=dataset_label, profile=profile)
+    note = FS.r1_note(FS.analyse(regrets, rules) if own_rates else None)
+    if not note:
+        return claim
+    return replace(claim, verdict=replace(claim.verdict, reason=f"{claim.verdict.reason}; {note}"))
 
 
 def _scope(evidence: str) -> str:

@@ -1,0 +1,178 @@
+"""Fair sweeps (item 12 of :mod:`~playerfl_core.study.preregistration`; issue 34, item 4): every
+split at its own tuned learning rate.
+
+The one-rate sweep trains every split at PLayer-FL's tuned rate, so a split the rule did not
+choose may train at a rate wrong for it and the validation oracle is weaker than it could be
+(the regret understated). Here each split p is an algorithm of the standard grid
+(``prefix_p<p>``): tuned on the grid's tuning seeds with the grid's rule (lowest validation loss,
+widening at an edge; :mod:`~playerfl_core.study.tuning`), then run at its own rate on the
+one-rate sweep's seeds. ``python -m playerfl_core.study.fair_sweeps`` computes them into
+``results/fair`` (a standard-profile store, which starts from the standard archive, so a split
+whose rate did not move reuses its committed runs) and commits the runs the grids used, tuning
+and evaluation, to ``stores/fair``.
+
+From that archive, :func:`own_rates` re-derives each split's rate with the grid's rule and
+:func:`own_rate_scores` gives the sweep's scores with every split at its own rate, keyed by the
+one-rate sweep's learning rate so that the oracle and the regret
+(:mod:`~playerfl_core.study.split_scores`) apply unchanged, with the rule's split read from the
+first epoch at PLayer-FL's rate, as PLayer-FL runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from data_prep import preregistered
+from playerfl_core.fl.algorithms.prefix import parse_prefix_name
+from playerfl_core.stats.metrics import best_val_loss, choose_lr
+from playerfl_core.study.split_scores import sweep_rows, sweep_scores
+
+DATASETS = preregistered.FAIR_SWEEP
+PROFILE = "standard"
+"""The profile of the one-rate sweep they are paired with (its sizes, grid and seeds)."""
+
+
+def archive_path() -> Path:
+    from playerfl_core.study.archive import stores_dir
+
+    return stores_dir() / "fair"
+
+
+def sweep_lr(dataset: str) -> float:
+    """The one-rate sweep's learning rate of ``dataset``: its base's (PLayer-FL's tuned rate)."""
+    return preregistered.LEARNING_RATES[dataset.split("_")[0]]
+
+
+def _tune_seeds(dataset: str) -> tuple[int, ...]:
+    from playerfl_core.study.tuning import default_grid
+
+    return tuple(default_grid(dataset, PROFILE)["tune_seeds"])
+
+
+def own_rates(table: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
+    """Per (dataset, p): the rate the grid's tuning chose, from the tuning seeds' runs of
+    ``table`` (a fair archive): lowest mean best validation loss, ties to the smaller rate, a
+    rate with a failed tuning run (``manifest``'s statuses) ineligible. Columns: dataset, p, lr,
+    rates (every rate tried, ascending), at_edge (the chosen rate is the smallest or largest)."""
+    rows = sweep_rows(table)
+    tune = rows[[s in _tune_seeds(d) for d, s in zip(rows["dataset"], rows["seed"], strict=True)]]
+    per_run = best_val_loss(tune.drop(columns="p"))
+    scores = per_run.groupby(["dataset", "algorithm", "lr"], as_index=False)["value"].mean()
+    scores = scores.rename(columns={"value": "score"})
+    failed = {
+        (e["dataset"], e["algorithm"], float(e["lr"]))
+        for e in (manifest or {}).get("runs", [])
+        if e["status"] != "ok" and e["seed"] in _tune_seeds(e["dataset"])
+    }
+    keys = scores[["dataset", "algorithm", "lr"]].itertuples(index=False)
+    scores.loc[[tuple(k) in failed for k in keys], "score"] = np.inf
+    chosen = choose_lr(scores).drop(columns="score")
+    tried = scores.groupby(["dataset", "algorithm"])["lr"].agg(lambda x: tuple(sorted(x)))
+    chosen["rates"] = [
+        tried[key] for key in zip(chosen["dataset"], chosen["algorithm"], strict=True)
+    ]
+    chosen["at_edge"] = [
+        lr in (r[0], r[-1]) for lr, r in zip(chosen["lr"], chosen["rates"], strict=True)
+    ]
+    chosen["p"] = chosen["algorithm"].map(parse_prefix_name).astype(int)
+    return chosen[["dataset", "p", "lr", "rates", "at_edge"]].sort_values(
+        ["dataset", "p"], ignore_index=True
+    )
+
+
+def own_rate_scores(
+    table: pd.DataFrame, rates: pd.DataFrame, seeds: Mapping[str, Sequence[int]] | None = None
+) -> pd.DataFrame:
+    """:func:`~playerfl_core.study.split_scores.sweep_scores` of every split at its own rate
+    (``rates``: :func:`own_rates`) on the evaluation seeds (``seeds``, default the one-rate
+    sweep's), with ``lr`` the one-rate sweep's (so each seed pairs with its one-rate sweep and
+    its rule) and ``lr_own`` the split's. Raises ValueError naming the first (dataset, p) whose
+    runs are missing."""
+    from playerfl_core.study.preregistration import seeds_of
+
+    rows = sweep_rows(table)
+    parts = []
+    for ds, p, lr in rates[["dataset", "p", "lr"]].itertuples(index=False):
+        wanted = seeds[ds] if seeds is not None else seeds_of(ds)
+        part = rows[(rows["dataset"] == ds) & (rows["p"] == p) & (rows["lr"] == lr)
+                    & rows["seed"].isin(wanted)]  # fmt: skip
+        if part["seed"].nunique() != len(wanted):
+            raise ValueError(
+                f"{ds}, p = {p} at its own rate {lr:g}: {part['seed'].nunique()} of "
+                f"{len(wanted)} seeds stored; run `python -m playerfl_core.study.fair_sweeps`."
+            )
+        parts.append(part.drop(columns="p"))
+    scores = sweep_scores(pd.concat(parts, ignore_index=True))
+    scores = scores.rename(columns={"lr": "lr_own"})
+    scores.insert(1, "lr", scores["dataset"].map(sweep_lr))
+    return scores.sort_values(["dataset", "seed", "p"], ignore_index=True)
+
+
+def load() -> tuple[pd.DataFrame, dict] | None:
+    """The committed fair archive (verified) and its manifest; None when not computed."""
+    from playerfl_core.study.archive import MANIFEST_FILE, load_archive
+
+    path = archive_path()
+    return load_archive(path) if (path / MANIFEST_FILE).exists() else None
+
+
+def compute(
+    datasets: Sequence[str] = DATASETS, workers: int | None = None, progress: bool = True
+) -> list[str]:
+    """Run the fair grids (one per federation; resumable) into ``results/fair``; returns the
+    ids of the runs they used, tuning and evaluation."""
+    from playerfl_core.study.grid import run_grid
+    from playerfl_core.study.grid_plan import split_algorithms
+    from playerfl_core.study.preregistration import seeds_of
+
+    run_ids = []
+    for ds in datasets:
+        result = run_grid(ds, split_algorithms(ds, PROFILE), PROFILE, seeds=seeds_of(ds),
+                          store=store_path(), workers=workers, progress=progress)  # fmt: skip
+        if len(result.failures):
+            print(result.note())
+        run_ids += result.status["run_id"].tolist()
+    return run_ids
+
+
+def store_path() -> Path:
+    """``results/fair``: where the fair grids compute (a standard-profile store)."""
+    from playerfl_core.study.run_store import default_store
+
+    return default_store(PROFILE).parent / "fair"
+
+
+def cost(fair_manifest: dict, standard_manifest: dict) -> tuple[int, float]:
+    """(runs, CPU-seconds) the fair sweeps added to the committed standard archive: its runs
+    that the one-rate archive does not hold."""
+    known = {e["run_id"] for e in standard_manifest["runs"]}
+    new = [e for e in fair_manifest["runs"] if e["run_id"] not in known]
+    return len(new), float(sum(e.get("cpu_seconds") or 0.0 for e in new))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import argparse
+
+    from playerfl_core.study.archive import pack
+    from playerfl_core.study.run_store import Store
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--workers", type=int, default=None)
+    args = parser.parse_args(argv)
+    start = time.time()
+    datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    run_ids = compute(datasets, args.workers)
+    store = Store(store_path())
+    command = f"python -m playerfl_core.study.fair_sweeps --datasets {','.join(datasets)}"
+    out = pack(store, PROFILE, archive_path(), command, run_ids=set(run_ids))
+    print(f"{len(set(run_ids))} runs to {out}: {time.time() - start:.0f} s wall")
+
+
+if __name__ == "__main__":
+    main()
