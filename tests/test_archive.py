@@ -234,6 +234,27 @@ def test_committed_standard_archive_is_complete_and_recomputes():
     assert found.consistent, found.summary()
 
 
+def test_committed_fair_archive_is_complete_and_recomputes():
+    """The fair sweep (item 12): for each federation it holds, every split's tuning runs and its
+    evaluation runs at the rate the grid's rule picks, and a sample re-computes."""
+    from playerfl_core.study import fair_sweeps as F
+
+    path = COMMITTED / "fair"
+    table, manifest = load_archive(path)
+    assert manifest["profile"] == "standard"
+    held = set(table["dataset"])
+    assert held and held <= set(F.DATASETS), held
+    rates = F.own_rates(table, manifest)
+    for dataset in held:
+        assert set(rates.loc[rates["dataset"] == dataset, "p"]) == {
+            int(a.removeprefix("prefix_p")) for a in split_algorithms(dataset, "standard")
+        }
+    F.own_rate_scores(table, rates)  # raises when a split lacks a seed at its own rate
+    found = verify(path, n=4, seed=20261202, max_seconds=20)
+    assert found.case == expected_case(found.report), found.report
+    assert found.consistent, found.summary()
+
+
 # -- which machine computed what -------------------------------------------------------------
 def test_runs_and_archives_record_the_machine_that_computed_them(packed, tmp_path):
     _, out = packed
