@@ -221,9 +221,15 @@ SPECS: dict[str, dict[str, Callable]] = {
     "04b_beyond_the_paper": {
         "sweeps": _opt(_existing_table),
         "rules_file": _opt(_existing_table),
-        "tolerances": _floats,
         "device": None,  # no such parameter: the chapter reads committed tables only
         "dataset_module": None,  # the pre-registered federations only (your own: the appendix)
+    },
+    "appendix_preregistration": {  # 04b's full record: the same tables, and the δ grid
+        "sweeps": _opt(_existing_table),
+        "rules_file": _opt(_existing_table),
+        "tolerances": _floats,
+        "device": None,
+        "dataset_module": None,
     },
     "appendix_bring_your_own": {
         "dataset": _datasets,

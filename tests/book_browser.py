@@ -103,6 +103,29 @@ _UNCAPTIONED_TABLES_JS = """() => Array.from(
   .filter(t => t.getClientRects().length > 0 && !t.querySelector('caption'))
   .map(t => (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' '))"""
 
+# Every shown table: its header and index cells as the reader sees them (inline code left out:
+# a code name written as code is meant), and how many rows its body has.
+_TABLE_LABELS_JS = """() => Array.from(document.querySelectorAll('table'))
+  .filter(t => t.getClientRects().length > 0)
+  .map(t => {
+    const shown = el => {
+      const copy = el.cloneNode(true);
+      copy.querySelectorAll('code, .pre').forEach(c => c.remove());
+      return copy.textContent.trim();
+    };
+    return {
+      labels: Array.from(t.querySelectorAll('th')).map(shown).filter(s => s),
+      header: t.querySelector('thead') !== null,
+      rows: t.querySelectorAll('tbody tr').length,
+      head: (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' '),
+    };
+  })"""
+
+_CODE_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+"""A table label that is a code name: ``client_1``, ``paper_median``, ``fairness_f1``."""
+_TRAILING_ZEROS = re.compile(r"[-\u2212]?\d+\.\d*00")
+"""A float label printed with padding zeros: ``0.050000``, ``16.000000``."""
+
 # Displayed code cells that call glue(): the call only feeds a number to the prose, a reader
 # should not have to read past it (tag the cell remove-input, or hide-input).
 _GLUE_CELLS_JS = """() => Array.from(document.querySelectorAll('div.cell_input'))
@@ -346,6 +369,21 @@ def _check_one(browser, base, root, page_path, rel, screenshot_dir) -> list[str]
     return found
 
 
+def table_label_problems(tables: list[dict]) -> list[str]:
+    """Tables a reader would stumble on (from :data:`_TABLE_LABELS_JS`): an empty one (a header
+    and no rows), a header or index label that is a code name, a float label padded with zeros."""
+    found = []
+    for t in tables:
+        if t["header"] and t["rows"] == 0:
+            found.append(f"empty table (a header, no rows): {t['head']} ...")
+        for label in dict.fromkeys(t["labels"]):
+            if _CODE_NAME.fullmatch(label):
+                found.append(f"code name as a table label: {label!r} ({t['head']} ...)")
+            elif _TRAILING_ZEROS.fullmatch(label):
+                found.append(f"float label padded with zeros: {label!r} ({t['head']} ...)")
+    return found
+
+
 def raw_myst(text: str) -> list[str]:
     """MyST source (a directive's fence or option, a role) in the visible text, with context."""
     found = []
@@ -369,6 +407,7 @@ def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
         )
     for head in page.evaluate(_UNCAPTIONED_TABLES_JS):
         found.append(f"table without a caption: {head} ...")
+    found.extend(table_label_problems(page.evaluate(_TABLE_LABELS_JS)))
     for img in page.evaluate(_IMAGE_SIZES_JS):
         src = img["src"]
         path = root / unquote(urlparse(src).path).lstrip("/") if src.startswith(base) else None

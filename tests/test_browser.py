@@ -3,11 +3,13 @@
 Fails on untypeset math (raw \\[, \\( or $$ in the visible text), a broken image, a dead internal
 link, a console or script error, a request that leaves the machine, a table wider than its column
 or without a caption, a figure whose text would show under MIN_TEXT_PX at a 1280 px viewport,
-raw Markdown in the prose (a '$', a list marker), raw MyST (a directive's fence or option, a role)
-and a shown code cell that calls glue(); at a 420 px viewport (a phone), on a page that scrolls
-sideways and on a table cut off by a box that does not scroll. Two screenshots per page are saved
-under _build/screenshots/: <page>.png at 1280 px and <page>.420px.png at 420 px. `make test`
-builds the HTML first; run alone, the fixture builds it when _build/html is missing.
+raw Markdown in the prose (a '$', a list marker), raw MyST (a directive's fence or option, a role),
+a shown code cell that calls glue(), an empty table, and a table label that is a code name
+(client_1, paper_median) or a float padded with zeros (0.050000); at a 420 px viewport (a
+phone), on a page that scrolls sideways and on a table cut off by a box that does not scroll.
+Two screenshots per page are saved under _build/screenshots/: <page>.png at 1280 px and
+<page>.420px.png at 420 px. `make test` builds the HTML first; run alone, the fixture builds it
+when _build/html is missing.
 """
 
 from __future__ import annotations
@@ -133,7 +135,17 @@ _PAGES = {
     "rank_correlation_test_of_a_long_name</code></p>"
     # a code cell that glues, collapsed (hide-input): the reader does not see it
     '<details><summary>Show code</summary><div class="cell_input"><pre>glue("n", 3)</pre>'
-    "</div></details>",
+    "</div></details>"
+    # reader-facing labels: words, short floats, a code name written as code
+    "<table><thead><tr><th>dataset</th><th>0.05</th><th><code>p_holm</code></th></tr></thead>"
+    "<tbody><tr><th>Heart</th><td>1</td><td>2</td></tr></tbody></table>",
+    # issue 35: client_1 ... as index labels (chapters 00, 01), rule codes as headers (04b),
+    # float index labels padded with zeros (chapters 00, 03), and an empty table (chapter 04)
+    "labels.html": "<table><thead><tr><th>client</th><th>paper_median</th></tr></thead><tbody>"
+    "<tr><th>client_1</th><td>1</td></tr><tr><th>0.050000</th><td>2</td></tr>"
+    "<tr><th>16.000000</th><td>3</td></tr></tbody></table>",
+    "empty.html": "<p>Each pooling variant against the paper's mean:</p><table><thead><tr>"
+    "<th>variant</th><th>regret</th></tr></thead><tbody></tbody></table>",
     "table.html": '<table><tr><td style="min-width: 3000px">too wide</td></tr></table>',
     # 04b's one-row table: wider than the text column, narrower than the article with its
     # padding, so it was cut off at the column's edge and the check (against the padded width)
@@ -218,6 +230,13 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
     )
     assert "px in a box of 300 px that does not scroll (cut off on a ...)" in clipped[0], clipped
     assert problems["glue.html"] == ['code cell with a glue() call shown: glue("n", n)']
+    assert problems["labels.html"] == [
+        "code name as a table label: 'paper_median' (client paper_median client_1 1 ...)",
+        "code name as a table label: 'client_1' (client paper_median client_1 1 ...)",
+        "float label padded with zeros: '0.050000' (client paper_median client_1 1 ...)",
+        "float label padded with zeros: '16.000000' (client paper_median client_1 1 ...)",
+    ], problems["labels.html"]
+    assert problems["empty.html"] == ["empty table (a header, no rows): variant regret ..."]
     assert any(p.startswith("table cut off at") for p in problems["table.html"]), problems
     shots = tmp_path / "shots"  # two per page, not for the redirect
     assert len(list(shots.glob(f"*.{NARROW_VIEWPORT}px.png"))) == len(_PAGES) - 1

@@ -293,13 +293,20 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
     probe = next(e.label for e in P.ENTRIES if e.rule == "probe")
     verdicts = pd.DataFrame(
         {
-            "entry": ["paper (t = 1)", "averaging cost (tuned τ)", "x", probe],
-            "verdict": [P.WITHIN, P.BEYOND, "undecided", P.WITHIN],
+            "entry": [
+                "paper (t = 1)",
+                "paper, median pooling",
+                "averaging cost (tuned τ)",
+                "x",
+                probe,
+            ],
+            "verdict": [P.BEYOND, P.BEYOND, P.WITHIN, "undecided", P.WITHIN],
         }
     )
+    # names apart by semicolons: 'paper (t = 1), paper, median pooling' reads as three rules
     assert RF.follow_up_headline(verdicts) == (
-        "On quantity skew, 1 of the 3 first-epoch entries are within δ = 0.02 (paper (t = 1)), "
-        "1 beyond (averaging cost (tuned τ)) and 1 undecided."
+        "On quantity skew, 1 of the 4 first-epoch entries are within δ = 0.02 (averaging cost "
+        "(tuned τ)), 2 beyond (paper (t = 1); paper, median pooling) and 1 undecided."
     )
 
 

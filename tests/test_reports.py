@@ -199,9 +199,20 @@ def test_the_tuning_caption_names_each_kept_threshold_ties_to_the_smaller():
          "regret": [0.2, 0.1, 0.3, 0.3]}
     )  # fmt: skip
     assert tuning_caption(tuning) == (
-        "Kept thresholds (mean development regret): paper 2 (0.1000); cost 0.1 (0.3000); the "
-        "paper's t = 1: 0.2000"
+        "Kept thresholds (mean development regret): paper 2 (0.1000); averaging cost 0.1 "
+        "(0.3000); the paper's t = 1: 0.2000"
     )
+
+
+def test_the_tuned_thresholds_are_listed_by_the_rules_names_not_their_codes():
+    """The pre-registration appendix listed "cost2: threshold 0.1" (a code, issue 35)."""
+    from playerfl_core.book.reports.rule_family import tuned_lines
+    from playerfl_core.study import preregistration as P
+
+    rows = [(rule, t, 0.1 * i) for rule in P.GRIDS for i, t in enumerate((1.0, 0.5))]
+    lines = tuned_lines(pd.DataFrame(rows, columns=["rule", "threshold", "regret"]))
+    assert "- averaging cost, second order: threshold 1, mean development regret 0.0000" in lines
+    assert "cost2" not in lines and "- disagreement:" not in lines
 
 
 def test_paired_verdict_lines_write_intervals_and_p_values_the_books_way():
@@ -364,3 +375,13 @@ def test_evaluation_noise_is_the_binomial_error_of_a_client_and_of_a_weighted_ru
         "A run's score is at least as noisy as δ = 0.02 itself on: d; its standard error is "
         "below δ/4 on: none."
     )
+
+
+def test_the_split_lines_list_each_seeds_split_in_words_not_a_python_list():
+    """Chapter 03's Result box read "seeds: [3, 3, 3]" (a Python list, issue 35)."""
+    from playerfl_core.book.reports.sensitivity_study import split_numbers
+
+    splits = pd.DataFrame({"dataset": ["heart"] * 3, "p": [1, 1, 2]})
+    units = {"heart": ["fc1", "fc2", "fc3", "fc4"]}
+    lines = split_numbers(splits, units)["split_lines"]
+    assert lines == "- Heart: p = 1 of 4 units (federate fc1; per seed: 1, 1, 2)"

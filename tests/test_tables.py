@@ -176,3 +176,16 @@ def test_rule_variant_and_published_table_names_are_words():
         assert "_" not in style.score_label(code), code
     assert style.score_label("fairness_f1") == "fairness (macro-F1)"
     assert style.score_label("ipr_accuracy") == "IPR (accuracy)"
+
+
+def test_generated_client_names_read_as_words_in_tables():
+    """Chapters 00 and 01 showed client_1 … client_5 as index labels and column names."""
+    scores = pd.DataFrame(
+        {"client": ["client_1", "client_12", "cleveland", "texture_q1"], "local": [0.9] * 4}
+    ).set_index("client")
+    assert list(named(scores).index) == ["client 1", "client 12", "cleveland", "texture q1"]
+    wide = pd.DataFrame([[1, 2]], columns=pd.Index(["client_1", "client_2"], name="client"))
+    assert list(named(wide).columns) == ["client 1", "client 2"]
+    by_name = pd.DataFrame({"client_name": ["client_3"], "x": [1]}).set_index("client_name")
+    assert list(named(by_name).index) == ["client 3"] and named(by_name).index.name == "client"
+    assert "client_1" not in captioned(scores, "c")._repr_html_()

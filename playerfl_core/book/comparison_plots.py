@@ -14,6 +14,7 @@ from playerfl_core.book.style import (
     MUTED,
     algorithm_color,
     apply_book_style,
+    client_label,
     dataset_label,
     panel_grid,
 )
@@ -98,7 +99,7 @@ def plot_client_medians(medians: pd.DataFrame, metric_label: str, client_names=N
                 zorder=3 if strong else 2,
                 label=label(alg) if strong else None,
             )
-        names = [client_names.get((ds, c), c) if client_names else c for c in clients]
+        names = [client_label(client_names.get((ds, c), c) if client_names else c) for c in clients]
         ax.set_xticks(range(len(clients)), names, rotation=30, ha="right", rotation_mode="anchor")
         ax.set_title(dataset_label(ds))
         ax.set_ylabel(metric_label)

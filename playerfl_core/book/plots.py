@@ -12,6 +12,7 @@ from playerfl_core.book.style import (
     algorithm_color,
     algorithm_label,
     apply_book_style,
+    client_label,
     dataset_label,
     marker_color,
     measure_color,
@@ -68,6 +69,7 @@ def plot_client_scores(scores: pd.DataFrame, metric_label: str = "test macro-F1"
     scores = scores.assign(
         algorithm=scores["algorithm"].map(algorithm_label),
         dataset=scores["dataset"].map(dataset_label),
+        client_name=scores["client_name"].map(client_label),
     )
     n = scores["dataset"].nunique()
     ncols = min(n, 2)

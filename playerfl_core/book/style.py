@@ -154,6 +154,13 @@ def rule_label(name) -> str:
     return RULE_NAMES.get(name, name)
 
 
+def client_label(name):
+    """Display name of a client: underscores read as spaces (a generated ``client_3`` reads
+    ``client 3``, a declared ``texture_q1`` reads ``texture q1``; code names on the page, issue
+    35); a name without one (a hospital's) as it is, and a client number as it is."""
+    return name.replace("_", " ") if isinstance(name, str) else name
+
+
 def rule_variant_label(name) -> str:
     """Display name of a pooling variant of the split rule; anything else as it is."""
     return RULE_VARIANT_NAMES.get(name, name)

@@ -74,6 +74,10 @@ CHAPTERS = {
         "biopsies split by texture): one run, its split sweep and rules, the baselines",
         "as homework",
     ),
+    "appendix_preregistration": (
+        "chapter 04b's full record: reads the committed sweeps and rules table; trains nothing",
+        "no: reading for 04b",
+    ),
 }
 """Per chapter (notebook stem): what it computes (checked against its parameters cell) and
 whether it runs in class."""

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.book.reports.tables import interval_text, p_text, signed
-from playerfl_core.book.style import dataset_label
+from playerfl_core.book.style import dataset_label, rule_label
 from playerfl_core.fl.split_rules import RULES, describe_rules
 from playerfl_core.study import preregistration as P
 from playerfl_core.study import split_rules_table as R
@@ -188,7 +188,8 @@ _NO_P = "not computable (too few seeds that differ)"
 
 
 def follow_up_headline(verdicts: pd.DataFrame | None, kind: str = "quantity skew") -> str:
-    """One sentence: which first-epoch entries a follow-up decided within δ on its kind."""
+    """One sentence: which first-epoch entries a follow-up decided within δ on its kind (names
+    apart by semicolons: a name such as "paper, median pooling" holds a comma)."""
     if verdicts is None:
         return "The follow-up is not computed in these sweeps."
     probe = [e.label for e in P.ENTRIES if e.rule == R.PROBE]
@@ -198,8 +199,8 @@ def follow_up_headline(verdicts: pd.DataFrame | None, kind: str = "quantity skew
     undecided = len(rows) - len(within) - len(beyond)
     return (
         f"On {kind}, {len(within)} of the {len(rows)} first-epoch entries are within "
-        f"δ = {P.TOLERANCE:g} ({', '.join(within) or 'none'}), {len(beyond)} beyond "
-        f"({', '.join(beyond) or 'none'}) and {undecided} undecided."
+        f"δ = {P.TOLERANCE:g} ({'; '.join(within) or 'none'}), {len(beyond)} beyond "
+        f"({'; '.join(beyond) or 'none'}) and {undecided} undecided."
     )
 
 
@@ -398,17 +399,18 @@ def tuning_caption(tuning: pd.DataFrame) -> str:
     best = tuning.sort_values(["rule", "regret", "threshold"]).groupby("rule", sort=False).head(1)
     best = best.set_index("rule")
     best = best.loc[[r for r in P.GRIDS if r in best.index], ["threshold", "regret"]]
-    kept = "; ".join(f"{r} {t:g} ({g:.4f})" for r, t, g in best.itertuples(name=None))
+    kept = "; ".join(f"{rule_label(r)} {t:g} ({g:.4f})" for r, t, g in best.itertuples(name=None))
     paper_t1 = tuning.query("rule == 'paper' and threshold == 1.0")["regret"]
     tail = f"; the paper's t = 1: {paper_t1.iloc[0]:.4f}" if len(paper_t1) else ""
     return f"Kept thresholds (mean development regret): {kept}{tail}"
 
 
 def tuned_lines(tuning: pd.DataFrame) -> str:
+    """Markdown, per rule: its kept threshold and mean development regret, by display name."""
     best = tuning.sort_values(["rule", "regret", "threshold"]).groupby("rule", sort=False).head(1)
     paper_t1 = tuning.query("rule == 'paper' and threshold == 1.0")["regret"]
     out = [
-        f"- {r.rule}: threshold {r.threshold:g}, mean development regret {r.regret:.4f}"
+        f"- {rule_label(r.rule)}: threshold {r.threshold:g}, mean development regret {r.regret:.4f}"
         for r in best.set_index("rule").loc[list(P.GRIDS)].reset_index().itertuples()
     ]
     if len(paper_t1):

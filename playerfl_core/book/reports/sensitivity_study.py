@@ -130,7 +130,7 @@ def split_numbers(splits: pd.DataFrame, units_of: dict) -> dict:
         out[f"{name}_p_units"] = ", ".join(units[:modal])
         lines.append(
             f"- {dataset_label(name)}: p = {modal} of {len(units)} units "
-            f"(federate {', '.join(units[:modal])}; seeds: {ps.tolist()})"
+            f"(federate {', '.join(units[:modal])}; per seed: {', '.join(map(str, ps.tolist()))})"
         )
     out["split_lines"] = "\n".join(lines)
     return out

@@ -12,12 +12,15 @@ import pandas as pd
 from playerfl_core.book.analysis_plots import metric_label
 from playerfl_core.book.style import (
     algorithm_label,
+    client_label,
     dataset_label,
     rule_label,
     rule_variant_label,
 )
 
 _NAMERS = {
+    "client": client_label,
+    "client_name": client_label,
     "algorithm": algorithm_label,
     "dataset": dataset_label,
     "metric": metric_label,
