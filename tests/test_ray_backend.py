@@ -129,7 +129,8 @@ def test_the_local_backend_never_imports_ray(tmp_path):
         import sys
         from playerfl_core.cli import main
         from playerfl_core.study.experiments import run_grid
-        run_grid(store={str(tmp_path)!r}, workers=1, **{GRID | dict(algorithms="local", rounds=1)!r})
+        grid = {GRID | dict(algorithms="local", rounds=1)!r}
+        run_grid(store={str(tmp_path)!r}, workers=1, **grid)
         print("ray" in sys.modules)
     """)
     out = subprocess.run(
@@ -197,6 +198,7 @@ def ray_here():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         ray.init(
+            address="local",  # a new one, whatever `ray start` left behind
             num_cpus=2,
             object_store_memory=100 * 2**20,
             include_dashboard=False,
@@ -210,7 +212,7 @@ def ray_here():
 def test_a_grid_through_ray_is_byte_identical_to_the_local_backend(ray_here, tmp_path, capsys):
     """Same runs, same bytes: every stored run's rows, through Ray or local worker processes;
     the same progress bar; the same ``playerfl status`` (less the compute time)."""
-    local = run_grid(store=tmp_path / "local", workers=2, **GRID | {"progress": True})
+    local = run_grid(store=tmp_path / "local", workers=1, **GRID | {"progress": True})
     local_err = capsys.readouterr().err
     on_ray = run_grid(store=tmp_path / "ray", backend="ray", **GRID | {"progress": True})
     ray_err = capsys.readouterr().err

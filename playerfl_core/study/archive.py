@@ -276,6 +276,39 @@ def unpack(path: str | Path, store) -> int:
     return written
 
 
+def archive_view(store, profile: str):
+    """``store`` as a grid would see it after unpacking ``profile``'s committed archive, without
+    writing anything (``playerfl grid --dry-run``): runs the store lacks are read from the
+    archive. ``store`` itself when there is no archive."""
+    path = archive_dir(profile)
+    if not (path / MANIFEST_FILE).exists():
+        return store
+    from playerfl_core.study.run_store import Store
+
+    table, manifest = load_archive(path)
+
+    class ArchiveView(Store):
+        """Read-only: the store's runs, and beneath them the archive's."""
+
+        archived = {e["run_id"]: {k: v for k, v in e.items() if k not in ("rows", "sha256")}
+                    for e in manifest["runs"]}  # fmt: skip
+        rows_of = dict(tuple(table.groupby("run_id", sort=False)))
+
+        def checked_record(self, run_id: str) -> dict | None:
+            rec = super().checked_record(run_id)
+            return rec if rec is not None else self.archived.get(run_id)
+
+        def rows(self, run_id: str) -> pd.DataFrame:
+            if (self.runs / f"{run_id}.json").exists() or run_id not in self.rows_of:
+                return super().rows(run_id)
+            return self.rows_of[run_id][COLUMNS].reset_index(drop=True)
+
+        def timing_records(self) -> list[dict]:
+            return [*super().timing_records(), *self.archived.values()]
+
+    return ArchiveView(store.root)
+
+
 def spec_of(entry: dict):
     """The :class:`~playerfl_core.study.experiments.RunSpec` a manifest entry was computed from."""
     from playerfl_core.study.run_store import RunSpec

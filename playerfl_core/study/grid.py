@@ -167,10 +167,12 @@ def plan_grid(
     recompute_stale: bool = False,
     splits: bool = False,
     compute: bool = True,
+    dry: bool = False,
 ) -> tuple[GridPlan, list[str]]:
     """The grid's plan, resolved against its store (arguments as :func:`run_grid`), and the
     temporary files of interrupted writes it removed (only when ``compute``: a plan that will
-    write into the store)."""
+    write into the store). ``dry``: write nothing at all; the profile's committed archive is
+    read where the store lacks its runs instead of being unpacked into it."""
     datasets = (
         [d.strip() for d in datasets.split(",")] if isinstance(datasets, str) else list(datasets)
     )
@@ -186,7 +188,12 @@ def plan_grid(
     if compute:
         store.check_writable()
     stale = store.remove_stale_temporaries() if compute else []
-    _start_from_archive(store, profile)
+    if dry:
+        from playerfl_core.study.archive import archive_view
+
+        store = archive_view(store, profile)
+    else:
+        _start_from_archive(store, profile)
     fixed_lr = dict(fixed_lr or {})
     if splits and "playerfl" not in algorithms:
         algorithms.append("playerfl")
@@ -214,7 +221,7 @@ def dry_run(*args, list_runs: bool = False, **kwargs) -> str:
     """What :func:`run_grid` with these arguments would compute, and its estimated CPU-hours
     (:mod:`~playerfl_core.study.grid_cost`), as text; computes and writes nothing.
     ``list_runs`` adds every run's name (run ids, one a line)."""
-    plan, _ = plan_grid(*args, compute=False, **kwargs)
+    plan, _ = plan_grid(*args, compute=False, dry=True, **kwargs)
     cost = grid_cost(plan)
     text = cost_report(cost, plan.profile, widening_runs(plan))
     if list_runs:

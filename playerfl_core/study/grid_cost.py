@@ -15,7 +15,6 @@ side; runs measured in the store replace it as soon as there are any.
 from __future__ import annotations
 
 import functools
-import json
 import math
 
 import numpy as np
@@ -37,12 +36,8 @@ class RunTimer:
         self.profile = profile
         self.by_pair: dict[tuple, list[float]] = {}
         self.by_dataset: dict[str, list[float]] = {}
-        if store.runs.exists():  # earlier sessions' timings, from the manifests
-            for f in list(store.runs.glob("*.json"))[:2000]:
-                try:
-                    self.add(json.loads(f.read_text()))
-                except (OSError, ValueError):
-                    continue
+        for rec in store.timing_records():  # earlier sessions' timings, from the manifests
+            self.add(rec)
 
     def add(self, rec: dict) -> None:
         """Count a finished run's time; anything unreadable (a damaged record) is skipped, and

@@ -46,18 +46,18 @@ def run_plan(
     store, code = plan.store, plan.code
     timer = RunTimer(store, plan.profile)
     computed, lost = 0, {}
-    bar = tqdm(
-        total=n_left,
-        desc=f"grid {plan.profile}",
-        unit="run",
-        disable=not progress or not n_left,
-        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} runs [{elapsed}{postfix}]",
-    )
     previous_threads = torch.get_num_threads()
-    executor, interrupted = None, False
+    executor, bar, interrupted = None, None, False
     try:
         with interrupts_as_keyboard():
-            executor = backend.open(threads, code, device, n_left)
+            executor = backend.open(threads, code, device, n_left)  # first: a cluster that
+            bar = tqdm(  # cannot be used is one line, without a bar above it
+                total=n_left,
+                desc=f"grid {plan.profile}",
+                unit="run",
+                disable=not progress or not n_left,
+                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} runs [{elapsed}{postfix}]",
+            )
             pending: dict[cf.Future, RunSpec] = {}
             while True:
                 busy = {*pending.values(), *lost}
@@ -98,7 +98,8 @@ def run_plan(
             "recomputed)."
         ) from None
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
         if executor is not None:
             executor.close(wait=not interrupted)
         torch.set_num_threads(previous_threads)

@@ -144,17 +144,24 @@ def _init(ray, address: str, **options) -> None:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Tip: In future versions of Ray")
         try:
-            ray.init(address=None if address == "local" else address, **options)
+            ray.init(address=address, **options)
         except Exception as err:  # noqa: BLE001 - any failure to connect is one line
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-            raise ClusterError(f"could not connect to Ray at {address} ({first}): {FIX}.") from None
+            raise ClusterError(
+                f"could not connect to Ray at {address} ({_first_line(err)}): {FIX}."
+            ) from None
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
 def resolve(address: str) -> str:
-    """``auto`` → the address of the cluster ``ray start`` made here (or ``RAY_ADDRESS``);
-    any other address is returned as given."""
+    """``auto`` → ``RAY_ADDRESS``, else the address of the cluster ``ray start`` made on this
+    machine; any other address is returned as given."""
     if address != "auto":
         return address
+    if os.environ.get("RAY_ADDRESS", "").strip():
+        return os.environ["RAY_ADDRESS"].strip()
     from ray._private.services import canonicalize_bootstrap_address  # Ray's own lookup
 
     try:
@@ -267,15 +274,20 @@ class RayExecutor:
         exceptions = self.ray.exceptions
         try:
             return fut.result()
-        except exceptions.RayTaskError as err:  # raised by the run's own code
+        except exceptions.RayTaskError as err:  # raised on the node
             if isinstance(err.cause, CodeMismatch):
                 raise ClusterError(str(err.cause)) from None
-            cause = err.cause if isinstance(err.cause, Exception) else err
-            raise cause from None
+            if isinstance(err.cause, exceptions.RayError) or not isinstance(err.cause, Exception):
+                raise ClusterError(  # e.g. the node's Python could not even load the task
+                    f"a node could not run the task ({_first_line(err.cause or err)}): every "
+                    f"node needs this checkout (code {self.code or '?'}) on its Python path, the "
+                    "same packages and the data (README, 'Running on a cluster')."
+                ) from None
+            raise err.cause from None  # the run's own exception (e.g. a sweep's divergence)
         except exceptions.RayError as err:  # the worker or node was lost, retries spent
-            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
             raise LostRun(
-                f"lost {self.backend.max_retries + 1} times ({type(err).__name__}: {first})"
+                f"lost {self.backend.max_retries + 1} times ({type(err).__name__}: "
+                f"{_first_line(err)})"
             ) from None
         finally:
             self.refs.pop(fut, None)

@@ -341,6 +341,16 @@ class Store:
                 damaged[path.stem] = self.damaged[path.stem]
         return records, damaged
 
+    def timing_records(self, limit: int = 2000) -> list[dict]:
+        """Up to ``limit`` stored records, read without checks (for time estimates only)."""
+        out = []
+        for f in list(self.runs.glob("*.json"))[:limit] if self.runs.is_dir() else []:
+            try:
+                out.append(json.loads(f.read_text()))
+            except (OSError, ValueError):
+                continue
+        return out
+
     def table(self, spec: RunSpec) -> pd.DataFrame:
         """The run's rows, checked against its record (raises :class:`DamagedRunError`)."""
         return self.rows(spec.run_id)
