@@ -15,7 +15,11 @@ the way, so ``run_grid(..., compute=False)`` and the chapters load them like any
 :func:`verify` re-runs a seeded sample of stored runs: bit for bit where this machine is the
 one that computed them, statistically elsewhere (:mod:`playerfl_core.study.verification`), and says
 which case it found. The committed numbers are only as good as the code's ability to produce
-them again.
+them again. :func:`archive_view` shows a store as if the archive were unpacked into it, writing
+nothing (``playerfl grid --dry-run``).
+
+Length (about 440 lines): packing, loading, unpacking, the unpacked view and verifying all read
+or write the manifest's format, so they change together.
 """
 
 from __future__ import annotations
