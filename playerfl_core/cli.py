@@ -9,7 +9,7 @@ it also writes every split rule's choice on the sweep's seeds. ``playerfl rules`
 split rules with their cost, or computes their table for a stored sweep
 (:mod:`playerfl_core.study.split_rules_table`).
 
-Length (about 470 lines): the parser and one short function per command; each command reads
+Length (about 790 lines): the parser and one short function per command; each command reads
 the options the parser above defines, so they stay together.
 """
 
@@ -56,6 +56,78 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
         help="augment training batches as the authors did (Fashion-MNIST, EMNIST, CIFAR-10, "
         "Fed-ISIC-2019; appendix §2; the dataset's notes list the differences)",
     )
+
+
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    """Where the runs compute (:mod:`playerfl_core.study.backends`); the numbers do not change."""
+    parser.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="local: worker processes on this machine (default); ray: each run a task of a Ray "
+        "cluster, written into the store by this process (README, 'Running on a cluster')",
+    )
+    parser.add_argument(
+        "--address",
+        help="Ray cluster (--backend ray): auto (default: the cluster `ray start` made here, or "
+        "RAY_ADDRESS), HEAD:6379, ray://HEAD:10001, or local (a throw-away Ray on this machine)",
+    )
+    parser.add_argument(
+        "--cpus",
+        type=float,
+        help="CPUs Ray reserves per run (--backend ray; default 1; runs compute with one "
+        "thread, so their numbers do not depend on the cluster)",
+    )
+    parser.add_argument(
+        "--gpus",
+        type=float,
+        help="GPUs Ray reserves per run (--backend ray; default 0; fractions share a GPU, e.g. "
+        "0.25: four runs per GPU; then runs compute on CUDA)",
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=int,
+        help="times Ray re-runs a run whose worker or node was lost (--backend ray; default 3)",
+    )
+
+
+def backend_from(args):
+    """``--backend`` and its options as :func:`~playerfl_core.study.grid.run_grid` takes them,
+    and the device, checked: Ray's options only with ``--backend ray``, ``--workers`` only
+    without it; a CUDA device on Ray only when runs reserve a GPU."""
+    ray_options = {
+        "--address": args.address,
+        "--cpus": args.cpus,
+        "--gpus": args.gpus,
+        "--max-retries": args.max_retries,
+    }
+    given = [name for name, value in ray_options.items() if value is not None]
+    if args.backend == "local":
+        if given:
+            raise checks.OptionError(
+                f"{', '.join(given)}: options of --backend ray; add --backend ray or drop them."
+            )
+        return "local", checks.device(args.device)
+    if args.workers is not None:
+        raise checks.OptionError(
+            "--workers: a setting of --backend local; on Ray, how many runs compute at once "
+            "follows from the cluster and --cpus/--gpus per run."
+        )
+    from playerfl_core.study.ray_cluster import RayBackend
+
+    backend = RayBackend(
+        **{
+            key: value
+            for key, value in (
+                ("address", args.address),
+                ("cpus", args.cpus),
+                ("gpus", args.gpus),
+                ("max_retries", args.max_retries),
+            )
+            if value is not None
+        }
+    )
+    return backend, backend.check_device(args.device)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -118,6 +190,16 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--rounds", type=int, help="override the profile's number of rounds")
     grid.add_argument("--device", help="cpu or cuda (default: cuda when present)")
     grid.add_argument("--workers", type=int, help="parallel CPU processes (default: 2 on CPU)")
+    add_backend_options(grid)
+    grid.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="compute nothing: print the runs the grid would compute, per dataset and "
+        "algorithm, and their estimated CPU-hours",
+    )
+    grid.add_argument(
+        "--list-runs", action="store_true", help="with --dry-run: also every run's name"
+    )
     grid.add_argument("--out", help="also write the evaluation table to this CSV")
     grid.add_argument("--fresh", action="store_true", help="recompute runs already stored")
     grid.add_argument(
@@ -182,8 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--splits", help="only these p, comma-separated (default: 0..L)")
     sweep.add_argument("--device", help="cpu or cuda (default: cuda when present)")
     sweep.add_argument(
-        "--workers", type=int, default=1, help="parallel CPU processes (results do not change)"
+        "--workers", type=int, help="parallel CPU processes (default 1; results do not change)"
     )
+    add_backend_options(sweep)
     sweep.add_argument(
         "--rules",
         help="also write every split rule's choice on the sweep's seeds, from its first epoch, "
@@ -214,16 +297,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_grid(args) -> int:
     from playerfl_core.stats.results import save_table
-    from playerfl_core.study.experiments import run_grid
+    from playerfl_core.study.experiments import dry_run, run_grid
 
+    if args.list_runs and not args.dry_run:
+        raise checks.OptionError("--list-runs: only with --dry-run.")
     out = checks.output_file(args.out)
     datasets = checks.optional(checks.dataset_list, args.datasets, "--datasets")
-    result = run_grid(
-        datasets if datasets is not None else default_datasets(),
-        checks.name_list(args.algorithms, "--algorithms", _known_algorithm, "algorithm", ALGS)
+    plan = dict(
+        datasets=datasets if datasets is not None else default_datasets(),
+        algorithms=checks.name_list(
+            args.algorithms, "--algorithms", _known_algorithm, "algorithm", ALGS
+        )
         if args.algorithms != "all"
         else "all",
-        args.profile,
+        profile=args.profile,
         seeds=checks.optional(checks.int_list, args.seeds, "--seeds"),
         lrs=checks.optional(checks.float_list, args.lrs, "--lrs"),
         tune_seeds=checks.optional(checks.int_list, args.tune_seeds, "--tune-seeds"),
@@ -231,12 +318,22 @@ def cmd_grid(args) -> int:
         loss=args.loss,
         augment=args.augment,
         rounds=checks.positive_int(args.rounds, "--rounds"),
-        device=checks.device(args.device),
-        workers=checks.positive_int(args.workers, "--workers"),
         fresh=args.fresh,
         recompute_stale=args.recompute_stale,
         retry_errors=not args.no_retry,
         splits=args.splits,
+    )
+    workers = checks.positive_int(args.workers, "--workers")
+    backend, device = backend_from(args)
+    if args.dry_run:
+        store = checks.optional(checks.nonempty, args.store, "--store")
+        print(dry_run(**plan, store=store, list_runs=args.list_runs))
+        return 0
+    result = run_grid(
+        **plan,
+        device=device,
+        workers=workers,
+        backend=backend,
         store=checks.writable_store(args.store),  # last: every other option is checked first
     )
     print(
@@ -516,22 +613,23 @@ def cmd_sweep(args) -> int:
     out = checks.output_file(args.out)
     rule_names = _rule_names(args.rules)
     rules_out = checks.output_file(_rules_path(args.out)) if rule_names is not None else None
+    workers = checks.positive_int(args.workers, "--workers") or 1
+    backend, device = backend_from(args)
     settings = dict(
         lr=checks.positive_float(args.lr, "--lr", maximum=LR_MAX),
         rounds=checks.positive_int(args.rounds, "--rounds"),
-        device=checks.device(args.device),
+        device=device,
     )
-    make_config(args.dataset, args.profile, **settings)
+    make_config(args.dataset, args.profile, **{**settings, "device": None})  # device: checked
     from playerfl_core.study.workers import interrupts_as_keyboard
 
     diverged, finished = [], []
     splits = checks.optional(checks.int_list, args.splits, "--splits")
-    workers = checks.positive_int(args.workers, "--workers")
     try:
         with interrupts_as_keyboard():
             table = run_sweep(
                 args.dataset, seeds, args.profile, **settings, splits=splits, workers=workers,
-                diverged=diverged, finished=finished,
+                diverged=diverged, finished=finished, backend=backend,
             )  # fmt: skip
     except DataError as err:
         print(f"playerfl: {err}", file=sys.stderr)

@@ -2,8 +2,9 @@
 
 Here: the run store (``run_store``: one run's name, checksum, code fingerprint), the machine a
 run was computed on (``machine``), grids (``grid`` runs or loads one: ``grid_plan`` plans it,
-``grid_runner`` and ``workers`` execute it, ``grid_result`` is what comes back), learning-rate
-tuning (``tuning``), archives of stores and their verification (``archive``,
+``grid_runner`` executes it on a backend, ``backends``: this machine's ``workers`` or a Ray
+cluster, ``ray_cluster``; ``grid_cost`` estimates it, ``grid_result`` is what comes back),
+learning-rate tuning (``tuning``), archives of stores and their verification (``archive``,
 ``verification``; ``code_versions``: which earlier code gives today's runs bit for bit), the
 split sweeps (``split_sweeps`` runs or loads them, ``split_scores`` scores them and the rule's
 regret, ``split_oracle`` judges C5, stability and heterogeneity and is the one import for

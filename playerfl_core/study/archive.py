@@ -15,7 +15,11 @@ the way, so ``run_grid(..., compute=False)`` and the chapters load them like any
 :func:`verify` re-runs a seeded sample of stored runs: bit for bit where this machine is the
 one that computed them, statistically elsewhere (:mod:`playerfl_core.study.verification`), and says
 which case it found. The committed numbers are only as good as the code's ability to produce
-them again.
+them again. :func:`archive_view` shows a store as if the archive were unpacked into it, writing
+nothing (``playerfl grid --dry-run``).
+
+Length (about 440 lines): packing, loading, unpacking, the unpacked view and verifying all read
+or write the manifest's format, so they change together.
 """
 
 from __future__ import annotations
@@ -277,6 +281,39 @@ def unpack(path: str | Path, store) -> int:
         atomic_write(store.runs / f"{run_id}.json", lambda p, t=text: p.write_text(t))
         written += 1
     return written
+
+
+def archive_view(store, profile: str):
+    """``store`` as a grid would see it after unpacking ``profile``'s committed archive, without
+    writing anything (``playerfl grid --dry-run``): runs the store lacks are read from the
+    archive. ``store`` itself when there is no archive."""
+    path = archive_dir(profile)
+    if not (path / MANIFEST_FILE).exists():
+        return store
+    from playerfl_core.study.run_store import Store
+
+    table, manifest = load_archive(path)
+
+    class ArchiveView(Store):
+        """Read-only: the store's runs, and beneath them the archive's."""
+
+        archived = {e["run_id"]: {k: v for k, v in e.items() if k not in ("rows", "sha256")}
+                    for e in manifest["runs"]}  # fmt: skip
+        rows_of = dict(tuple(table.groupby("run_id", sort=False)))
+
+        def checked_record(self, run_id: str) -> dict | None:
+            rec = super().checked_record(run_id)
+            return rec if rec is not None else self.archived.get(run_id)
+
+        def rows(self, run_id: str) -> pd.DataFrame:
+            if (self.runs / f"{run_id}.json").exists() or run_id not in self.rows_of:
+                return super().rows(run_id)
+            return self.rows_of[run_id][COLUMNS].reset_index(drop=True)
+
+        def timing_records(self) -> list[dict]:
+            return [*super().timing_records(), *self.archived.values()]
+
+    return ArchiveView(store.root)
 
 
 def spec_of(entry: dict):

@@ -1,6 +1,8 @@
-"""Run a grid: :func:`run_grid` plans it (:mod:`~playerfl_core.study.grid_plan`), runs what is
-missing (:mod:`~playerfl_core.study.grid_runner`) and collects the result
-(:mod:`~playerfl_core.study.grid_result`); :func:`load_grid` only loads, never computes.
+"""Run a grid: :func:`run_grid` plans it (:func:`plan_grid`, :mod:`~playerfl_core.study.grid_plan`),
+runs what is missing on a backend (:mod:`~playerfl_core.study.grid_runner`, on this machine or a
+Ray cluster: :mod:`~playerfl_core.study.backends`) and collects the result
+(:mod:`~playerfl_core.study.grid_result`); :func:`load_grid` only loads, never computes;
+:func:`dry_run` says what a grid would compute and what it would cost, computing nothing.
 
 Cut out of the former ``grid_plan`` (issue 23); its former path ``playerfl_core.grid_plan`` leads
 here, and this module re-exports the plan's and the result's names for it (:data:`__all__`).
@@ -8,15 +10,14 @@ here, and this module re-exports the plan's and the result's names for it (:data
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
-
-import torch
 
 from playerfl_core.fl.algorithms import ALGORITHMS
 from playerfl_core.fl.profiles import PROFILE_NAMES
 from playerfl_core.stats.results import atomic_write, save_table
+from playerfl_core.study.backends import backend_for
+from playerfl_core.study.grid_cost import cost_report, grid_cost, widening_runs
 from playerfl_core.study.grid_plan import (
     SPLIT_PREFIX,
     GridPlan,
@@ -44,7 +45,9 @@ __all__ = [  # the former grid_plan's names
     "PairPlan",
     "SPLIT_PREFIX",
     "algorithm_names",
+    "dry_run",
     "load_grid",
+    "plan_grid",
     "run_grid",
     "split_algorithms",
 ]
@@ -67,6 +70,7 @@ def run_grid(
     device: str | None = None,
     workers: int | None = None,
     threads: int = 1,
+    backend="local",
     compute: bool = True,
     retry_errors: bool = True,
     fresh: bool = False,
@@ -85,9 +89,12 @@ def run_grid(
     today's runs bit for bit (the ones flagged ``stale_code``; see
     :mod:`~playerfl_core.study.code_versions`); ``fresh`` recomputes everything. ``workers``
     processes run in parallel on the CPU (default: 2 when the CPU has ≥ 2 cores and device is
-    CPU, else 1). The combined tables are also written to ``<store>/<name>.csv`` and
-    ``<name>-status.csv`` (``name`` defaults to ``grid-<eval_timing>``, plus ``-focal`` and
-    ``-augment`` for those training options; ``loss``/``augment`` as in ``RunConfig``).
+    CPU, else 1). ``backend``: ``"local"`` (those processes), ``"ray"`` or a
+    :class:`~playerfl_core.study.ray_cluster.RayBackend` (runs as tasks of a Ray cluster; the
+    same runs, stored the same way). The combined tables are also written to
+    ``<store>/<name>.csv`` and ``<name>-status.csv`` (``name`` defaults to
+    ``grid-<eval_timing>``, plus ``-focal`` and ``-augment`` for those training options;
+    ``loss``/``augment`` as in ``RunConfig``).
 
     ``splits`` adds the split sweep: ``prefix_p0`` … ``prefix_pL`` per dataset, each run at the
     learning rate tuned for PLayer-FL (which is then added to the algorithms), so the split is
@@ -96,57 +103,30 @@ def run_grid(
     next value beyond that edge, up to ``widen`` times per (dataset, algorithm); the notes list
     each one.
     """
-    datasets = (
-        [d.strip() for d in datasets.split(",")] if isinstance(datasets, str) else list(datasets)
-    )
-    if not datasets or not all(isinstance(d, str) and d for d in datasets):
-        raise ValueError(
-            f"run_grid needs at least one dataset name, got {datasets!r}; e.g. "
-            "run_grid(['heart'], ...), or data_prep.registry.default_datasets() for the book's."
-        )
-    algorithms = algorithm_names(algorithms)
-    if profile not in PROFILE_NAMES:
-        raise ValueError(f"Unknown profile {profile!r}; use one of {PROFILE_NAMES}.")
-    store = Store(store if store is not None else default_store(profile))
-    if compute:
-        store.check_writable()
-    stale = store.remove_stale_temporaries() if compute else []
-    _start_from_archive(store, profile)
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if workers is None:
-        workers = min(2, os.cpu_count() or 1) if device == "cpu" else 1
-    code = code_fingerprint()
-    fixed_lr = dict(fixed_lr or {})
-    if splits and "playerfl" not in algorithms:
-        algorithms.append("playerfl")
-
-    plan = GridPlan(
-        store,
-        profile,
-        eval_timing=eval_timing,
-        rounds=rounds,
-        loss=loss,
-        augment=augment,
-        code=code,
-        fresh=fresh,
-        retry_errors=retry_errors,
-        recompute_stale=recompute_stale,
-    )
-    for ds in datasets:
-        settings = grid_settings(ds, profile, seeds, lrs, tune_seeds)
-        plan.add_dataset(ds, algorithms, settings, fixed_lr, splits)
-    plan.resolve()
+    backend = backend_for(backend, workers)
+    plan, stale = plan_grid(
+        datasets, algorithms, profile, seeds=seeds, lrs=lrs, tune_seeds=tune_seeds,
+        fixed_lr=fixed_lr, store=store, eval_timing=eval_timing, rounds=rounds, loss=loss,
+        augment=augment, fresh=fresh, retry_errors=retry_errors,
+        recompute_stale=recompute_stale, splits=splits, compute=compute,
+    )  # fmt: skip
+    store = plan.store
+    device = device or backend.default_device()
     ready, n_left = plan.todo()
     if not compute and n_left:
         missing = list(dict.fromkeys(ready + plan.undecided_tuning()))
-        raise MissingResultsError(_missing_message(missing, store, profile, datasets, algorithms))
+        names = list(dict.fromkeys(ds for ds, _ in plan.pairs))
+        algs = [
+            a for a in dict.fromkeys(a for _, a in plan.pairs) if not a.startswith(SPLIT_PREFIX)
+        ]
+        raise MissingResultsError(_missing_message(missing, store, profile, names, algs))
     if ready:
         with store.computing(say=progress):  # a chapter's quiet grid waits quietly
             plan.resolve()  # another grid may have computed some of them while this one waited
             ready, n_left = plan.todo()
-            computed = run_plan(plan, ready, n_left, device, workers, threads, progress)
+            computed = run_plan(plan, ready, n_left, device, backend, threads, progress)
     else:
-        computed = run_plan(plan, ready, n_left, device, workers, threads, progress)
+        computed = 0
 
     result = plan.collect(computed)
     result.notes += [
@@ -166,6 +146,88 @@ def run_grid(
             store.root / f"{name}-status.csv", lambda p: result.status.to_csv(p, index=False)
         )
     return result
+
+
+def plan_grid(
+    datasets: Iterable[str] | str,
+    algorithms="all",
+    profile: str = "quick",
+    *,
+    seeds=None,
+    lrs=None,
+    tune_seeds=None,
+    fixed_lr: dict | None = None,
+    store: str | Path | None = None,
+    eval_timing: str = "after_aggregation",
+    rounds: int | None = None,
+    loss: str = "cross_entropy",
+    augment: bool = False,
+    fresh: bool = False,
+    retry_errors: bool = True,
+    recompute_stale: bool = False,
+    splits: bool = False,
+    compute: bool = True,
+    dry: bool = False,
+) -> tuple[GridPlan, list[str]]:
+    """The grid's plan, resolved against its store (arguments as :func:`run_grid`), and the
+    temporary files of interrupted writes it removed (only when ``compute``: a plan that will
+    write into the store). ``dry``: write nothing at all; the profile's committed archive is
+    read where the store lacks its runs instead of being unpacked into it."""
+    datasets = (
+        [d.strip() for d in datasets.split(",")] if isinstance(datasets, str) else list(datasets)
+    )
+    if not datasets or not all(isinstance(d, str) and d for d in datasets):
+        raise ValueError(
+            f"run_grid needs at least one dataset name, got {datasets!r}; e.g. "
+            "run_grid(['heart'], ...), or data_prep.registry.default_datasets() for the book's."
+        )
+    algorithms = algorithm_names(algorithms)
+    if profile not in PROFILE_NAMES:
+        raise ValueError(f"Unknown profile {profile!r}; use one of {PROFILE_NAMES}.")
+    store = Store(store if store is not None else default_store(profile))
+    if compute:
+        store.check_writable()
+    stale = store.remove_stale_temporaries() if compute else []
+    if dry:
+        from playerfl_core.study.archive import archive_view
+
+        store = archive_view(store, profile)
+    else:
+        _start_from_archive(store, profile)
+    fixed_lr = dict(fixed_lr or {})
+    if splits and "playerfl" not in algorithms:
+        algorithms.append("playerfl")
+
+    plan = GridPlan(
+        store,
+        profile,
+        eval_timing=eval_timing,
+        rounds=rounds,
+        loss=loss,
+        augment=augment,
+        code=code_fingerprint(),
+        fresh=fresh,
+        retry_errors=retry_errors,
+        recompute_stale=recompute_stale,
+    )
+    for ds in datasets:
+        settings = grid_settings(ds, profile, seeds, lrs, tune_seeds)
+        plan.add_dataset(ds, algorithms, settings, fixed_lr, splits)
+    plan.resolve()
+    return plan, stale
+
+
+def dry_run(*args, list_runs: bool = False, **kwargs) -> str:
+    """What :func:`run_grid` with these arguments would compute, and its estimated CPU-hours
+    (:mod:`~playerfl_core.study.grid_cost`), as text; computes and writes nothing.
+    ``list_runs`` adds every run's name (run ids, one a line)."""
+    plan, _ = plan_grid(*args, compute=False, dry=True, **kwargs)
+    cost = grid_cost(plan)
+    text = cost_report(cost, plan.profile, widening_runs(plan))
+    if list_runs:
+        ready, _ = plan.todo()
+        text += "\n" + "\n".join(sp.run_id for sp in [*ready, *plan.unscheduled()])
+    return text
 
 
 def _start_from_archive(store: Store, profile: str) -> None:

@@ -1,25 +1,24 @@
-"""Running a grid plan: a pool of worker processes (or inline), longest expected run first,
-with a progress bar and an estimate of the time left.
+"""Running a grid plan on a backend (:mod:`~playerfl_core.study.backends`: this machine's worker
+processes, or a Ray cluster), longest expected run first, with a progress bar and an estimate of
+the time left.
 
-Runs execute with one CPU thread each by default; Ctrl-C or SIGTERM stops the workers and
-raises :class:`GridInterrupted` (finished runs are stored, so calling again resumes).
+Runs execute with one CPU thread each by default. Wherever a run computes, it comes back to this
+process, which alone writes it into the store (atomically), so the store, the progress bar and
+``playerfl status`` are the same on every backend. Ctrl-C or SIGTERM stops the runs and raises
+:class:`GridInterrupted` (finished runs are stored, so calling again resumes).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
-import math
-import multiprocessing
-import os
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
-from data_prep.registry import federation
-from playerfl_core.study.run_store import OK, RunSpec, Store, execute
-from playerfl_core.study.workers import init_worker, interrupts_as_keyboard, stop_workers
+from playerfl_core.study.grid_cost import RunTimer
+from playerfl_core.study.ray_cluster import ClusterError, LostRun
+from playerfl_core.study.run_store import RunSpec, compute
+from playerfl_core.study.workers import interrupts_as_keyboard
 
 
 class GridInterrupted(KeyboardInterrupt):
@@ -31,141 +30,87 @@ def run_plan(
     ready: list[RunSpec],
     n_left: int,
     device: str,
-    workers: int,
+    backend,
     threads: int,
     progress: bool,
 ) -> int:
     """Run everything ``plan`` (a :class:`~playerfl_core.study.grid_plan.GridPlan`) needs, resolving
-    as runs finish; return how many ran.
+    as runs finish; return how many ran. ``backend``: a backend of
+    :mod:`~playerfl_core.study.backends`; nothing is started when no run is left.
 
-    Longest expected run first, at most ``workers`` in flight: the slow runs (large
-    datasets, pFedMe) do not end up alone at the tail while other workers idle.
+    Longest expected run first, at most the backend's ``in_flight()`` submitted at a time: the
+    slow runs (large datasets, pFedMe) do not end up alone at the tail while other workers idle.
     """
+    if not ready:
+        return 0
     store, code = plan.store, plan.code
-    timer = _Timer(store)
-    computed = 0
-    bar = tqdm(
-        total=n_left,
-        desc=f"grid {plan.profile}",
-        unit="run",
-        disable=not progress or not n_left,
-        bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} runs [{elapsed}{postfix}]",
-    )
-    pool = _make_pool(workers if n_left > 1 else 1, threads)
+    timer = RunTimer(store, plan.profile)
+    computed, lost = 0, {}
     previous_threads = torch.get_num_threads()
-    interrupted = False
+    executor, bar, interrupted = None, None, False
     try:
         with interrupts_as_keyboard():
+            executor = backend.open(threads, code, device, n_left)  # first: a cluster that
+            bar = tqdm(  # cannot be used is one line, without a bar above it
+                total=n_left,
+                desc=f"grid {plan.profile}",
+                unit="run",
+                disable=not progress or not n_left,
+                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} runs [{elapsed}{postfix}]",
+            )
             pending: dict[cf.Future, RunSpec] = {}
             while True:
+                busy = {*pending.values(), *lost}
                 queue = sorted(
-                    (sp for sp in ready if sp not in pending.values()),
-                    key=lambda sp: -timer.estimate([sp]),
+                    (sp for sp in ready if sp not in busy), key=lambda sp: -timer.estimate([sp])
                 )
-                for sp in queue[: max(workers, 1) - len(pending)]:
-                    fut = pool.submit(execute, sp, str(store.root), device, threads, code)
-                    pending[fut] = sp
+                for sp in queue[: max(executor.in_flight() - len(pending), 0)]:
+                    pending[executor.submit(compute, sp, device, threads, code)] = sp
                 if not pending:
                     break
                 finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+                written = 0
                 for fut in finished:
                     sp = pending.pop(fut)
                     try:
-                        plan.records[sp] = fut.result()
-                    except cf.process.BrokenProcessPool as err:
-                        raise RuntimeError(
-                            "A grid worker process died. From a script, call run_grid under "
-                            "`if __name__ == '__main__':` (spawned workers re-import the "
-                            "script), or pass workers=1. Finished runs are stored; calling "
-                            "again resumes."
-                        ) from err
+                        run = executor.result(fut)
+                    except LostRun as err:
+                        lost[sp] = str(err)
+                        continue
+                    written += 1
+                    plan.records[sp] = store.write_finished(run)
                     computed += 1
                     timer.add(plan.records[sp])
                 plan.resolve()
                 ready, n_left = plan.todo()
                 left = dict.fromkeys([*pending.values(), *ready, *plan.unscheduled()])
-                eta = timer.estimate(left) / max(workers, 1)
-                bar.total = max(bar.total, bar.n + len(finished) + n_left)  # widening adds
+                eta = timer.estimate(left) / executor.capacity()
+                bar.total = max(bar.total, bar.n + written + n_left)  # widening adds
                 bar.set_postfix_str(f"~{_fmt(eta)} left", refresh=False)
-                bar.update(len(finished))
+                bar.update(written)
     except KeyboardInterrupt as err:
         interrupted = True
-        stop_workers(pool)
+        if executor is not None:
+            executor.stop()
         raise GridInterrupted(
             f"grid stopped ({err or 'Ctrl-C'}). The runs finished so far are stored in "
             f"{store.root}; run the same command again to resume (nothing finished is "
             "recomputed)."
         ) from None
     finally:
-        bar.close()
-        pool.shutdown(wait=not interrupted, cancel_futures=True)
+        if bar is not None:
+            bar.close()
+        if executor is not None:
+            executor.close(wait=not interrupted)
         torch.set_num_threads(previous_threads)
+    if lost:
+        sp, why = next(iter(lost.items()))
+        raise ClusterError(
+            f"{len(lost)} runs were lost with their workers or nodes ({sp.run_id}: {why}) and "
+            f"are not stored; the {computed} runs finished now are. Run the same command again "
+            "to compute the lost ones (a larger --max-retries rides out an unstable cluster)."
+        )
     return computed
-
-
-class _InlineExecutor:
-    """Runs a submitted call at once, in this process (workers=1, e.g. GPU or tests)."""
-
-    def submit(self, fn, *args):
-        fut = cf.Future()
-        fut.set_result(fn(*args))
-        return fut
-
-    def shutdown(self, wait=True, cancel_futures=False):
-        pass
-
-
-def _make_pool(workers: int, threads: int):
-    if workers <= 1:
-        return _InlineExecutor()
-    return cf.ProcessPoolExecutor(
-        max_workers=workers,
-        initializer=init_worker,
-        initargs=(threads, os.getpid()),
-        mp_context=multiprocessing.get_context("spawn"),
-    )
-
-
-class _Timer:
-    """Estimates seconds per run from finished runs: same (dataset, algorithm), else dataset."""
-
-    def __init__(self, store: Store):
-        self.by_pair: dict[tuple, list[float]] = {}
-        self.by_dataset: dict[str, list[float]] = {}
-        if store.runs.exists():  # earlier sessions' timings, from the manifests
-            for f in list(store.runs.glob("*.json"))[:2000]:
-                try:
-                    self.add(json.loads(f.read_text()))
-                except (OSError, ValueError):
-                    continue
-
-    def add(self, rec: dict) -> None:
-        """Count a finished run's time; anything unreadable (a damaged record) is skipped."""
-        if not isinstance(rec, dict) or rec.get("status") != OK:
-            return
-        seconds, dataset = rec.get("seconds"), rec.get("dataset")
-        if not isinstance(seconds, int | float) or not math.isfinite(seconds) or not dataset:
-            return
-        self.by_pair.setdefault((dataset, rec.get("algorithm")), []).append(seconds)
-        self.by_dataset.setdefault(dataset, []).append(seconds)
-
-    def estimate(self, specs) -> float:
-        total = 0.0
-        for sp in specs:
-            pair = self.by_pair.get((sp.dataset, sp.algorithm))
-            if pair:
-                total += float(np.mean(pair))
-                continue
-            ds = self.by_dataset.get(sp.dataset)
-            base = float(np.mean(ds)) if ds else federation(sp.dataset).seconds_per_run
-            total += base * _PRIOR_FACTOR.get(sp.algorithm, 1.0)
-        return total
-
-
-_PRIOR_FACTOR = {"pfedme": 4.0, "ditto": 2.0}
-"""How much slower than the dataset's ``seconds_per_run`` (its declaration's rough seconds per
-quick run on one CPU thread) an algorithm is: used only to order runs and estimate the time left
-until the store holds measured timings."""
 
 
 def _fmt(seconds: float) -> str:

@@ -5,10 +5,12 @@ Each finished run writes ``runs/<run_id>.csv`` (its rows of the long results tab
 temporary file that is then renamed. A run counts as finished only once its JSON exists, so a
 grid killed at any moment and started again recomputes nothing that finished, loses nothing and
 duplicates nothing (one file per run id). Every read checks a run's files against its record
-(:class:`DamagedRunError`). :func:`execute` runs one spec into the store; :func:`code_fingerprint`
+(:class:`DamagedRunError`). :func:`compute` runs one spec anywhere (a worker process, a
+cluster node) and returns it as a :class:`FinishedRun`, which the store's owner writes
+(:meth:`Store.write_finished`; :func:`execute` does both in one process). :func:`code_fingerprint`
 names the code that computed it, :func:`playerfl_core.study.machine.fingerprint` the machine.
 
-Length (about 470 lines): the store's reading, writing, checking and locking of run files belong
+Length (about 530 lines): the store's reading, writing, checking and locking of run files belong
 together, since each check guards one of its writes.
 """
 
@@ -339,6 +341,16 @@ class Store:
                 damaged[path.stem] = self.damaged[path.stem]
         return records, damaged
 
+    def timing_records(self, limit: int = 2000) -> list[dict]:
+        """Up to ``limit`` stored records, read without checks (for time estimates only)."""
+        out = []
+        for f in list(self.runs.glob("*.json"))[:limit] if self.runs.is_dir() else []:
+            try:
+                out.append(json.loads(f.read_text()))
+            except (OSError, ValueError):
+                continue
+        return out
+
     def table(self, spec: RunSpec) -> pd.DataFrame:
         """The run's rows, checked against its record (raises :class:`DamagedRunError`)."""
         return self.rows(spec.run_id)
@@ -357,18 +369,25 @@ class Store:
         return table
 
     def write(self, spec: RunSpec, table: pd.DataFrame | None, record: dict) -> dict:
+        """:meth:`write_finished` for a table (None: a failed run, no rows)."""
+        return self.write_finished(FinishedRun(spec, record, encode_rows(table)))
+
+    def write_finished(self, run: FinishedRun) -> dict:
         """Rows first, manifest last, each by temp file + rename: the JSON marks completion.
 
-        The manifest records the rows' count and SHA-256, which every later read checks.
+        The manifest records the rows' count and SHA-256, which every later read checks. Only
+        the process that owns the store calls this (a grid's driver): runs computed elsewhere
+        (worker processes, cluster nodes) come back as :class:`FinishedRun` and are written
+        here, so no shared file system is needed.
         """
         self.runs.mkdir(parents=True, exist_ok=True)
-        record = dict(record)
-        if table is not None:
-            data = table[COLUMNS].to_csv(index=False).encode()
-            record.update(rows=len(table), csv_sha256=hashlib.sha256(data).hexdigest())
-            atomic_write(self.runs / f"{spec.run_id}.csv", lambda p: p.write_bytes(data))
+        record, data = dict(run.record), run.rows
+        if data is not None:
+            n_rows = max(data.count(b"\n") - 1, 0)
+            record.update(rows=n_rows, csv_sha256=hashlib.sha256(data).hexdigest())
+            atomic_write(self.runs / f"{run.spec.run_id}.csv", lambda p: p.write_bytes(data))
         text = json.dumps(record, indent=1, sort_keys=True, default=str)
-        atomic_write(self.runs / f"{spec.run_id}.json", lambda p: p.write_text(text))
+        atomic_write(self.runs / f"{run.spec.run_id}.json", lambda p: p.write_text(text))
         return record
 
     # -- checks -----------------------------------------------------------------------------
@@ -446,20 +465,34 @@ def load_data_cached(dataset: str, profile: str, seed: int):
     return _DATA_CACHE[key]
 
 
-def execute(
+@dataclass(frozen=True)
+class FinishedRun:
+    """One computed run on its way to the store: its manifest entry and its rows, encoded as
+    the store keeps them (CSV bytes; None for a diverged or failed run). Small and picklable, so
+    a worker process or a cluster node returns it and the store's owner writes it."""
+
+    spec: RunSpec
+    record: dict
+    rows: bytes | None
+
+
+def encode_rows(table: pd.DataFrame | None) -> bytes | None:
+    """A run's rows as the store's CSV bytes (the results columns in order, no index)."""
+    return None if table is None else table[COLUMNS].to_csv(index=False).encode()
+
+
+def compute(
     spec: RunSpec,
-    store_root: str,
     device: str | None = None,
     threads: int | None = 1,
     code: str = "",
-) -> dict:
-    """Run one spec and write it to the store; return its manifest entry (never raises).
+) -> FinishedRun:
+    """Run one spec; return it with its manifest entry, writing nothing (never raises).
 
     Divergence (:class:`DivergenceError`, or a table that :mod:`playerfl_core.fl.divergence`
     calls diverged: a non-finite value or a loss above its bound) gives status ``diverged``
     and no rows; any other exception gives ``error`` with the traceback's tail.
     """
-    store = Store(store_root)
     previous = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
@@ -496,4 +529,15 @@ def execute(
             if k in ("split_p", "federated_units", "hyperparameters", "deploys")
         },
     }
-    return store.write(spec, table, record)
+    return FinishedRun(spec, record, encode_rows(table))
+
+
+def execute(
+    spec: RunSpec,
+    store_root: str,
+    device: str | None = None,
+    threads: int | None = 1,
+    code: str = "",
+) -> dict:
+    """:func:`compute` one spec and write it to the store; return its manifest entry."""
+    return Store(store_root).write_finished(compute(spec, device, threads, code))

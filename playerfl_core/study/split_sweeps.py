@@ -61,17 +61,18 @@ def run_sweep(
     workers: int = 1,
     diverged: list | None = None,
     finished: list | None = None,
+    backend="local",
 ) -> pd.DataFrame:
     """Every split p = 0 … L (or ``splits``) on every seed, at one learning rate (the
     profile's unless ``lr``): the long results table, one ``prefix_p{p}`` run per (seed, p).
-    ``diverged`` and ``finished``: see :func:`run_sweeps`.
+    ``diverged``, ``finished`` and ``backend``: see :func:`run_sweeps`.
 
     The data of seed s is ``data_loader(s)`` (default ``data_prep.load(dataset, profile,
     seed=s)``). Same arguments, same machine: the same table (see :func:`run_sweeps`).
     """
     return run_sweeps(
         [dataset], seeds, profile, lr, rounds, device, data_loader, splits, progress, workers,
-        diverged, finished,
+        diverged, finished, backend,
     )  # fmt: skip
 
 
@@ -88,8 +89,12 @@ def run_sweeps(
     workers: int = 1,
     diverged: list | None = None,
     finished: list | None = None,
+    backend="local",
 ) -> pd.DataFrame:
-    """:func:`run_sweep` for several datasets, with ``workers`` CPU processes sharing the runs.
+    """:func:`run_sweep` for several datasets, with ``workers`` CPU processes sharing the runs,
+    or, with ``backend="ray"`` (or a :class:`~playerfl_core.study.ray_cluster.RayBackend`), as
+    tasks of a Ray cluster (:mod:`~playerfl_core.study.backends`); this process collects the
+    tables either way.
 
     Every run uses one CPU thread, in a worker or not, so the table does not depend on
     ``workers`` (CNN kernels differ in the last bits across thread counts). ``data_loader``
@@ -105,10 +110,15 @@ def run_sweeps(
 
     from playerfl_core.fl.errors import DivergenceError
     from playerfl_core.fl.profiles import make_config
+    from playerfl_core.study.backends import backend_for
 
     datasets, seeds = list(datasets), [int(s) for s in seeds]
-    if data_loader is not None and (len(datasets) != 1 or workers > 1):
-        raise ValueError("data_loader needs exactly one dataset and workers=1.")
+    local = backend in ("local", None)
+    if data_loader is not None and (len(datasets) != 1 or workers > 1 or not local):
+        raise ValueError("data_loader needs exactly one dataset, workers=1 and the local backend.")
+    backend = backend_for(backend, workers if local else None)
+    if not local:
+        device = device or backend.default_device()
     jobs = []
     for ds in datasets:
         for seed in seeds:
@@ -139,7 +149,7 @@ def run_sweeps(
             diverged.append((ds, seed, p, str(err)))
         bar.update()
 
-    if workers <= 1:
+    if local and workers <= 1:
         previous = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
@@ -149,30 +159,33 @@ def run_sweeps(
         finally:
             torch.set_num_threads(previous)
     else:
-        import concurrent.futures as cf
-        import multiprocessing
-        import os
-
-        from playerfl_core.study.workers import init_worker, interrupts_as_keyboard, stop_workers
-
-        ctx = multiprocessing.get_context("spawn")
-        pool = cf.ProcessPoolExecutor(
-            workers, mp_context=ctx, initializer=init_worker, initargs=(1, os.getpid())
-        )
-        try:
-            with interrupts_as_keyboard():
-                futures = {pool.submit(_sweep_run, *job): i for i, job in enumerate(jobs)}
-                for fut in cf.as_completed(futures):
-                    done(futures[fut], fut.result)
-        except BaseException:  # Ctrl-C, SIGTERM or a failed run: no worker outlives the sweep
-            stop_workers(pool)
-            raise
-        pool.shutdown()
+        _run_elsewhere(jobs, backend, device, done)
     bar.close()
     kept = [t for t in tables if t is not None]
     if not kept:
         return pd.DataFrame(columns=COLUMNS)
     return pd.concat(kept, ignore_index=True)
+
+
+def _run_elsewhere(jobs: list[tuple], backend, device, done: Callable) -> None:
+    """Every job's :func:`_sweep_run` on ``backend``'s executor (worker processes or a Ray
+    cluster, one thread per run), ``done(i, result)`` as each finishes."""
+    import concurrent.futures as cf
+
+    from playerfl_core.study.run_store import code_fingerprint
+    from playerfl_core.study.workers import interrupts_as_keyboard
+
+    executor = backend.open(1, code_fingerprint(), device or "cpu", len(jobs))
+    try:
+        with interrupts_as_keyboard():
+            futures = {executor.submit(_sweep_run, *job): i for i, job in enumerate(jobs)}
+            for fut in cf.as_completed(futures):
+                done(futures[fut], lambda fut=fut: executor.result(fut))
+    except BaseException:  # Ctrl-C, SIGTERM or a failed run: no worker outlives the sweep
+        executor.stop()
+        executor.close(wait=False)
+        raise
+    executor.close()
 
 
 def _sweep_data(dataset: str, profile: str, seed: int):

@@ -13,12 +13,17 @@ and ignores Ctrl-C, which the parent handles: :func:`interrupts_as_keyboard` tur
 ``KeyboardInterrupt`` too, and :func:`stop_workers` kills the workers at once (their unfinished
 runs leave no file under a run's name: writes are atomic), so a stopped grid keeps every
 finished run and resumes where it stopped.
+
+:class:`LocalExecutor` is the ``local`` backend's executor (:mod:`~playerfl_core.study.backends`):
+those worker processes, or the calling process itself for one worker.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import ctypes
+import multiprocessing
 import os
 import signal
 import sys
@@ -85,3 +90,61 @@ def interrupts_as_keyboard():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+class LocalExecutor:
+    """``workers`` spawned processes of ``threads`` CPU threads each that die with this one, or,
+    for one worker, this process itself (a GPU, tests, a script without a ``__main__`` guard).
+
+    The executor interface every backend offers (:mod:`~playerfl_core.study.backends`):
+    ``submit(fn, *args)`` returns a :class:`concurrent.futures.Future`, :meth:`result` reads one
+    (translating the backend's own failures into one clear message), ``capacity()`` runs
+    compute at once, ``in_flight()`` runs to keep submitted, :meth:`stop` kills what runs,
+    :meth:`close` ends the executor.
+    """
+
+    def __init__(self, workers: int, threads: int | None):
+        self.workers = max(int(workers), 1)
+        if self.workers == 1:
+            self.pool = None
+            return
+        self.pool = cf.ProcessPoolExecutor(
+            max_workers=self.workers,
+            initializer=init_worker,
+            initargs=(threads, os.getpid()),
+            mp_context=multiprocessing.get_context("spawn"),
+        )
+
+    def submit(self, fn, *args) -> cf.Future:
+        if self.pool is not None:
+            return self.pool.submit(fn, *args)
+        fut = cf.Future()
+        try:
+            fut.set_result(fn(*args))
+        except Exception as err:  # noqa: BLE001 - handed to the caller through the future
+            fut.set_exception(err)
+        return fut
+
+    def result(self, fut: cf.Future):
+        try:
+            return fut.result()
+        except cf.process.BrokenProcessPool as err:
+            raise RuntimeError(
+                "A worker process died. From a script, call the grid or sweep under "
+                "`if __name__ == '__main__':` (spawned workers re-import the script), or pass "
+                "workers=1. Finished runs are kept; calling again resumes."
+            ) from err
+
+    def capacity(self) -> int:
+        return self.workers
+
+    def in_flight(self) -> int:
+        return self.workers
+
+    def stop(self) -> None:
+        if self.pool is not None:
+            stop_workers(self.pool)
+
+    def close(self, wait: bool = True) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=wait, cancel_futures=True)

@@ -1,0 +1,64 @@
+"""Where a grid's or a sweep's runs compute: ``local`` (this machine's worker processes, the
+default) or ``ray`` (a Ray cluster, :mod:`~playerfl_core.study.ray_cluster`).
+
+A backend only decides *where*: the plan (:class:`~playerfl_core.study.grid_plan.GridPlan`), the
+order of runs, the progress bar and the store are the same for both, and the process that runs
+the grid writes every finished run (:meth:`~playerfl_core.study.run_store.Store.write_finished`).
+A backend's ``open(threads, code)`` gives an executor (the interface is described on
+:class:`~playerfl_core.study.workers.LocalExecutor`); ``default_device()`` is where runs compute
+when the caller names no device.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+from playerfl_core.study.workers import LocalExecutor
+
+BACKENDS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class LocalBackend:
+    """``workers`` processes on this machine (None: 2 on a CPU with ≥ 2 cores, else 1)."""
+
+    workers: int | None = None
+
+    def default_device(self) -> str:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def n_workers(self, device: str) -> int:
+        if self.workers is not None:
+            return self.workers
+        return min(2, os.cpu_count() or 1) if device == "cpu" else 1
+
+    def open(self, threads: int | None, code: str = "", device: str = "cpu", runs: int = 2):
+        """Workers for ``runs`` runs: never more processes than runs."""
+        return LocalExecutor(self.n_workers(device) if runs > 1 else 1, threads)
+
+
+def backend_for(backend, workers: int | None = None):
+    """``"local"`` (with ``workers``), ``"ray"`` (Ray's defaults: ``--address auto``, one CPU
+    per run) or a backend object, e.g. ``RayBackend(address="head:6379", gpus=0.5)``."""
+    if backend == "local" or backend is None:
+        return LocalBackend(workers)
+    if backend == "ray":
+        backend = _ray_backend()()
+    if isinstance(backend, LocalBackend) or isinstance(backend, _ray_backend()):
+        if workers is not None and not isinstance(backend, LocalBackend):
+            raise ValueError(
+                "workers is a setting of the local backend; on Ray, how many runs compute at "
+                "once follows from the cluster and the CPUs/GPUs each run reserves (--cpus, "
+                "--gpus)."
+            )
+        return backend
+    raise ValueError(f"Unknown backend {backend!r}; use one of {BACKENDS} (or a RayBackend).")
+
+
+def _ray_backend():
+    from playerfl_core.study.ray_cluster import RayBackend  # imports no Ray until a run needs it
+
+    return RayBackend
