@@ -250,7 +250,7 @@ def test_committed_fair_archive_is_complete_and_recomputes():
             int(a.removeprefix("prefix_p")) for a in split_algorithms(dataset, "standard")
         }
     F.own_rate_scores(table, rates)  # raises when a split lacks a seed at its own rate
-    found = verify(path, n=4, seed=20261202, max_seconds=20)
+    found = verify(path, n=8, seed=20261202, max_seconds=20)
     assert found.case == expected_case(found.report), found.report
     assert found.consistent, found.summary()
 
