@@ -79,6 +79,12 @@ and at the paper's."""
 LADDER_SEEDS = tuple(range(10))
 
 
+# -- added at the seventh declaration (item 13 of study.preregistration) --------------------------
+MIDDLE_SEEDS = tuple(range(5))
+"""The seeds of the ladder's middle rung (``study.middle_rung``): the full split sweep of both
+``LADDER`` federations at 1,000 images per client, width 0.5, 20 rounds."""
+
+
 # -- added at the sixth declaration (item 12 of study.preregistration) ----------------------------
 FAIR_SWEEP = ("heart", "digits", "fmnist", "fmnist_rotate", "fmnist_alpha0.1")
 """The federations whose sweep is also run with every split at its own tuned learning rate, on
