@@ -162,7 +162,8 @@ or read** (the commit that added this module says so; ``git log --follow`` shows
     * **No test**: with 5 seeds the sign-flip test's smallest two-sided p is 2/2⁵ = 0.0625 > α,
       so the rung is descriptive and moves no verdict. **What "moves with scale" means**, per
       federation, against the book's one-rate sweep on the same seeds 0–4: the rule's p moves
-      when its most frequent p differs; the oracle's p the same; the regret moves when the
+      when its most frequent p differs (with ties: when the two rungs' sets of most frequent
+      splits share none); the oracle's p the same; the regret moves when the
       book's mean regret lies outside the rung's seeded 95 % bootstrap interval of the mean.
       For rotated Fashion-MNIST the chapter also says whether the rung's mean regret is above δ.
     * **Reporting**: chapter 04's scale-ladder section shows both rungs side by side, with what
