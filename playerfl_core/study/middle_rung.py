@@ -30,12 +30,21 @@ DATASETS, SEEDS = preregistered.LADDER, preregistered.MIDDLE_SEEDS
 SAMPLES_PER_CLIENT = 1000
 WIDTH = 0.5
 ROUNDS = 20
-SIZES = (
-    f"middle rung: {SAMPLES_PER_CLIENT:,} images per client, width {WIDTH:g}, "
-    f"{ROUNDS} rounds, batch 32, lr 0.003"
-)
-"""The rung as the chapter names it (the batch and rate are the quick profile's, checked by a
-test)."""
+
+
+def rung_sizes() -> dict[str, str]:
+    """The book's rung and the middle one as the chapter names them, read from Fashion-MNIST's
+    declaration (the book's sizes) and from :func:`config` (the rung's)."""
+    from data_prep.registry import federation
+
+    fed, cfg = federation(DATASETS[0]), config(DATASETS[0], SEEDS[0])
+    book, train = fed.loader_sizes("quick"), fed.training_settings("quick")
+    return {
+        "book": f"book: {book['samples_per_client']:,} images per client, width "
+        f"{train['width']:g}, {train['rounds']} rounds",
+        "middle": f"middle rung: {SAMPLES_PER_CLIENT:,} images per client, width {cfg.width:g}, "
+        f"{cfg.rounds} rounds",
+    }
 
 
 def middle_path() -> Path:
@@ -149,6 +158,12 @@ def compute(
             _keep(work, *fut.result())
 
 
+def sort_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The rung's row order (by run, round, client, split, metric), whatever order runs ended in."""
+    keys = ["dataset", "seed", "algorithm", "round", "client", "split", "metric"]
+    return table.sort_values(keys, ignore_index=True, kind="stable")
+
+
 def collect(
     work: Path, datasets: Sequence[str] = DATASETS, seeds: Sequence[int] = SEEDS
 ) -> tuple[pd.DataFrame, dict]:
@@ -165,9 +180,7 @@ def collect(
             f"({', '.join(missing[:3])}, …); run `python -m playerfl_core.study.middle_rung`."
         )
     tables = [pd.read_parquet(work / f"{n}.parquet") for n in names if not records[n]["error"]]
-    table = pd.concat(tables, ignore_index=True)[COLUMNS]
-    table = table.sort_values(["dataset", "seed", "algorithm", "round", "client", "split",
-                               "metric"], ignore_index=True)  # fmt: skip
+    table = sort_rows(pd.concat(tables, ignore_index=True)[COLUMNS])
     totals = {
         "runs": len(names),
         "cpu_seconds": round(sum(records[n]["cpu_seconds"] for n in names), 1),
@@ -193,6 +206,59 @@ def middle_regrets(table: pd.DataFrame) -> pd.DataFrame:
     return S.regrets(S.sweep_scores(table), rules, "paper")
 
 
+def _most_frequent(values: pd.Series) -> list[int]:
+    counts = values.value_counts()
+    return sorted(int(p) for p in counts[counts == counts.max()].index)
+
+
+def _splits(values: pd.Series) -> str:
+    """ "3×4, 4×1": every split with its number of seeds."""
+    return ", ".join(f"{int(p)}×{int(n)}" for p, n in values.value_counts().sort_index().items())
+
+
+def rung_summary(book: pd.DataFrame, middle: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Per federation and rung (``book``, ``middle``: :func:`middle_regrets`' columns, the
+    book's on the rung's seeds): the rule's and the oracle's splits, their most frequent ones,
+    and the mean regret with its seeded 95 % bootstrap interval. Columns: dataset, rung,
+    n_seeds, rule_splits, rule_modal, oracle_splits, oracle_modal, mean, lo, hi."""
+    from playerfl_core.study.split_scores import interval
+
+    rows = []
+    for rung, reg in (("book", book), ("middle", middle)):
+        for ds, g in reg.groupby("dataset", sort=False):
+            m, lo, hi = interval(g["regret"], seed=seed)
+            rule, oracle = g["p_rule"], g["p_oracle"]
+            rows.append(
+                (ds, rung, len(g), _splits(rule), _most_frequent(rule), _splits(oracle),
+                 _most_frequent(oracle), m, lo, hi)
+            )  # fmt: skip
+    cols = ["dataset", "rung", "n_seeds", "rule_splits", "rule_modal", "oracle_splits",
+            "oracle_modal", "mean", "lo", "hi"]  # fmt: skip
+    return pd.DataFrame(rows, columns=cols)
+
+
+def what_moves(summary: pd.DataFrame) -> pd.DataFrame:
+    """Item 13's reading of :func:`rung_summary`, per federation: the rule's p moves when the
+    rungs' sets of most frequent splits share none (the oracle's the same); the regret moves
+    when the book's mean lies outside the middle rung's interval; and whether the middle rung's
+    mean regret is above δ. Columns: dataset, rule_moves, oracle_moves, regret_moves,
+    middle_above_delta."""
+    from playerfl_core.stats.split_verdicts import TOLERANCE
+
+    rows = []
+    for ds, g in summary.groupby("dataset", sort=False):
+        book, mid = (g[g["rung"] == r].iloc[0] for r in ("book", "middle"))
+        rows.append(
+            (ds, not set(book.rule_modal) & set(mid.rule_modal),
+             not set(book.oracle_modal) & set(mid.oracle_modal),
+             not mid.lo <= book["mean"] <= mid.hi, bool(mid["mean"] > TOLERANCE))
+        )  # fmt: skip
+    return pd.DataFrame(
+        rows,
+        columns=["dataset", "rule_moves", "oracle_moves", "regret_moves", "middle_above_delta"],
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     import argparse
 
@@ -206,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     compute(workers=args.workers)
     table, totals = collect(work_dir())
     cfg = config(DATASETS[0], SEEDS[0])
-    extra = {"datasets": list(DATASETS), "seeds": list(SEEDS), "sizes": SIZES,
+    extra = {"datasets": list(DATASETS), "seeds": list(SEEDS),
              "samples_per_client": SAMPLES_PER_CLIENT, "width": WIDTH, "rounds": ROUNDS,
              "lr": cfg.lr, "batch_size": cfg.batch_size,
              "wall_seconds_last_call": round(time.time() - start, 1), **totals}  # fmt: skip

@@ -86,3 +86,81 @@ def ladder_lines(summary: pd.DataFrame) -> str:
             f"rule picks another split than p = {book.modal_p} on {other} of {paper.n_seeds} seeds."
         )
     return "\n".join(lines)
+
+
+# -- the middle rung (study.middle_rung): every split trained, so the oracle and the regret -----
+def middle(table: pd.DataFrame, het: pd.DataFrame) -> pd.DataFrame | None:
+    """The middle rung beside the book's sweeps on the rung's seeds
+    (``middle_rung.rung_summary``); None when the rung is not committed or this chapter was run
+    on other federations."""
+    from playerfl_core.study import middle_rung as M
+
+    committed = M.load()
+    if committed is None:
+        return None
+    rung, record = committed
+    book = pd.concat([table, het], ignore_index=True)
+    book = book[book["dataset"].isin(record["datasets"]) & book["seed"].isin(record["seeds"])]
+    if set(book["dataset"]) != set(record["datasets"]):
+        return None
+    return M.rung_summary(M.middle_regrets(book), M.middle_regrets(rung))
+
+
+def middle_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Both rungs as shown: federation and sizes as rows; the rule's and the oracle's splits
+    (p×seeds) and the mean regret with its interval."""
+    from playerfl_core.study.middle_rung import rung_sizes
+
+    sizes = rung_sizes()
+    return pd.DataFrame(
+        {
+            "federation": summary["dataset"].map(dataset_label),
+            "sizes": summary["rung"].map(sizes),
+            "seeds": summary["n_seeds"],
+            "rule's p (p×seeds)": summary["rule_splits"],
+            "oracle's p (p×seeds)": summary["oracle_splits"],
+            "mean regret [95% interval]": [
+                f"{r.mean:.3f} [{r.lo:.3f}, {r.hi:.3f}]" for r in summary.itertuples()
+            ],
+        }
+    ).set_index(["federation", "sizes"])
+
+
+def middle_lines(summary: pd.DataFrame) -> str:
+    """Markdown, per federation: item 13's reading (``middle_rung.what_moves``) in words."""
+    from playerfl_core.stats.split_verdicts import TOLERANCE
+    from playerfl_core.study.middle_rung import what_moves
+
+    def ps(modal) -> str:
+        return " and ".join(f"p = {p}" for p in modal)
+
+    lines = []
+    for m in what_moves(summary).itertuples():
+        g = summary[summary["dataset"] == m.dataset].set_index("rung")
+        book, mid = g.loc["book"], g.loc["middle"]
+        moved = {True: "moves", False: "stays"}
+        lines.append(
+            f"- {dataset_label(m.dataset)}: the rule's most frequent split {moved[m.rule_moves]} "
+            f"({ps(book.rule_modal)} at the book's sizes, {ps(mid.rule_modal)} at the middle "
+            f"rung); the oracle's {moved[m.oracle_moves]} ({ps(book.oracle_modal)}, "
+            f"{ps(mid.oracle_modal)}); the mean regret {moved[m.regret_moves]} "
+            f"({book['mean']:.3f} at the book's sizes, {mid['mean']:.3f} "
+            f"[{mid.lo:.3f}, {mid.hi:.3f}] at the middle rung, "
+            f"{'above' if m.middle_above_delta else 'not above'} δ = {TOLERANCE:g})."
+        )
+    return "\n".join(lines)
+
+
+def middle_cost() -> str:
+    """What the middle rung cost (its record) and what one of its runs costs."""
+    from playerfl_core.study import middle_rung as M
+
+    committed = M.load()
+    if committed is None:
+        return "not computed (`python -m playerfl_core.study.middle_rung`)"
+    _, record = committed
+    per_run = record["cpu_seconds"] / record["runs"]
+    return (
+        f"{record['cpu_seconds'] / 3600:.1f} CPU-hours for its {record['runs']} runs "
+        f"({per_run:.0f} CPU-seconds per run, one thread)"
+    )
