@@ -474,7 +474,8 @@ def _figures():
         [(d, c, p, rng.normal()) for d in _DS for c in range(5) for p in range(6)],
         columns=["dataset", "client", "p", "gain"],
     )
-    yield "client_gain_lines", split_plots.client_gain_lines(gains)
+    names = {d: [f"client_{c + 1}" for c in range(5)] for d in _DS}  # generated client names
+    yield "client_gain_lines", split_plots.client_gain_lines(gains, names)
     het = split_sweeps.heterogeneity_federations(
         ["digits", "fmnist"],
         kinds=("rotate", "invert", "noise", "quantity", "swap"),
@@ -493,6 +494,22 @@ def _figures():
         {"up kB/round": 10.0, "down kB/round": 12.0, "scoring kB/round": 1.0}, index=_ALGS
     )
     yield "plot_traffic", silos.plot_traffic(traffic)
+
+
+def test_no_figure_shows_a_code_name():
+    """Legends, ticks, titles and labels read as words: no ``client_1`` or ``prefix_p3``
+    (issue 35: a legend showed the generated client names)."""
+    import re
+
+    from matplotlib.text import Text
+
+    code = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]+\b")
+    found = []
+    for name, fig in _figures():
+        texts = {re.sub(r"\$[^$]*\$", "", t.get_text()) for t in fig.findobj(Text)}  # not math
+        found += [f"{name}: {t!r}" for t in sorted(texts) if code.search(t)]
+        plt.close(fig)
+    assert not found, "\n".join(found)
 
 
 def test_every_figure_fits_the_column_with_legible_text():

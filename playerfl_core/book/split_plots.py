@@ -17,6 +17,7 @@ from playerfl_core.book.style import (
     MIN_FONT_PT,
     QUALITATIVE,
     apply_book_style,
+    client_label,
     dataset_label,
     marker_color,
     panel_grid,
@@ -116,7 +117,7 @@ def client_gain_lines(curves: pd.DataFrame, client_names: Mapping[str, list] | N
                 "o-" if k < len(QUALITATIVE) else "o--",
                 ms=3,
                 color=QUALITATIVE[k % len(QUALITATIVE)],
-                label=name[c] if c < len(name) else f"client {c}",
+                label=client_label(name[c]) if c < len(name) else f"client {c + 1}",
             )
         ax.axhline(0, color="grey", ls=":")
         ax.set_title(dataset_label(ds))
