@@ -84,6 +84,19 @@ _PARAGRAPHS_JS = """() => Array.from(document.querySelectorAll('p, li, dd, figca
   .filter(el => el.getClientRects().length > 0)
   .map(el => el.innerText)"""
 
+# The same blocks without their code and math: the prose a reader reads as words and numbers.
+_PROSE_JS = """() => Array.from(document.querySelectorAll('p, li, dd, figcaption, caption'))
+  .filter(el => !el.closest('pre, code, mjx-container, .highlight, script, style'))
+  .filter(el => el.getClientRects().length > 0)
+  .map(el => {
+    const copy = el.cloneNode(true);
+    copy.querySelectorAll('code, .pre, mjx-container, .math').forEach(c => c.remove());
+    return copy.textContent;
+  })"""
+
+_HYPHEN_MINUS = re.compile(r"(?<![\w.\-\u2013\u2014/:])-\d")
+"""A negative number written with a hyphen ("ρ = -0.36"): a minus sign (−) reads as one."""
+
 # Tables wider than the column they sit in (article or main, else the body).
 _WIDE_TABLES_JS = """() => Array.from(document.querySelectorAll('table'))
   .filter(t => t.getClientRects().length > 0)
@@ -115,6 +128,7 @@ _TABLE_LABELS_JS = """() => Array.from(document.querySelectorAll('table'))
     };
     return {
       labels: Array.from(t.querySelectorAll('th')).map(shown).filter(s => s),
+      cells: Array.from(t.querySelectorAll('td')).map(shown).filter(s => s),
       header: t.querySelector('thead') !== null,
       rows: t.querySelectorAll('tbody tr').length,
       head: (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' '),
@@ -371,11 +385,14 @@ def _check_one(browser, base, root, page_path, rel, screenshot_dir) -> list[str]
 
 def table_label_problems(tables: list[dict]) -> list[str]:
     """Tables a reader would stumble on (from :data:`_TABLE_LABELS_JS`): an empty one (a header
-    and no rows), a header or index label that is a code name, a float label padded with zeros."""
+    and no rows), Python's True/False in a cell, a header or index label that is a code name, a
+    float label padded with zeros."""
     found = []
     for t in tables:
         if t["header"] and t["rows"] == 0:
             found.append(f"empty table (a header, no rows): {t['head']} ...")
+        for cell in dict.fromkeys(c for c in t.get("cells", []) if c in ("True", "False")):
+            found.append(f"Python's {cell} in a table cell (write yes/no): {t['head']} ...")
         for label in dict.fromkeys(t["labels"]):
             if _CODE_NAME.fullmatch(label):
                 found.append(f"code name as a table label: {label!r} ({t['head']} ...)")
@@ -397,7 +414,7 @@ def raw_myst(text: str) -> list[str]:
 def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
     """What the reader sees badly laid out at the wide viewport: tables wider than the column or
     without a caption, figures whose text is too small, raw Markdown ($, list markers) or raw
-    MyST in the prose, code cells that call glue()."""
+    MyST in the prose, negative numbers with a hyphen, code cells that call glue()."""
     found = raw_myst(text)
     for line in page.evaluate(_GLUE_CELLS_JS):
         found.append(f"code cell with a glue() call shown: {line}")
@@ -425,6 +442,10 @@ def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
     at = text.find("$")
     if at >= 0:
         found.append(f"raw '$' in the text: ...{text[max(0, at - 30) : at + 40]}...")
+    for para in page.evaluate(_PROSE_JS):
+        for match in _HYPHEN_MINUS.finditer(para):
+            snippet = para[max(0, match.start() - 30) : match.end() + 10].replace("\n", " ")
+            found.append(f"hyphen as a minus sign: ...{snippet}...")
     for para in page.evaluate(_PARAGRAPHS_JS):
         match = _LIST_MARKER.search(para)
         if match:

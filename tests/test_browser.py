@@ -144,6 +144,13 @@ _PAGES = {
     "labels.html": "<table><thead><tr><th>client</th><th>paper_median</th></tr></thead><tbody>"
     "<tr><th>client_1</th><td>1</td></tr><tr><th>0.050000</th><td>2</td></tr>"
     "<tr><th>16.000000</th><td>3</td></tr></tbody></table>",
+    # chapter 03a: "mean ρ = -0.36" in glued prose; a flag and a range in code, a date: fine
+    "minus.html": "<p>mean ρ = -0.36 over 5 seeds (-0.094), <code>-p seeds 0,1</code>, "
+    "<code>x=-1</code>, seeds 0-9, 2026-12-02, a −0.5 drop.</p>",
+    # chapter 07: Python's booleans in its equivalence tables
+    "bools.html": "<table><caption>c</caption><thead><tr><th>algorithm</th><th>identical</th>"
+    "</tr></thead><tbody><tr><th>FedAvg</th><td>True</td></tr><tr><th>Local</th><td>False</td>"
+    "</tr></tbody></table>",
     "empty.html": "<p>Each pooling variant against the paper's mean:</p><table><thead><tr>"
     "<th>variant</th><th>regret</th></tr></thead><tbody></tbody></table>",
     "table.html": '<table><tr><td style="min-width: 3000px">too wide</td></tr></table>',
@@ -236,6 +243,14 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
         "float label padded with zeros: '0.050000' (client paper_median client_1 1 ...)",
         "float label padded with zeros: '16.000000' (client paper_median client_1 1 ...)",
     ], problems["labels.html"]
+    assert problems["minus.html"] == [
+        "hyphen as a minus sign: ...mean ρ = -0.36 over 5 s...",
+        "hyphen as a minus sign: ...mean ρ = -0.36 over 5 seeds (-0.094), <co...",
+    ], problems["minus.html"]
+    assert problems["bools.html"] == [
+        "Python's True in a table cell (write yes/no): c algorithm identical FedAvg ...",
+        "Python's False in a table cell (write yes/no): c algorithm identical FedAvg ...",
+    ], problems["bools.html"]
     assert problems["empty.html"] == ["empty table (a header, no rows): variant regret ..."]
     assert any(p.startswith("table cut off at") for p in problems["table.html"]), problems
     shots = tmp_path / "shots"  # two per page, not for the redirect

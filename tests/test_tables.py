@@ -154,6 +154,13 @@ def test_negative_numbers_have_a_true_minus_sign():
     assert ">\u22120.5</th>" in captioned(frame, "c")._repr_html_()
 
 
+def test_true_and_false_read_yes_and_no():
+    """Chapter 07's equivalence table showed Python's True/False (issue 35)."""
+    frame = pd.DataFrame({"identical": [True, False], "rows": [3, 4]}, index=["a", "b"])
+    body = captioned(frame, "c")._repr_html_().split("</style>")[-1]
+    assert ">yes<" in body and ">no<" in body and "True" not in body and "False" not in body
+
+
 def test_rule_variant_and_published_table_names_are_words():
     """Chapters 04, 04b and the appendix showed rule codes (paper_median, geomean), chapter 06
     the published tables' (fairness_f1, ipr_accuracy)."""

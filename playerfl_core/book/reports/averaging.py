@@ -8,6 +8,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from data_prep import load
+from playerfl_core.book.reports.tables import signed
 from playerfl_core.book.style import dataset_label
 from playerfl_core.fl.profiles import make_config
 from playerfl_core.measure.averaging_check import client_averaged, first_epoch_averaging_check
@@ -132,7 +133,7 @@ def ranking_numbers(tests: dict) -> dict:
         out[f"strength_{column}"] = v.strength
         out[f"reason_{column}"] = v.reason
         out[f"lines_{column}"] = "\n".join(
-            f"- {e.part}: mean ρ = {e.estimate:.2f} over {e.n} seeds, Holm-adjusted "
+            f"- {e.part}: mean ρ = {signed(e.estimate, 2)} over {e.n} seeds, Holm-adjusted "
             f"p = {e.p_adjusted:.3g}: {e.verdict} ({e.strength})."
             for e in t["parts"]
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from playerfl_core.book.analysis_plots import metric_label
+from playerfl_core.book.reports.tables import signed
 from playerfl_core.book.style import dataset_label
 from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import claims as C
@@ -170,11 +171,12 @@ def c1_lines(c1, trend: pd.DataFrame, agree: pd.DataFrame, rises: pd.DataFrame) 
             if row.rises < 1
         ]
         text = (
-            f"- {dataset_label(name)}: after one epoch mean ρ = {part.estimate:.2f} over "
+            f"- {dataset_label(name)}: after one epoch mean ρ = {signed(part.estimate, 2)} over "
             f"{part.n} seeds, p = {part.p:.2g} (Holm {part.p_holm:.2g}): {part.verdict} "
             f"({part.strength}); at the end of Local training mean ρ = "
-            f"{final.loc[name, 'rho_mean']:.2f} ({final.loc[name, 'verdict']}); first-vs-final "
-            f"profile agreement mean ρ = {agree_local.loc[name, 'rho_mean']:.2f} "
+            f"{signed(final.loc[name, 'rho_mean'], 2)} ({final.loc[name, 'verdict']}); "
+            "first-vs-final "
+            f"profile agreement mean ρ = {signed(agree_local.loc[name, 'rho_mean'], 2)} "
             f"({agree_local.loc[name, 'verdict']}). "
         )
         text += (

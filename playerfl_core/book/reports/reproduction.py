@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from playerfl_core.book.reports.tables import signed_change
 from playerfl_core.book.style import algorithm_label, dataset_label, score_label
 from playerfl_core.fl.profiles import training_settings
 from playerfl_core.measure import layer_studies as S
@@ -159,7 +160,7 @@ def timing_ranks(table: pd.DataFrame, before: pd.DataFrame, effect, algorithms, 
         if "fedavg" in algorithms
         else pd.Series(dtype=float)
     )
-    out = {f"fedavg_timing_{ds}": f"{v:+.3f}" for ds, v in fedavg_gain.items()}
+    out = {f"fedavg_timing_{ds}": signed_change(v) for ds, v in fedavg_gain.items()}
     out["fedavg_timing_max"] = f"{fedavg_gain.abs().max():.3f}"
     after, before_rank = rank_dep["playerfl"], rank_aut["playerfl"]
     same = np.isclose(after, before_rank)
@@ -365,7 +366,7 @@ def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
     biggest = options["median paired change"].abs().idxmax()
     text = (
         f"{biggest[2]} with the {biggest[1]} on {biggest[0]} "
-        f"({options.loc[biggest, 'median paired change']:+.3f})"
+        f"({signed_change(options.loc[biggest, 'median paired change'])})"
     )
     return options.round(3), text
 

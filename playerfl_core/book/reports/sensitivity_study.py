@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.book.analysis_plots import metric_label
+from playerfl_core.book.reports.tables import signed
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.fl.profiles import make_config
 from playerfl_core.measure import layer_studies as S
@@ -194,7 +195,7 @@ def c2_numbers(c2, corr: pd.DataFrame) -> dict:
     lines = []
     for m, txt in by_measure.items():
         rows = corr[corr["measure"] == m]
-        rhos = ", ".join(f"{r:.2f}" for r in rows["estimate"])
+        rhos = ", ".join(signed(r, 2) for r in rows["estimate"])
         names = ", ".join(dataset_label(d) for d in rows["dataset"])
         lines.append(f"- {metric_label(m)}: {txt} (mean ρ = {rhos} for {names})")
     counts = corr["verdict"].value_counts()

@@ -9,7 +9,7 @@ import pandas as pd
 
 from data_prep import load
 from playerfl_core.book.prose import counted
-from playerfl_core.book.reports.tables import interval_text, p_text
+from playerfl_core.book.reports.tables import interval_text, p_text, signed
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.study import split_oracle as O
 
@@ -60,7 +60,7 @@ def regret_numbers(regret_sum: pd.DataFrame) -> dict:
     for r in regret_sum.itertuples():
         same, near = int(round(r.same * r.n_seeds)), int(round(r.within_one * r.n_seeds))
         out[f"{r.dataset}_regret"] = round(float(r.mean), 3)  # the precision it is quoted at
-        out[f"{r.dataset}_regret_ci"] = f"[{r.lo:.3f}, {r.hi:.3f}]"
+        out[f"{r.dataset}_regret_ci"] = f"[{signed(r.lo)}, {signed(r.hi)}]"
         out[f"{r.dataset}_same"] = _of(same, r.n_seeds)
         regret = f"{dataset_label(r.dataset)}: mean regret {interval_text(r.mean, r.lo, r.hi)}"
         lines.append(

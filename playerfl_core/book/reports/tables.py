@@ -119,6 +119,11 @@ def signed(x: float, decimals: int = 3) -> str:
     return f"{x:.{decimals}f}".replace("-", "\u2212")
 
 
+def signed_change(x: float, decimals: int = 3) -> str:
+    """A change with its sign always shown, the minus a true one: ``+0.012``, ``−0.094``."""
+    return f"{x:+.{decimals}f}".replace("-", "\u2212")
+
+
 def interval_text(value: float, lo: float, hi: float, decimals: int = 3) -> str:
     """``0.925 (0.906–0.949)``; ``−0.020 (−0.036 to −0.006)`` when a bound is negative (an en
     dash between two minus signs misreads); ``–`` when the value is missing."""
@@ -261,10 +266,10 @@ def show(
 ) -> Shown:
     """A table for ``display``: display names and reader-facing column names, floats to ``sig``
     significant digits (or ``decimals`` places; neither: six significant digits), a float
-    column of whole counts as integers, negative numbers with a true minus sign, float index
-    and column labels without trailing zeros (:func:`label_text`), the index hidden unless
-    ``index``, the best value of each column in bold where ``best`` says which is best ("max",
-    "min", or a dict from column to either; see :func:`best_cells`)."""
+    column of whole counts as integers, true/false as "yes"/"no", negative numbers with a true
+    minus sign, float index and column labels without trailing zeros (:func:`label_text`), the
+    index hidden unless ``index``, the best value of each column in bold where ``best`` says
+    which is best ("max", "min", or a dict from column to either; see :func:`best_cells`)."""
     out = named(frame)
     spec = f".{decimals}f" if decimals is not None else f".{sig}g" if sig is not None else ".6g"
     style = out.style
@@ -272,6 +277,9 @@ def show(
         style = style.hide(axis="index")
     for k, column in enumerate(out.columns):
         values = out.iloc[:, k]
+        if pd.api.types.is_bool_dtype(values):  # "yes"/"no", not Python's True/False
+            style = style.format(lambda v: "yes" if v else "no", subset=[column])
+            continue
         if pd.api.types.is_float_dtype(values):
             own = ".0f" if _counts(values) else spec
         elif pd.api.types.is_integer_dtype(values) and not pd.api.types.is_bool_dtype(values):
