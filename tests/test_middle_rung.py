@@ -102,3 +102,31 @@ def test_the_committed_middle_rung_is_complete_and_its_first_round_recomputes(mo
         assert diff["identical"], diff
     else:  # another machine: last bits differ; round 0 must agree (verification's rule)
         assert diff["same_structure"] and diff["round0_agrees"], diff
+
+
+def test_the_chapter_says_what_moves_in_words_with_true_minus_signs():
+    from playerfl_core.book.reports import ladder as SL
+
+    book = pd.concat(
+        [_regrets("fmnist", [3] * 5, [4] * 5, [0.01, 0.0, 0.02, 0.0, 0.0]),
+         _regrets("fmnist_rotate", [3] * 5, [1] * 5, [0.2, 0.15, 0.18, 0.2, 0.19])]
+    )  # fmt: skip
+    middle = pd.concat(
+        [_regrets("fmnist", [3] * 5, [3] * 5, [-0.01, 0.0, -0.02, 0.0, 0.0]),
+         _regrets("fmnist_rotate", [4] * 5, [1] * 5, [0.2, 0.17, 0.18, 0.21, 0.19])]
+    )  # fmt: skip
+    summary = M.rung_summary(book, middle)
+    lines = SL.middle_lines(summary).splitlines()
+    assert lines[0].startswith("- Fashion-MNIST: the rule's most frequent split stays (p = 3 ")
+    assert "the oracle's moves (p = 4, p = 3)" in lines[0] and "\u22120.006" in lines[0]
+    assert "-0" not in lines[0] and "not above δ" in lines[0]
+    assert "split moves (p = 3 at the book's sizes, p = 4 at the middle rung)" in lines[1]
+    assert "mean regret stays" in lines[1] and ", above δ = 0.02)" in lines[1]
+    text = SL.middle_summary(summary)
+    assert "the rule's most frequent split moves on Fashion-MNIST, rotated" in text, text
+    assert "the oracle's moves on Fashion-MNIST," in text
+    assert "the mean regret moves on Fashion-MNIST (" in text  # 0.006 outside [−0.014, 0]
+    assert "−0.006 on Fashion-MNIST and 0.190 on Fashion-MNIST, rotated" in text, text
+    shown = SL.middle_table(summary)
+    assert shown["mean regret [95% interval]"].iloc[2].startswith("\u22120.006 [\u22120.014, ")
+    assert SL.middle_summary(None) == "" and "Not computed" in SL.middle_lines(None)

@@ -109,6 +109,7 @@ def middle(table: pd.DataFrame, het: pd.DataFrame) -> pd.DataFrame | None:
 def middle_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Both rungs as shown: federation and sizes as rows; the rule's and the oracle's splits
     (p×seeds) and the mean regret with its interval."""
+    from playerfl_core.book.reports.tables import signed
     from playerfl_core.study.middle_rung import rung_sizes
 
     sizes = rung_sizes()
@@ -120,16 +121,23 @@ def middle_table(summary: pd.DataFrame) -> pd.DataFrame:
             "rule's p (p×seeds)": summary["rule_splits"],
             "oracle's p (p×seeds)": summary["oracle_splits"],
             "mean regret [95% interval]": [
-                f"{r.mean:.3f} [{r.lo:.3f}, {r.hi:.3f}]" for r in summary.itertuples()
+                f"{signed(r.mean)} [{signed(r.lo)}, {signed(r.hi)}]" for r in summary.itertuples()
             ],
         }
     ).set_index(["federation", "sizes"])
 
 
-def middle_lines(summary: pd.DataFrame) -> str:
+def middle_lines(summary: pd.DataFrame | None) -> str:
     """Markdown, per federation: item 13's reading (``middle_rung.what_moves``) in words."""
+    from playerfl_core.book.reports.tables import signed
     from playerfl_core.stats.split_verdicts import TOLERANCE
     from playerfl_core.study.middle_rung import what_moves
+
+    if summary is None:
+        return (
+            "- Not computed for these federations: the middle rung covers Fashion-MNIST and "
+            "rotated Fashion-MNIST (`python -m playerfl_core.study.middle_rung`)."
+        )
 
     def ps(modal) -> str:
         return " and ".join(f"p = {p}" for p in modal)
@@ -144,8 +152,8 @@ def middle_lines(summary: pd.DataFrame) -> str:
             f"({ps(book.rule_modal)} at the book's sizes, {ps(mid.rule_modal)} at the middle "
             f"rung); the oracle's {moved[m.oracle_moves]} ({ps(book.oracle_modal)}, "
             f"{ps(mid.oracle_modal)}); the mean regret {moved[m.regret_moves]} "
-            f"({book['mean']:.3f} at the book's sizes, {mid['mean']:.3f} "
-            f"[{mid.lo:.3f}, {mid.hi:.3f}] at the middle rung, "
+            f"({signed(book['mean'])} at the book's sizes, {signed(mid['mean'])} "
+            f"[{signed(mid.lo)}, {signed(mid.hi)}] at the middle rung, "
             f"{'above' if m.middle_above_delta else 'not above'} δ = {TOLERANCE:g})."
         )
     return "\n".join(lines)
@@ -163,4 +171,54 @@ def middle_cost() -> str:
     return (
         f"{record['cpu_seconds'] / 3600:.1f} CPU-hours for its {record['runs']} runs "
         f"({per_run:.0f} CPU-seconds per run, one thread)"
+    )
+
+
+def middle_summary(summary: pd.DataFrame | None) -> str:
+    """One sentence for the chapter's Result box: whether the rule's split, the oracle's and the
+    regret move at the middle rung (item 13's reading), with the rung's mean regrets."""
+    from playerfl_core.book.reports.tables import signed
+    from playerfl_core.study import middle_rung as M
+
+    if summary is None:
+        return ""
+    moves = M.what_moves(summary)
+    middle = summary[summary["rung"] == "middle"].set_index("dataset")
+
+    def which(column: str) -> str:
+        moved = [dataset_label(d) for d in moves.loc[moves[column], "dataset"]]
+        return f"moves on {' and '.join(moved)}" if moved else "moves on neither"
+
+    regrets = " and ".join(
+        f"{signed(middle.loc[d, 'mean'])} on {dataset_label(d)}" for d in moves["dataset"]
+    )
+    seeds = int(middle["n_seeds"].min())
+    return (
+        f"With every split trained at a larger size ({M.SAMPLES_PER_CLIENT:,} images per client, "
+        f"the CNN at width {M.WIDTH:g}, {M.ROUNDS} rounds, {seeds} seeds, no test), the rule's "
+        "most frequent split "
+        f"{which('rule_moves')}, the oracle's {which('oracle_moves')}, and the mean regret "
+        f"{which('regret_moves')} ({regrets})."
+    )
+
+
+def middle_noise(table: pd.DataFrame, het: pd.DataFrame) -> str:
+    """How noisy one score is at the middle rung against the book's sweeps of the same
+    federations (``evaluation_noise.noise_table``: the accuracy's binomial standard error)."""
+    from playerfl_core.book.reports.evaluation_noise import noise_table
+    from playerfl_core.stats.split_verdicts import TOLERANCE
+    from playerfl_core.study import middle_rung as M
+
+    committed = M.load()
+    book = pd.concat([table, het], ignore_index=True)
+    if committed is None or not set(M.DATASETS) <= set(book["dataset"]):
+        return "not measured (the middle rung is not committed or this chapter ran on others)"
+    at_rung = noise_table(committed[0]).set_index("dataset")
+    at_book = noise_table(book[book["dataset"].isin(M.DATASETS)]).set_index("dataset")
+    return "; ".join(
+        f"{dataset_label(d)}: a client scores on {r.test_images:.0f} test images (at the book's "
+        f"sizes {at_book.loc[d, 'test_images']:.0f}), a run's standard error is "
+        f"{r.run_se:.3f} = {r.run_se_over_delta:.2f} × δ (at the book's sizes "
+        f"{at_book.loc[d, 'run_se']:.3f}), δ = {TOLERANCE:g}"
+        for d, r in at_rung.iterrows()
     )
