@@ -253,6 +253,20 @@ def test_a_sweep_through_ray_equals_the_local_sweep(ray_here, tmp_path, capsys):
     assert err.count("diverged (no rows written): heart seed 0, split p = ") == 2, err
 
 
+def test_a_users_federation_file_reaches_the_ray_workers(ray_here, tmp_path, monkeypatch):
+    """``--dataset-module``: a Ray worker is a fresh process that knows only the built-in
+    federations; the driver passes ``PLAYERFL_DATASET_MODULES`` with each task."""
+    from data_prep.registry import MODULES_ENV, load_dataset_module
+
+    monkeypatch.setenv(MODULES_ENV, "")  # restored afterwards: the loader adds the file here
+    example = Path(__file__).parents[1] / "examples" / "cancer_by_texture.py"
+    (name,) = load_dataset_module(example)
+    grid = run_grid(datasets=name, algorithms="local", rounds=1, lrs=[1e-2], seeds=[0],
+                    store=tmp_path / "s", backend="ray", progress=False)  # fmt: skip
+    assert grid.computed == 1 and set(grid.table["dataset"]) == {name}
+    assert len(stored_rows(tmp_path / "s")) == 1
+
+
 def test_a_node_with_other_code_stops_the_grid(ray_here):
     executor = RayBackend().open(1, code="000000000000")
     try:
