@@ -63,8 +63,8 @@ def test_captions_conclude_with_the_values_of_their_figure():
         }
     )
     assert split_choice.stability_caption(summary) == (
-        "The paper's rule picks Heart p = 1 on 55% of seeds (oracle p = 3); Digits p = 3 on 100% "
-        "of seeds (oracle p = 3)"
+        "The paper's rule picks Heart p = 1 on 55% of seeds (best on mean validation: p = 3); "
+        "Digits p = 3 on 100% of seeds (best on mean validation: p = 3)"
     )
     c5 = pd.DataFrame(
         {
