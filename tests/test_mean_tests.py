@@ -137,7 +137,9 @@ def test_the_bottom_line_names_the_distinct_rules_and_the_kinds_that_decide_r2()
     groups = S.distinct_rules(frame)
     assert [g[0] for g in groups] == [paper, cost, cost2]
     assert groups[0][1] == [(paper, 1.0), (tuned, 39 / 40)]
-    assert "the 4 first-epoch rules tested are 3 distinct rules" in S.distinct_text(frame)
+    text = S.distinct_text(frame)
+    assert "the 4 first-epoch rules tested are 3 distinct rules" in text
+    assert f"(“{paper}” and “{tuned}” pick the same split on ≥ 98% of seeds)" in text, text
 
     parts = pd.DataFrame(
         [(e, k, P.BEYOND if k == "rotate" or e == paper else "undecided")

@@ -14,13 +14,13 @@ from playerfl_core.stats.decisions import Claim
 
 
 def describe_profile(profile: str, *tables: pd.DataFrame) -> str:
-    """ "quick: 3 datasets, 2–3 seeds" from the tables' dataset and seed columns."""
+    """ "quick: 3 federations, 2–3 seeds" from the tables' dataset and seed columns."""
     seeds = [n for t in tables for n in t.groupby("dataset")["seed"].nunique().tolist()]
     datasets = sorted({d for t in tables for d in t["dataset"].unique()})
     lo, hi = (min(seeds), max(seeds)) if seeds else (0, 0)
     span = f"{lo}" if lo == hi else f"{lo}–{hi}"
     plural = "s" if len(datasets) != 1 else ""
-    return f"{profile}: {len(datasets)} dataset{plural}, {span} seeds"
+    return f"{profile}: {len(datasets)} federation{plural}, {span} seeds"
 
 
 def scorecard(claims: Sequence[Claim], links: bool = True) -> pd.DataFrame:

@@ -47,7 +47,7 @@ def noise_lines(noise: pd.DataFrame, label=str) -> str:
     return "\n".join(
         f"- {label(r.dataset)}: a client scores on about {r.test_images:.0f} test images, so its "
         f"test accuracy has a standard error of about {r.client_se:.3f}; a run's weighted score, "
-        f"{r.run_se:.3f}, which is {r.run_se_over_delta:.1f} × δ = {TOLERANCE:g}."
+        f"{r.run_se:.3f}, which is {r.run_se_over_delta:.1f} times δ (δ = {TOLERANCE:g})."
         for r in noise.itertuples()
     )
 

@@ -218,7 +218,7 @@ def middle_noise(table: pd.DataFrame, het: pd.DataFrame) -> str:
     return "; ".join(
         f"{dataset_label(d)}: a client scores on {r.test_images:.0f} test images (at the book's "
         f"sizes {at_book.loc[d, 'test_images']:.0f}), a run's standard error is "
-        f"{r.run_se:.3f} = {r.run_se_over_delta:.2f} × δ (at the book's sizes "
-        f"{at_book.loc[d, 'run_se']:.3f}), δ = {TOLERANCE:g}"
+        f"{r.run_se:.3f}, {r.run_se_over_delta:.2f} times δ = {TOLERANCE:g} (at the book's "
+        f"sizes {at_book.loc[d, 'run_se']:.3f})"
         for d, r in at_rung.iterrows()
     )

@@ -44,7 +44,9 @@ def distinct_text(regrets: pd.DataFrame) -> str:
         others = [(e, s) for e, s in members if e != leader]
         if others:
             low = min(s for _, s in others)
-            joined.append(f"{' = '.join(e for e, _ in members)} on ≥ {low:.0%} of seeds")
+            names = [f"“{e}”" for e, _ in members]  # labels hold commas: quoted, they read
+            together = f"{', '.join(names[:-1])} and {names[-1]}"
+            joined.append(f"{together} pick the same split on ≥ {low:.0%} of seeds")
     same = f" ({'; '.join(joined)})" if joined else ""
     n = sum(len(m) for _, m in groups)
     return (
