@@ -68,7 +68,9 @@ def tuning_curves(tuning: pd.DataFrame):
 
 def regret_by_kind(verdicts: pd.DataFrame, tolerance: float):
     """Per kind of heterogeneity (rows) and entry (colours): mean regret with its 95 % interval;
-    the dashed line is the tolerance δ, filled markers are verdicts within δ, crosses beyond."""
+    the dashed line is the tolerance δ, filled markers are verdicts within δ, crosses beyond,
+    open circles undecided; the legend shows each entry as a line, so its markers mean only
+    verdicts."""
     kinds = [k for k in P.KIND_ORDER if k in set(verdicts["kind"])]
     entries = list(dict.fromkeys(verdicts["entry"]))
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.5 * len(kinds) + 2.0), layout="constrained")
@@ -85,7 +87,7 @@ def regret_by_kind(verdicts: pd.DataFrame, tolerance: float):
             marker = {P.WITHIN: "o", P.BEYOND: "X"}.get(r["verdict"], "o")
             face = color if r["verdict"] != "undecided" else "white"
             ax.plot(r["mean"], y, marker, color=color, mfc=face, ms=5.5)
-        ax.plot([], [], "o", color=color, label=entry)
+        ax.plot([], [], "-", color=color, lw=3, label=entry)  # a line: markers tell verdicts
     ax.axvline(tolerance, color="k", ls="--", lw=1)
     ax.axvline(0, color="grey", lw=0.6)
     ax.set_yticks(range(len(kinds)), kinds[::-1])
