@@ -154,6 +154,14 @@ def test_negative_numbers_have_a_true_minus_sign():
     assert ">\u22120.5</th>" in captioned(frame, "c")._repr_html_()
 
 
+def test_a_value_that_rounds_to_zero_has_no_minus_sign():
+    from playerfl_core.book.reports.tables import interval_text, signed, signed_change
+
+    assert signed(-0.0004) == "0.000" and signed(-0.0006) == "\u22120.001"
+    assert signed_change(-0.0004) == "+0.000" and signed_change(-0.02) == "\u22120.020"
+    assert interval_text(-0.0002, -0.006, -0.0004) == "0.000 (\u22120.006 to 0.000)"
+
+
 def test_true_and_false_read_yes_and_no():
     """Chapter 07's equivalence table showed Python's True/False (issue 35)."""
     frame = pd.DataFrame({"identical": [True, False], "rows": [3, 4]}, index=["a", "b"])

@@ -115,13 +115,18 @@ def named(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def signed(x: float, decimals: int = 3) -> str:
-    """``x`` at ``decimals`` places with a true minus sign (a hyphen reads as a dash)."""
-    return f"{x:.{decimals}f}".replace("-", "\u2212")
+    """``x`` at ``decimals`` places with a true minus sign (a hyphen reads as a dash); a value
+    that rounds to zero has none (``0.000``, not ``−0.000``)."""
+    return f"{_no_negative_zero(x, decimals):.{decimals}f}".replace("-", "\u2212")
 
 
 def signed_change(x: float, decimals: int = 3) -> str:
     """A change with its sign always shown, the minus a true one: ``+0.012``, ``−0.094``."""
-    return f"{x:+.{decimals}f}".replace("-", "\u2212")
+    return f"{_no_negative_zero(x, decimals):+.{decimals}f}".replace("-", "\u2212")
+
+
+def _no_negative_zero(x: float, decimals: int) -> float:
+    return 0.0 if round(x, decimals) == 0 else x
 
 
 def interval_text(value: float, lo: float, hi: float, decimals: int = 3) -> str:
