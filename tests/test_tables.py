@@ -162,6 +162,15 @@ def test_a_value_that_rounds_to_zero_has_no_minus_sign():
     assert interval_text(-0.0002, -0.006, -0.0004) == "0.000 (\u22120.006 to 0.000)"
 
 
+def test_p_values_read_as_prose_writes_them():
+    from playerfl_core.book.reports.tables import p_text
+    from playerfl_core.stats.decisions import p_value_text
+
+    assert p_text(8.1e-05) == "8.1 × 10⁻⁵" and p_value_text(3.14e-11, 3) == "3.14 × 10⁻¹¹"
+    assert p_text(0.00041) == "0.00041" and p_text(0.5) == "0.5"
+    assert p_text(float("nan")) == "not run"
+
+
 def test_true_and_false_read_yes_and_no():
     """Chapter 07's equivalence table showed Python's True/False (issue 35)."""
     frame = pd.DataFrame({"identical": [True, False], "rows": [3, 4]}, index=["a", "b"])

@@ -121,7 +121,7 @@ def decide(ev: Evidence, pvalue: float | None = None, equivalence: bool = False)
             strength="none",
             reason=(
                 f"not run: with n = {ev.n} {ev.replicates} the smallest attainable two-sided p "
-                f"of the {ev.test} is {ev.min_pvalue:.3g} > α = {ev.alpha:g}"
+                f"of the {ev.test} is {p_value_text(ev.min_pvalue, 3)} > α = {ev.alpha:g}"
             ),
         )
     if not np.isfinite(p) or not np.isfinite(ev.estimate):
@@ -133,7 +133,10 @@ def decide(ev: Evidence, pvalue: float | None = None, equivalence: bool = False)
         post_ok = ev.posterior is None or (ev.posterior[0 if sign > 0 else 2] >= POSTERIOR_LEVEL)
         strength = "strong" if p <= ev.alpha / STRONG_FACTOR and post_ok else "moderate"
         return replace(
-            ev, verdict=verdict, strength=strength, reason=f"{label} = {p:.3g} ≤ α = {ev.alpha:g}"
+            ev,
+            verdict=verdict,
+            strength=strength,
+            reason=f"{label} = {p_value_text(p, 3)} ≤ α = {ev.alpha:g}",
         )
     if equivalence and ev.posterior is not None and ev.posterior[1] >= POSTERIOR_LEVEL:
         return replace(
@@ -141,7 +144,8 @@ def decide(ev: Evidence, pvalue: float | None = None, equivalence: bool = False)
             verdict="contradicted",
             strength="moderate",
             reason=(
-                f"{label} = {p:.3g} > α, and P(ROPE) = {ev.posterior[1]:.2f} ≥ {POSTERIOR_LEVEL}: "
+                f"{label} = {p_value_text(p, 3)} > α, and P(ROPE) = {ev.posterior[1]:.2f} ≥ "
+                f"{POSTERIOR_LEVEL}: "
                 "practically equivalent"
             ),
         )
@@ -151,7 +155,7 @@ def decide(ev: Evidence, pvalue: float | None = None, equivalence: bool = False)
         ev,
         verdict="undecided",
         strength="weak" if lean else "none",
-        reason=f"{label} = {p:.3g} > α = {ev.alpha:g}"
+        reason=f"{label} = {p_value_text(p, 3)} > α = {ev.alpha:g}"
         + (f"; the data lean towards {towards}" if lean else ""),
     )
 
@@ -219,3 +223,16 @@ class Claim:
     def sentence(self) -> str:
         """ "**supported** (moderate): reason" — for prose and tables."""
         return f"**{self.verdict.verdict}** ({self.verdict.strength}): {self.verdict.reason}"
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def p_value_text(p: float, digits: int = 2) -> str:
+    """A p-value at ``digits`` significant digits as prose writes it: ``0.041``, ``0.00041``,
+    ``8.1 × 10⁻⁵`` (not Python's ``8.1e-05``)."""
+    text = f"{p:.{digits}g}"
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"

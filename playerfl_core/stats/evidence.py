@@ -14,7 +14,14 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.fl.names import algorithm_label
-from playerfl_core.stats.decisions import ALPHA, STRONG_FACTOR, Evidence, _check_alpha, decide
+from playerfl_core.stats.decisions import (
+    ALPHA,
+    STRONG_FACTOR,
+    Evidence,
+    _check_alpha,
+    decide,
+    p_value_text,
+)
 from playerfl_core.stats.exact_tests import (
     _atoms,
     _corr_rows,
@@ -198,8 +205,8 @@ def best_rank_evidence(
         ev = decide(replace(base, estimate=0.0))
         lean = "none"  # a Friedman test has no direction: nothing leans towards the claim
         reason = (
-            f"Friedman p = {fr.pvalue:.2g} > α = {alpha:g} over {n} {blocks}: the data cannot "
-            f"tell the treatments apart; {where}"
+            f"Friedman p = {p_value_text(fr.pvalue)} > α = {alpha:g} over {n} {blocks}: the data "
+            f"cannot tell the treatments apart; {where}"
         )
         return replace(ev, verdict="undecided", strength=lean, reason=reason), empty
     pvals = nemenyi_pvalues(complete, higher_is_better)
@@ -215,9 +222,9 @@ def best_rank_evidence(
         p = float(better["p"].min())
         strength = "strong" if p <= alpha / STRONG_FACTOR else "moderate"
         reason = (
-            f"Friedman p = {fr.pvalue:.2g}; Nemenyi: "
+            f"Friedman p = {p_value_text(fr.pvalue)}; Nemenyi: "
             f"{', '.join(map(algorithm_label, better['other']))} rank "
-            f"significantly ahead (p = {p:.2g}); {where}"
+            f"significantly ahead (p = {p_value_text(p)}); {where}"
         )
         return replace(
             base, pvalue=p, verdict="contradicted", strength=strength, reason=reason
@@ -225,11 +232,14 @@ def best_rank_evidence(
     if position == 1 and (nem["p"] <= alpha).all():
         p = float(nem["p"].max())
         strength = "strong" if p <= alpha / STRONG_FACTOR else "moderate"
-        reason = f"Friedman p = {fr.pvalue:.2g}; Nemenyi: ahead of every other (max p = {p:.2g})"
+        reason = (
+            f"Friedman p = {p_value_text(fr.pvalue)}; Nemenyi: ahead of every other "
+            f"(max p = {p_value_text(p)})"
+        )
         return replace(base, pvalue=p, verdict="supported", strength=strength, reason=reason), nem
     close = nem[nem["p"] > alpha]["other"].tolist()
     reason = (
-        f"Friedman p = {fr.pvalue:.2g} ≤ α, but Nemenyi does not separate {name} from "
+        f"Friedman p = {p_value_text(fr.pvalue)} ≤ α, but Nemenyi does not separate {name} from "
         f"{len(close)} others; {where}"
     )
     return replace(base, verdict="undecided", strength="weak", reason=reason), nem

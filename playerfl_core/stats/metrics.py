@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from playerfl_core.stats.decisions import p_value_text
 from playerfl_core.stats.results import RUN_KEYS, SERVER, client_scores
 from playerfl_core.stats.seed_stats import bootstrap_interval
 
@@ -266,7 +267,7 @@ class FriedmanResult:
     message: str = ""
 
     def __str__(self):
-        p = "n/a" if np.isnan(self.pvalue) else f"{self.pvalue:.3g}"
+        p = "n/a" if np.isnan(self.pvalue) else f"{p_value_text(self.pvalue, 3)}"
         s = (
             f"Friedman ({self.orientation} as treatments): {self.n_treatments} treatments, "
             f"{self.n_blocks} blocks, chi2 = {self.statistic:.3f}, p = {p}"

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from playerfl_core.stats.decisions import ALPHA, Evidence, holm_decide
+from playerfl_core.stats.decisions import ALPHA, Evidence, holm_decide, p_value_text
 from playerfl_core.stats.exact_tests import min_pvalue, sign_flip_mean_test, wilcoxon_exact
 from playerfl_core.stats.seed_stats import bootstrap_interval
 
@@ -337,4 +337,4 @@ def _shown(verdicts: pd.DataFrame) -> pd.Series:
 
 
 def _p(p: float) -> str:
-    return "not run" if not np.isfinite(p) else f"{p:.2g}"
+    return "not run" if not np.isfinite(p) else f"{p_value_text(p)}"

@@ -13,6 +13,7 @@ from playerfl_core.book.style import dataset_label
 from playerfl_core.fl.profiles import make_config
 from playerfl_core.measure.averaging_check import client_averaged, first_epoch_averaging_check
 from playerfl_core.stats import claims as C
+from playerfl_core.stats.decisions import p_value_text
 
 PREDICTORS = {
     "first_order": "first-order prediction g·(θ̄ − θ)",
@@ -134,7 +135,7 @@ def ranking_numbers(tests: dict) -> dict:
         out[f"reason_{column}"] = v.reason
         out[f"lines_{column}"] = "\n".join(
             f"- {e.part}: mean ρ = {signed(e.estimate, 2)} over {e.n} seeds, Holm-adjusted "
-            f"p = {e.p_adjusted:.3g}: {e.verdict} ({e.strength})."
+            f"p = {p_value_text(e.p_adjusted, 3)}: {e.verdict} ({e.strength})."
             for e in t["parts"]
         )
     return out

@@ -11,6 +11,7 @@ import pandas as pd
 from playerfl_core.book.reports.tables import p_text
 from playerfl_core.book.style import algorithm_label
 from playerfl_core.stats import metrics as M
+from playerfl_core.stats.decisions import p_value_text
 
 PLAYER = "playerfl"
 
@@ -101,15 +102,16 @@ def _rank_numbers(o: dict, link: bool = False) -> str:
     friedman = "{term}`Friedman test` p" if link else "Friedman p"
     nemenyi = "the {term}`Nemenyi test`" if link else "the Nemenyi test"
     where = f"mean rank {o['mean_rank']:.2f}, {_ordinal(o['position'])} of {o['k']}"
-    head = f"{friedman} = {o['friedman_p']:.2g}"
+    head = f"{friedman} = {p_value_text(o['friedman_p'])}"
     text = {
         "untestable": f"with {o['n']} {o['blocks']} the smallest p a test could reach is "
-        f"{o['min_p']:.2g} > α = {o['alpha']:g}",
+        f"{p_value_text(o['min_p'])} > α = {o['alpha']:g}",
         "chance": f"{head} > α = {o['alpha']:g} over {o['n']} {o['blocks']}",
         "close": f"{head} ≤ α = {o['alpha']:g} over {o['n']} {o['blocks']}, but {nemenyi} "
         f"separates PLayer-FL from only {o['k'] - 1 - o['close']} of the other {o['k'] - 1}",
-        "behind": f"{head}; {nemenyi}: p = {o['nemenyi_p']:.2g} for {', '.join(o['behind'])}",
-        "ahead": f"{head}; {nemenyi}: p ≤ {o['nemenyi_p']:.2g} against every other",
+        "behind": f"{head}; {nemenyi}: p = {p_value_text(o['nemenyi_p'])} for "
+        f"{', '.join(o['behind'])}",
+        "ahead": f"{head}; {nemenyi}: p ≤ {p_value_text(o['nemenyi_p'])} against every other",
     }[o["case"]]
     return f"{text}; {where}"
 

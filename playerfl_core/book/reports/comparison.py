@@ -18,6 +18,7 @@ from playerfl_core.book.reports.tables import p_text
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.stats import claims as C
 from playerfl_core.stats import metrics as M
+from playerfl_core.stats.decisions import p_value_text
 from playerfl_core.stats.results import SERVER
 
 RANDOM = "playerfl_random"
@@ -124,7 +125,7 @@ def rank_test_table(fried, cd: float) -> pd.DataFrame:
                 "algorithms": fried.n_treatments,
                 "datasets (blocks)": fried.n_blocks,
                 "χ²": round(fried.statistic, 3),
-                "p": f"{fried.pvalue:.3g}",
+                "p": f"{p_value_text(fried.pvalue, 3)}",
                 "Nemenyi CD (α = 0.05, ranks)": round(cd, 2),
                 "note": fried.message or "",
             }
@@ -150,10 +151,10 @@ def within_dataset(table: pd.DataFrame, datasets, order) -> pd.DataFrame:
                 "dataset": ds,
                 "seeds (blocks)": f.n_blocks,
                 "chi2": round(f.statistic, 2),
-                "p": f"{f.pvalue:.2g}",
+                "p": f"{p_value_text(f.pvalue)}",
                 "PLayer-FL mean rank": round(f.mean_ranks.get(PLAYER, np.nan), 2),
                 "best": algorithm_label(f.mean_ranks.idxmin()),
-                "smallest Wilcoxon p": f"{w['min_p'].min():.2g}",
+                "smallest Wilcoxon p": f"{p_value_text(w['min_p'].min())}",
                 "Wilcoxon tests run": f"{int(w['pvalue'].notna().sum())} of {len(w)}",
                 "rejections": int(w["reject"].sum()),
             }
@@ -169,7 +170,7 @@ def within_numbers(within: pd.DataFrame) -> dict:
     ps = ", ".join(within["p"])
     return {
         "within_min_p": ", ".join(
-            f"{C.min_pvalue('wilcoxon', n):.2g} with {n} seeds" for n in seed_counts
+            f"{p_value_text(C.min_pvalue('wilcoxon', n))} with {n} seeds" for n in seed_counts
         ),
         "within_wilcoxon_text": (
             "none of the PLayer-FL-vs-other comparisons can be run, so none can be rejected"
@@ -302,7 +303,7 @@ def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5,
         "c3_position": f"{c3_rank['position']} of {c3_rank['n_algorithms']}",
         "c3_best_other": algorithm_label(c3_rank["best_other"]),
         "c3_best_other_rank": f"{c3_rank['best_other_rank']:.2f}",
-        "c3_p": f"{fried.pvalue:.2g}",
+        "c3_p": f"{p_value_text(fried.pvalue)}",
         "c3_cd": f"{cd:.1f}",
         "c4_fair_position": f"{c4_fair['position']} of {c4_fair['n_algorithms']}",
         "c4_ipr_position": f"{c4_ipr['position']} of {c4_ipr['n_algorithms']}",

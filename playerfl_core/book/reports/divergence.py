@@ -9,6 +9,7 @@ from playerfl_core.book.reports.tables import signed
 from playerfl_core.book.style import dataset_label
 from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import claims as C
+from playerfl_core.stats.decisions import p_value_text
 
 
 def plan_table(plan: dict) -> pd.DataFrame:
@@ -172,7 +173,8 @@ def c1_lines(c1, trend: pd.DataFrame, agree: pd.DataFrame, rises: pd.DataFrame) 
         ]
         text = (
             f"- {dataset_label(name)}: after one epoch mean ρ = {signed(part.estimate, 2)} over "
-            f"{part.n} seeds, p = {part.p:.2g} (Holm {part.p_holm:.2g}): {part.verdict} "
+            f"{part.n} seeds, p = {p_value_text(part.p)} (Holm {p_value_text(part.p_holm)}): "
+            f"{part.verdict} "
             f"({part.strength}); at the end of Local training mean ρ = "
             f"{signed(final.loc[name, 'rho_mean'], 2)} ({final.loc[name, 'verdict']}); "
             "first-vs-final "

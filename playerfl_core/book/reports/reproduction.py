@@ -20,6 +20,7 @@ from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import claims as C
 from playerfl_core.stats import metrics as M
 from playerfl_core.stats import published as P
+from playerfl_core.stats.decisions import p_value_text
 from playerfl_core.stats.results import SERVER
 from playerfl_core.study.experiments import run_grid
 
@@ -193,8 +194,8 @@ def friedman_orientations(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dic
             {
                 "table": name,
                 "algorithms × datasets": f"{wide.shape[0]} × {wide.shape[1]}",
-                "p, correct (algorithms as treatments)": f"{right.pvalue:.2g}",
-                "p, transposed (authors)": f"{wrong.pvalue:.2g}",
+                "p, correct (algorithms as treatments)": f"{p_value_text(right.pvalue)}",
+                "p, transposed (authors)": f"{p_value_text(wrong.pvalue)}",
                 "p printed": printed,
             }
         )
@@ -208,8 +209,8 @@ def friedman_orientations(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dic
     not_sig = [t.removeprefix("published: ") for t in pub.index[right_p >= 0.05]]
     wrong_acc = M.friedman(P.published_wide("accuracy"), orientation="authors")
     out = {
-        "pub_acc_p_right": f"{pub_acc.pvalue:.2g}",
-        "pub_acc_p_wrong": f"{wrong_acc.pvalue:.2g}",
+        "pub_acc_p_right": f"{p_value_text(pub_acc.pvalue)}",
+        "pub_acc_p_wrong": f"{p_value_text(wrong_acc.pvalue)}",
         "pub_acc_cd": f"{pub_cd:.2f}",
         "pub_gaps_below_cd": f"{int((gaps < pub_cd).sum())} of {len(gaps)}",
         "n_not_sig": f"{len(not_sig)} of {len(pub)}",

@@ -21,6 +21,7 @@ import pandas as pd
 from playerfl_core.book.reports.tables import interval_text, p_text, signed
 from playerfl_core.book.style import dataset_label, rule_label
 from playerfl_core.fl.split_rules import RULES, describe_rules
+from playerfl_core.stats.decisions import p_value_text
 from playerfl_core.study import preregistration as P
 from playerfl_core.study import split_rules_table as R
 from playerfl_core.study.split_scores import sweep_scores
@@ -137,7 +138,7 @@ def follow_up_lines(verdicts: pd.DataFrame | None, datasets=P.FOLLOW_UP) -> str:
         )
     return "\n".join(
         f"- **{r.entry}**: {r.verdict} (mean regret {interval_text(r.mean, r.lo, r.hi)}, "
-        f"{r.n} seeds, Holm-adjusted p {r.p_holm:.2g})"
+        f"{r.n} seeds, Holm-adjusted p {p_value_text(r.p_holm)})"
         for r in verdicts.itertuples()
     )
 
@@ -457,8 +458,9 @@ def power_note(study: RuleStudy) -> str:
     decidable = int((big["n"] >= needed).sum())
     return (
         f"{decided} of the {m} (rule, kind) tests reached a decision. With {n_min} seeds the "
-        f"smallest attainable p is 2/2{_superscript(n_min)} ≈ {2 / 2**n_min:.2g}, and Holm over "
-        f"{m} tests lifts it to {floor:.2g} "
+        f"smallest attainable p is 2/2{_superscript(n_min)} ≈ {p_value_text(2 / 2**n_min)}, "
+        "and Holm over "
+        f"{m} tests lifts it to {p_value_text(floor)} "
         f"> α = {ALPHA:g}: a kind needs at least {needed} seeds before any verdict is possible, "
         f"which {decidable} of the {len(big)} kinds have."
     )

@@ -17,6 +17,7 @@ from playerfl_core.book.style import (
     rule_label,
     rule_variant_label,
 )
+from playerfl_core.stats.decisions import p_value_text
 
 _NAMERS = {
     "client": client_label,
@@ -142,7 +143,7 @@ def interval_text(value: float, lo: float, hi: float, decimals: int = 3) -> str:
 
 def p_text(p: float, missing: str = "not run") -> str:
     """A p-value at two significant digits, or ``missing`` (why there is none) when it is NaN."""
-    return missing if pd.isna(p) else f"{p:.2g}"
+    return missing if pd.isna(p) else f"{p_value_text(p)}"
 
 
 def with_intervals(
