@@ -295,3 +295,15 @@ def test_stability_counts_splits_within_one_unit_of_the_oracle():
          "val": [0.5, 0.4, 0.1, 0.3], "test": [1.0, 0.0, 1.0, 0.0]}
     )  # fmt: skip
     assert O.dataset_oracle(scores) == {"d": 1}  # mean validation 0.35 against 0.3
+
+
+def test_the_c5_summary_lists_splits_in_order_then_the_random_comparisons():
+    """Heart's p=2 came after the random rows when its first seed's rule picked p = 2."""
+    c5 = pd.DataFrame(
+        {"dataset": ["h"] * 4 + ["d"] * 2,
+         "other": ["p=3", "random (drawn)", "random (expected)", "p=2", "p=1", "random (drawn)"],
+         "diff": [0.1, 0.2, 0.3, 0.4, 0.1, 0.2]}
+    )  # fmt: skip
+    shown = O.c5_summary(c5)
+    assert shown["dataset"].tolist() == ["h"] * 4 + ["d"] * 2
+    assert shown["other"].tolist()[:4] == ["p=2", "p=3", "random (drawn)", "random (expected)"]

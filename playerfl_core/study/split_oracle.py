@@ -151,7 +151,22 @@ def c5_summary(c5: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (ds, other), g in c5.groupby(["dataset", "other"], sort=False):
         rows.append((ds, other, *interval(g["diff"]), len(g)))
-    return pd.DataFrame(rows, columns=["dataset", "other", "mean", "lo", "hi", "n_seeds"])
+    out = pd.DataFrame(rows, columns=["dataset", "other", "mean", "lo", "hi", "n_seeds"])
+    return out.sort_values(  # splits in order, then the random ones, whichever seed came first
+        ["dataset", "other"],
+        key=lambda c: (
+            c.map(_comparison_order)
+            if c.name == "other"
+            else c.map({d: i for i, d in enumerate(dict.fromkeys(c5["dataset"]))})
+        ),
+        ignore_index=True,
+    )
+
+
+def _comparison_order(other: str) -> tuple[int, int]:
+    if other.startswith("p="):
+        return (0, int(other[2:]))
+    return (1, 0) if other == "random (drawn)" else (2, 0)
 
 
 def reference_table(
