@@ -316,7 +316,7 @@ def trend_table(
                             "dataset": e.part,
                             "algorithm": alg,
                             "stage": stage,
-                            "rho_per_seed": ", ".join(f"{v:.2f}" for v in r),
+                            "rho_per_seed": ", ".join(f"{v:.2f}".replace("-", "\u2212") for v in r),
                             "rho_mean": e.estimate,
                             "rho_min": float(r.min()) if len(r) else np.nan,
                             "rho_max": float(r.max()) if len(r) else np.nan,
@@ -357,7 +357,9 @@ def stage_agreement_tests(
                 {
                     "dataset": e.part,
                     "algorithm": alg,
-                    "rho_per_seed": ", ".join(f"{v:.2f}" for v in t.per_seed["rho"].dropna()),
+                    "rho_per_seed": ", ".join(
+                        f"{v:.2f}".replace("-", "\u2212") for v in t.per_seed["rho"].dropna()
+                    ),
                     "rho_mean": e.estimate,
                     "n_seeds": e.n,
                     "p": e.pvalue,

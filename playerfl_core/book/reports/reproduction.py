@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from playerfl_core.book.reports.tables import signed_change
+from playerfl_core.book.reports.tables import signed, signed_change
 from playerfl_core.book.style import algorithm_label, dataset_label, score_label
 from playerfl_core.fl.profiles import training_settings
 from playerfl_core.measure import layer_studies as S
@@ -92,7 +92,7 @@ def ordering_agreement(ours: dict, both) -> tuple[pd.DataFrame, dict]:
             "PLayer-FL's accuracy rank, published": pub_rank.loc["playerfl", list(both)],
         }
     )
-    return shown.rename(index=dataset_label), {f"rho_{ds}": f"{r:.2f}" for ds, r in rho.items()}
+    return shown.rename(index=dataset_label), {f"rho_{ds}": signed(r, 2) for ds, r in rho.items()}
 
 
 def timing_effect(table: pd.DataFrame, before: pd.DataFrame, algorithms) -> pd.DataFrame:
@@ -281,8 +281,8 @@ def client_weightings(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dict]:
         }
     ).set_index("client weights")
     out = {
-        "weights_test_diff": f"{diff_test:.4f}",
-        "weights_uniform_diff": f"{diff_uni:.3f}",
+        "weights_test_diff": signed(diff_test, 4),
+        "weights_uniform_diff": signed(diff_uni),
         "weights_text": text,
         "weights_summary": summary,
     }
