@@ -83,6 +83,7 @@ def test_a_rung_is_collected_only_when_complete_and_never_recomputes_a_kept_run(
 
 
 def test_the_committed_middle_rung_is_complete_and_its_first_round_recomputes(monkeypatch):
+    monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
     committed = M.load()  # checks the SHA-256 of its record
     assert committed is not None, "stores/ladder/middle_sweep.parquet is not committed"
     table, record = committed

@@ -91,6 +91,8 @@ def run_name(dataset: str, seed: int, p: int) -> str:
 
 def _one(task: tuple[str, int, int]) -> tuple[tuple[str, int, int], pd.DataFrame | None, dict]:
     """One split's run: its table (None when it diverged) and its record."""
+    import torch
+
     from playerfl_core.fl.algorithms import get_algorithm
     from playerfl_core.fl.algorithms.prefix import prefix_name
     from playerfl_core.fl.divergence import check_table
@@ -100,11 +102,15 @@ def _one(task: tuple[str, int, int]) -> tuple[tuple[str, int, int], pd.DataFrame
     dataset, seed, p = task
     start = time.process_time()
     data = federation(dataset, seed)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread per run, in a worker or not: the same last bits
     try:
         run = run_federated(data, get_algorithm(prefix_name(p)), config(dataset, seed))
         table, error = check_table(run.table()), None
     except DivergenceError as err:
         table, error = None, str(err)
+    finally:
+        torch.set_num_threads(previous)
     return task, table, {"cpu_seconds": round(time.process_time() - start, 2), "error": error}
 
 
