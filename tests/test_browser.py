@@ -145,7 +145,7 @@ _PAGES = {
     "<tr><th>client_1</th><td>1</td></tr><tr><th>0.050000</th><td>2</td></tr>"
     "<tr><th>16.000000</th><td>3</td></tr></tbody></table>",
     # chapter 03a: "mean ρ = -0.36" in glued prose; a flag and a range in code, a date: fine
-    "minus.html": "<p>mean ρ = -0.36 over 5 seeds (-0.094), <code>-p seeds 0,1</code>, "
+    "minus.html": "<p>mean r = -0.36 over 5 seeds (-0.094), <code>-p seeds 0,1</code>, "
     "<code>x=-1</code>, seeds 0-9, 2026-12-02, a −0.5 drop.</p>",
     # chapter 07: Python's booleans in its equivalence tables
     "bools.html": "<table><caption>c</caption><thead><tr><th>algorithm</th><th>identical</th>"
@@ -244,8 +244,8 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
         "float label padded with zeros: '16.000000' (client paper_median client_1 1 ...)",
     ], problems["labels.html"]
     assert problems["minus.html"] == [
-        "hyphen as a minus sign: ...mean ρ = -0.36 over 5...",
-        "hyphen as a minus sign: ...mean ρ = -0.36 over 5 seeds (-0.094), , ,...",
+        "hyphen as a minus sign: ...mean r = -0.36 over 5...",
+        "hyphen as a minus sign: ...mean r = -0.36 over 5 seeds (-0.094), , ,...",
     ], problems["minus.html"]
     assert problems["bools.html"] == [
         "Python's True in a table cell (write yes/no): c algorithm identical FedAvg ...",
