@@ -164,7 +164,7 @@ def test_a_value_that_rounds_to_zero_has_no_minus_sign():
 
 def test_p_values_read_as_prose_writes_them():
     from playerfl_core.book.reports.tables import p_text
-    from playerfl_core.stats.decisions import p_value_text
+    from playerfl_core.stats.p_values import p_value_text
 
     assert p_text(8.1e-05) == "8.1 × 10⁻⁵" and p_value_text(3.14e-11, 3) == "3.14 × 10⁻¹¹"
     assert p_text(0.00041) == "0.00041" and p_text(0.5) == "0.5"

@@ -41,6 +41,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from playerfl_core.stats.p_values import p_value_text
+
 ALPHA = 0.05
 """Significance level of every verdict."""
 VERDICTS = ("supported", "contradicted", "undecided")
@@ -223,16 +225,3 @@ class Claim:
     def sentence(self) -> str:
         """ "**supported** (moderate): reason" — for prose and tables."""
         return f"**{self.verdict.verdict}** ({self.verdict.strength}): {self.verdict.reason}"
-
-
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def p_value_text(p: float, digits: int = 2) -> str:
-    """A p-value at ``digits`` significant digits as prose writes it: ``0.041``, ``0.00041``,
-    ``8.1 × 10⁻⁵`` (not Python's ``8.1e-05``)."""
-    text = f"{p:.{digits}g}"
-    if "e" not in text:
-        return text
-    mantissa, exponent = text.split("e")
-    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"

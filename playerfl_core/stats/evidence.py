@@ -20,7 +20,6 @@ from playerfl_core.stats.decisions import (
     Evidence,
     _check_alpha,
     decide,
-    p_value_text,
 )
 from playerfl_core.stats.exact_tests import (
     _atoms,
@@ -32,6 +31,7 @@ from playerfl_core.stats.exact_tests import (
     spearman_null,
     wilcoxon_exact,
 )
+from playerfl_core.stats.p_values import p_value_text
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from playerfl_core.stats.decisions import p_value_text
+from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.stats.results import RUN_KEYS, SERVER, client_scores
 from playerfl_core.stats.seed_stats import bootstrap_interval
 

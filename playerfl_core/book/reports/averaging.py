@@ -13,7 +13,7 @@ from playerfl_core.book.style import dataset_label
 from playerfl_core.fl.profiles import make_config
 from playerfl_core.measure.averaging_check import client_averaged, first_epoch_averaging_check
 from playerfl_core.stats import claims as C
-from playerfl_core.stats.decisions import p_value_text
+from playerfl_core.stats.p_values import p_value_text
 
 PREDICTORS = {
     "first_order": "first-order prediction g·(θ̄ − θ)",

@@ -11,7 +11,7 @@ import pandas as pd
 from playerfl_core.book.reports.tables import p_text
 from playerfl_core.book.style import algorithm_label
 from playerfl_core.stats import metrics as M
-from playerfl_core.stats.decisions import p_value_text
+from playerfl_core.stats.p_values import p_value_text
 
 PLAYER = "playerfl"
 

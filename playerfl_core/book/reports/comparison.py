@@ -18,7 +18,7 @@ from playerfl_core.book.reports.tables import p_text
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.stats import claims as C
 from playerfl_core.stats import metrics as M
-from playerfl_core.stats.decisions import p_value_text
+from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.stats.results import SERVER
 
 RANDOM = "playerfl_random"

@@ -9,7 +9,7 @@ from playerfl_core.book.reports.tables import signed
 from playerfl_core.book.style import dataset_label
 from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import claims as C
-from playerfl_core.stats.decisions import p_value_text
+from playerfl_core.stats.p_values import p_value_text
 
 
 def plan_table(plan: dict) -> pd.DataFrame:

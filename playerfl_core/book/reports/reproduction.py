@@ -20,7 +20,7 @@ from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import claims as C
 from playerfl_core.stats import metrics as M
 from playerfl_core.stats import published as P
-from playerfl_core.stats.decisions import p_value_text
+from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.stats.results import SERVER
 from playerfl_core.study.experiments import run_grid
 

@@ -21,7 +21,7 @@ import pandas as pd
 from playerfl_core.book.reports.tables import interval_text, p_text, signed
 from playerfl_core.book.style import dataset_label, rule_label
 from playerfl_core.fl.split_rules import RULES, describe_rules
-from playerfl_core.stats.decisions import p_value_text
+from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.study import preregistration as P
 from playerfl_core.study import split_rules_table as R
 from playerfl_core.study.split_scores import sweep_scores

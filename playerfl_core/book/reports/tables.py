@@ -17,7 +17,7 @@ from playerfl_core.book.style import (
     rule_label,
     rule_variant_label,
 )
-from playerfl_core.stats.decisions import p_value_text
+from playerfl_core.stats.p_values import p_value_text
 
 _NAMERS = {
     "client": client_label,
