@@ -101,8 +101,16 @@ def test_the_committed_middle_rung_is_complete_and_its_first_round_recomputes(mo
     diff = compare_run(M.sort_rows(fresh), stored)
     if record["machine"]["key"] == machine.fingerprint(threads=1)["key"]:
         assert diff["identical"], diff
-    else:  # another machine: last bits differ; round 0 must agree (verification's rule)
-        assert diff["same_structure"] and diff["round0_agrees"], diff
+    else:  # another machine: last bits differ, and on 200 test images one flipped image moves a
+        # score by 0.005, so one run's scores need not agree to 1 % (verification judges a sample
+        # of runs); what the rule reads, the first epoch's sensitivities (squared products, which
+        # amplify last bits: 2.1 % on average with another ATen kernel set, measured here), must
+        # agree to 5 %, and the rule's split exactly
+        read = [m for m in stored["metric"].unique() if m.startswith("sensitivity/")]
+        part = compare_run(*(t[t["metric"].isin(read)] for t in (M.sort_rows(fresh), stored)))
+        assert diff["same_structure"] and part["round0_rel"] <= 0.05, (diff, part)
+        split = [t.loc[t["metric"] == "rule_split_p", "value"].tolist() for t in (fresh, stored)]
+        assert split[0] == split[1], split
 
 
 def test_the_chapter_says_what_moves_in_words_with_true_minus_signs():
