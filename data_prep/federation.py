@@ -79,6 +79,10 @@ class Federation:
     prepare: Callable[[Path], str] | None = None
     """``prepare(root) -> one-line status``: fetch and verify the raw files (None: nothing to
     fetch)."""
+    held_out: Callable | None = None
+    """``held_out(root, seed, **sizes) -> (x, y)``: images of the same source that no client of
+    that federation holds, from which ``load(..., eval_per_client=n)`` draws larger evaluation
+    sets (``data_prep.eval_sets``; None: the federation has no such images)."""
     source: str = ""
     """The file that declared it (set by ``registry.register``)."""
 

@@ -164,6 +164,44 @@ def _read_train(root: str) -> tuple[torch.Tensor, torch.Tensor]:
     return data, targets
 
 
+@lru_cache(maxsize=2)
+def _read_test(root: str) -> tuple[torch.Tensor, torch.Tensor]:
+    from torchvision.datasets import FashionMNIST
+
+    ds = FashionMNIST(root, train=False, download=False)
+    if ds.data.shape != (10000, 28, 28):
+        raise DataError(
+            f"unexpected Fashion-MNIST test files in {raw_dir(Path(root))}: images "
+            f"{tuple(ds.data.shape)} (want 10000). Delete the folder and run "
+            "python -m data_prep.prepare."
+        )
+    return ds.data, ds.targets
+
+
+def _subset(rng: np.random.Generator, total: int, n: int) -> np.ndarray:
+    """The federation's training images: ``n`` of ``total``, the first draw of ``rng``."""
+    return np.sort(rng.choice(total, size=n, replace=False))
+
+
+def _normalised(images: torch.Tensor) -> torch.Tensor:
+    return ((images.float() / 255.0 - MEAN) / STD).unsqueeze(1)
+
+
+def held_out(
+    root: Path, seed: int, n_clients: int = 5, samples_per_client: int = 2000, **_
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The images no client of ``load(root, seed, n_clients, samples_per_client)`` holds: the
+    rest of the training split and the whole official test split (``data_prep.eval_sets``)."""
+    root = Path(root)
+    _acquire(root)
+    check_raw(root)
+    data, targets = _read_train(str(root))
+    used = _subset(np.random.default_rng(seed), len(targets), n_clients * samples_per_client)
+    rest = torch.from_numpy(np.setdiff1d(np.arange(len(targets)), used))
+    test_x, test_y = _read_test(str(root))
+    return _normalised(torch.cat([data[rest], test_x])), torch.cat([targets[rest], test_y]).long()
+
+
 def load(
     root: Path,
     seed: int,
@@ -183,8 +221,8 @@ def load(
             f"n_clients * samples_per_client = {n}; must be between 1 and {len(targets)}"
         )
     rng = np.random.default_rng(seed)
-    subset = torch.from_numpy(np.sort(rng.choice(len(targets), size=n, replace=False)))
-    x = ((data[subset].float() / 255.0 - MEAN) / STD).unsqueeze(1)
+    subset = torch.from_numpy(_subset(rng, len(targets), n))
+    x = _normalised(data[subset])
     y = targets[subset].long()
     labels = y.numpy()
     parts = dirichlet_label_skew(labels, n_clients, alpha, rng, min_per_client)
@@ -247,6 +285,7 @@ FEDERATION = Federation(
     seconds_per_run=8.0,
     skew_variants=True,
     prepare=prepare,
+    held_out=held_out,
 )
 """Quick: a narrower CNN with the same five units (2-core CPU). Paper: appendix §1.1. Analytics:
 the authors' 3 runs (appendix §8.1); quick Hessians on fewer samples and probes. Reference splits:

@@ -89,3 +89,10 @@ MIDDLE_SEEDS = tuple(range(5))
 FAIR_SWEEP = ("heart", "digits", "fmnist", "fmnist_rotate", "fmnist_alpha0.1")
 """The federations whose sweep is also run with every split at its own tuned learning rate, on
 the one-rate sweep's seeds (``study.preregistration.seeds_of``)."""
+
+
+# -- added at the eighth declaration (item 14 of study.preregistration) ---------------------------
+EVAL_SEEDS = tuple(range(10))
+"""The seeds of the ladder's evaluation rung (``study.eval_rung``): the book's sweep of both
+``LADDER`` federations, scored on 2,000 validation and 2,000 test images per client; the seeds
+of the book's one-rate sweeps of both federations."""

@@ -24,7 +24,19 @@ import sys
 import traceback
 from pathlib import Path
 
-from . import base, cifar10, digits, emnist, fmnist, heart, isic2019, mimic3, sent140, skew
+from . import (
+    base,
+    cifar10,
+    digits,
+    emnist,
+    eval_sets,
+    fmnist,
+    heart,
+    isic2019,
+    mimic3,
+    sent140,
+    skew,
+)
 from .base import DataError, FederatedData
 from .federation import Federation
 
@@ -195,8 +207,10 @@ def load(
     """Build the federation `name` at size `profile`; same arguments give identical tensors.
 
     `overrides` (e.g. `n_clients`, `samples_per_client`, `alpha`) replace the profile's
-    values; the accepted keys are the keyword arguments of the declaration's `load`.
+    values; the accepted keys are the keyword arguments of the declaration's `load`, and
+    `eval_per_client` for a declaration with `held_out` images (``data_prep.eval_sets``).
     """
+    eval_per_client = overrides.pop("eval_per_client", None)
     fed = federation(name)
     variant = parse_variant(name)
     if profile not in PROFILES:
@@ -213,13 +227,38 @@ def load(
         )
     params = {**fed.loader_sizes(SIZE_OF[profile]), **overrides}
     root = Path(data_root).expanduser().resolve() if data_root is not None else base.data_root()
+    with_eval = _eval_sets(fed, name, eval_per_client, root, int(seed), params)
     if variant is not None:
-        fd = skew.build(variant, fed.load, root, int(seed), params)
+        fd = skew.build(variant, fed.load, root, int(seed), params, with_eval)
     else:
         fd = _checked_load(fed, root, int(seed), params)
+        if with_eval is not None:
+            fd.clients = with_eval(fd.clients)
+    if with_eval is not None:
+        fd.params = {**fd.params, "eval_per_client": eval_per_client}
+        fd.notes += (
+            f" Evaluation sets: {eval_per_client} validation and {eval_per_client} test images "
+            "per client, drawn with the client's label mix from images no client trains on "
+            "(data_prep.eval_sets)."
+        )
     fd.model = fd.model or fed.model
     fd.params = {"profile": profile, "seed": int(seed), **fd.params}
     return fd
+
+
+def _eval_sets(fed: Federation, name: str, n, root: Path, seed: int, params: dict):
+    """``clients -> clients`` with larger evaluation sets (None when ``n`` is None)."""
+    if n is None:
+        return None
+    n = eval_sets.check_size(n, name)
+    if fed.held_out is None:
+        having = [f.name for f in declarations() if f.held_out is not None]
+        raise DataError(
+            f"{name}: its declaration has no held-out images, so eval_per_client cannot apply; "
+            f"federations with them: {', '.join(having) or 'none'}"
+        )
+    pool = fed.held_out(root, seed, **params)
+    return lambda clients: eval_sets.with_eval_sets(clients, pool, n, seed, name)
 
 
 def _checked_load(fed: Federation, root: Path, seed: int, params: dict) -> FederatedData:

@@ -131,23 +131,26 @@ def parse_variant(name: str, bases: tuple[str, ...]) -> Variant | None:
     return Variant(name, base, match["kind"], alpha)
 
 
-def build(variant: Variant, load, root, seed: int, params: dict) -> FederatedData:
-    """Build ``variant`` with its base's ``load`` at the base's sizes."""
+def build(variant: Variant, load, root, seed: int, params: dict, with_eval=None) -> FederatedData:
+    """Build ``variant`` with its base's ``load`` at the base's sizes. ``with_eval``
+    (``clients -> clients``, ``data_prep.eval_sets``) replaces the clients' evaluation sets once
+    they are partitioned, before the kind's transformation or relabelling applies to them."""
     params = dict(params)
     if variant.alpha is not None:
         params["alpha"] = variant.alpha
     base = load(root, seed, **params)
+    with_eval = with_eval or (lambda clients: clients)
     if variant.kind is None:
-        clients = base.clients
+        clients = with_eval(base.clients)
         partition = f"Dirichlet(alpha={variant.alpha:g}) label skew"
     elif variant.kind == QUANTITY:
-        clients = _iid_clients(base, seed, _quantity_shares(base.n_clients, seed))
+        clients = with_eval(_iid_clients(base, seed, _quantity_shares(base.n_clients, seed)))
         partition = (
             f"labels IID, client shares drawn from Dirichlet({QUANTITY_BETA:g}) (each ≥ "
             f"{QUANTITY_FLOOR:g}): quantity skew"
         )
     elif variant.kind == SWAP:
-        clients = _swapped(_iid_clients(base, seed), base.num_classes)
+        clients = _swapped(with_eval(_iid_clients(base, seed)), base.num_classes)
         partition = (
             "labels IID (equal parts), odd-numbered clients swap classes in pairs (0 ↔ 1, "
             "2 ↔ 3, …): concept shift"
@@ -159,7 +162,8 @@ def build(variant: Variant, load, root, seed: int, params: dict) -> FederatedDat
             if variant.label_skew
             else "labels IID (a seeded permutation of the pooled samples, equal parts)"
         )
-        clients = _transformed(clients, variant.kind, seed)
+        bounds = _bounds(clients)
+        clients = _transformed(with_eval(clients), variant.kind, seed, bounds)
     feature = (
         f"; feature skew '{variant.kind}' (client k of K transformed, see data_prep.skew.KINDS)"
         if variant.kind in KINDS
@@ -230,11 +234,18 @@ def _quantity_shares(n_clients: int, seed: int) -> np.ndarray:
             return shares
 
 
-def _transformed(clients, kind: str, seed: int):
+def _bounds(clients) -> tuple[float, float]:
+    """The federation's pixel scale: (background, full ink), its smallest and largest value."""
+    every = torch.cat([torch.cat([c.x_train, c.x_val, c.x_test]) for c in clients])
+    return float(every.min()), float(every.max())
+
+
+def _transformed(clients, kind: str, seed: int, bounds: tuple[float, float]):
+    """Client k's data through the kind's transformation, on the scale ``bounds`` (taken
+    before any evaluation set was replaced, so a client's training data never depends on it)."""
     from dataclasses import replace
 
-    every = torch.cat([torch.cat([c.x_train, c.x_val, c.x_test]) for c in clients])
-    lo, hi = float(every.min()), float(every.max())
+    lo, hi = bounds
     fn = KINDS[kind]
     out = []
     for k, c in enumerate(clients):

@@ -5,6 +5,7 @@ import pytest
 
 from playerfl_core.study import machine
 from playerfl_core.study import middle_rung as M
+from playerfl_core.study import rungs as R
 from playerfl_core.study.verification import compare_run
 
 
@@ -24,31 +25,31 @@ def test_what_moves_reads_item_13():
         [_regrets("a", [3, 3, 2, 2, 1], [1, 1, 1, 4, 4], [0.1, 0.1, 0.12, 0.09, 0.11]),
          _regrets("b", [3, 3, 2, 2, 1], [3] * 5, [0.0, 0.01, 0.0, 0.0, 0.0])]
     )  # fmt: skip
-    summary = M.rung_summary(book, middle)
+    summary = R.rung_summary(book, middle)
     assert summary.set_index(["dataset", "rung"]).loc[("a", "middle"), "rule_modal"] == [2, 3]
     assert summary.set_index(["dataset", "rung"]).loc[("a", "middle"), "rule_splits"] == (
         "1×1, 2×2, 3×2"
     )
-    moves = M.what_moves(summary).set_index("dataset")
+    moves = R.what_moves(summary).set_index("dataset")
     # a tie that still holds the book's split: the rule's split stays
     assert not moves.loc["a", "rule_moves"] and moves.loc["a", "oracle_moves"]
-    assert moves.loc["a", "regret_moves"] and moves.loc["a", "middle_above_delta"]
+    assert moves.loc["a", "regret_moves"] and moves.loc["a", "above_delta"]
     # b: the book's mean (0) lies inside the middle rung's interval [0, 0.01]
-    assert not moves.loc["b"][["oracle_moves", "regret_moves", "middle_above_delta"]].any()
-    tied_apart = M.rung_summary(
+    assert not moves.loc["b"][["oracle_moves", "regret_moves", "above_delta"]].any()
+    tied_apart = R.rung_summary(
         book[book["dataset"] == "a"], _regrets("a", [1, 1, 2, 2, 4], [4] * 5, [0.0] * 5)
     )
-    assert M.what_moves(tied_apart).set_index("dataset").loc["a", "rule_moves"]
+    assert R.what_moves(tied_apart).set_index("dataset").loc["a", "rule_moves"]
 
 
 def test_the_rung_trains_at_its_declared_sizes():
     """Item 13: 1,000 images per client in 64/16/20 splits, width 0.5, 20 rounds, the book's
     one sweep rate 0.003 and batch 32 (the quick profile's)."""
-    cfg = M.config("fmnist_rotate", 0)
+    cfg = R.config(M.rung(), "fmnist_rotate", 0)
     assert (cfg.width, cfg.rounds, cfg.lr, cfg.batch_size) == (0.5, 20, 3e-3, 32)
-    data = M.federation("fmnist_rotate", 0)
+    data = R.federation(M.rung(), "fmnist_rotate", 0)
     assert [(c.n_train, len(c.y_val), len(c.y_test)) for c in data.clients] == [(640, 160, 200)] * 5
-    assert M.n_splits("fmnist") == 6
+    assert R.n_splits(M.rung(), "fmnist") == 6
     assert M.rung_sizes()["middle"].startswith("middle rung: 1,000 images per client, width 0.5")
 
 
@@ -57,29 +58,28 @@ def tiny_rung(monkeypatch):
     """The rung at 60 images per client and one round (the constants the workers read)."""
     monkeypatch.setattr(M, "SAMPLES_PER_CLIENT", 60)
     monkeypatch.setattr(M, "ROUNDS", 1)
-    M.federation.cache_clear()
+    R.federation.cache_clear()
     yield
-    M.federation.cache_clear()
+    R.federation.cache_clear()
 
 
 def test_a_rung_is_collected_only_when_complete_and_never_recomputes_a_kept_run(
     tiny_rung, tmp_path, monkeypatch
 ):
     with pytest.raises(ValueError, match="6 of the middle rung's 6 runs are not computed yet"):
-        M.collect(tmp_path, ["fmnist"], [0])
-    for p in range(M.n_splits("fmnist")):
-        M._keep(tmp_path, *M._one(("fmnist", 0, p)))
-    table, totals = M.collect(tmp_path, ["fmnist"], [0])
+        R.collect(M.rung(), tmp_path, ["fmnist"], [0])
+    for p in range(R.n_splits(M.rung(), "fmnist")):
+        R.keep(tmp_path, *R.run_one(M.rung(), ("fmnist", 0, p)))
+    table, totals = R.collect(M.rung(), tmp_path, ["fmnist"], [0])
     assert totals["runs"] == 6 and not totals["diverged"] and totals["cpu_seconds"] > 0
     assert table["algorithm"].nunique() == 6 and set(table["round"]) == {0}
-    reg = M.middle_regrets(table)
+    reg = R.regrets(table)
     assert len(reg) == 1 and 0 <= reg["p_rule"].iloc[0] <= 5
 
     def no_run(task):
         raise AssertionError(f"recomputed a kept run: {task}")
 
-    monkeypatch.setattr(M, "_one", no_run)
-    M.compute(["fmnist"], [0], workers=1, work=tmp_path, progress=False)
+    R.compute(M.rung(), ["fmnist"], [0], workers=1, work=tmp_path, progress=False, one=no_run)
 
 
 def test_the_committed_middle_rung_is_complete_and_its_first_round_recomputes(monkeypatch):
@@ -87,7 +87,7 @@ def test_the_committed_middle_rung_is_complete_and_its_first_round_recomputes(mo
     committed = M.load()  # checks the SHA-256 of its record
     assert committed is not None, "stores/ladder/middle_sweep.parquet is not committed"
     table, record = committed
-    n_splits = M.n_splits(M.DATASETS[0])
+    n_splits = R.n_splits(M.rung(), M.DATASETS[0])
     assert (record["datasets"], record["seeds"]) == (list(M.DATASETS), list(M.SEEDS))
     assert record["runs"] == len(M.DATASETS) * len(M.SEEDS) * n_splits and not record["diverged"]
     runs = table.groupby(["dataset", "seed"])["algorithm"].nunique()
@@ -95,10 +95,10 @@ def test_the_committed_middle_rung_is_complete_and_its_first_round_recomputes(mo
     assert table["round"].max() == M.ROUNDS - 1  # rounds 0 … 19
     monkeypatch.setattr(M, "ROUNDS", 1)
     task = ("fmnist_rotate", 3, 2)
-    _, fresh, _ = M._one(task)
+    _, fresh, _ = R.run_one(M.rung(), task)
     run = table[(table["dataset"] == task[0]) & (table["seed"] == task[1])]
     stored = run[(run["algorithm"] == f"prefix_p{task[2]}") & (run["round"] == 0)]
-    diff = compare_run(M.sort_rows(fresh), stored)
+    diff = compare_run(R.sort_rows(fresh), stored)
     if record["machine"]["key"] == machine.fingerprint(threads=1)["key"]:
         assert diff["identical"], diff
     else:  # another machine: last bits differ, and on 200 test images one flipped image moves a
@@ -107,7 +107,7 @@ def test_the_committed_middle_rung_is_complete_and_its_first_round_recomputes(mo
         # amplify last bits: 2.1 % on average with another ATen kernel set, measured here), must
         # agree to 5 %, and the rule's split exactly
         read = [m for m in stored["metric"].unique() if m.startswith("sensitivity/")]
-        part = compare_run(*(t[t["metric"].isin(read)] for t in (M.sort_rows(fresh), stored)))
+        part = compare_run(*(t[t["metric"].isin(read)] for t in (R.sort_rows(fresh), stored)))
         assert diff["same_structure"] and part["round0_rel"] <= 0.05, (diff, part)
         split = [t.loc[t["metric"] == "rule_split_p", "value"].tolist() for t in (fresh, stored)]
         assert split[0] == split[1], split
@@ -124,7 +124,7 @@ def test_the_chapter_says_what_moves_in_words_with_true_minus_signs():
         [_regrets("fmnist", [3] * 5, [3] * 5, [-0.01, 0.0, -0.02, 0.0, 0.0]),
          _regrets("fmnist_rotate", [4] * 5, [1] * 5, [0.2, 0.17, 0.18, 0.21, 0.19])]
     )  # fmt: skip
-    summary = M.rung_summary(book, middle)
+    summary = R.rung_summary(book, middle)
     lines = SL.middle_lines(summary).splitlines()
     assert lines[0].startswith("- Fashion-MNIST: the rule's most frequent split stays (p = 3 ")
     assert "the oracle's moves (p = 4, p = 3)" in lines[0] and "\u22120.006" in lines[0]

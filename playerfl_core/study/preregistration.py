@@ -169,6 +169,38 @@ or read** (the commit that added this module says so; ``git log --follow`` shows
     * **Reporting**: chapter 04's scale-ladder section shows both rungs side by side, with what
       the rung cost, whatever the outcome.
 
+14. **The ladder's evaluation rung** (issue 34, item 5; declared before any of its runs was
+    computed; every earlier item's outcome was known, the middle rung's included). At the book's
+    sizes a Fashion-MNIST client scores on 64 validation and 80 test images, and a run's score
+    has a standard error of about δ from the draw of those images alone. Do the regrets that
+    decide R1 and R2 hold when that noise falls below δ/4? So:
+
+    * **Federations and seeds**: ``preregistered.LADDER`` (Fashion-MNIST and its rotated
+      federation), seeds ``preregistered.EVAL_SEEDS`` (0–9): the seeds of the book's one-rate
+      sweeps of both.
+    * **Runs** (``study.eval_rung``): the book's sweep as the book trains it (400 images per
+      client, the CNN at width 0.25, 10 rounds, rate 0.003, batch 32; every client's training
+      images bit for bit the book's), every split p = 0 … L, but each client's validation and
+      test sets replaced by 2,000 images each, drawn with the client's label mix (and, rotated,
+      its rotation) from Fashion-MNIST images no client trains on: the rest of the training
+      split and the official test split (``data_prep.eval_sets``). Committed as
+      ``stores/ladder/eval_sweep.parquet``.
+    * **Quantities**, per seed: the paper's rule's p (first epoch, mean pooling; the rule reads
+      training data only), the validation oracle's p, and the regret test(oracle) − test(rule's
+      p), macro-F1, each client at its best-validation round.
+    * **Test**: R1's test (the sign-flip test of the mean of δ − regret, δ = 0.02, α = 0.05),
+      Holm over the two federations: the family "R1 at low evaluation noise". It is reported
+      beside each federation's verdict in R1's family at the book's evaluation sizes; a
+      verdict that differs is reported as changed by evaluation noise. R1's family on the
+      scorecard is not replaced. Descriptive, as item 13: whether the rule's p, the oracle's p
+      and the regret move (item 13's reading, against the book's sweep on the same seeds).
+    * **Noise**: a run's standard error at both evaluation sizes (the accuracy's binomial
+      error, as chapter 04 states it now), and a client's macro-F1 standard error, measured by
+      resampling one trained model's predictions on a client's 2,000 test images at 80 and at
+      2,000 images.
+    * **Reporting**: chapter 04's scale-ladder section shows both evaluation sizes side by side,
+      the verdicts and what the rung cost, whatever the outcome.
+
 About 580 lines in one module: each declaration and the code that carries it out stay side by
 side, so that this file's git history is the record of what was declared, and when.
 """

@@ -91,9 +91,10 @@ def ladder_lines(summary: pd.DataFrame) -> str:
 # -- the middle rung (study.middle_rung): every split trained, so the oracle and the regret -----
 def middle(table: pd.DataFrame, het: pd.DataFrame) -> pd.DataFrame | None:
     """The middle rung beside the book's sweeps on the rung's seeds
-    (``middle_rung.rung_summary``); None when the rung is not committed or this chapter was run
+    (``rungs.rung_summary``); None when the rung is not committed or this chapter was run
     on other federations."""
     from playerfl_core.study import middle_rung as M
+    from playerfl_core.study import rungs as R
 
     committed = M.load()
     if committed is None:
@@ -103,7 +104,7 @@ def middle(table: pd.DataFrame, het: pd.DataFrame) -> pd.DataFrame | None:
     book = book[book["dataset"].isin(record["datasets"]) & book["seed"].isin(record["seeds"])]
     if set(book["dataset"]) != set(record["datasets"]):
         return None
-    return M.rung_summary(M.middle_regrets(book), M.middle_regrets(rung))
+    return R.rung_summary(R.regrets(book), R.regrets(rung))
 
 
 def middle_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -128,10 +129,10 @@ def middle_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def middle_lines(summary: pd.DataFrame | None) -> str:
-    """Markdown, per federation: item 13's reading (``middle_rung.what_moves``) in words."""
+    """Markdown, per federation: item 13's reading (``rungs.what_moves``) in words."""
     from playerfl_core.book.reports.tables import signed
     from playerfl_core.stats.split_verdicts import TOLERANCE
-    from playerfl_core.study.middle_rung import what_moves
+    from playerfl_core.study.rungs import what_moves
 
     if summary is None:
         return (
@@ -154,7 +155,7 @@ def middle_lines(summary: pd.DataFrame | None) -> str:
             f"{ps(mid.oracle_modal)}); the mean regret {moved[m.regret_moves]} "
             f"({signed(book['mean'])} at the book's sizes, {signed(mid['mean'])} "
             f"[{signed(mid.lo)}, {signed(mid.hi)}] at the middle rung, "
-            f"{'above' if m.middle_above_delta else 'not above'} δ = {TOLERANCE:g})."
+            f"{'above' if m.above_delta else 'not above'} δ = {TOLERANCE:g})."
         )
     return "\n".join(lines)
 
@@ -179,10 +180,11 @@ def middle_summary(summary: pd.DataFrame | None) -> str:
     regret move at the middle rung (item 13's reading), with the rung's mean regrets."""
     from playerfl_core.book.reports.tables import signed
     from playerfl_core.study import middle_rung as M
+    from playerfl_core.study import rungs as R
 
     if summary is None:
         return ""
-    moves = M.what_moves(summary)
+    moves = R.what_moves(summary)
     middle = summary[summary["rung"] == "middle"].set_index("dataset")
 
     def which(column: str) -> str:
