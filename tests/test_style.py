@@ -125,6 +125,8 @@ def _colour_sets() -> dict[str, dict[str, str]]:
         "split rules with the oracle": {**style.SPLIT_RULE_COLORS, **oracle},
         # chapter 04: the rule's pooling variants and the oracle's split
         "rule variants with the oracle": {**style.RULE_VARIANT_COLORS, **oracle},
+        # chapters 01 and 02: one colour per dataset (its declaration's)
+        "datasets": {d: style.dataset_color(d) for d in ("heart", "digits", "fmnist")},
     }
 
 
