@@ -19,6 +19,10 @@ from playerfl_core.study import rungs
 
 DATASETS, SEEDS = preregistered.LADDER, preregistered.EVAL_SEEDS
 EVAL_PER_CLIENT = 2000
+BOOK_TEST_IMAGES = 80
+"""A client's test images at the book's sizes (400 images, 64/16/20): the first size at which
+:func:`measure_noise` states a client's error."""
+NOISE_SEED, NOISE_DRAWS = 0, 2000
 
 
 def rung() -> rungs.Rung:
@@ -35,8 +39,51 @@ def load():
     return rungs.load(rung())
 
 
+def noise_path():
+    return rung().store_path().with_name("eval_noise.parquet")
+
+
+def rule_split(table, dataset: str, seed: int) -> int:
+    """The paper's rule's split on one seed of the rung (every run records the same one)."""
+    row = table[(table["dataset"] == dataset) & (table["seed"] == seed)
+                & (table["metric"] == "rule_split_p")]  # fmt: skip
+    return int(row["value"].iloc[0])
+
+
+def measure_noise(table) -> tuple:
+    """Item 14's noise measurement, per federation on seed :data:`NOISE_SEED` with the paper's
+    rule's split: a client's and a run's standard error at :data:`BOOK_TEST_IMAGES` and at
+    :data:`EVAL_PER_CLIENT` test images (``measure.score_noise``). Returns (table, CPU-s)."""
+    import time
+
+    import pandas as pd
+
+    from playerfl_core.measure.score_noise import client_score_noise
+
+    start, frames = time.process_time(), []
+    for d in DATASETS:
+        p = rule_split(table, d, NOISE_SEED)
+        noise = client_score_noise(
+            d, NOISE_SEED, p, EVAL_PER_CLIENT, (BOOK_TEST_IMAGES, EVAL_PER_CLIENT), NOISE_DRAWS
+        )
+        frames.append(noise.assign(dataset=d, seed=NOISE_SEED, p=p))
+    return pd.concat(frames, ignore_index=True), round(time.process_time() - start, 1)
+
+
+def load_noise():
+    """The committed noise measurement and its record; None when not computed."""
+    from playerfl_core.study.split_rules_table import load_rules_table
+
+    return load_rules_table(noise_path()) if noise_path().exists() else None
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    from playerfl_core.study.split_rules_table import save_with_record
+
     rungs.main(rung(), {"eval_per_client": EVAL_PER_CLIENT}, argv, __doc__)
+    noise, cpu = measure_noise(load()[0])
+    extra = {"eval_per_client": EVAL_PER_CLIENT, "draws": NOISE_DRAWS, "cpu_seconds": cpu}
+    print(f"score noise to {save_with_record(noise, noise_path(), extra)} ({cpu:.0f} CPU-s)")
 
 
 if __name__ == "__main__":

@@ -130,15 +130,21 @@ def middle_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 def middle_lines(summary: pd.DataFrame | None) -> str:
     """Markdown, per federation: item 13's reading (``rungs.what_moves``) in words."""
-    from playerfl_core.book.reports.tables import signed
-    from playerfl_core.stats.split_verdicts import TOLERANCE
-    from playerfl_core.study.rungs import what_moves
-
     if summary is None:
         return (
             "- Not computed for these federations: the middle rung covers Fashion-MNIST and "
             "rotated Fashion-MNIST (`python -m playerfl_core.study.middle_rung`)."
         )
+    return rung_lines(summary, "at the book's sizes", "at the middle rung")
+
+
+def rung_lines(summary: pd.DataFrame, book_words: str, rung_words: str) -> str:
+    """Markdown, per federation of :func:`~playerfl_core.study.rungs.rung_summary`: whether the
+    rule's most frequent split, the oracle's and the mean regret move from the book
+    (``book_words``: "at the book's sizes") to the other rung (``rung_words``)."""
+    from playerfl_core.book.reports.tables import signed
+    from playerfl_core.stats.split_verdicts import TOLERANCE
+    from playerfl_core.study.rungs import what_moves
 
     def ps(modal) -> str:
         return " and ".join(f"p = {p}" for p in modal)
@@ -146,15 +152,15 @@ def middle_lines(summary: pd.DataFrame | None) -> str:
     lines = []
     for m in what_moves(summary).itertuples():
         g = summary[summary["dataset"] == m.dataset].set_index("rung")
-        book, mid = g.loc["book"], g.loc["middle"]
+        book, other = g.loc["book"], g[g.index != "book"].iloc[0]
         moved = {True: "moves", False: "stays"}
         lines.append(
             f"- {dataset_label(m.dataset)}: the rule's most frequent split {moved[m.rule_moves]} "
-            f"({ps(book.rule_modal)} at the book's sizes, {ps(mid.rule_modal)} at the middle "
-            f"rung); the oracle's {moved[m.oracle_moves]} ({ps(book.oracle_modal)}, "
-            f"{ps(mid.oracle_modal)}); the mean regret {moved[m.regret_moves]} "
-            f"({signed(book['mean'])} at the book's sizes, {signed(mid['mean'])} "
-            f"[{signed(mid.lo)}, {signed(mid.hi)}] at the middle rung, "
+            f"({ps(book.rule_modal)} {book_words}, {ps(other.rule_modal)} {rung_words}); the "
+            f"oracle's {moved[m.oracle_moves]} ({ps(book.oracle_modal)}, "
+            f"{ps(other.oracle_modal)}); the mean regret {moved[m.regret_moves]} "
+            f"({signed(book['mean'])} {book_words}, {signed(other['mean'])} "
+            f"[{signed(other.lo)}, {signed(other.hi)}] {rung_words}, "
             f"{'above' if m.above_delta else 'not above'} δ = {TOLERANCE:g})."
         )
     return "\n".join(lines)

@@ -1,8 +1,12 @@
-"""The scale ladder's middle rung (``study.middle_rung``, item 13 of the pre-registration)."""
+"""The scale ladder's rungs (``study.rungs``): the middle rung (item 13 of the pre-registration) and
+the evaluation rung (item 14)."""
+
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 
+from playerfl_core.study import eval_rung as E
 from playerfl_core.study import machine
 from playerfl_core.study import middle_rung as M
 from playerfl_core.study import rungs as R
@@ -82,20 +86,22 @@ def test_a_rung_is_collected_only_when_complete_and_never_recomputes_a_kept_run(
     R.compute(M.rung(), ["fmnist"], [0], workers=1, work=tmp_path, progress=False, one=no_run)
 
 
-def test_the_committed_middle_rung_is_complete_and_its_first_round_recomputes(monkeypatch):
+@pytest.mark.parametrize("module", [M, E], ids=["middle rung", "evaluation rung"])
+def test_a_committed_rung_is_complete_and_its_first_round_recomputes(module, monkeypatch):
     monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
-    committed = M.load()  # checks the SHA-256 of its record
-    assert committed is not None, "stores/ladder/middle_sweep.parquet is not committed"
+    rung = module.rung()
+    committed = module.load()  # checks the SHA-256 of its record
+    assert committed is not None, f"stores/ladder/{rung.store} is not committed"
     table, record = committed
-    n_splits = R.n_splits(M.rung(), M.DATASETS[0])
-    assert (record["datasets"], record["seeds"]) == (list(M.DATASETS), list(M.SEEDS))
-    assert record["runs"] == len(M.DATASETS) * len(M.SEEDS) * n_splits and not record["diverged"]
+    n_splits = R.n_splits(rung, rung.datasets[0])
+    assert (record["datasets"], record["seeds"]) == (list(rung.datasets), list(rung.seeds))
+    assert record["runs"] == len(rung.datasets) * len(rung.seeds) * n_splits
+    assert not record["diverged"]
     runs = table.groupby(["dataset", "seed"])["algorithm"].nunique()
     assert len(runs) == record["runs"] // n_splits and (runs == n_splits).all()
-    assert table["round"].max() == M.ROUNDS - 1  # rounds 0 … 19
-    monkeypatch.setattr(M, "ROUNDS", 1)
+    assert table["round"].max() == R.config(rung, *rung.datasets[:1], 0).rounds - 1
     task = ("fmnist_rotate", 3, 2)
-    _, fresh, _ = R.run_one(M.rung(), task)
+    _, fresh, _ = R.run_one(replace(rung, training=(*rung.training, ("rounds", 1))), task)
     run = table[(table["dataset"] == task[0]) & (table["seed"] == task[1])]
     stored = run[(run["algorithm"] == f"prefix_p{task[2]}") & (run["round"] == 0)]
     diff = compare_run(R.sort_rows(fresh), stored)
@@ -139,3 +145,48 @@ def test_the_chapter_says_what_moves_in_words_with_true_minus_signs():
     shown = SL.middle_table(summary)
     assert shown["mean regret [95% interval]"].iloc[2].startswith("\u22120.006 [\u22120.014, ")
     assert SL.middle_summary(None) == "" and "Not computed" in SL.middle_lines(None)
+
+
+def _evaluation_rung():
+    from playerfl_core.book.reports import eval_rung as ER
+    from playerfl_core.book.reports import fair_sweeps as FS
+
+    book = pd.concat(
+        [_regrets("fmnist", [3] * 10, [4] * 10, [0.0, 0.01] * 5),
+         _regrets("fmnist_rotate", [3] * 10, [1] * 10, [0.15, 0.2] * 5)]
+    )  # fmt: skip
+    rung = pd.concat(
+        [_regrets("fmnist", [3] * 10, [3] * 10, [0.0] * 10),
+         _regrets("fmnist_rotate", [3] * 10, [1] * 10, [0.01, 0.015] * 5)]
+    )  # fmt: skip
+    noise = pd.DataFrame(
+        {"dataset": "fmnist_rotate", "client": ["a", "b"] * 2, "weight": 0.5,
+         "n": [80, 80, 2000, 2000], "macro_f1_se": [0.04, 0.04, 0.008, 0.008],
+         "accuracy_se": 0.05, "binomial_se": 0.05}
+    )  # fmt: skip
+    record = {"eval_per_client": 2000, "cpu_seconds": 7200.0, "runs": 120}
+    summary = R.rung_summary(book, rung, "eval")
+    return ER, ER.EvalRung(summary, FS.compare(book, rung), record, noise)
+
+
+def test_the_evaluation_rung_reads_both_verdicts_and_its_noise_in_words():
+    ER, ev = _evaluation_rung()
+    lines = ER.eval_lines(ev).splitlines()
+    assert lines[1].startswith("- Fashion-MNIST, rotated: the rule's most frequent split stays")
+    assert "0.175 with the book's evaluation sets, 0.013 [" in lines[1]
+    assert "**beyond δ** in R1's family with the book's evaluation sets" in lines[3]
+    assert "**within δ** with 2,000 images per client" in lines[3]
+    assert lines[3].endswith("a different verdict.")
+    text = ER.eval_summary(ev)
+    assert "and 1 of R1's 2 verdicts there change (Fashion-MNIST, rotated beyond δ → within δ)" in (
+        text
+    )
+    shown = ER.eval_table(ev)
+    assert shown.loc["Fashion-MNIST, rotated", "rule's p, book → 2,000"] == "3×10 → 3×10"
+    assert shown.loc["Fashion-MNIST", "verdict, 2,000 images"] == "within δ"
+    assert "6.0 CPU-seconds" not in ER.eval_cost(ev) and "2.0 CPU-hours" in ER.eval_cost(ev)
+    assert ER.noise_sentence(ev) == (
+        "Fashion-MNIST, rotated: a client's macro-F1 moves by 0.040 on 80 test images and by "
+        "0.008 on 2,000; a run's by 0.028 (1.41 δ) and 0.006 (0.28 δ)"
+    )
+    assert ER.eval_summary(None) == "" and "Not computed" in ER.eval_lines(None)

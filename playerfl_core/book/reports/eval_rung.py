@@ -1,0 +1,187 @@
+"""Chapter 04's evaluation rung (item 14 of ``study.preregistration``): the book's sweep of
+Fashion-MNIST, base and rotated, scored on 2,000 validation and 2,000 test images per client,
+beside the book's own scores (64 and 80 images); R1's verdict under each; and the measured
+standard error of one score at both sizes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from playerfl_core.book.reports import fair_sweeps as FS
+from playerfl_core.book.reports.ladder import rung_lines
+from playerfl_core.book.reports.tables import interval_text, p_text
+from playerfl_core.book.style import dataset_label
+from playerfl_core.measure.score_noise import run_se
+from playerfl_core.stats.split_verdicts import TOLERANCE
+from playerfl_core.study import eval_rung as E
+from playerfl_core.study import rungs
+
+BOOK_WORDS = "with the book's evaluation sets"
+
+
+@dataclass
+class EvalRung:
+    summary: pd.DataFrame
+    """Both evaluation sizes on the rung's seeds (``rungs.rung_summary``, rung ``eval``)."""
+    comparison: pd.DataFrame
+    """Per federation: R1's verdict at the book's sizes (its family of every swept federation)
+    and at 2,000 images (Holm over the rung's federations), ``fair_sweeps.compare``'s columns
+    (``one_*``: the book's; ``own_*``: the rung's)."""
+    record: dict
+    noise: pd.DataFrame | None
+    """``eval_rung.measure_noise``'s table (None when not committed)."""
+
+    @property
+    def words(self) -> str:
+        return f"with {self.record['eval_per_client']:,} images per client"
+
+
+def analyse(every: pd.DataFrame) -> EvalRung | None:
+    """The committed rung against ``every`` (the paper's rule's regrets at the book's
+    evaluation sizes on every swept federation: R1's family); None when the rung is not
+    committed or ``every`` lacks its federations (a chapter run on other data)."""
+    committed = E.load()
+    if committed is None:
+        return None
+    table, record = committed
+    book = every[every["dataset"].isin(record["datasets"]) & every["seed"].isin(record["seeds"])]
+    if set(book["dataset"]) != set(record["datasets"]):
+        return None
+    rung = rungs.regrets(table)
+    noise = E.load_noise()
+    return EvalRung(
+        rungs.rung_summary(book, rung, "eval"),
+        FS.compare(every, rung),
+        record,
+        noise[0] if noise is not None else None,
+    )
+
+
+def eval_table(ev: EvalRung) -> pd.DataFrame:
+    """One row per federation: the rule's and the oracle's splits, the mean regret and R1's
+    verdict with the book's evaluation sets and with the rung's."""
+    s = ev.summary.set_index(["dataset", "rung"])
+    c = ev.comparison.set_index("dataset")
+    rows = []
+    for ds in ev.comparison["dataset"]:
+        book, rung = s.loc[(ds, "book")], s.loc[(ds, "eval")]
+        rows.append(
+            {
+                "federation": dataset_label(ds),
+                "seeds": int(rung["n_seeds"]),
+                "rule's p, book → 2,000": f"{book.rule_splits} → {rung.rule_splits}",
+                "oracle's p, book → 2,000": f"{book.oracle_splits} → {rung.oracle_splits}",
+                "regret, book's sets": interval_text(book["mean"], book.lo, book.hi),
+                "R1, book's sets": c.loc[ds, "one_verdict"],
+                "regret, 2,000 images": interval_text(rung["mean"], rung.lo, rung.hi),
+                "verdict, 2,000 images": c.loc[ds, "own_verdict"],
+            }
+        )
+    return pd.DataFrame(rows).set_index("federation")
+
+
+def eval_lines(ev: EvalRung | None) -> str:
+    """Markdown: item 14's reading per federation (what moves), then each verdict."""
+    if ev is None:
+        return (
+            "- Not computed for these federations: the evaluation rung covers Fashion-MNIST and "
+            "rotated Fashion-MNIST (`python -m playerfl_core.study.eval_rung`)."
+        )
+    lines = [rung_lines(ev.summary, BOOK_WORDS, ev.words)]
+    for r in ev.comparison.itertuples():
+        same = "the same" if not r.differs else "a different"
+        lines.append(
+            f"- {dataset_label(r.dataset)}, R1: **{r.one_verdict}** in R1's family with the "
+            f"book's evaluation sets, **{r.own_verdict}** {ev.words} (Holm over the rung's "
+            f"{len(ev.comparison)} federations, adjusted p {p_text(r.own_p_holm)}): {same} "
+            "verdict."
+        )
+    return "\n".join(lines)
+
+
+def eval_summary(ev: EvalRung | None) -> str:
+    """One sentence for the Result box: how many of R1's verdicts change when the evaluation
+    noise falls, with the rung's mean regrets."""
+    if ev is None:
+        return ""
+    c = ev.comparison
+    changed = c[c["differs"]]
+    which = (
+        "; ".join(
+            f"{dataset_label(r.dataset)} {r.one_verdict} → {r.own_verdict}"
+            for r in changed.itertuples()
+        )
+        or "none"
+    )
+    regrets = " and ".join(
+        f"{interval_text(r.own, r.own_lo, r.own_hi)} on {dataset_label(r.dataset)}"
+        for r in c.itertuples()
+    )
+    return (
+        f"Scored on {ev.record['eval_per_client']:,} validation and test images per client "
+        f"instead of 64 and 80, the mean regret is {regrets}, and {len(changed)} of R1's "
+        f"{len(c)} verdicts there change ({which})."
+    )
+
+
+def eval_cost(ev: EvalRung | None) -> str:
+    """What the rung cost (its record)."""
+    if ev is None:
+        return "nothing here (not computed)"
+    r = ev.record
+    return (
+        f"{r['cpu_seconds'] / 3600:.1f} CPU-hours for its {r['runs']} runs "
+        f"({r['cpu_seconds'] / r['runs']:.0f} CPU-seconds per run, one thread; scoring 4,000 "
+        "images per client every round costs more than the training)"
+    )
+
+
+NOISE_COLUMNS = {
+    "client_f1": "client's macro-F1 SE",
+    "client_acc": "client's accuracy SE",
+    "binomial": "binomial SE",
+    "run_f1": "run's macro-F1 SE",
+    "run_over_delta": "run's SE / δ",
+}
+
+
+def noise_frame(ev: EvalRung) -> pd.DataFrame:
+    """Per federation and number of test images ``n``: a client's standard error of macro-F1
+    and of accuracy (medians over clients), the binomial formula's, and a run's macro-F1 error,
+    also as a multiple of δ. Columns: dataset, n and :data:`NOISE_COLUMNS`' keys."""
+    rows = []
+    for ds, g in ev.noise.groupby("dataset", sort=False):
+        runs = run_se(g)
+        for n, at in g.groupby("n"):
+            rows.append(
+                (ds, int(n), at["macro_f1_se"].median(), at["accuracy_se"].median(),
+                 at["binomial_se"].median(), runs[n], runs[n] / TOLERANCE)
+            )  # fmt: skip
+    return pd.DataFrame(rows, columns=["dataset", "n", *NOISE_COLUMNS])
+
+
+def noise_table(ev: EvalRung) -> pd.DataFrame:
+    """:func:`noise_frame` as shown."""
+    f = noise_frame(ev)
+    f["dataset"] = f["dataset"].map(dataset_label)
+    f = f.rename(columns={"dataset": "federation", "n": "test images per client", **NOISE_COLUMNS})
+    return f.set_index(["federation", "test images per client"])
+
+
+def noise_sentence(ev: EvalRung | None) -> str:
+    """What the measurement says, per federation: a client's and a run's macro-F1 error at the
+    book's size and at the rung's, against δ."""
+    if ev is None or ev.noise is None:
+        return "not measured (`python -m playerfl_core.study.eval_rung`)"
+    parts = []
+    for ds, g in noise_frame(ev).groupby("dataset", sort=False):
+        small, large = g.iloc[0], g.iloc[-1]
+        parts.append(
+            f"{dataset_label(ds)}: a client's macro-F1 moves by {small.client_f1:.3f} on "
+            f"{small.n} test images and by {large.client_f1:.3f} on {large.n:,}; a run's by "
+            f"{small.run_f1:.3f} ({small.run_over_delta:.2f} δ) and {large.run_f1:.3f} "
+            f"({large.run_over_delta:.2f} δ)"
+        )
+    return "; ".join(parts)
