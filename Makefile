@@ -85,7 +85,8 @@ html: setup
 # The scale ladder (playerfl_core/study/scale_ladder.py): the paper-size first epochs of
 # Fashion-MNIST and its rotated federation, seeds 0-9 (its record in stores/ladder states the cost),
 # and its middle rung (playerfl_core/study/middle_rung.py): every split at 1,000 images per client,
-# width 0.5, 20 rounds, seeds 0-4.
+# width 0.5, 20 rounds, seeds 0-4; and its evaluation rung (playerfl_core/study/eval_rung.py): the
+# book's sweep of both, seeds 0-9, scored on 2,000 validation and test images per client.
 # The fair sweep (playerfl_core/study/fair_sweeps.py): every split at its own tuned rate (stores/fair).
 HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1 noise noise_alpha0.1
 het = $(subst $(eval) ,$(comma),$(addprefix $(1)_,$(or $(2),$(HET))))
@@ -119,6 +120,7 @@ standard: setup data
 	$(VENV)/bin/playerfl rules --sweep stores/standard --out stores/rules/standard.parquet
 	test -f stores/ladder/paper_first_epoch.parquet || $(PY) -m playerfl_core.study.scale_ladder
 	test -f stores/ladder/middle_sweep.parquet || $(PY) -m playerfl_core.study.middle_rung
+	test -f stores/ladder/eval_noise.parquet || $(PY) -m playerfl_core.study.eval_rung
 	test -f stores/fair/manifest.json || $(PY) -m playerfl_core.study.fair_sweeps
 
 # PLayer-FL on Heart across real processes on this machine (loopback): a SuperLink with TLS and
