@@ -59,6 +59,9 @@ class Federation:
     color: str = ""
     """Its colour in the book's figures (a hex string; default: a stable colour of the book's
     qualitative palette). Keep clear of the algorithms' colours (``book.style``)."""
+    client_labels: Mapping[str, str] = field(default_factory=dict)
+    """Display names of its clients where the code name does not read well (``va`` → "Long Beach
+    VA"); other clients read as their names, with spaces for underscores."""
     paper_name: str = ""
     """Its column in the paper's published tables (the library's ``published`` module), if any."""
     sizes: Mapping[str, Mapping] = field(default_factory=lambda: {"quick": {}, "paper": {}})

@@ -206,6 +206,12 @@ FEDERATION = Federation(
     model="mlp",
     label="Heart",
     color="#1b9e77",
+    client_labels={
+        "cleveland": "Cleveland",
+        "hungarian": "Hungary",
+        "switzerland": "Switzerland",
+        "va": "Long Beach VA",
+    },
     sizes=PROFILES,
     training={
         "quick": {"rounds": 20, "batch_size": 32, "lr": 1e-2, "width": 1.0},

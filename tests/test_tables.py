@@ -207,7 +207,7 @@ def test_generated_client_names_read_as_words_in_tables():
     scores = pd.DataFrame(
         {"client": ["client_1", "client_12", "cleveland", "texture_q1"], "local": [0.9] * 4}
     ).set_index("client")
-    assert list(named(scores).index) == ["client 1", "client 12", "cleveland", "texture q1"]
+    assert list(named(scores).index) == ["client 1", "client 12", "Cleveland", "texture q1"]
     wide = pd.DataFrame([[1, 2]], columns=pd.Index(["client_1", "client_2"], name="client"))
     assert list(named(wide).columns) == ["client 1", "client 2"]
     by_name = pd.DataFrame({"client_name": ["client_3"], "x": [1]}).set_index("client_name")

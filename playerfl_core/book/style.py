@@ -21,7 +21,13 @@ from cycler import cycler
 from matplotlib.colors import to_hex
 
 from data_prep.base import DataError
-from data_prep.registry import available_datasets, federation, is_registered, parse_variant
+from data_prep.registry import (
+    available_datasets,
+    declarations,
+    federation,
+    is_registered,
+    parse_variant,
+)
 from playerfl_core.fl.algorithms.prefix import parse_prefix_name
 from playerfl_core.fl.names import ALGORITHM_NAMES, algorithm_label  # noqa: F401 (re-exported)
 
@@ -155,10 +161,16 @@ def rule_label(name) -> str:
 
 
 def client_label(name):
-    """Display name of a client: underscores read as spaces (a generated ``client_3`` reads
-    ``client 3``, a declared ``texture_q1`` reads ``texture q1``; code names on the page, issue
-    35); a name without one (a hospital's) as it is, and a client number as it is."""
-    return name.replace("_", " ") if isinstance(name, str) else name
+    """Display name of a client: the one a declaration gives (``Federation.client_labels``:
+    Heart's ``va`` reads "Long Beach VA"), else underscores read as spaces (a generated
+    ``client_3`` reads ``client 3``; code names on the page, issue 35); a client number as it
+    is."""
+    if not isinstance(name, str):
+        return name
+    for fed in declarations():
+        if name in fed.client_labels:
+            return fed.client_labels[name]
+    return name.replace("_", " ")
 
 
 def rule_variant_label(name) -> str:
