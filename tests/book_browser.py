@@ -401,6 +401,17 @@ def table_label_problems(tables: list[dict]) -> list[str]:
     return found
 
 
+_PYTHON_REPR = re.compile(r"<(?:IPython|matplotlib|pandas)\.[\w.]+ (?:object|at 0x[0-9a-f]+)[^>]*>")
+"""A Python object's repr where its content should be: a glued ``Markdown`` read from another
+page shows as ``<IPython.core.display.Markdown object>``."""
+
+
+def python_reprs(text: str) -> list[str]:
+    """Python object reprs anywhere on the page (code output included), once each."""
+    return [f"a Python object's repr on the page: {m}" for m in
+            dict.fromkeys(_PYTHON_REPR.findall(text))]  # fmt: skip
+
+
 def raw_myst(text: str) -> list[str]:
     """MyST source (a directive's fence or option, a role) in the visible text, with context."""
     found = []
@@ -415,7 +426,7 @@ def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
     """What the reader sees badly laid out at the wide viewport: tables wider than the column or
     without a caption, figures whose text is too small, raw Markdown ($, list markers) or raw
     MyST in the prose, negative numbers with a hyphen, code cells that call glue()."""
-    found = raw_myst(text)
+    found = raw_myst(text) + python_reprs(page.inner_text("body"))
     for line in page.evaluate(_GLUE_CELLS_JS):
         found.append(f"code cell with a glue() call shown: {line}")
     for t in page.evaluate(_WIDE_TABLES_JS):

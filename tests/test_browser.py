@@ -151,6 +151,8 @@ _PAGES = {
     "bools.html": "<table><caption>c</caption><thead><tr><th>algorithm</th><th>identical</th>"
     "</tr></thead><tbody><tr><th>FedAvg</th><td>True</td></tr><tr><th>Local</th><td>False</td>"
     "</tr></tbody></table>",
+    "repr.html": "<div class='admonition'><p>At a larger size:</p><div class='output'><pre>"
+    "&lt;IPython.core.display.Markdown object&gt;</pre></div></div>",
     "empty.html": "<p>Each pooling variant against the paper's mean:</p><table><thead><tr>"
     "<th>variant</th><th>regret</th></tr></thead><tbody></tbody></table>",
     "table.html": '<table><tr><td style="min-width: 3000px">too wide</td></tr></table>',
@@ -251,6 +253,9 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
         "Python's True in a table cell (write yes/no): c algorithm identical FedAvg ...",
         "Python's False in a table cell (write yes/no): c algorithm identical FedAvg ...",
     ], problems["bools.html"]
+    assert problems["repr.html"] == [
+        "a Python object's repr on the page: <IPython.core.display.Markdown object>"
+    ], problems["repr.html"]
     assert problems["empty.html"] == ["empty table (a header, no rows): variant regret ..."]
     assert any(p.startswith("table cut off at") for p in problems["table.html"]), problems
     shots = tmp_path / "shots"  # two per page, not for the redirect
