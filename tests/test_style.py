@@ -674,3 +674,15 @@ def test_names_beside_points_cover_no_point_and_no_other_name():
                 problems.append(f"{name} covers the point at {x:.0f}, {y:.0f}")
     plt.close(fig)
     assert not problems, problems
+
+
+def test_every_key_hyperparameter_has_a_readers_name():
+    """Chapter 00's table of algorithms shows "μ (proximal weight) = 0.1", not "mu = 0.1"."""
+    from playerfl_core.book.reports.foundations import algorithm_table
+    from playerfl_core.fl.algorithms import describe_algorithms
+
+    keys = {d["key_hyperparameter"] for d in describe_algorithms(None)} - {None}
+    keys = {k for k in keys if isinstance(k, str)}
+    assert keys <= set(style.HYPERPARAMETER_LABELS), keys - set(style.HYPERPARAMETER_LABELS)
+    shown = algorithm_table()["key hyper-parameter (default)"]
+    assert shown["FedProx"] == "μ (proximal weight) = 0.1", shown["FedProx"]

@@ -160,6 +160,24 @@ def rule_label(name) -> str:
     return RULE_NAMES.get(name, name)
 
 
+HYPERPARAMETER_LABELS = {
+    "mu": "μ (proximal weight)",
+    "lam": "λ (pull towards the global model)",
+    "finetune_epochs": "fine-tuning epochs",
+    "p": "layer-preserving rate p",
+    "tau_base": "base aggregation interval τ",
+    "hn_lr": "hypernetwork learning rate",
+    "threshold": "rise threshold t",
+}
+"""Display names of the algorithms' key hyper-parameters (their code names are keyword
+arguments: ``mu``, ``lam``)."""
+
+
+def hyperparameter_label(name) -> str:
+    """Display name of a hyper-parameter; an unknown one as it is."""
+    return HYPERPARAMETER_LABELS.get(name, name)
+
+
 def client_label(name):
     """Display name of a client: the one a declaration gives (``Federation.client_labels``:
     Heart's ``va`` reads "Long Beach VA"), else underscores read as spaces (a generated

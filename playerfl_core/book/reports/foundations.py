@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 from tqdm import tqdm
 
-from playerfl_core.book.style import algorithm_label
+from playerfl_core.book.style import algorithm_label, hyperparameter_label
 from playerfl_core.fl.algorithms import describe_algorithms, get_algorithm
 from playerfl_core.fl.engine import run_federated
 from playerfl_core.stats.results import client_scores
@@ -36,7 +36,7 @@ def algorithm_table(names=None) -> pd.DataFrame:
     indexed by display name; read from the algorithm classes, so it cannot drift from the code."""
     rows = pd.DataFrame(describe_algorithms(names))
     rows["key hyper-parameter (default)"] = [
-        "none" if pd.isna(k) else f"{k} = {v}"
+        "none" if pd.isna(k) else f"{hyperparameter_label(k)} = {v}"
         for k, v in zip(rows["key_hyperparameter"], rows["default"], strict=True)
     ]
     table = rows.assign(algorithm=rows["algorithm"].map(algorithm_label)).rename(
