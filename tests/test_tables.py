@@ -213,3 +213,22 @@ def test_generated_client_names_read_as_words_in_tables():
     by_name = pd.DataFrame({"client_name": ["client_3"], "x": [1]}).set_index("client_name")
     assert list(named(by_name).index) == ["client 3"] and named(by_name).index.name == "client"
     assert "client_1" not in captioned(scores, "c")._repr_html_()
+
+
+def test_a_named_index_heads_its_column_in_the_one_header_row():
+    """pandas gives a named index a header row of its own (a row with nothing but "dataset");
+    the book writes the names in the row of column names instead."""
+    frame = pd.DataFrame(
+        {"regret": [0.01, 0.02, 0.03]},
+        index=pd.MultiIndex.from_tuples(
+            [("heart", 80), ("heart", 2000), ("digits", 80)], names=["dataset", "images"]
+        ),
+    )
+    html = captioned(frame, "c")._repr_html_()
+    head = html.split("<thead>")[1].split("</thead>")[0]
+    assert head.count("<tr>") == 1, head
+    assert '<th class="index_name level0" >dataset</th>' in head, head
+    assert '<th class="index_name level1" >images</th>' in head and "&nbsp;" not in head, head
+    assert 'rowspan="2">Heart</th>' in html  # the outer level still spans its rows
+    unnamed = captioned(frame.rename_axis([None, None]), "c")._repr_html_()
+    assert unnamed.split("</thead>")[0].count("&nbsp;") == 2  # nothing to write: left blank

@@ -6,6 +6,8 @@ no index column when it carries nothing, and a caption that says what to read.""
 from __future__ import annotations
 
 import hashlib
+import re
+from html import escape
 
 import pandas as pd
 
@@ -207,6 +209,26 @@ def best_cells(frame: pd.DataFrame, best) -> pd.DataFrame:
     return marks
 
 
+def _names_head_columns(frame: pd.DataFrame) -> bool:
+    """Whether the index's names can head its columns in the one row of column names (every
+    level named, one row of column names): pandas would give them a row of their own, a header
+    row holding nothing but a name."""
+    names = list(frame.index.names)
+    return frame.columns.nlevels == 1 and all(isinstance(n, str) and n for n in names)
+
+
+_CORNER = re.compile(r'<th class="blank(?: level0)?" >&nbsp;</th>')
+
+
+def _names_in_header_row(html: str, names: list[str]) -> str:
+    """The Styler's blank corner cells of the header row (one per index level) replaced by the
+    index's names, as row-header cells of their own."""
+    head, sep, rest = html.partition("</thead>")
+    cells = iter(f'<th class="index_name level{k}" >{escape(n)}</th>' for k, n in enumerate(names))
+    head = _CORNER.sub(lambda m: next(cells, m.group()), head, count=len(names))
+    return head + sep + rest
+
+
 class Shown:
     """A table for ``display``: HTML from a pandas Styler with a stable element id (the
     Styler's own is random, which nbval would see as a changed output), plain text without a
@@ -223,7 +245,10 @@ class Shown:
     def _repr_html_(self) -> str:
         uid = hashlib.sha1(self.frame.to_csv().encode()).hexdigest()[:10]
         style = self.style.set_uuid(uid).set_table_attributes('class="dataframe"')  # theme
-        return (style.set_caption(self.caption) if self.caption else style).to_html()
+        html = (style.set_caption(self.caption) if self.caption else style).to_html()
+        if self.style.hide_index_names and not all(self.style.hide_index_):
+            html = _names_in_header_row(html, list(self.frame.index.names))
+        return html
 
     def __repr__(self) -> str:
         text = self.frame.to_string()
@@ -281,6 +306,8 @@ def show(
     style = out.style
     if not index:
         style = style.hide(axis="index")
+    elif _names_head_columns(out):
+        style = style.hide(axis="index", names=True)  # Shown writes them in the header row
     for k, column in enumerate(out.columns):
         values = out.iloc[:, k]
         if pd.api.types.is_bool_dtype(values):  # "yes"/"no", not Python's True/False
