@@ -232,3 +232,12 @@ def test_a_named_index_heads_its_column_in_the_one_header_row():
     assert 'rowspan="2">Heart</th>' in html  # the outer level still spans its rows
     unnamed = captioned(frame.rename_axis([None, None]), "c")._repr_html_()
     assert unnamed.split("</thead>")[0].count("&nbsp;") == 2  # nothing to write: left blank
+
+
+def test_a_columns_decimals_line_up():
+    """Shown to significant digits, 0.925, 0.91 and 0.9 read 0.925, 0.910, 0.900; a column that
+    needs an exponent keeps it."""
+    frame = pd.DataFrame({"score": [0.925, 0.91, 0.9], "p": [1e-5, 0.2, 0.5]})
+    html = captioned(frame, "c")._repr_html_()
+    assert all(f">{v}<" in html for v in ("0.925", "0.910", "0.900")), html
+    assert ">1e\u221205<" in html and ">0.2<" in html

@@ -287,6 +287,18 @@ def _counts(column: pd.Series) -> bool:
     return bool(len(values)) and bool((values % 1 == 0).all() and (values.abs() > 1).any())
 
 
+def _column_spec(values: pd.Series, spec: str) -> str:
+    """One number of decimals for a column shown to significant digits (``spec`` ".Ng"): the
+    most any of its values needs (at most 6), so that its decimals line up (0.925, 0.910, not
+    0.925, 0.91); ``spec`` as it is where a value needs an exponent."""
+    if not spec.endswith("g"):
+        return spec
+    texts = [format(v, spec) for v in values.dropna()]
+    if not texts or any(c in t for t in texts for c in "ein"):  # 1e-05, inf, nan
+        return spec
+    return f".{min(max(len(t.partition('.')[2]) for t in texts), 6)}f"
+
+
 def show(
     frame: pd.DataFrame,
     sig: int | None = 2,
@@ -314,7 +326,7 @@ def show(
             style = style.format(lambda v: "yes" if v else "no", subset=[column])
             continue
         if pd.api.types.is_float_dtype(values):
-            own = ".0f" if _counts(values) else spec
+            own = ".0f" if _counts(values) else _column_spec(values, spec)
         elif pd.api.types.is_integer_dtype(values) and not pd.api.types.is_bool_dtype(values):
             own = "d"
         else:
