@@ -103,9 +103,9 @@ def regret_strip(reg: pd.DataFrame, summary: pd.DataFrame, by: str = "dataset"):
 
 def client_gain_lines(curves: pd.DataFrame, client_names: Mapping[str, list] | None = None):
     """Per dataset: each client's mean gain in test macro-F1 over Local against p (clients in
-    the style's qualitative colours, solid then dashed past ten)."""
+    the style's qualitative colours, solid then dashed past ten), the legend below each panel."""
     datasets = list(dict.fromkeys(curves["dataset"]))
-    fig, axes = _panels(len(datasets))
+    fig, axes = _panels(len(datasets), panel_height=3.2)
     for ax, ds in zip(axes, datasets, strict=True):
         d = curves[curves["dataset"] == ds]
         for k, (c, g) in enumerate(d.groupby("client")):
@@ -124,7 +124,9 @@ def client_gain_lines(curves: pd.DataFrame, client_names: Mapping[str, list] | N
         ax.set_xlabel("federated units p")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-        ax.legend(ncol=2, columnspacing=0.8, handlelength=1.5)
+        # below the panel: with five or more lines no corner of the axes is free of points
+        ax.legend(ncol=3, columnspacing=0.8, handlelength=1.5, frameon=False,
+                  loc="upper center", bbox_to_anchor=(0.5, -0.28))  # fmt: skip
     for k, ax in enumerate(axes):
         if k % 2 == 0:
             ax.set_ylabel("gain over Local\n(macro-F1)")
