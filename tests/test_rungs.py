@@ -190,3 +190,16 @@ def test_the_evaluation_rung_reads_both_verdicts_and_its_noise_in_words():
         "0.008 on 2,000; a run's by 0.028 (1.41 δ) and 0.006 (0.28 δ)"
     )
     assert ER.eval_summary(None) == "" and "Not computed" in ER.eval_lines(None)
+
+
+def test_r2s_scope_says_where_the_deciding_federation_was_run_beyond_the_books_sizes(
+    monkeypatch, tmp_path
+):
+    from playerfl_core.book.reports.rule_scope import scale_text
+
+    monkeypatch.setenv("PLAYERFL_STORES", str(tmp_path))  # no rung committed: nothing to say
+    assert scale_text() == ""
+    monkeypatch.delenv("PLAYERFL_STORES")  # the committed stores
+    text = scale_text()
+    assert text.startswith("these are results at the book's sizes: on Fashion-MNIST, rotated,")
+    assert "at 1,000 images per client and half width (5 seeds, no test)" in text, text

@@ -84,7 +84,37 @@ def _named(kind: str) -> str:
 def r2_scope(study, claim) -> str:
     """The scope of claim R2's verdict, for its reason: the distinct rules and the kinds where
     they are beyond δ (``claim``: R2 as :func:`rule_family.r2_claim` computes it)."""
-    return f"{distinct_text(study.regrets)}; {deciding_kinds(claim.parts)}"
+    scale = scale_text()
+    return f"{distinct_text(study.regrets)}; {deciding_kinds(claim.parts)}" + (
+        f"; {scale}" if scale else ""
+    )
+
+
+def scale_text(dataset: str = "fmnist_rotate") -> str:
+    """Where R2's deciding federation was also run beyond the book's sizes (chapter 04's
+    committed rungs): the paper's rule's mean regret there, rung by rung; "" when neither rung
+    is committed."""
+    from playerfl_core.book.style import dataset_label
+    from playerfl_core.study import eval_rung, middle_rung, rungs
+
+    parts = []
+    for module, words in (
+        (middle_rung, "at 1,000 images per client and half width ({n} seeds, no test)"),
+        (eval_rung, "scored on 2,000 images per client ({n} seeds)"),
+    ):
+        committed = module.load()
+        if committed is None or dataset not in committed[1]["datasets"]:
+            continue
+        reg = rungs.regrets(committed[0])
+        reg = reg[reg["dataset"] == dataset]
+        parts.append(f"{signed(reg['regret'].mean())} {words.format(n=len(reg))}")
+    if not parts:
+        return ""
+    return (
+        f"these are results at the book's sizes: on {dataset_label(dataset)}, the federation that "
+        f"decides R2, the paper's rule's "
+        f"mean regret is {' and '.join(parts)} (chapter 04)"
+    )
 
 
 # -- the fifth declaration's re-analysis -----------------------------------------------------------
