@@ -203,3 +203,29 @@ def test_r2s_scope_says_where_the_deciding_federation_was_run_beyond_the_books_s
     text = scale_text()
     assert text.startswith("these are results at the book's sizes: on Fashion-MNIST, rotated,")
     assert "at 1,000 images per client and half width (5 seeds, no test)" in text, text
+
+
+def test_the_committed_noise_measurement_is_complete_and_recomputes(monkeypatch):
+    """Item 14's measurement: both federations, every client, at 80 and 2,000 test images; one
+    federation's recomputes (bit for bit on the machine that made it; elsewhere a flipped
+    prediction moves a standard error a little)."""
+    import numpy as np
+
+    from playerfl_core.measure.score_noise import client_score_noise
+
+    monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
+    committed = E.load_noise()
+    assert committed is not None, "stores/ladder/eval_noise.parquet is not committed"
+    noise, record = committed
+    assert set(noise["dataset"]) == set(E.DATASETS) and set(noise["n"]) == {80, 2000}
+    assert (noise.groupby(["dataset", "n"])["client"].nunique() == 5).all()
+    stored = noise[noise["dataset"] == "fmnist_rotate"].reset_index(drop=True)
+    fresh = client_score_noise(
+        "fmnist_rotate", E.NOISE_SEED, int(stored["p"].iloc[0]), E.EVAL_PER_CLIENT,
+        (E.BOOK_TEST_IMAGES, E.EVAL_PER_CLIENT), E.NOISE_DRAWS,
+    )  # fmt: skip
+    columns = ["client", "weight", "n", "accuracy_se", "binomial_se", "macro_f1_se"]
+    if record["machine"]["key"] == machine.fingerprint(threads=1)["key"]:
+        pd.testing.assert_frame_equal(fresh[columns], stored[columns])
+    else:
+        assert np.allclose(fresh["macro_f1_se"], stored["macro_f1_se"], rtol=0.15)
