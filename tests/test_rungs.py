@@ -100,6 +100,7 @@ def test_a_committed_rung_is_complete_and_its_first_round_recomputes(module, mon
     runs = table.groupby(["dataset", "seed"])["algorithm"].nunique()
     assert len(runs) == record["runs"] // n_splits and (runs == n_splits).all()
     assert table["round"].max() == R.config(rung, *rung.datasets[:1], 0).rounds - 1
+    R.regrets(table)  # raises unless each run's units are in depth order (the recorded split)
     task = ("fmnist_rotate", 3, 2)
     _, fresh, _ = R.run_one(replace(rung, training=(*rung.training, ("rounds", 1))), task)
     run = table[(table["dataset"] == task[0]) & (table["seed"] == task[1])]
@@ -186,8 +187,8 @@ def test_the_evaluation_rung_reads_both_verdicts_and_its_noise_in_words():
     assert shown.loc["Fashion-MNIST", "verdict, 2,000 images"] == "within δ"
     assert "6.0 CPU-seconds" not in ER.eval_cost(ev) and "2.0 CPU-hours" in ER.eval_cost(ev)
     assert ER.noise_sentence(ev) == (
-        "Fashion-MNIST, rotated: a client's macro-F1 moves by 0.040 on 80 test images and by "
-        "0.008 on 2,000; a run's by 0.028 (1.41 δ) and 0.006 (0.28 δ)"
+        "Fashion-MNIST, rotated: a client's macro-F1 moves by 0.040 on 80 test images (its "
+        "accuracy by 0.050) and by 0.008 on 2,000; a run's by 0.028 (1.41 δ) and 0.006 (0.28 δ)"
     )
     assert ER.eval_summary(None) == "" and "Not computed" in ER.eval_lines(None)
 

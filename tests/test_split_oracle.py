@@ -76,6 +76,17 @@ def test_rule_recomputed_from_a_sweep_table_is_playerfls(heart_runs):
     assert paper["p_rule"].tolist() == [heart_runs["playerfl"].info["split_p"]]
 
 
+def test_a_table_whose_rows_were_resorted_is_refused_not_misread(heart_runs):
+    """Depth comes from the order a run logged its units in: rows sorted by metric name (fc1,
+    fc2, … before layer1) would give every rule the wrong units, so the recorded split guards."""
+    table = pd.concat([heart_runs[k].table() for k in heart_runs if k.startswith("prefix")])
+    sens = table["metric"].str.startswith("sensitivity/")
+    reversed_units = pd.concat([table[~sens], table[sens].iloc[::-1]], ignore_index=True)
+    with pytest.raises(ValueError, match="not in the model's unit order .* recorded p = "):
+        O.table_sensitivities(reversed_units)
+    O.table_sensitivities(table.sort_values(["seed", "algorithm"], kind="stable"))
+
+
 @pytest.mark.parametrize(
     "make, message",
     [

@@ -165,9 +165,10 @@ def compute(
 
 
 def sort_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """The rung's row order (by run, round, client, split, metric), whatever order runs ended in."""
-    keys = ["dataset", "seed", "algorithm", "round", "client", "split", "metric"]
-    return table.sort_values(keys, ignore_index=True, kind="stable")
+    """The rung's runs in one order (by federation, seed and split), whatever order they ended
+    in. Within a run the rows keep the order the engine logged them: a run's sensitivity rows
+    follow the model's units, which is how ``split_scores.table_sensitivities`` reads depth."""
+    return table.sort_values(["dataset", "seed", "algorithm"], ignore_index=True, kind="stable")
 
 
 def collect(rung: Rung, work: Path, datasets=None, seeds=None) -> tuple[pd.DataFrame, dict]:

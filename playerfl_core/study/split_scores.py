@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from playerfl_core.fl.algorithms.prefix import parse_prefix_name
+from playerfl_core.fl.algorithms.prefix import RULE_METRIC, parse_prefix_name
 from playerfl_core.fl.sensitivity import (
     DEFAULT_THRESHOLD,
     pooled_sensitivities,
@@ -108,7 +108,31 @@ def table_sensitivities(table: pd.DataFrame) -> pd.DataFrame:
     out = sens.assign(unit=sens["metric"].str.removeprefix("sensitivity/"))
     out = out[[*RUN, "client", "unit", "value"]].rename(columns={"value": "sensitivity"})
     out["depth"] = out.groupby([*RUN, "client"]).cumcount() + 1
-    return out.merge(weights, on=[*RUN, "client"]).reset_index(drop=True)
+    out = out.merge(weights, on=[*RUN, "client"]).reset_index(drop=True)
+    _check_unit_order(out, table)
+    return out
+
+
+def _check_unit_order(sens: pd.DataFrame, table: pd.DataFrame) -> None:
+    """Depth is read from the order the engine logged a run's sensitivity rows in (the model's
+    units); a table whose rows were re-sorted would silently give every rule the wrong units.
+    Where the runs recorded the paper's rule's split (``rule_split_p``), the split recomputed from
+    the rows must equal it, or this raises."""
+    recorded = table[(table["metric"] == RULE_METRIC) & (table["client"] == SERVER)]
+    if recorded.empty:
+        return
+    recorded = recorded.groupby(RUN, as_index=False)["value"].first()
+    paper = rule_splits(sens, {"paper": RULE_VARIANTS["paper"]})
+    both = paper.merge(recorded, on=RUN)
+    wrong = both[both["p_rule"] != both["value"]]
+    if not wrong.empty:
+        row = wrong.iloc[0]
+        raise ValueError(
+            f"{len(wrong)} of {len(both)} runs' sensitivity rows are not in the model's unit "
+            f"order (e.g. {row['dataset']} seed {row['seed']}: the rule recomputed from them "
+            f"picks p = {row['p_rule']}, the run recorded p = {int(row['value'])}); keep each "
+            "run's rows in the order the engine logged them (sort by run only, stably)."
+        )
 
 
 def rule_splits(

@@ -180,7 +180,8 @@ def noise_sentence(ev: EvalRung | None) -> str:
         small, large = g.iloc[0], g.iloc[-1]
         parts.append(
             f"{dataset_label(ds)}: a client's macro-F1 moves by {small.client_f1:.3f} on "
-            f"{small.n} test images and by {large.client_f1:.3f} on {large.n:,}; a run's by "
+            f"{small.n} test images (its accuracy by {small.client_acc:.3f}) and by "
+            f"{large.client_f1:.3f} on {large.n:,}; a run's by "
             f"{small.run_f1:.3f} ({small.run_over_delta:.2f} δ) and {large.run_f1:.3f} "
             f"({large.run_over_delta:.2f} δ)"
         )

@@ -2,9 +2,11 @@
 
 A client's test accuracy at its best-validation round is a share of ``n`` test images, so its
 binomial standard error is sqrt(a(1 − a)/n); a run's score is the training-share-weighted mean
-over clients, with standard error sqrt(Σ w² a(1 − a)/n). These are the accuracy's: macro-F1, the
-book's headline metric, averages per-class F1 scores over fewer images each and is noisier
-still, so they understate its noise rather than overstate it.
+over clients, with standard error sqrt(Σ w² a(1 − a)/n). These are the accuracy's, a guide to
+the size of macro-F1's (the book's headline metric), not a bound on it: macro-F1 averages
+per-class F1 scores over fewer images each, which adds noise where a client holds a few images
+of a class, while its errors on balanced clients can be smaller than accuracy's. The evaluation
+rung measures macro-F1's error by resampling (``book.reports.eval_rung.noise_table``).
 """
 
 from __future__ import annotations
