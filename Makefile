@@ -120,7 +120,7 @@ standard: setup data
 	$(VENV)/bin/playerfl rules --sweep stores/standard --out stores/rules/standard.parquet
 	test -f stores/ladder/paper_first_epoch.parquet || $(PY) -m playerfl_core.study.scale_ladder
 	test -f stores/ladder/middle_sweep.parquet || $(PY) -m playerfl_core.study.middle_rung
-	test -f stores/ladder/eval_noise.parquet || $(PY) -m playerfl_core.study.eval_rung
+	test -f stores/ladder/eval_regret_noise.parquet || $(PY) -m playerfl_core.study.eval_rung
 	test -f stores/fair/manifest.json || $(PY) -m playerfl_core.study.fair_sweeps
 
 # PLayer-FL on Heart across real processes on this machine (loopback): a SuperLink with TLS and

@@ -165,9 +165,13 @@ def _evaluation_rung():
          "n": [80, 80, 2000, 2000], "macro_f1_se": [0.04, 0.04, 0.008, 0.008],
          "accuracy_se": 0.05, "binomial_se": 0.05}
     )  # fmt: skip
-    record = {"eval_per_client": 2000, "cpu_seconds": 7200.0, "runs": 120}
+    regret_noise = pd.DataFrame(
+        {"dataset": "fmnist_rotate", "n": [80, 2000], "regret_se": [0.03, 0.0063],
+         "unpaired_se": [0.04, 0.008], "p_rule": 3, "p_oracle": 1}
+    )  # fmt: skip
+    record = {"eval_per_client": 2000, "cpu_seconds": 7200.0, "runs": 120, "seeds": [0] * 10}
     summary = R.rung_summary(book, rung, "eval")
-    return ER, ER.EvalRung(summary, FS.compare(book, rung), record, noise)
+    return ER, ER.EvalRung(summary, FS.compare(book, rung), record, noise, regret_noise)
 
 
 def test_the_evaluation_rung_reads_both_verdicts_and_its_noise_in_words():
@@ -191,6 +195,12 @@ def test_the_evaluation_rung_reads_both_verdicts_and_its_noise_in_words():
         "accuracy by 0.050) and by 0.008 on 2,000; a run's by 0.028 (1.41 δ) and 0.006 (0.28 δ)"
     )
     assert ER.eval_summary(None) == "" and "Not computed" in ER.eval_lines(None)
+    assert ER.regret_noise_sentence(ev) == (
+        "Fashion-MNIST, rotated (the rule's p = 3 against the oracle's most frequent p = 1): one "
+        "seed's regret moves by 0.030 on 80 test images and by 0.006 on 2,000 (0.008 if the two "
+        "splits were scored on different images); the mean over 10 seeds by 0.0095 (0.47 δ) and "
+        "0.0020 (0.10 δ, below δ/4)"
+    )
 
 
 def test_r2s_scope_says_where_the_deciding_federation_was_run_beyond_the_books_sizes(
@@ -230,3 +240,31 @@ def test_the_committed_noise_measurement_is_complete_and_recomputes(monkeypatch)
         pd.testing.assert_frame_equal(fresh[columns], stored[columns])
     else:
         assert np.allclose(fresh["macro_f1_se"], stored["macro_f1_se"], rtol=0.15)
+
+
+def test_the_committed_regret_noise_is_complete_and_recomputes(monkeypatch):
+    """The regret's noise: both federations at 80 and 2,000 test images, between the rule's
+    split and the rung's most frequent oracle split; one federation's recomputes."""
+    import numpy as np
+
+    from playerfl_core.measure.score_noise import regret_noise
+
+    monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
+    committed = E.load_regret_noise()
+    assert committed is not None, "stores/ladder/eval_regret_noise.parquet is not committed"
+    noise, record = committed
+    assert set(noise["dataset"]) == set(E.DATASETS) and set(noise["n"]) == {80, 2000}
+    oracle = R.regrets(E.load()[0]).groupby("dataset")["p_oracle"].agg(lambda p: p.mode().min())
+    assert (noise.set_index("dataset")["p_oracle"] == oracle.reindex(noise["dataset"])).all()
+    assert (noise["regret_se"] <= noise["unpaired_se"]).all()
+    stored = noise[noise["dataset"] == "fmnist_rotate"].reset_index(drop=True)
+    fresh = regret_noise(
+        "fmnist_rotate", E.NOISE_SEED, int(stored["p_rule"].iloc[0]),
+        int(stored["p_oracle"].iloc[0]), E.EVAL_PER_CLIENT,
+        (E.BOOK_TEST_IMAGES, E.EVAL_PER_CLIENT), E.NOISE_DRAWS,
+    )  # fmt: skip
+    columns = ["n", "regret_se", "unpaired_se"]
+    if record["machine"]["key"] == machine.fingerprint(threads=1)["key"]:
+        pd.testing.assert_frame_equal(fresh[columns], stored[columns])
+    else:
+        assert np.allclose(fresh["regret_se"], stored["regret_se"], rtol=0.15)

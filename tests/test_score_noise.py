@@ -41,3 +41,21 @@ def test_a_runs_error_weights_its_clients_by_training_share():
          "macro_f1_se": [0.04, 0.08, 0.01, 0.02]}
     )  # fmt: skip
     assert np.allclose(run_se(noise).tolist(), [np.hypot(0.03, 0.02), np.hypot(0.0075, 0.005)])
+
+
+def test_a_regret_scores_both_splits_on_the_same_images_so_shared_errors_cancel():
+    from playerfl_core.measure.score_noise import paired_regret_se
+
+    y, rule = _labels_and_preds(n=1000, right=0.7, seed=1)
+    oracle = rule.clone()
+    oracle[:100] = y[:100]  # the oracle's model differs on a tenth of the images
+    clients = [(0.6, y, rule, oracle), (0.4, y, oracle, rule)]
+    paired, unpaired = paired_regret_se(clients, 80, num_classes=4, draws=3000, seed=5)
+    assert 0 < paired < unpaired / 2
+    same = [(1.0, y, rule, rule)]
+    assert paired_regret_se(same, 80, num_classes=4, draws=50)[0] == 0
+    # by hand, client by client, on the same resampled images
+    f1 = [[resampled_scores(yc, m, 80, 3000, 5 + 97 * i, 4)[1] for m in (r, o)]
+          for i, (_, yc, r, o) in enumerate(clients)]  # fmt: skip
+    regret = 0.6 * (f1[0][1] - f1[0][0]) + 0.4 * (f1[1][1] - f1[1][0])
+    assert np.isclose(paired, regret.std())

@@ -70,6 +70,44 @@ def measure_noise(table) -> tuple:
     return pd.concat(frames, ignore_index=True), round(time.process_time() - start, 1)
 
 
+def regret_noise_path():
+    return rung().store_path().with_name("eval_regret_noise.parquet")
+
+
+def measure_regret_noise(table) -> tuple:
+    """How noisy one seed's regret is from its test images alone (measured after the rung's
+    results were read, not declared): per federation on seed :data:`NOISE_SEED`, the regret
+    between the paper's rule's split and the oracle's most frequent split over the rung's seeds
+    (the smaller on ties), both models scored on the same resampled images
+    (``measure.score_noise.regret_noise``), at :data:`BOOK_TEST_IMAGES` and
+    :data:`EVAL_PER_CLIENT` test images. Returns (table, CPU-s)."""
+    import time
+
+    import pandas as pd
+
+    from playerfl_core.measure.score_noise import regret_noise
+
+    start, frames = time.process_time(), []
+    oracle = rungs.regrets(table)
+    for d in DATASETS:
+        p_rule = rule_split(table, d, NOISE_SEED)
+        p_oracle = int(oracle.loc[oracle["dataset"] == d, "p_oracle"].mode().min())
+        noise = regret_noise(
+            d, NOISE_SEED, p_rule, p_oracle, EVAL_PER_CLIENT,
+            (BOOK_TEST_IMAGES, EVAL_PER_CLIENT), NOISE_DRAWS,
+        )  # fmt: skip
+        frames.append(noise.assign(dataset=d, seed=NOISE_SEED, p_rule=p_rule, p_oracle=p_oracle))
+    return pd.concat(frames, ignore_index=True), round(time.process_time() - start, 1)
+
+
+def load_regret_noise():
+    """The committed measurement of a regret's noise and its record; None when not computed."""
+    from playerfl_core.study.split_rules_table import load_rules_table
+
+    path = regret_noise_path()
+    return load_rules_table(path) if path.exists() else None
+
+
 def load_noise():
     """The committed noise measurement and its record; None when not computed."""
     from playerfl_core.study.split_rules_table import load_rules_table
@@ -81,9 +119,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     from playerfl_core.study.split_rules_table import save_with_record
 
     rungs.main(rung(), {"eval_per_client": EVAL_PER_CLIENT}, argv, __doc__)
-    noise, cpu = measure_noise(load()[0])
-    extra = {"eval_per_client": EVAL_PER_CLIENT, "draws": NOISE_DRAWS, "cpu_seconds": cpu}
-    print(f"score noise to {save_with_record(noise, noise_path(), extra)} ({cpu:.0f} CPU-s)")
+    for what, path, measure in (
+        ("score noise", noise_path(), measure_noise),
+        ("regret noise", regret_noise_path(), measure_regret_noise),
+    ):
+        if path.exists():  # measured once; delete the file to measure again
+            continue
+        noise, cpu = measure(load()[0])
+        extra = {"eval_per_client": EVAL_PER_CLIENT, "draws": NOISE_DRAWS, "cpu_seconds": cpu}
+        print(f"{what} to {save_with_record(noise, path, extra)} ({cpu:.0f} CPU-s)")
 
 
 if __name__ == "__main__":

@@ -279,6 +279,10 @@ def main(rung: Rung, describe: dict, argv: Sequence[str] | None = None, doc: str
     start = time.time()
     compute(rung, workers=args.workers)
     table, totals = collect(rung, rung.work_dir())
+    committed = load(rung)
+    if committed is not None and committed[0].equals(table):
+        print(f"{rung.store_path()} already holds these {totals['runs']} runs: left as it is")
+        return
     cfg = config(rung, rung.datasets[0], rung.seeds[0])
     extra = {"datasets": list(rung.datasets), "seeds": list(rung.seeds), **describe,
              "lr": cfg.lr, "batch_size": cfg.batch_size,

@@ -32,6 +32,8 @@ class EvalRung:
     record: dict
     noise: pd.DataFrame | None
     """``eval_rung.measure_noise``'s table (None when not committed)."""
+    regret_noise: pd.DataFrame | None = None
+    """``eval_rung.measure_regret_noise``'s table (None when not committed)."""
 
     @property
     def words(self) -> str:
@@ -50,12 +52,13 @@ def analyse(every: pd.DataFrame) -> EvalRung | None:
     if set(book["dataset"]) != set(record["datasets"]):
         return None
     rung = rungs.regrets(table)
-    noise = E.load_noise()
+    noise, regret_noise = E.load_noise(), E.load_regret_noise()
     return EvalRung(
         rungs.rung_summary(book, rung, "eval"),
         FS.compare(every, rung),
         record,
         noise[0] if noise is not None else None,
+        regret_noise[0] if regret_noise is not None else None,
     )
 
 
@@ -184,5 +187,28 @@ def noise_sentence(ev: EvalRung | None) -> str:
             f"{large.client_f1:.3f} on {large.n:,}; a run's by "
             f"{small.run_f1:.3f} ({small.run_over_delta:.2f} δ) and {large.run_f1:.3f} "
             f"({large.run_over_delta:.2f} δ)"
+        )
+    return "; ".join(parts)
+
+
+def regret_noise_sentence(ev: EvalRung | None) -> str:
+    """What the regret's noise measurement says, per federation: one seed's regret at the book's
+    size and at the rung's (both splits scored on the same images), and the error that the test
+    images alone leave in the mean over the rung's seeds (one seed's over √seeds: each seed
+    draws its own evaluation images), against δ/4."""
+    if ev is None or ev.regret_noise is None:
+        return "not measured (`python -m playerfl_core.study.eval_rung`)"
+    n_seeds, parts = len(ev.record["seeds"]), []
+    for ds, g in ev.regret_noise.groupby("dataset", sort=False):
+        small, large = g.iloc[0], g.iloc[-1]
+        mean_small, mean_large = small.regret_se / n_seeds**0.5, large.regret_se / n_seeds**0.5
+        below = "below" if mean_large < TOLERANCE / 4 else "not below"
+        parts.append(
+            f"{dataset_label(ds)} (the rule's p = {large.p_rule} against the oracle's most "
+            f"frequent p = {large.p_oracle}): one seed's regret moves by {small.regret_se:.3f} on "
+            f"{small.n} test images and by {large.regret_se:.3f} on {large.n:,} "
+            f"({large.unpaired_se:.3f} if the two splits were scored on different images); the "
+            f"mean over {n_seeds} seeds by {mean_small:.4f} ({mean_small / TOLERANCE:.2f} δ) and "
+            f"{mean_large:.4f} ({mean_large / TOLERANCE:.2f} δ, {below} δ/4)"
         )
     return "; ".join(parts)
