@@ -261,7 +261,7 @@ FEDERATION = Federation(
     run_by_default=True,
     model="cnn3",
     label="Fashion-MNIST",
-    color="#d95f02",
+    color="#ae017e",
     sizes=PROFILES,
     training={
         "quick": {"rounds": 10, "batch_size": 32, "lr": 3e-3, "width": 0.25},

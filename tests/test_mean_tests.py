@@ -141,6 +141,13 @@ def test_the_bottom_line_names_the_distinct_rules_and_the_kinds_that_decide_r2()
     assert "the 4 first-epoch rules tested are 3 distinct rules" in text
     assert f"(“{paper}” and “{tuned}” pick the same split on ≥ 98% of seeds)" in text, text
 
+    median = "paper, median pooling"
+    forms = pd.concat(
+        [frame, frame[frame["entry"] == paper].assign(entry=median, p_rule=[4] * 10 + [3] * 31)]
+    )
+    assert S.paper_forms_agreement(forms) == "75%–98%"  # median 30 of 40, tuned 39 of 40
+    assert S.paper_forms_agreement(frame) == "98%"
+
     parts = pd.DataFrame(
         [(e, k, P.BEYOND if k == "rotate" or e == paper else "undecided")
          for e in (paper, tuned, cost) for k in ("rotate", "noise")],

@@ -142,7 +142,7 @@ def test_the_chapter_says_what_moves_in_words_with_true_minus_signs():
     assert "the rule's most frequent split moves on Fashion-MNIST, rotated" in text, text
     assert "the oracle's moves on Fashion-MNIST," in text
     assert "the mean regret moves on Fashion-MNIST (" in text  # 0.006 outside [−0.014, 0]
-    assert "−0.006 on Fashion-MNIST and 0.190 on Fashion-MNIST, rotated" in text, text
+    assert "(−0.006 on Fashion-MNIST and 0.190 on Fashion-MNIST, rotated, above δ)." in text, text
     shown = SL.middle_table(summary)
     assert shown["mean regret [95% interval]"].iloc[2].startswith("\u22120.006 [\u22120.014, ")
     assert SL.middle_summary(None) == "" and "Not computed" in SL.middle_lines(None)
@@ -214,6 +214,7 @@ def test_r2s_scope_says_where_the_deciding_federation_was_run_beyond_the_books_s
     text = scale_text()
     assert text.startswith("these are results at the book's sizes: on Fashion-MNIST, rotated,")
     assert "at 1,000 images per client and half width (5 seeds, no test)" in text, text
+    assert text.endswith(", against δ = 0.02 (chapter 04)"), text
 
 
 def test_the_committed_noise_measurement_is_complete_and_recomputes(monkeypatch):

@@ -183,7 +183,8 @@ def middle_cost() -> str:
 
 def middle_summary(summary: pd.DataFrame | None) -> str:
     """One sentence for the chapter's Result box: whether the rule's split, the oracle's and the
-    regret move at the middle rung (item 13's reading), with the rung's mean regrets."""
+    regret move at the middle rung (item 13's reading), with the rung's mean regrets and which of
+    them lie above δ."""
     from playerfl_core.book.reports.tables import signed
     from playerfl_core.study import middle_rung as M
     from playerfl_core.study import rungs as R
@@ -198,7 +199,8 @@ def middle_summary(summary: pd.DataFrame | None) -> str:
         return f"moves on {' and '.join(moved)}" if moved else "moves on neither"
 
     regrets = " and ".join(
-        f"{signed(middle.loc[d, 'mean'])} on {dataset_label(d)}" for d in moves["dataset"]
+        f"{signed(middle.loc[d, 'mean'])} on {dataset_label(d)}{', above δ' if above else ''}"
+        for d, above in zip(moves["dataset"], moves["above_delta"], strict=True)
     )
     seeds = int(middle["n_seeds"].min())
     return (

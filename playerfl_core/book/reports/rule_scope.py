@@ -55,6 +55,21 @@ def distinct_text(regrets: pd.DataFrame) -> str:
     )
 
 
+def paper_forms_agreement(regrets: pd.DataFrame) -> str:
+    """ "81–95 %": the range, over the paper's other forms (its tuned threshold and poolings), of
+    the share of the tested seeds on which a form picks the split the paper's rule (t = 1)
+    picks; why their lines in a figure lie almost on one another."""
+    part = regrets[regrets["role"].isin(TESTED) & regrets["entry"].isin(P.FIRST_EPOCH)]
+    wide = part.pivot_table(index=["dataset", "lr", "seed"], columns="entry", values="p_rule")
+    paper, *forms = [e.label for e in P.ENTRIES if e.rule.startswith("paper")]
+    shares = []
+    for form in (f for f in forms if f in wide.columns):
+        both = wide[[paper, form]].dropna()
+        shares.append(float((both[paper] == both[form]).mean()))
+    low, high = min(shares), max(shares)
+    return f"{low:.0%}" if round(low, 2) == round(high, 2) else f"{low:.0%}–{high:.0%}"
+
+
 def deciding_kinds(parts: pd.DataFrame) -> str:
     """Where R2's first-epoch entries are beyond δ (R2's parts: part, kind, verdict): the kinds
     where every entry is, which decide R2 alone; else each kind with its count, most first."""
@@ -90,13 +105,16 @@ def r2_scope(study, claim) -> str:
     )
 
 
-def scale_text(dataset: str = "fmnist_rotate") -> str:
-    """Where R2's deciding federation was also run beyond the book's sizes (chapter 04's
-    committed rungs): the paper's rule's mean regret there, rung by rung; "" when neither rung
-    is committed."""
+def scale_text(dataset: str | None = None) -> str:
+    """Where R2's deciding federation (default: the ladder's last, ``preregistered.LADDER``) was
+    also run beyond the book's sizes (chapter 04's committed rungs): the paper's rule's mean
+    regret there, rung by rung; "" when neither rung is committed."""
+    from data_prep.preregistered import LADDER
     from playerfl_core.book.style import dataset_label
+    from playerfl_core.stats.split_verdicts import TOLERANCE
     from playerfl_core.study import eval_rung, middle_rung, rungs
 
+    dataset = dataset or LADDER[-1]
     parts = []
     for module, words in (
         (middle_rung, "at 1,000 images per client and half width ({n} seeds, no test)"),
@@ -113,7 +131,7 @@ def scale_text(dataset: str = "fmnist_rotate") -> str:
     return (
         f"these are results at the book's sizes: on {dataset_label(dataset)}, the federation that "
         f"decides R2, the paper's rule's "
-        f"mean regret is {' and '.join(parts)} (chapter 04)"
+        f"mean regret is {' and '.join(parts)}, against δ = {TOLERANCE:g} (chapter 04)"
     )
 
 
