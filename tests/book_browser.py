@@ -150,6 +150,12 @@ _GLUE_CELLS_JS = """() => Array.from(document.querySelectorAll('div.cell_input')
 
 # How much wider than the viewport the page is laid out, and the elements that stick out of it
 # (the innermost ones: not inside a box that scrolls or clips, not fixed on screen).
+_SEARCH_BUTTONS_JS = """() => Array.from(document.querySelectorAll('button.search-button__button'))
+    .filter(b => { const r = b.getBoundingClientRect(), s = getComputedStyle(b);
+                   return r.width > 0 && r.height > 0 && s.visibility !== 'hidden'; }).length"""
+"""How many search buttons the reader sees (the theme's header and its sidebar can both hold
+one)."""
+
 _SIDEWAYS_JS = """() => {
   const view = document.documentElement.clientWidth;
   const width = Math.max(document.documentElement.scrollWidth,
@@ -423,10 +429,13 @@ def raw_myst(text: str) -> list[str]:
 
 
 def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
-    """What the reader sees badly laid out at the wide viewport: tables wider than the column or
-    without a caption, figures whose text is too small, raw Markdown ($, list markers) or raw
-    MyST in the prose, negative numbers with a hyphen, code cells that call glue()."""
+    """What the reader sees badly laid out at the wide viewport: more than one search button,
+    tables wider than the column or without a caption, figures whose text is too small, raw
+    Markdown ($, list markers) or raw MyST in the prose, negative numbers with a hyphen, code
+    cells that call glue()."""
     found = raw_myst(text) + python_reprs(page.inner_text("body"))
+    if (searches := page.evaluate(_SEARCH_BUTTONS_JS)) > 1:
+        found.append(f"{searches} search buttons on one screen")
     for line in page.evaluate(_GLUE_CELLS_JS):
         found.append(f"code cell with a glue() call shown: {line}")
     for t in page.evaluate(_WIDE_TABLES_JS):

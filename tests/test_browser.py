@@ -183,6 +183,9 @@ _PAGES = {
     # A table in a box that clips instead of scrolling: its right-hand part is cut off at 420 px.
     "clipped.html": '<div style="width: 300px; overflow: hidden"><table><tr>'
     '<td style="min-width: 360px">cut off on a phone</td></tr></table></div>',
+    # pydata-sphinx-theme 0.17's header search field above the book theme's sidebar one
+    "search.html": '<header><button class="search-button__button">Search</button></header>'
+    '<nav><button class="search-button__button">Search</button></nav>',
     "glue.html": '<div class="cell"><div class="cell_input"><pre>n = 3\nglue("n", n)</pre>'
     "</div></div>",
 }
@@ -256,6 +259,7 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
     assert problems["repr.html"] == [
         "a Python object's repr on the page: <IPython.core.display.Markdown object>"
     ], problems["repr.html"]
+    assert problems["search.html"] == ["2 search buttons on one screen"], problems["search.html"]
     assert problems["empty.html"] == ["empty table (a header, no rows): variant regret ..."]
     assert any(p.startswith("table cut off at") for p in problems["table.html"]), problems
     shots = tmp_path / "shots"  # two per page, not for the redirect
