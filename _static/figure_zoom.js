@@ -52,6 +52,8 @@
   function mark(img) {
     var zoomable = img.complete && shrunk(img);
     img.classList.toggle("figure-zoomable", zoomable);
+    var figure = img.closest("figure"); // its caption says so on a phone (book.css)
+    if (figure) figure.classList.toggle("figure-has-zoom", zoomable);
     if (zoomable) {
       img.tabIndex = 0;
       img.title = "Tap to enlarge";

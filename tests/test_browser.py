@@ -101,6 +101,11 @@ def test_a_shrunk_figure_opens_full_size_on_a_phone(built_book, chromium):
             figure = page.locator("figure img.figure-zoomable").first
             natural = figure.evaluate("img => img.naturalWidth")
             assert figure.bounding_box()["width"] < natural / 2
+            hint = "figure.figure-has-zoom figcaption .caption-text"  # no hover on a phone
+            said = page.locator(hint).first.evaluate(
+                "el => getComputedStyle(el, '::after').content"
+            )
+            assert "Tap the figure to enlarge it." in said, said
             figure.click()
             layer = page.locator(".figure-zoom")
             assert layer.count() == 1

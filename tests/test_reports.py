@@ -228,6 +228,17 @@ def test_paired_verdict_lines_write_intervals_and_p_values_the_books_way():
     line = split_choice.variant_lines(comparison)
     assert "\u22120.010 (\u22120.020 to 0.001) on average, 12 paired seeds" in line, line
     assert line.endswith("Holm-adjusted p not run)"), line
+    # a variant whose regret is the paper's on every seed: nothing to test, not "undecided"
+    regrets = pd.DataFrame(
+        {"dataset": "heart", "seed": [0, 1, 0, 1, 0, 1], "regret": [0.1, 0.0, 0.1, 0.0, 0.0, 0.0],
+         "variant": ["paper"] * 2 + ["median"] * 2 + ["geomean"] * 2}
+    )  # fmt: skip
+    both = split_choice.variant_comparison(regrets).set_index("variant")
+    assert both.loc["median", "verdict"] == "the same regret", both
+    assert both.loc["geomean", "verdict"] == "undecided", both
+    assert "median pooling against the paper's mean: the same regret on every one of the 2" in (
+        split_choice.variant_lines(both.reset_index())
+    )
 
 
 def test_a_follow_up_of_one_kind_is_shown_as_a_column_and_negative_regrets_with_minus_signs():

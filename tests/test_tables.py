@@ -232,12 +232,29 @@ def test_a_named_index_heads_its_column_in_the_one_header_row():
     assert 'rowspan="2">Heart</th>' in html  # the outer level still spans its rows
     unnamed = captioned(frame.rename_axis([None, None]), "c")._repr_html_()
     assert unnamed.split("</thead>")[0].count("&nbsp;") == 2  # nothing to write: left blank
+    # two rows of column names (chapter 06: dataset over ours/published): the last row's corner
+    wide = pd.DataFrame(
+        [[0.1, 0.2]], index=pd.Index(["FedAvg"], name="algorithm"),
+        columns=pd.MultiIndex.from_tuples([("Heart", "ours"), ("Heart", "published")]),
+    )  # fmt: skip
+    rows = captioned(wide, "c")._repr_html_().split("<thead>")[1].split("</thead>")[0]
+    assert rows.count("<tr>") == 2, rows
+    assert rows.split("<tr>")[2].strip().startswith('<th class="index_name level0" >algorithm'), (
+        rows
+    )
 
 
 def test_a_columns_decimals_line_up():
     """Shown to significant digits, 0.925, 0.91 and 0.9 read 0.925, 0.910, 0.900; a column that
     needs an exponent keeps it."""
-    frame = pd.DataFrame({"score": [0.925, 0.91, 0.9], "p": [1e-5, 0.2, 0.5]})
+    frame = pd.DataFrame({"score": [0.925, 0.91, 0.9], "rate": [1e-5, 0.2, 0.5]})
     html = captioned(frame, "c")._repr_html_()
     assert all(f">{v}<" in html for v in ("0.925", "0.910", "0.900")), html
     assert ">1e\u221205<" in html and ">0.2<" in html
+    ps = pd.DataFrame({"p": [0.004015, 0.193287], "Holm-adjusted p": [0.00803, float("nan")]})
+    ps_html = captioned(ps, "c")._repr_html_()
+    assert all(f">{v}<" in ps_html for v in ("0.004", "0.19", "0.008", "–")), ps_html
+    seconds = captioned(pd.DataFrame({"s": [0.0186, 0.000926, 0.00443]}), "c")._repr_html_()
+    assert all(f">{v}<" in seconds for v in ("0.0186", "0.000926", "0.00443")), seconds
+    shares = captioned(pd.DataFrame({"a": [0.67, 1.0], "b": [1.0, 0.0]}), "c")._repr_html_()
+    assert all(f">{v}<" in shares for v in ("0.67", "1.00", "0.00")), shares  # not 1 and 0

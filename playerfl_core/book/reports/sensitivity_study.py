@@ -10,7 +10,7 @@ import pandas as pd
 
 from playerfl_core.book.analysis_plots import metric_label
 from playerfl_core.book.reports.tables import signed
-from playerfl_core.book.style import algorithm_label, dataset_label
+from playerfl_core.book.style import algorithm_label, client_label, dataset_label
 from playerfl_core.fl.profiles import make_config
 from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import claims as C
@@ -49,8 +49,8 @@ def pruning_demo(data: dict, plan: dict, name: str, profile: str, device) -> dic
     return {
         "check": check,
         "r": r,
-        "where": f"{dataset_label(name)} client {c0.name}, unit {head}",
-        "title": f"{dataset_label(name)}, {c0.name}, {head}",
+        "where": f"{dataset_label(name)} client {client_label(c0.name)}, unit {head}",
+        "title": f"{dataset_label(name)}, {client_label(c0.name)}, {head}",
     }
 
 

@@ -273,28 +273,41 @@ def variant_comparison(regrets: pd.DataFrame) -> pd.DataFrame:
     from playerfl_core.study.split_scores import interval
 
     wide = regrets.pivot_table(index=["dataset", "seed"], columns="variant", values="regret")
-    rows, parts = [], []
+    rows, parts, same = [], [], []
     for ds, g in wide.groupby(level="dataset", sort=False):
         for v in [c for c in g.columns if c != "paper"]:
             d = (g["paper"] - g[v]).dropna().to_numpy()
             rows.append((ds, v, *interval(d), len(d)))
             parts.append(difference_evidence(d, f"{ds} | {v}"))
+            same.append(len(d) > 0 and not d.any())
     decided = decide_family(parts)
     out = pd.DataFrame(rows, columns=["dataset", "variant", "mean", "lo", "hi", "n_seeds"])
     out["p_holm"] = [e.p_adjusted for e in decided]
     words = {"supported": "better", "contradicted": "worse", "undecided": "undecided"}
-    out["verdict"] = [words[e.verdict] for e in decided]
+    out["verdict"] = [
+        SAME_REGRET if s else words[e.verdict] for s, e in zip(same, decided, strict=True)
+    ]
     return out
+
+
+SAME_REGRET = "the same regret"
+"""A variant's verdict where its regret equals the paper's rule's on every seed: nothing differs,
+so there is nothing to test (not "undecided")."""
 
 
 def variant_lines(comparison: pd.DataFrame) -> str:
     """Markdown: per dataset and variant, the paired verdict against the paper's rule."""
-    return "\n".join(
-        f"- {dataset_label(r.dataset)}, {r.variant} pooling against the paper's mean: "
-        f"**{r.verdict}** (regret lower by {interval_text(r.mean, r.lo, r.hi)} on average, "
-        f"{counted(r.n_seeds, 'paired seed')}, Holm-adjusted p {p_text(r.p_holm)})"
-        for r in comparison.itertuples()
-    )
+
+    def line(r) -> str:
+        head = f"- {dataset_label(r.dataset)}, {r.variant} pooling against the paper's mean: "
+        if r.verdict == SAME_REGRET:
+            return head + f"the same regret on every one of the {r.n_seeds} paired seeds"
+        return head + (
+            f"**{r.verdict}** (regret lower by {interval_text(r.mean, r.lo, r.hi)} on average, "
+            f"{counted(r.n_seeds, 'paired seed')}, Holm-adjusted p {p_text(r.p_holm)})"
+        )
+
+    return "\n".join(line(r) for r in comparison.itertuples())
 
 
 def by_dataset(

@@ -210,23 +210,24 @@ def best_cells(frame: pd.DataFrame, best) -> pd.DataFrame:
 
 
 def _names_head_columns(frame: pd.DataFrame) -> bool:
-    """Whether the index's names can head its columns in the one row of column names (every
-    level named, one row of column names): pandas would give them a row of their own, a header
-    row holding nothing but a name."""
+    """Whether the index's names can head its columns in the last row of column names (every
+    level named, that row's corner free: the columns' last level has no name): pandas would give
+    them a row of their own, a header row holding nothing but a name."""
     names = list(frame.index.names)
-    return frame.columns.nlevels == 1 and all(isinstance(n, str) and n for n in names)
+    return not frame.columns.names[-1] and all(isinstance(n, str) and n for n in names)
 
 
-_CORNER = re.compile(r'<th class="blank(?: level0)?" >&nbsp;</th>')
+_CORNER = re.compile(r'<th class="blank(?: level\d+)?" >&nbsp;</th>')
 
 
 def _names_in_header_row(html: str, names: list[str]) -> str:
-    """The Styler's blank corner cells of the header row (one per index level) replaced by the
-    index's names, as row-header cells of their own."""
+    """The Styler's blank corner cells of the last header row (one per index level) replaced by
+    the index's names, as row-header cells of their own."""
     head, sep, rest = html.partition("</thead>")
+    before, row, last = head.rpartition("<tr>")
     cells = iter(f'<th class="index_name level{k}" >{escape(n)}</th>' for k, n in enumerate(names))
-    head = _CORNER.sub(lambda m: next(cells, m.group()), head, count=len(names))
-    return head + sep + rest
+    last = _CORNER.sub(lambda m: next(cells, m.group()), last, count=len(names))
+    return before + row + last + sep + rest
 
 
 class Shown:
@@ -290,13 +291,49 @@ def _counts(column: pd.Series) -> bool:
 def _column_spec(values: pd.Series, spec: str) -> str:
     """One number of decimals for a column shown to significant digits (``spec`` ".Ng"): the
     most any of its values needs (at most 6), so that its decimals line up (0.925, 0.910, not
-    0.925, 0.91); ``spec`` as it is where a value needs an exponent."""
+    0.925, 0.91); ``spec`` as it is where a value needs an exponent or where the values lie
+    an order of magnitude or more apart."""
     if not spec.endswith("g"):
         return spec
     texts = [format(v, spec) for v in values.dropna()]
     if not texts or any(c in t for t in texts for c in "ein"):  # 1e-05, inf, nan
         return spec
+    sizes = values.dropna().abs()
+    if (sizes > 0).any() and sizes.max() >= 10 * sizes[sizes > 0].min():
+        return spec  # orders of magnitude apart: lined up, 0.0186 would read 0.018600
     return f".{min(max(len(t.partition('.')[2]) for t in texts), 6)}f"
+
+
+def _is_p_column(column) -> bool:
+    """A column of p-values, by its reader's name: "p", "Holm-adjusted p", "p (two-sided)"."""
+    name = column[-1] if isinstance(column, tuple) else column
+    return isinstance(name, str) and (name == "p" or name.endswith(" p") or name.startswith("p "))
+
+
+def _column_specs(out: pd.DataFrame, spec: str) -> dict:
+    """Each shown column's format: "yes/no" for booleans, "p" for p-values (as prose writes
+    them, :func:`p_text`), "d" for integers, ".0f" for a float
+    column of counts, else :func:`_column_spec`; a float column of nothing but 0 and 1 (a share
+    that is all or nothing on every row) takes the fewest decimals of the table's other float
+    columns, so it reads 1.00 beside a neighbour's 0.67, not 1."""
+    specs, binary = {}, []
+    for k, column in enumerate(out.columns):
+        values = out.iloc[:, k]
+        if pd.api.types.is_bool_dtype(values):
+            specs[column] = "yes/no"
+        elif pd.api.types.is_float_dtype(values) and _is_p_column(column):
+            specs[column] = "p"
+        elif pd.api.types.is_integer_dtype(values):
+            specs[column] = "d"
+        elif pd.api.types.is_float_dtype(values):
+            specs[column] = ".0f" if _counts(values) else _column_spec(values, spec)
+            if len(values.dropna()) and values.dropna().isin([0, 1]).all():
+                binary.append(column)
+    decimals = {c: f for c, f in specs.items() if c not in binary and f[0] == "." and f[-1] == "f"}
+    others = [int(f[1:-1]) for f in decimals.values() if f != ".0f"]
+    for column in binary if others else []:
+        specs[column] = f".{min(others)}f"
+    return specs
 
 
 def show(
@@ -320,18 +357,13 @@ def show(
         style = style.hide(axis="index")
     elif _names_head_columns(out):
         style = style.hide(axis="index", names=True)  # Shown writes them in the header row
-    for k, column in enumerate(out.columns):
-        values = out.iloc[:, k]
-        if pd.api.types.is_bool_dtype(values):  # "yes"/"no", not Python's True/False
+    for column, own in _column_specs(out, spec).items():
+        if own == "yes/no":  # not Python's True/False
             style = style.format(lambda v: "yes" if v else "no", subset=[column])
-            continue
-        if pd.api.types.is_float_dtype(values):
-            own = ".0f" if _counts(values) else _column_spec(values, spec)
-        elif pd.api.types.is_integer_dtype(values) and not pd.api.types.is_bool_dtype(values):
-            own = "d"
+        elif own == "p":
+            style = style.format(lambda v: p_text(v, "–"), subset=[column])
         else:
-            continue
-        style = style.format(lambda v, own=own: number_text(v, own), subset=[column])
+            style = style.format(lambda v, own=own: number_text(v, own), subset=[column])
     for axis, labels in ((0, out.index), (1, out.columns)):
         for level in range(labels.nlevels):
             kind = labels.get_level_values(level)
