@@ -197,6 +197,19 @@ _CUT_TABLES_JS = """() => Array.from(document.querySelectorAll('table'))
   })
   .filter(r => r && r.width > r.box + 1)"""
 
+# Displayed equations wider than their box with nothing around them that scrolls: cut off.
+_CUT_EQUATIONS_JS = """() => Array.from(document.querySelectorAll('mjx-container[display="true"]'))
+  .filter(m => m.getClientRects().length > 0 && m.scrollWidth > m.clientWidth + 1)
+  .filter(m => {
+    const col = m.closest('article, main') || document.body;
+    for (let a = m; a && a !== col.parentElement; a = a.parentElement) {
+      if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)) return false;
+    }
+    return true;
+  })
+  .map(m => ({width: m.scrollWidth, box: m.clientWidth,
+              text: (m.textContent || '').trim().slice(0, 30)}))"""
+
 # Every displayed <img> with its natural and its rendered width.
 _IMAGE_SIZES_JS = """() => Array.from(document.images)
   .filter(img => img.naturalWidth > 0 && img.getClientRects().length > 0)
@@ -477,7 +490,7 @@ def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
 
 def _narrow_problems(browser, url: str, path: Path) -> list[str]:
     """The page as a phone shows it: its screenshot, and whether it scrolls sideways or cuts a
-    table off."""
+    table or a displayed equation off."""
     found = []
     context = browser.new_context(viewport={"width": NARROW_VIEWPORT, "height": 900})
     try:
@@ -495,6 +508,11 @@ def _narrow_problems(browser, url: str, path: Path) -> list[str]:
             found.append(
                 f"table cut off at {NARROW_VIEWPORT} px: {t['width']} px in a box of {t['box']} px "
                 f"that does not scroll ({t['head']} ...)"
+            )
+        for m in page.evaluate(_CUT_EQUATIONS_JS):
+            found.append(
+                f"equation cut off at {NARROW_VIEWPORT} px: {m['width']} px in a box of "
+                f"{m['box']} px that does not scroll ({m['text']} ...)"
             )
         page.screenshot(path=str(path))
     finally:

@@ -191,6 +191,9 @@ _PAGES = {
     # pydata-sphinx-theme 0.17's header search field above the book theme's sidebar one
     "search.html": '<header><button class="search-button__button">Search</button></header>'
     '<nav><button class="search-button__button">Search</button></nav>',
+    # 03a's displayed ΔL_k expansion, cut at a phone's right edge
+    "equation.html": '<mjx-container display="true" style="display: block; overflow: hidden">'
+    '<span style="display: inline-block; width: 600px">wide formula</span></mjx-container>',
     "glue.html": '<div class="cell"><div class="cell_input"><pre>n = 3\nglue("n", n)</pre>'
     "</div></div>",
 }
@@ -264,6 +267,8 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
     assert problems["repr.html"] == [
         "a Python object's repr on the page: <IPython.core.display.Markdown object>"
     ], problems["repr.html"]
+    cut = problems["equation.html"]
+    assert len(cut) == 1 and cut[0].startswith(f"equation cut off at {NARROW_VIEWPORT} px"), cut
     assert problems["search.html"] == ["2 search buttons on one screen"], problems["search.html"]
     assert problems["empty.html"] == ["empty table (a header, no rows): variant regret ..."]
     assert any(p.startswith("table cut off at") for p in problems["table.html"]), problems

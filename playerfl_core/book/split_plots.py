@@ -70,6 +70,7 @@ def sweep_curves(summary: pd.DataFrame, reg: pd.DataFrame):
                 label=name,
                 zorder=3,
             )
+        ax.set_ylim(bottom=ymin - 0.24 * span)  # room for the lowest row's largest marker
         ax.set_title(dataset_label(ds))
         ax.set_xlabel("federated units p")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -83,7 +83,7 @@ def shown_traffic(table: pd.DataFrame) -> pd.DataFrame:
 
 def plot_traffic(table: pd.DataFrame):
     """Horizontal bars per algorithm: kB a silo uploads and downloads per round for training,
-    and (hatched) what only the scoring of a global average needs."""
+    and (hatched) what only the scoring of a global average needs; a row with no traffic says 0."""
     names = list(table.index)
     y = np.arange(len(names))
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.38 * len(names) + 1.5), layout="constrained")
@@ -110,6 +110,9 @@ def plot_traffic(table: pd.DataFrame):
             hatch="//",
             label="up + down for scoring only",
         )
+    nothing = (table["up kB/round"] + table["down kB/round"] + table["scoring kB/round"]) == 0
+    for k in y[nothing.to_numpy()]:  # an empty row reads as missing data: say it is zero
+        ax.text(0, k, " 0 kB", va="center", ha="left", color="0.3")
     ax.set_yticks(y, [algorithm_label(n) for n in names])
     ax.invert_yaxis()
     ax.set_xlabel("kB per silo per round (mean)")
