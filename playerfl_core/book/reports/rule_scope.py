@@ -129,9 +129,9 @@ def scale_text(dataset: str | None = None) -> str:
     if not parts:
         return ""
     return (
-        f"these are results at the book's sizes: on {dataset_label(dataset)}, the federation that "
-        f"decides R2, the paper's rule's "
-        f"mean regret is {' and '.join(parts)}, against δ = {TOLERANCE:g} (chapter 04)"
+        f"beyond the book's sizes, on {dataset_label(dataset)}, the federation that decides R2, "
+        f"the paper's rule's mean regret is {' and '.join(parts)}, against δ = {TOLERANCE:g} "
+        "(chapter 04)"
     )
 
 

@@ -312,10 +312,10 @@ def _is_p_column(column) -> bool:
 
 def _column_specs(out: pd.DataFrame, spec: str) -> dict:
     """Each shown column's format: "yes/no" for booleans, "p" for p-values (as prose writes
-    them, :func:`p_text`), "d" for integers, ".0f" for a float
-    column of counts, else :func:`_column_spec`; a float column of nothing but 0 and 1 (a share
-    that is all or nothing on every row) takes the fewest decimals of the table's other float
-    columns, so it reads 1.00 beside a neighbour's 0.67, not 1."""
+    them, :func:`p_text`), "d" for integers, ".0f" for a float column of counts, else
+    :func:`_column_spec`; a float column of nothing but 0 and 1 (a share that is all or nothing
+    on every row) takes the fewest decimals of the table's other float columns, so it reads 1.00
+    beside a neighbour's 0.67, not 1."""
     specs, binary = {}, []
     for k, column in enumerate(out.columns):
         values = out.iloc[:, k]
