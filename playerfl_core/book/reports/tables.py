@@ -1,7 +1,9 @@
 """Tables as the reader sees them: display names for algorithms, datasets and metrics, reader-
 facing column names (:data:`COLUMN_NAMES`, one map for the whole book), intervals as one cell,
 the best value in bold where "best" means something, numbers rounded to what the data support,
-no index column when it carries nothing, and a caption that says what to read."""
+no index column when it carries nothing, and a caption that says what to read. About 430 lines,
+one module: every rule for how a number or a label appears in a table lives here, so that every
+chapter's tables follow the same ones."""
 
 from __future__ import annotations
 
