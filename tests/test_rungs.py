@@ -73,7 +73,8 @@ def test_a_rung_is_collected_only_when_complete_and_never_recomputes_a_kept_run(
     with pytest.raises(ValueError, match="6 of the middle rung's 6 runs are not computed yet"):
         R.collect(M.rung(), tmp_path, ["fmnist"], [0])
     for p in range(R.n_splits(M.rung(), "fmnist")):
-        R.keep(tmp_path, *R.run_one(M.rung(), ("fmnist", 0, p)))
+        task, table, record = R.run_one(M.rung(), ("fmnist", 0, p))
+        R.keep(tmp_path, R.run_name(*task), table, record)
     table, totals = R.collect(M.rung(), tmp_path, ["fmnist"], [0])
     assert totals["runs"] == 6 and not totals["diverged"] and totals["cpu_seconds"] > 0
     assert table["algorithm"].nunique() == 6 and set(table["round"]) == {0}

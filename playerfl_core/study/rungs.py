@@ -115,10 +115,9 @@ def run_one(rung: Rung, task: tuple[str, int, int]):
     return task, table, {"cpu_seconds": round(time.process_time() - start, 2), "error": error}
 
 
-def keep(work: Path, task: tuple[str, int, int], table: pd.DataFrame | None, record: dict):
-    """Write one finished run atomically: its table first, its record last (the record marks
-    the run as done)."""
-    name = run_name(*task)
+def keep(work: Path, name: str, table: pd.DataFrame | None, record: dict):
+    """Write one finished run ``name`` atomically: its table first, its record last (the record
+    marks the run as done)."""
     if table is not None:
         tmp = work / f".{name}.parquet"
         table.to_parquet(tmp, index=False)
@@ -161,7 +160,8 @@ def compute(
         futures = [pool.submit(one, rung, t) for t in todo]
         for fut in tqdm(as_completed(futures), total=len(todo), desc=f"{rung.name} rung",
                         unit="run", disable=not progress):  # fmt: skip
-            keep(work, *fut.result())
+            task, table, record = fut.result()
+            keep(work, run_name(*task), table, record)
 
 
 def sort_rows(table: pd.DataFrame) -> pd.DataFrame:

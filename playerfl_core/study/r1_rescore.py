@@ -1,0 +1,312 @@
+"""R1's family at low evaluation noise (issue 34, item 5; item 15 of ``study.preregistration``):
+the regrets that decide R1, their test terms scored on :data:`TEST_PER_CLIENT` images per client.
+
+At the book's sizes a Fashion-MNIST client scores on 80 test images, so a seed's regret moves by
+about δ from the draw of those images alone. For every seed of every federation whose
+declaration has held-out images, the committed run of the paper's rule's split and of the
+validation oracle's (one run when they agree) is trained again from its manifest entry, and its
+rows are compared with the committed run's. Each client's deployed model at its best-validation
+round is then scored on :data:`TEST_PER_CLIENT` test images drawn from its own distribution
+(``data_prep.eval_sets``, the evaluation rung's draw). Validation stays the book's, so the
+rule's split, the oracle's split and every client's round are the committed ones: only the
+measurement of the regret changes, not the procedure it measures.
+
+Computed by ``python -m playerfl_core.study.r1_rescore`` (resumable: each finished run waits in
+``results/r1_rescore/``) and committed to ``stores/ladder/r1_rescore.parquet`` with its record.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+TEST_PER_CLIENT = 2000
+WORK = "r1_rescore"
+PROFILE = "standard"
+BOOK_SCORE = "book_test"
+"""The metric under which the store keeps each run's score on the book's test sets, so that
+:func:`r1_regrets` replaces only regrets computed from these very runs."""
+
+
+def store_path() -> Path:
+    from playerfl_core.study.archive import stores_dir
+
+    return stores_dir() / "ladder" / "r1_rescore.parquet"
+
+
+def load() -> tuple[pd.DataFrame, dict] | None:
+    """The committed rescore and its record; None when not computed."""
+    from playerfl_core.study.split_rules_table import load_rules_table
+
+    return load_rules_table(store_path()) if store_path().exists() else None
+
+
+def has_held_out(dataset: str) -> bool:
+    """Whether ``dataset``'s declaration can draw larger evaluation sets."""
+    from data_prep.registry import federation
+
+    return federation(dataset).held_out is not None
+
+
+def tasks(regrets: pd.DataFrame) -> list[tuple[str, float, int, int]]:
+    """Every run the rescore needs: (dataset, lr, seed, p) of the rule's and the oracle's split
+    on each seed of ``regrets`` (the paper's rule's) whose federation has held-out images."""
+    keep = regrets[regrets["dataset"].map(has_held_out)]
+    runs = {
+        (r.dataset, float(r.lr), int(r.seed), int(p))
+        for r in keep.itertuples(index=False)
+        for p in (r.p_rule, r.p_oracle)
+    }
+    return sorted(runs)
+
+
+def run_name(task) -> str:
+    dataset, lr, seed, p = task
+    return f"{dataset}_lr{lr:g}_s{seed}_p{p}"
+
+
+class _Deployed:
+    """Keeps a copy of every client's deployed model after each round's evaluation (an
+    :class:`~playerfl_core.fl.engine.Observer`: it reads the run, never changes it)."""
+
+    def __init__(self, algorithm):
+        self.algorithm, self.models = algorithm, {}
+
+    def after_local_updates(self, run, rnd: int) -> None:
+        pass
+
+    def on_round_end(self, run, rnd: int) -> None:
+        for c in run.clients:
+            self.models[(c.id, rnd)] = copy.deepcopy(self.algorithm.deployed_model(run, c))
+
+
+def rescore_run(task, archive: Path | None = None):
+    """One run trained again from its manifest entry, compared with the committed run, and its
+    clients' selected models scored on large test sets. Returns ``(task, rows, record)``: the
+    rerun's training-size and validation rows, its test rows at each client's selected round
+    (large test sets), and one :data:`BOOK_SCORE` row per client (the book's test set, same
+    round); the record holds the comparison with the committed run and the CPU time."""
+    import torch
+
+    from data_prep import load as load_data
+    from playerfl_core.fl.algorithms import get_algorithm
+    from playerfl_core.fl.algorithms.prefix import prefix_name
+    from playerfl_core.fl.engine import run_federated
+    from playerfl_core.fl.schema import COLUMNS
+    from playerfl_core.fl.scoring import score_logits, summarise
+    from playerfl_core.stats.results import select_rounds
+    from playerfl_core.study.archive import archive_dir, spec_of
+    from playerfl_core.study.verification import compare_run
+
+    dataset, lr, seed, p = task
+    start, previous = time.process_time(), torch.get_num_threads()
+    archive = archive or archive_dir(PROFILE)
+    stored, entry = _committed_run(archive, dataset, prefix_name(p), lr, seed)
+    spec = spec_of(entry)
+    data = load_data(spec.dataset, profile=spec.profile, seed=spec.seed)
+    large = load_data(spec.dataset, profile=spec.profile, seed=spec.seed,
+                      eval_per_client=TEST_PER_CLIENT)  # fmt: skip
+    _check_same_training(data, large)
+    algorithm = get_algorithm(spec.algorithm)
+    if algorithm.final_step:
+        raise ValueError(f"{spec.algorithm}: a final step is not rescored (only prefix runs).")
+    deployed = _Deployed(algorithm)
+    torch.set_num_threads(1)  # one thread per run: the committed runs' last bits
+    try:
+        fresh = run_federated(data, algorithm, spec.config("cpu"), [deployed]).table()
+        selected = select_rounds(fresh)
+        rounds = selected.drop_duplicates("client").set_index("client")["round"]
+        rows = []
+        for cid, rnd in rounds.items():
+            client = large.clients[int(cid)]
+            model = deployed.models[(int(cid), int(rnd))].eval()
+            with torch.no_grad():
+                logits = model(client.x_test)
+            scores = summarise(score_logits(logits, client.y_test).cpu().numpy())
+            for metric, value in scores.items():
+                rows.append((dataset, spec.algorithm, lr, seed, int(cid), int(rnd), "test", metric,
+                             value, len(client.y_test)))  # fmt: skip
+    finally:
+        torch.set_num_threads(previous)
+    book = selected[(selected["split"] == "test") & (selected["metric"] == "macro_f1")]
+    kept = fresh[(fresh["split"] == "val") | (fresh["metric"] == "n_samples")]
+    table = pd.concat(
+        [kept, pd.DataFrame(rows, columns=COLUMNS), book.assign(metric=BOOK_SCORE)[COLUMNS]],
+        ignore_index=True,
+    )
+    comparison = compare_run(fresh, stored)
+    record = {"cpu_seconds": round(time.process_time() - start, 2), "run_id": entry["run_id"],
+              "identical": comparison["identical"],
+              "max_abs_diff": comparison["max_abs_diff"]}  # fmt: skip
+    return task, table, record
+
+
+def _committed_run(archive: Path, dataset: str, algorithm: str, lr: float, seed: int):
+    """The committed run's rows and manifest entry (one run per dataset, algorithm, lr, seed)."""
+    table, manifest = _archive(archive)
+    wanted = (dataset, algorithm, seed)
+    found = [
+        e for e in manifest["runs"] if e["status"] == "ok"
+        and (e["dataset"], e["algorithm"], e["seed"]) == wanted and np.isclose(e["lr"], lr)
+    ]  # fmt: skip
+    if len(found) != 1:
+        raise ValueError(
+            f"{archive}: expected one committed run of {algorithm} on {dataset} (lr {lr:g}, "
+            f"seed {seed}), found {len(found)}; the rescore reads the committed sweeps only."
+        )
+    return table[table["run_id"] == found[0]["run_id"]], found[0]
+
+
+_ARCHIVES: dict = {}
+
+
+def _archive(path: Path):
+    """The archive, read once per process (a worker rescoring many runs reads it once)."""
+    from playerfl_core.study.archive import load_archive
+
+    if path not in _ARCHIVES:
+        _ARCHIVES[path] = load_archive(path)
+    return _ARCHIVES[path]
+
+
+def _check_same_training(data, large) -> None:
+    """The large evaluation sets must leave every client's training images as they were."""
+    import torch
+
+    for a, b in zip(data.clients, large.clients, strict=True):
+        if not (torch.equal(a.x_train, b.x_train) and torch.equal(a.y_train, b.y_train)):
+            raise ValueError(
+                f"{data.name}: client {a.name}'s training set differs with larger evaluation "
+                "sets; the rescore would not measure the same runs."
+            )
+
+
+def compute(todo: Sequence, work: Path, workers: int = 2, progress: bool = True) -> None:
+    """Every run of ``todo`` not yet in ``work``, in ``workers`` processes of one thread each,
+    each run kept as it ends (``rungs.keep``)."""
+    import multiprocessing as mp
+    import os
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from tqdm.auto import tqdm
+
+    from playerfl_core.study.rungs import done_runs, keep
+    from playerfl_core.study.workers import init_worker
+
+    work.mkdir(parents=True, exist_ok=True)
+    done = done_runs(work)
+    left = [t for t in todo if run_name(t) not in done]
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(workers, ctx, init_worker, (1, os.getpid())) as pool:
+        futures = [pool.submit(rescore_run, t) for t in left]
+        for fut in tqdm(as_completed(futures), total=len(left), desc="R1 rescore", unit="run",
+                        disable=not progress):  # fmt: skip
+            task, table, record = fut.result()
+            keep(work, run_name(task), table, record)
+
+
+def collect(todo: Sequence, work: Path) -> tuple[pd.DataFrame, dict]:
+    """The rescore's long table (runs in ``todo``'s order) and its totals; raises naming the
+    command when a run is missing."""
+    from playerfl_core.study.rungs import done_runs
+
+    records = done_runs(work)
+    names = [run_name(t) for t in todo]
+    missing = [n for n in names if n not in records]
+    if missing:
+        raise ValueError(
+            f"{len(missing)} of the rescore's {len(names)} runs are not computed yet "
+            f"({', '.join(missing[:3])}, …); run `python -m playerfl_core.study.r1_rescore`."
+        )
+    table = pd.concat([pd.read_parquet(work / f"{n}.parquet") for n in names], ignore_index=True)
+    totals = {
+        "runs": len(names),
+        "cpu_seconds": round(sum(records[n]["cpu_seconds"] for n in names), 1),
+        "identical_to_committed": sum(bool(records[n]["identical"]) for n in names),
+        "max_abs_diff": max(float(records[n]["max_abs_diff"]) for n in names),
+    }
+    return table, totals
+
+
+def run_scores(table: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
+    """Per rescored run: its score on the large test sets (``test``) and on the book's
+    (``book``), clients weighted by training share as every headline score. Columns: dataset,
+    algorithm, lr, seed, test, book."""
+    from playerfl_core.stats.metrics import run_scores as headline
+
+    large = headline(table[table["metric"] != BOOK_SCORE], metric).rename(columns={"value": "test"})
+    book = table[table["metric"] != metric].replace({"metric": {BOOK_SCORE: metric}})
+    book = headline(book, metric).rename(columns={"value": "book"})
+    return large.merge(book, on=["dataset", "algorithm", "lr", "seed"])
+
+
+def r1_regrets(regrets: pd.DataFrame, rescored: tuple | None = None) -> pd.DataFrame:
+    """R1's regrets (item 15): each row of ``regrets`` (``split_oracle.regrets``, the paper's
+    rule's) whose two runs the committed rescore holds gets both test terms on the large test
+    sets, with ``rescored`` True; the others stay as given (``rescored`` False). A row is
+    replaced only when its test terms equal the rescored runs' scores on the book's test sets,
+    so a regret is never paired with another run's rescore."""
+    from playerfl_core.fl.algorithms.prefix import prefix_name
+
+    out = regrets.copy()
+    out["rescored"] = False
+    rescored = rescored if rescored is not None else load()
+    if rescored is None or out.empty:
+        return out
+    scores = run_scores(rescored[0]).set_index(["dataset", "algorithm", "lr", "seed"])
+    for i, r in out.iterrows():
+        keys = [(r.dataset, prefix_name(int(p)), float(r.lr), int(r.seed))
+                for p in (r.p_rule, r.p_oracle)]  # fmt: skip
+        if not all(k in scores.index for k in keys):
+            continue
+        rule, oracle = scores.loc[keys[0]], scores.loc[keys[1]]
+        if not (np.isclose(rule.book, r.test_rule, rtol=0, atol=1e-12)
+                and np.isclose(oracle.book, r.test_oracle, rtol=0, atol=1e-12)):  # fmt: skip
+            continue
+        out.loc[i, ["test_rule", "test_oracle", "regret", "rescored"]] = (
+            rule.test, oracle.test, oracle.test - rule.test, True)  # fmt: skip
+    return out
+
+
+def committed_regrets() -> pd.DataFrame:
+    """The paper's rule's regrets of every committed one-rate sweep of :data:`PROFILE` (base
+    and heterogeneity federations alike): what R1's family reads."""
+    from playerfl_core.study import split_oracle as O
+
+    scores, rules = O.committed_scores(PROFILE)
+    regrets = O.regrets(scores, rules)
+    return regrets[regrets["variant"] == "paper"].reset_index(drop=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    import argparse
+
+    from playerfl_core.study.run_store import default_store
+    from playerfl_core.study.split_rules_table import save_with_record
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    todo = tasks(committed_regrets())
+    work = default_store(WORK)
+    start = time.time()
+    compute(todo, work, args.workers)
+    table, totals = collect(todo, work)
+    committed = load()
+    if committed is not None and committed[0].equals(table):
+        print(f"{store_path()} already holds these {totals['runs']} runs: left as it is")
+        return
+    extra = {"test_per_client": TEST_PER_CLIENT, "profile": PROFILE,
+             "wall_seconds_last_call": round(time.time() - start, 1), **totals}  # fmt: skip
+    path = save_with_record(table, store_path(), extra)
+    print(f"{len(table)} rows to {path}: {totals['cpu_seconds']:.0f} CPU-s over {totals['runs']} "
+          f"runs, {totals['identical_to_committed']} identical to the committed runs")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
