@@ -3,8 +3,9 @@
    On a phone the book shrinks a figure to the text column (a 1037 px chapter figure to about
    390 px), and its 9 pt labels fall to a few pixels. A figure shown narrower than it was drawn is
    marked zoomable (cursor: zoom-in); a tap opens it at its natural size (at the figures' 150 dpi,
-   9 pt text is 19 px high) in a layer that scrolls both ways. A tap on the layer, the close
-   button or Escape closes it. Jupyter Book loads every .js file in _static on every page. */
+   9 pt text is 19 px high) in a layer that scrolls both ways, scrolled so that the point tapped
+   is in the middle of the screen (the figure's centre when opened from the keyboard). A tap on
+   the layer, the close button or Escape closes it. Jupyter Book loads every .js file in _static on every page. */
 (function () {
   "use strict";
 
@@ -15,7 +16,7 @@
     return shown > 0 && img.naturalWidth > SHRUNK * shown;
   }
 
-  function open(img) {
+  function open(img, at) {
     var layer = document.createElement("div");
     layer.className = "figure-zoom";
     layer.setAttribute("role", "dialog");
@@ -30,6 +31,7 @@
     big.src = img.currentSrc || img.src;
     big.alt = img.alt;
     big.width = img.naturalWidth;
+    big.height = img.naturalHeight; // laid out at once, so the layer can scroll to the tap
     layer.appendChild(close);
     layer.appendChild(big);
 
@@ -46,7 +48,15 @@
     document.addEventListener("keydown", onKey);
     document.body.classList.add("figure-zoom-open");
     document.body.appendChild(layer);
+    layer.scrollLeft = at.x * big.width - layer.clientWidth / 2;
+    layer.scrollTop = at.y * big.height - layer.clientHeight / 2;
     close.focus({ preventScroll: true });
+  }
+
+  function tapped(img, event) {
+    // Where on the shown figure the tap was, as fractions of its width and height.
+    var r = img.getBoundingClientRect();
+    return { x: (event.clientX - r.left) / r.width, y: (event.clientY - r.top) / r.height };
   }
 
   function mark(img) {
@@ -71,13 +81,13 @@
     images.forEach(function (img) {
       if (img.complete) mark(img);
       else img.addEventListener("load", function () { mark(img); });
-      img.addEventListener("click", function () {
-        if (shrunk(img)) open(img);
+      img.addEventListener("click", function (event) {
+        if (shrunk(img)) open(img, tapped(img, event));
       });
       img.addEventListener("keydown", function (event) {
         if ((event.key === "Enter" || event.key === " ") && shrunk(img)) {
           event.preventDefault();
-          open(img);
+          open(img, { x: 0.5, y: 0.5 });
         }
       });
     });

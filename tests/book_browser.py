@@ -12,7 +12,8 @@ figure's smallest text (the style's ``MIN_FONT_PT``) is MIN_FONT_PT / 72 × dpi 
 natural pixels high. Images without pHYs (not matplotlib's) are not judged.
 
 A phone: each page is opened a second time at NARROW_VIEWPORT px. There the page must not scroll
-sideways, and a table wider than its box must sit in a box that scrolls (or it is cut off).
+sideways, a table wider than its box must sit in a box that scrolls (or it is cut off), and a
+short code word with a hyphen (a command-line option) must not break over two lines.
 """
 
 from __future__ import annotations
@@ -135,6 +136,15 @@ _TABLE_LABELS_JS = """() => Array.from(document.querySelectorAll('table'))
     };
   })"""
 
+# Header rows that hold nothing but the index's name (pandas puts it in a row of its own when
+# the column levels are named too): a row of blank cells under the column names.
+_NAME_ONLY_HEADER_ROWS_JS = """() => Array.from(document.querySelectorAll('table'))
+  .filter(t => t.getClientRects().length > 0)
+  .flatMap(t => Array.from(t.querySelectorAll('thead tr'))
+    .map(tr => Array.from(tr.children).map(c => c.textContent.trim()))
+    .filter(cells => cells.length > 1 && cells[0] && cells.slice(1).every(c => !c))
+    .map(cells => cells[0]))"""
+
 _CODE_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 """A table label that is a code name: ``client_1``, ``paper_median``, ``fairness_f1``."""
 _TRAILING_ZEROS = re.compile(r"[-\u2212]?\d+\.\d*00")
@@ -209,6 +219,12 @@ _CUT_EQUATIONS_JS = """() => Array.from(document.querySelectorAll('mjx-container
   })
   .map(m => ({width: m.scrollWidth, box: m.clientWidth,
               text: (m.textContent || '').trim().slice(0, 30)}))"""
+
+# A short inline code word with a hyphen (a command-line option) broken over two lines.
+_BROKEN_CODE_WORDS_JS = """() => Array.from(document.querySelectorAll('code span.pre'))
+  .filter(s => s.textContent.includes('-') && s.textContent.length <= 28
+               && s.getClientRects().length > 1)
+  .map(s => s.textContent)"""
 
 # Every displayed <img> with its natural and its rendered width.
 _IMAGE_SIZES_JS = """() => Array.from(document.images)
@@ -443,7 +459,8 @@ def raw_myst(text: str) -> list[str]:
 
 def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
     """What the reader sees badly laid out at the wide viewport: more than one search button,
-    tables wider than the column or without a caption, figures whose text is too small, raw
+    tables wider than the column or without a caption or with a header row holding only the
+    index's name, figures whose text is too small, raw
     Markdown ($, list markers) or raw MyST in the prose, negative numbers with a hyphen, code
     cells that call glue()."""
     found = raw_myst(text) + python_reprs(page.inner_text("body"))
@@ -458,6 +475,8 @@ def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
     for head in page.evaluate(_UNCAPTIONED_TABLES_JS):
         found.append(f"table without a caption: {head} ...")
     found.extend(table_label_problems(page.evaluate(_TABLE_LABELS_JS)))
+    for name in page.evaluate(_NAME_ONLY_HEADER_ROWS_JS):
+        found.append(f"table header row holding only the index's name: {name}")
     for img in page.evaluate(_IMAGE_SIZES_JS):
         src = img["src"]
         path = root / unquote(urlparse(src).path).lstrip("/") if src.startswith(base) else None
@@ -514,6 +533,8 @@ def _narrow_problems(browser, url: str, path: Path) -> list[str]:
                 f"equation cut off at {NARROW_VIEWPORT} px: {m['width']} px in a box of "
                 f"{m['box']} px that does not scroll ({m['text']} ...)"
             )
+        for word in page.evaluate(_BROKEN_CODE_WORDS_JS):
+            found.append(f"code word broken at its hyphen at {NARROW_VIEWPORT} px: {word}")
         page.screenshot(path=str(path))
     finally:
         context.close()

@@ -4,9 +4,11 @@ Fails on untypeset math (raw \\[, \\( or $$ in the visible text), a broken image
 link, a console or script error, a request that leaves the machine, a table wider than its column
 or without a caption, a figure whose text would show under MIN_TEXT_PX at a 1280 px viewport,
 raw Markdown in the prose (a '$', a list marker), raw MyST (a directive's fence or option, a role),
-a shown code cell that calls glue(), an empty table, and a table label that is a code name
+a shown code cell that calls glue(), an empty table, a header row holding only the index's name,
+and a table label that is a code name
 (client_1, paper_median) or a float padded with zeros (0.050000); at a 420 px viewport (a
-phone), on a page that scrolls sideways and on a table cut off by a box that does not scroll.
+phone), on a page that scrolls sideways, on a table cut off by a box that does not scroll and on
+a command-line option in inline code broken at its hyphen.
 Two screenshots per page are saved under _build/screenshots/: <page>.png at 1280 px and
 <page>.420px.png at 420 px. `make test` builds the HTML first; run alone, the fixture builds it
 when _build/html is missing.
@@ -90,7 +92,8 @@ def test_every_page_renders_offline(built_book, book_problems):
 
 def test_a_shrunk_figure_opens_full_size_on_a_phone(built_book, chromium):
     """_static/figure_zoom.js: at 420 px a chapter figure is shown at a third of its drawn width;
-    a tap opens it at its natural size in a layer that scrolls sideways, Escape closes it."""
+    a tap opens it at its natural size in a layer that scrolls sideways, on the point tapped;
+    Escape closes it."""
     from playwright.sync_api import sync_playwright
 
     with serve(built_book) as base, sync_playwright() as pw:
@@ -106,11 +109,15 @@ def test_a_shrunk_figure_opens_full_size_on_a_phone(built_book, chromium):
                 "el => getComputedStyle(el, '::after').content"
             )
             assert "Tap the figure to enlarge it." in said, said
-            figure.click()
+            box = figure.bounding_box()
+            figure.click(position={"x": 0.75 * box["width"], "y": box["height"] / 2})
             layer = page.locator(".figure-zoom")
             assert layer.count() == 1
             assert page.locator(".figure-zoom img").bounding_box()["width"] == natural
             assert layer.evaluate("el => el.scrollWidth > el.clientWidth")  # pans sideways
+            # it opens on the point tapped (three quarters across), not at the left edge
+            left = layer.evaluate("el => el.scrollLeft + el.clientWidth / 2")
+            assert abs(left - 0.75 * natural) < 0.02 * natural, (left, natural)
             assert page.evaluate("document.documentElement.scrollWidth") <= NARROW_VIEWPORT
             page.keyboard.press("Escape")
             assert layer.count() == 0
@@ -196,6 +203,13 @@ _PAGES = {
     '<span style="display: inline-block; width: 600px">wide formula</span></mjx-container>',
     "glue.html": '<div class="cell"><div class="cell_input"><pre>n = 3\nglue("n", n)</pre>'
     "</div></div>",
+    # chapter 03's agreement table: named column levels push the index's name to a row of its own
+    "indexrow.html": "<table><caption>agreement</caption><thead><tr><th>dataset</th>"
+    "<th>Heart</th></tr><tr><th>threshold</th><th>&nbsp;</th></tr></thead>"
+    "<tbody><tr><th>0.5</th><td>1.00</td></tr></tbody></table>",
+    # an option in inline code at a line's end on a phone: "--dataset-" / "module"
+    "flag.html": '<p style="width: 150px">pass it with <code class="literal">'
+    '<span class="pre">--dataset-module</span></code> and a file</p>',
 }
 
 
@@ -270,6 +284,12 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
     cut = problems["equation.html"]
     assert len(cut) == 1 and cut[0].startswith(f"equation cut off at {NARROW_VIEWPORT} px"), cut
     assert problems["search.html"] == ["2 search buttons on one screen"], problems["search.html"]
+    assert problems["indexrow.html"] == [
+        "table header row holding only the index's name: threshold"
+    ], problems["indexrow.html"]
+    assert problems["flag.html"] == [
+        f"code word broken at its hyphen at {NARROW_VIEWPORT} px: --dataset-module"
+    ], problems["flag.html"]
     assert problems["empty.html"] == ["empty table (a header, no rows): variant regret ..."]
     assert any(p.startswith("table cut off at") for p in problems["table.html"]), problems
     shots = tmp_path / "shots"  # two per page, not for the redirect

@@ -343,3 +343,16 @@ def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2()
     assert "1 within δ on both" in head and "is undecided" in head
     confirm["verdict"] = P.BEYOND
     assert "is contradicted (strong)" in RF.confirmation_headline(study)
+
+
+def test_rule_costs_read_to_three_significant_digits():
+    """04b's cost table: the paper's rule uploads a few sensitivities (kB > 0, never "0.0"),
+    the probe hundreds of kB, each to three significant digits (647, not 646.992)."""
+    from data_prep import load
+    from playerfl_core.book.reports import rule_family as RF
+    from playerfl_core.fl.models import model_for
+
+    costs = RF.rule_costs({"digits": model_for(load("digits", profile="quick", seed=0), 1.0, 0)})
+    upload = costs["upload (kB)"].iloc[:, 0]
+    assert 0 < upload["paper"] < 0.1 and upload["probe"] > 100
+    assert all(float(f"{v:.3g}") == v for v in upload), upload.tolist()

@@ -242,6 +242,17 @@ def test_a_named_index_heads_its_column_in_the_one_header_row():
     assert rows.split("<tr>")[2].strip().startswith('<th class="index_name level0" >algorithm'), (
         rows
     )
+    # a crosstab (chapter 05: algorithm × dataset, both axes named): the index's name heads the
+    # one row of column names; the column axis's name gives way (the caption says it)
+    cross = pd.DataFrame(
+        [[0.001, 0.1]], index=pd.Index(["local"], name="algorithm"),
+        columns=pd.Index(["fmnist", "heart"], name="dataset"),
+    )  # fmt: skip
+    rows = captioned(cross, "c")._repr_html_().split("<thead>")[1].split("</thead>")[0]
+    assert rows.count("<tr>") == 1 and "&nbsp;" not in rows, rows
+    assert rows.split("<tr>")[1].strip().startswith('<th class="index_name level0" >algorithm'), (
+        rows
+    )
 
 
 def test_a_columns_decimals_line_up():

@@ -6,7 +6,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from playerfl_core.book.style import FIGURE_WIDTH, UNIT_COLORMAP, apply_book_style, dataset_label
+from playerfl_core.book.style import (
+    FIGURE_WIDTH,
+    UNIT_COLORMAP,
+    UNIT_MARKERS,
+    apply_book_style,
+    dataset_label,
+)
 
 apply_book_style()
 
@@ -34,8 +40,8 @@ def _symlog(ax, axis: str, values, per_side: int = 4) -> None:
 def plot_averaging_check(effects: pd.DataFrame, profiles: pd.DataFrame, titles=None):
     """Per dataset (rows): left, the measured loss change of every (seed, client, unit) against
     its first-order prediction g·(θ̄ − θ), with the diagonal; right, the client-averaged
-    measured change of every (seed, unit) against the paper's s_k. Colour = layer unit (a
-    sequential map: units are ordered), its key beside each row's right panel."""
+    measured change of every (seed, unit) against the paper's s_k. Colour and shape = layer
+    unit (a sequential map: units are ordered), its key beside each row's right panel."""
     datasets = list(dict.fromkeys(effects["dataset"]))
     fig, axes = plt.subplots(
         len(datasets),
@@ -50,10 +56,11 @@ def plot_averaging_check(effects: pd.DataFrame, profiles: pd.DataFrame, titles=N
         units = list(dict.fromkeys(e["unit"]))
         colours = {u: cmap(i / max(len(units) - 1, 1)) for i, u in enumerate(units)}
         left, right = row
-        for u in units:
+        for k, u in enumerate(units):
             eu, pu = e[e["unit"] == u], p[p["unit"] == u]
-            left.scatter(eu["first_order"], eu["actual"], s=14, color=colours[u], label=u)
-            right.scatter(pu["sensitivity"], pu["actual"], s=22, color=colours[u], label=u)
+            look = {"color": colours[u], "marker": UNIT_MARKERS[k % len(UNIT_MARKERS)], "label": u}
+            left.scatter(eu["first_order"], eu["actual"], s=14, **look)
+            right.scatter(pu["sensitivity"], pu["actual"], s=22, **look)
         both = np.concatenate([e["first_order"], e["actual"]])
         lo, hi = float(both.min()), float(both.max())
         left.plot([lo, hi], [lo, hi], ls="--", c="grey", lw=1)

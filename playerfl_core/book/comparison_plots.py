@@ -247,17 +247,20 @@ def plot_ours_vs_published(ours: pd.DataFrame, theirs: pd.DataFrame, metric_labe
 _DIRECTIONS = ((1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1), (0, 1), (0, -1))
 
 
+CLEAR_PT = 2
+"""Space (points) a name keeps from every marker's edge, so that it never touches a dot."""
+
 LEADER_FROM = 14
 """A name placed this far from its point (points) or farther is joined to it by a thin line."""
 
 
 def place_labels(ax, x, y, texts, distances=(4, 9, 16, 26, 38)) -> list:
     """Write ``texts[i]`` beside the point (x[i], y[i]) of ``ax`` where it covers no marker of
-    the axes' scatter plots, no name already placed and stays inside the frame, nearer its own
-    point than any other (or joined to it by a line, from :data:`LEADER_FROM` points away): the
-    first such place among eight directions at growing distances (points), else the one
-    covering least. Plain matplotlib (no adjustText); call it after the figure's layout is
-    final."""
+    the axes' scatter plots (nor comes within :data:`CLEAR_PT` of one), no name already placed
+    and stays inside the frame, nearer its own point than any other (or joined to it by a line,
+    from :data:`LEADER_FROM` points away): the first such place among eight directions at
+    growing distances (points), else the one covering least. Plain matplotlib (no adjustText);
+    call it after the figure's layout is final."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     if len(texts):
@@ -269,7 +272,7 @@ def place_labels(ax, x, y, texts, distances=(4, 9, 16, 26, 38)) -> list:
         sizes = coll.get_sizes() if len(coll.get_sizes()) else [36.0]
         for k, centre in enumerate(offsets):
             area = sizes[k % len(sizes)]
-            markers.append((centre, np.sqrt(area) / 2 * fig.dpi / 72 + 1))
+            markers.append((centre, (np.sqrt(area) / 2 + CLEAR_PT) * fig.dpi / 72))
     placed, out = [], []
     for xi, yi, text in zip(x, y, texts, strict=True):
         note = ax.annotate(text, (xi, yi), xytext=(0, 0), textcoords="offset points",

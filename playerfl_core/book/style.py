@@ -304,6 +304,10 @@ same non-algorithm colours, so an uncoloured line never wears FedAvg's blue."""
 UNIT_COLORMAP = "viridis"
 """Layer units when a figure colours by unit (ordered from input to output)."""
 
+UNIT_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+"""Layer units' marker shapes, in the same order: neighbouring units of the colour map (viridis'
+purple and dark blue) also differ in shape."""
+
 CLASS_COLORMAP = "Set3"
 """Class labels in stacked bars (pastels: many classes, none an algorithm's colour)."""
 

@@ -350,9 +350,14 @@ def show(
     significant digits (or ``decimals`` places; neither: six significant digits), a float
     column of whole counts as integers, true/false as "yes"/"no", negative numbers with a true
     minus sign, float index and column labels without trailing zeros (:func:`label_text`), the
-    index hidden unless ``index``, the best value of each column in bold where ``best`` says
+    index hidden unless ``index`` (shown, its names head their columns in the last header row,
+    in place of a named column axis), the best value of each column in bold where ``best`` says
     which is best ("max", "min", or a dict from column to either; see :func:`best_cells`)."""
     out = named(frame)
+    if index and any(out.index.names) and any(out.columns.names):
+        # a crosstab's column-axis name ("dataset" over the datasets) would push the index's
+        # name into a header row of its own; the caption says what the columns are
+        out = out.rename_axis(columns=[None] * out.columns.nlevels)
     spec = f".{decimals}f" if decimals is not None else f".{sig}g" if sig is not None else ".6g"
     style = out.style
     if not index:
