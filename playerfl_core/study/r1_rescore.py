@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -259,6 +260,7 @@ def r1_regrets(regrets: pd.DataFrame, rescored: tuple | None = None) -> pd.DataF
     if rescored is None or out.empty:
         return out
     scores = run_scores(rescored[0]).set_index(["dataset", "algorithm", "lr", "seed"])
+    others = 0
     for i, r in out.iterrows():
         keys = [(r.dataset, prefix_name(int(p)), float(r.lr), int(r.seed))
                 for p in (r.p_rule, r.p_oracle)]  # fmt: skip
@@ -267,9 +269,17 @@ def r1_regrets(regrets: pd.DataFrame, rescored: tuple | None = None) -> pd.DataF
         rule, oracle = scores.loc[keys[0]], scores.loc[keys[1]]
         if not (np.isclose(rule.book, r.test_rule, rtol=0, atol=1e-12)
                 and np.isclose(oracle.book, r.test_oracle, rtol=0, atol=1e-12)):  # fmt: skip
+            others += 1
             continue
         out.loc[i, ["test_rule", "test_oracle", "regret", "rescored"]] = (
             rule.test, oracle.test, oracle.test - rule.test, True)  # fmt: skip
+    if others:
+        warnings.warn(
+            f"{others} regrets name runs the committed rescore holds, but their scores differ "
+            "from the rescored runs' (other runs of the same settings): they keep their own test "
+            "sets. Recompute the rescore with `python -m playerfl_core.study.r1_rescore`.",
+            stacklevel=2,
+        )
     return out
 
 

@@ -40,9 +40,10 @@ def _verdicts(regrets: pd.DataFrame) -> pd.DataFrame:
 
 def compare(one_rate: pd.DataFrame, own_rate: pd.DataFrame) -> pd.DataFrame:
     """Per federation of ``own_rate``: mean regret with its 95 % interval at one rate (verdict
-    from ``one_rate``'s R1 family, every federation it holds: the family chapter 04 and the
-    scorecard show) and at own rates (the declared family over the fair federations), the
-    modal oracle split under each, and whether the verdicts differ."""
+    from ``one_rate``'s R1 family, every federation it holds) and at own rates (the family of
+    every federation ``own_rate`` holds), the modal oracle split under each, and whether the
+    verdicts differ. Read for the fair sweep (item 12) and for R1's rescore on large test sets
+    (item 15, ``book.reports.r1_rescore``)."""
     one_v, own_v = (
         _verdicts(one_rate).set_index("dataset"),
         _verdicts(own_rate).set_index("dataset"),
@@ -166,18 +167,22 @@ def fair_cost(fair: FairSweep) -> str:
 
 
 def r1_note(fair: FairSweep | None) -> str:
-    """The clause the scorecard's R1 adds: which federations' verdicts differ at own rates."""
+    """The clause the scorecard's R1 adds: which federations' verdicts differ at own rates (both
+    sides on the book's test sets: item 12's runs are not rescored)."""
     if fair is None:
         return ""
     c = fair.comparison
     differs = c[c["differs"]]
     if differs.empty:
         return (
-            f"with every split at its own tuned rate (item 12, {len(c)} federations) no "
-            "verdict changes"
+            f"with every split at its own tuned rate (item 12, {len(c)} federations, the book's "
+            "test sets) no verdict changes"
         )
     moved = "; ".join(
         f"{dataset_label(r['dataset'])} {r['one_verdict']} → {r['own_verdict']}"
         for _, r in differs.iterrows()
     )
-    return f"with every split at its own tuned rate (item 12, {len(c)} federations): {moved}"
+    return (
+        f"with every split at its own tuned rate (item 12, {len(c)} federations, the book's test "
+        f"sets): {moved}"
+    )

@@ -460,21 +460,18 @@ def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> di
 
 
 def _r1_with_own_rates(regrets: pd.DataFrame, rules: pd.DataFrame, profile: str, own_rates: bool):
-    """R1 from its one-rate family; with ``own_rates`` and the fair sweep committed, its reason
-    also names every federation whose verdict differs with each split at its own rate (item
-    12)."""
+    """R1 from its one-rate family, its regrets on large test sets where the committed rescore
+    holds them (item 15, ``r1_rescore.r1_regrets``); with ``own_rates`` and the fair sweep
+    committed, its reason also names every federation whose verdict differs with each split at
+    its own rate (item 12, both on the book's test sets)."""
     from playerfl_core.book.reports import fair_sweeps as FS
+    from playerfl_core.study.r1_rescore import r1_regrets
 
-    claim = C.r1_rule_finds_oracle(regrets, label=dataset_label, profile=profile)
+    claim = C.r1_rule_finds_oracle(r1_regrets(regrets), label=dataset_label, profile=profile)
     note = FS.r1_note(FS.analyse(regrets, rules) if own_rates else None)
     if not note:
         return claim
     return replace(claim, verdict=replace(claim.verdict, reason=f"{claim.verdict.reason}; {note}"))
-
-
-def _scope(evidence: str) -> str:
-    """R2's reason without its first clause: the distinct rules and the deciding kinds."""
-    return evidence.split("; ", 1)[-1]
 
 
 def chapter_titles() -> dict[str, str]:
@@ -503,7 +500,9 @@ def chapter_titles() -> dict[str, str]:
 
 def bottom_line(card: pd.DataFrame) -> str:
     """Three sentences a reader can repeat, from the scorecard's verdicts: the paper's claims,
-    the rule against the oracle (R1) and the pre-registered test of other rules (R2)."""
+    the rule against the oracle (R1) and the pre-registered test of other rules (R2). R2's scope
+    (the distinct rules, the deciding federation) is on its card, shown right below: written
+    here too, it stood twice on the page."""
     verdicts = card.set_index("claim")["verdict"]
     paper = verdicts[[c for c in verdicts.index if c.startswith("C")]]
     groups = {v: [c for c, w in paper.items() if w == v] for v in C.VERDICTS}
@@ -542,7 +541,8 @@ def bottom_line(card: pd.DataFrame) -> str:
                 "contradicted": "In pre-registered tests on federations not used to design them, "
                 "every rule tested that reads only the first epoch was shown to lose more than "
                 "0.02 macro-F1 against the validation oracle's split on at least one kind of "
-                f"heterogeneity: {_scope(r2['evidence'])}.",
+                "heterogeneity; R2's card below names the distinct rules and the federation "
+                "that decides it.",
             }.get(
                 r2["verdict"],
                 "A pre-registered test of rules that read only the first "
