@@ -112,3 +112,35 @@ def test_the_committed_rescore_is_complete_keeps_the_books_validation_and_recomp
     else:
         large = RS.run_scores(fresh)["test"].item()
         assert large == pytest.approx(RS.run_scores(stored)["test"].item(), abs=0.01)
+
+
+def test_chapter_04_names_every_verdict_the_large_test_sets_change():
+    from playerfl_core.book.reports import r1_rescore as RR
+
+    comparison = pd.DataFrame(
+        {
+            "dataset": ["fmnist", "fmnist_rotate"],
+            "n_seeds": [10, 30],
+            "one": [0.010, 0.18], "one_lo": [-0.01, 0.16], "one_hi": [0.03, 0.20],
+            "one_verdict": ["undecided", "beyond δ"],
+            "own": [0.002, 0.17], "own_lo": [-0.004, 0.15], "own_hi": [0.008, 0.19],
+            "own_verdict": ["within δ", "beyond δ"],
+        }
+    )  # fmt: skip
+    comparison["differs"] = comparison["one_verdict"] != comparison["own_verdict"]
+    record = {"test_per_client": 2000, "runs": 4, "identical_to_committed": 3,
+              "max_abs_diff": 1e-7, "cpu_seconds": 7200.0}  # fmt: skip
+    res = RR.Rescore(comparison, record, rescored_seeds=40)
+    assert RR.rescore_summary(res) == (
+        "Scoring the regrets on 2,000 test images per client changes 1 of the 2 verdicts "
+        "(Fashion-MNIST); the mean regret is lower on 2 of the 2 federations."
+    )
+    lines = RR.rescore_lines(res)
+    assert lines.startswith("- Fashion-MNIST: **undecided** with the book's test sets")
+    assert "**within δ** with 2,000 test images per client" in lines and "\n" not in lines
+    assert RR.rescore_cost(res) == (
+        "4 runs trained again for 40 seeds, 2.0 CPU-hours on one core each; 3 of them identical "
+        "to their committed runs (largest difference 1e-07)"
+    )
+    assert list(RR.comparison_table(res).columns)[-1] == "verdict, 2,000 images"
+    assert RR.rescore_summary(None) == "" and "not computed" in RR.rescore_cost(None)
