@@ -81,6 +81,11 @@ def test_compare_names_a_verdict_that_moves():
     assert c.loc["b", "own_oracle"] == 3 and c.loc["b", "own"] == pytest.approx(0.08)
     fair = FR.FairSweep(pd.DataFrame(), own, c.reset_index(), 0, 0.0)
     assert FR.r1_note(fair).endswith("b within δ → beyond δ")
+    # a one-rate sweep with more seeds than the own-rate one (rotated: 30 against 10): the
+    # regrets set side by side are those of the same seeds
+    more = pd.concat([one, _regrets("a", np.r_[zeros, np.full(10, 0.3)])[20:]])
+    paired = FR.compare(more, own).set_index("dataset")
+    assert paired.loc["a", "one"] == 0 and paired.loc["a", "n_seeds"] == 20
     assert "changes 1 of the 2 verdicts (b)" in FR.fair_summary(fair)
 
 

@@ -214,7 +214,7 @@ def test_r2s_scope_says_where_the_deciding_federation_was_run_beyond_the_books_s
     monkeypatch.delenv("PLAYERFL_STORES")  # the committed stores
     text = scale_text()
     assert text.startswith("beyond the book's sizes, on Fashion-MNIST, rotated, the federation")
-    assert "at 1,000 images per client and half width (5 seeds, no test)" in text, text
+    assert "at 1,000 images per client with the CNN at half width (5 seeds, no test)" in text, text
     assert text.endswith(", against δ = 0.02 (chapter 04)"), text
 
 

@@ -39,18 +39,18 @@ def _verdicts(regrets: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare(one_rate: pd.DataFrame, own_rate: pd.DataFrame) -> pd.DataFrame:
-    """Per federation of ``own_rate``: mean regret with its 95 % interval at one rate (verdict
-    from ``one_rate``'s R1 family, every federation it holds) and at own rates (the family of
-    every federation ``own_rate`` holds), the modal oracle split under each, and whether the
-    verdicts differ. Read for the fair sweep (item 12) and for R1's rescore on large test sets
-    (item 15, ``book.reports.r1_rescore``)."""
+    """Per federation of ``own_rate``: mean regret with its 95 % interval at one rate, on the
+    seeds ``own_rate`` holds (its verdict from ``one_rate``'s R1 family: every federation and
+    seed it holds) and at own rates (the family of every federation ``own_rate`` holds), the
+    modal oracle split under each, and whether the verdicts differ. Read for the fair sweep
+    (item 12) and for R1's rescore on large test sets (item 15, ``book.reports.r1_rescore``)."""
     one_v, own_v = (
         _verdicts(one_rate).set_index("dataset"),
         _verdicts(own_rate).set_index("dataset"),
     )
     rows = []
     for ds, own in own_rate.groupby("dataset", sort=False):
-        one = one_rate[one_rate["dataset"] == ds]
+        one = one_rate[(one_rate["dataset"] == ds) & one_rate["seed"].isin(own["seed"])]
         rows.append(
             {
                 "dataset": ds,
@@ -175,14 +175,14 @@ def r1_note(fair: FairSweep | None) -> str:
     differs = c[c["differs"]]
     if differs.empty:
         return (
-            f"with every split at its own tuned rate (item 12, {len(c)} federations, the book's "
-            "test sets) no verdict changes"
+            f"with every split trained at its own tuned rate ({len(c)} federations, on the "
+            "book's test sets; chapter 04) no verdict changes"
         )
     moved = "; ".join(
         f"{dataset_label(r['dataset'])} {r['one_verdict']} → {r['own_verdict']}"
         for _, r in differs.iterrows()
     )
     return (
-        f"with every split at its own tuned rate (item 12, {len(c)} federations, the book's test "
-        f"sets): {moved}"
+        f"with every split trained at its own tuned rate ({len(c)} federations, on the book's "
+        f"test sets; chapter 04): {moved}"
     )

@@ -117,7 +117,7 @@ def scale_text(dataset: str | None = None) -> str:
     dataset = dataset or LADDER[-1]
     parts = []
     for module, words in (
-        (middle_rung, "at 1,000 images per client and half width ({n} seeds, no test)"),
+        (middle_rung, "at 1,000 images per client with the CNN at half width ({n} seeds, no test)"),
         (eval_rung, "scored on 2,000 images per client ({n} seeds)"),
     ):
         committed = module.load()
