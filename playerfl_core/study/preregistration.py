@@ -230,6 +230,34 @@ or read** (the commit that added this module says so; ``git log --follow`` shows
       test sets and with 2,000 images side by side, names every verdict that changed, and says
       what the rescore cost; whatever the outcome.
 
+16. **R2's families at low evaluation noise** (issue 34, item 5; declared after item 15's
+    outcome was known (0 of R1's 13 rescored verdicts changed), with R2's verdicts at the book's
+    evaluation sizes on every page; committed before any run of it was computed). Item 15 left
+    every family of R2 on 80 test images per client. So:
+
+    * **Federations and seeds**: every federation of R2's tested sets whose declaration has
+      held-out images (the Fashion-MNIST federations of the evaluation set, both follow-ups and
+      the confirmation test, on all their declared seeds); the Digits federations have no
+      images to spare and keep their test sets. The development set (tuning) is not touched.
+    * **Runs** (``study.r2_rescore``, item 15's procedure and draw): per seed, the committed run
+      of every entry's split (:data:`ALL_ENTRIES`) and of the validation oracle's, trained again
+      from its manifest entry and compared row by row with the committed run, each client's
+      model at its best-validation round scored on 2,000 test images from its own distribution.
+      A run item 15 already rescored is read from its store, not trained again. Validation
+      stays the book's (it chooses every split and round). Committed as
+      ``stores/ladder/r2_rescore.parquet``.
+    * **Quantities**: per seed and entry, regret = test(oracle's p) − test(entry's p), macro-F1,
+      both terms on the 2,000-image test sets where both runs were rescored.
+    * **Test**: every family of items 5, 7, 9 and 10 as it stands (item 11's test of the mean,
+      δ = 0.02, the same families, Holm and decision rule), item 9's curvature comparison and
+      claim R2 (item 10's reading), with these regrets in place of the same seeds' regrets on
+      80 images. They **replace** the 80-image families: chapter 04b, the appendix and the
+      scorecard read them. Item 11's side by side (Wilcoxon against the mean) stays on the book's
+      test sets: it is the record of that correction.
+    * **Reporting**: chapter 04b shows, per family, rule and kind, the verdict with the book's
+      test sets and with 2,000 images side by side, names every verdict that changed and what
+      that makes of claim R2, and says what the rescore cost; whatever the outcome.
+
 About 650 lines in one module: each declaration and the code that carries it out stay side by
 side, so that this file's git history is the record of what was declared, and when.
 """
