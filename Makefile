@@ -88,7 +88,9 @@ html: setup
 # width 0.5, 20 rounds, seeds 0-4; and its evaluation rung (playerfl_core/study/eval_rung.py): the
 # book's sweep of both, seeds 0-9, scored on 2,000 validation and test images per client.
 # R1's rescore (playerfl_core/study/r1_rescore.py): the rule's and the oracle's committed runs of
-# every Fashion-MNIST federation trained again and scored on 2,000 test images per client.
+# every Fashion-MNIST federation trained again and scored on 2,000 test images per client; R2's
+# rescore (playerfl_core/study/r2_rescore.py): the same for every other rule's split that the
+# pre-registered test reads.
 # The fair sweep (playerfl_core/study/fair_sweeps.py): every split at its own tuned rate (stores/fair).
 HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1 noise noise_alpha0.1
 het = $(subst $(eval) ,$(comma),$(addprefix $(1)_,$(or $(2),$(HET))))
@@ -124,6 +126,7 @@ standard: setup data
 	test -f stores/ladder/middle_sweep.parquet || $(PY) -m playerfl_core.study.middle_rung
 	test -f stores/ladder/eval_regret_noise.parquet || $(PY) -m playerfl_core.study.eval_rung
 	test -f stores/ladder/r1_rescore.parquet || $(PY) -m playerfl_core.study.r1_rescore
+	test -f stores/ladder/r2_rescore.parquet || $(PY) -m playerfl_core.study.r2_rescore
 	test -f stores/fair/manifest.json || $(PY) -m playerfl_core.study.fair_sweeps
 
 # PLayer-FL on Heart across real processes on this machine (loopback): a SuperLink with TLS and

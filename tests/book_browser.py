@@ -226,6 +226,42 @@ _BROKEN_CODE_WORDS_JS = """() => Array.from(document.querySelectorAll('code span
                && s.getClientRects().length > 1)
   .map(s => s.textContent)"""
 
+# Tables that scroll sideways in their box with no visible cue above the box that they do (a
+# phone shows no scrollbar until touched; _static/scroll_hint.js writes the cue).
+_UNHINTED_SCROLLERS_JS = """() => Array.from(document.querySelectorAll('table'))
+  .filter(t => t.getClientRects().length > 0)
+  .map(t => {
+    let box = null;
+    for (let a = t; a && a !== document.body && !box; a = a.parentElement) {
+      if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)) box = a;
+    }
+    if (!box || box.scrollWidth <= box.clientWidth + 1) return null;
+    const hint = box.previousElementSibling;
+    const shown = hint && hint.classList.contains('scroll-hint')
+                  && hint.getClientRects().length > 0;
+    return shown ? null : (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' ');
+  })
+  .filter(h => h !== null)"""
+
+# Runs of bold text longer than a sentence outside headings, table headers and admonition titles
+# (a glued sentence that myst-nb prints in bold, a long **...** in the prose): a wall a reader
+# skips. Only the outermost bold element of a run counts.
+_LONG_BOLD_JS = """() => {
+  const bold = el => parseInt(getComputedStyle(el).fontWeight, 10) >= 600;
+  const exempt = 'h1, h2, h3, h4, h5, h6, th, caption, dt, summary, .admonition-title, nav, header';
+  return Array.from(document.querySelectorAll('article span, article strong, article b'))
+    .filter(el => el.getClientRects().length > 0 && bold(el) && !el.closest(exempt))
+    .filter(el => !(el.parentElement && bold(el.parentElement)))
+    .map(el => (el.textContent || '').trim())
+    .filter(text => text.length > 160)
+    .map(text => text.slice(0, 50));
+}"""
+
+# Code (a <pre>) whose lines run past the right edge of its box.
+_CUT_CODE_JS = """() => Array.from(document.querySelectorAll('pre'))
+  .filter(p => p.getClientRects().length > 0 && p.scrollWidth > p.clientWidth + 1)
+  .map(p => (p.textContent || '').trim().split('\\n')[0].slice(0, 40))"""
+
 # Every displayed <img> with its natural and its rendered width.
 _IMAGE_SIZES_JS = """() => Array.from(document.images)
   .filter(img => img.naturalWidth > 0 && img.getClientRects().length > 0)
@@ -474,6 +510,8 @@ def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
         )
     for head in page.evaluate(_UNCAPTIONED_TABLES_JS):
         found.append(f"table without a caption: {head} ...")
+    for start in page.evaluate(_LONG_BOLD_JS):
+        found.append(f"a paragraph in bold: {start} ...")
     found.extend(table_label_problems(page.evaluate(_TABLE_LABELS_JS)))
     for name in page.evaluate(_NAME_ONLY_HEADER_ROWS_JS):
         found.append(f"table header row holding only the index's name: {name}")
@@ -535,6 +573,11 @@ def _narrow_problems(browser, url: str, path: Path) -> list[str]:
             )
         for word in page.evaluate(_BROKEN_CODE_WORDS_JS):
             found.append(f"code word broken at its hyphen at {NARROW_VIEWPORT} px: {word}")
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")
+        for head in page.evaluate(_UNHINTED_SCROLLERS_JS):
+            found.append(f"table scrolls at {NARROW_VIEWPORT} px with no cue above it: {head} ...")
+        for line in page.evaluate(_CUT_CODE_JS):
+            found.append(f"code runs past its box at {NARROW_VIEWPORT} px: {line}")
         page.screenshot(path=str(path))
     finally:
         context.close()

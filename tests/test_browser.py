@@ -5,10 +5,11 @@ link, a console or script error, a request that leaves the machine, a table wide
 or without a caption, a figure whose text would show under MIN_TEXT_PX at a 1280 px viewport,
 raw Markdown in the prose (a '$', a list marker), raw MyST (a directive's fence or option, a role),
 a shown code cell that calls glue(), an empty table, a header row holding only the index's name,
-and a table label that is a code name
+a paragraph in bold (a glued sentence), and a table label that is a code name
 (client_1, paper_median) or a float padded with zeros (0.050000); at a 420 px viewport (a
-phone), on a page that scrolls sideways, on a table cut off by a box that does not scroll and on
-a command-line option in inline code broken at its hyphen.
+phone), on a page that scrolls sideways, on a table cut off by a box that does not scroll, on
+a command-line option in inline code broken at its hyphen, on a table that scrolls sideways with
+no cue above it that it does, and on code running past the right edge of its box.
 Two screenshots per page are saved under _build/screenshots/: <page>.png at 1280 px and
 <page>.420px.png at 420 px. `make test` builds the HTML first; run alone, the fixture builds it
 when _build/html is missing.
@@ -141,7 +142,9 @@ _PAGES = {
     '<table><tr><td>a small</td><td>table</td></tr></table><img src="legible.png">'
     "<ul><li>a real list</li></ul><p>A dash - inside a sentence - is fine.</p>"
     '<script defer src="mathjax/tex-chtml.js"></script>'
-    # at 420 px: a table wider than the phone in a box that scrolls, long code that wraps
+    # at 420 px: a table wider than the phone in a box that scrolls, with the cue that it does
+    # (_static/scroll_hint.js), and long code that wraps
+    '<p class="scroll-hint">Swipe the table sideways for more</p>'
     '<div style="overflow-x: auto"><table><tr><td style="min-width: 600px">scrolls</td></tr>'
     '</table></div><p><code style="overflow-wrap: anywhere">playerfl_core.stats.evidence.'
     "rank_correlation_test_of_a_long_name</code></p>"
@@ -207,6 +210,19 @@ _PAGES = {
     "indexrow.html": "<table><caption>agreement</caption><thead><tr><th>dataset</th>"
     "<th>Heart</th></tr><tr><th>threshold</th><th>&nbsp;</th></tr></thead>"
     "<tbody><tr><th>0.5</th><td>1.00</td></tr></tbody></table>",
+    # issue 35: a table that scrolls on a phone with nothing saying so, and a code cell's line
+    # running past the right edge of its box
+    "nohint.html": '<div style="overflow-x: auto"><table><caption>wide</caption><tr>'
+    '<td style="min-width: 600px">more to the right</td></tr></table></div>',
+    "codewide.html": '<pre style="overflow-x: auto">'
+    "display(captioned(R.grid_sizes(grid, table, datasets), "
+    '"The grid\'s sizes per dataset and profile"))</pre>',
+    # chapter 07's Result box and the appendix: a glued sentence myst-nb prints in bold; a glued
+    # number in bold is fine
+    "bold.html": "<article><p><strong>12</strong> of the <b>12</b> algorithms agree. "
+    '<span style="font-weight: bold">A PLayer-FL silo uploads 3.9 kB per round, 36% of '
+    "FedAvg's 10.9 kB, and reports 4 numbers once (its sensitivities). Local sends 0 kB: "
+    "nothing leaves its silos at all.</span></p></article>",
     # an option in inline code at a line's end on a phone: "--dataset-" / "module"
     "flag.html": '<p style="width: 150px">pass it with <code class="literal">'
     '<span class="pre">--dataset-module</span></code> and a file</p>',
@@ -291,6 +307,15 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
         f"code word broken at its hyphen at {NARROW_VIEWPORT} px: --dataset-module"
     ], problems["flag.html"]
     assert problems["empty.html"] == ["empty table (a header, no rows): variant regret ..."]
+    assert problems["bold.html"] == [
+        "a paragraph in bold: A PLayer-FL silo uploads 3.9 kB per round, 36% of F ..."
+    ], problems["bold.html"]
+    assert problems["nohint.html"] == [
+        f"table scrolls at {NARROW_VIEWPORT} px with no cue above it: wide more to the ..."
+    ], problems["nohint.html"]
+    assert problems["codewide.html"] == [
+        f"code runs past its box at {NARROW_VIEWPORT} px: display(captioned(R.grid_sizes(grid, tab"
+    ], problems["codewide.html"]
     assert any(p.startswith("table cut off at") for p in problems["table.html"]), problems
     shots = tmp_path / "shots"  # two per page, not for the redirect
     assert len(list(shots.glob(f"*.{NARROW_VIEWPORT}px.png"))) == len(_PAGES) - 1

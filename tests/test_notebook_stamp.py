@@ -16,6 +16,8 @@ import pytest
 from playerfl_core.book import notebook_stamp as ns
 from playerfl_core.study import machine
 
+ROOT = Path(__file__).resolve().parents[1]
+
 FILES = {
     "playerfl_core/__init__.py": "",
     "playerfl_core/book/reports/chapter.py": "X = 1\n",
@@ -275,3 +277,15 @@ def test_a_failing_chapter_keeps_its_outputs_and_the_failed_run_is_kept_apart(tm
     failed = ns.failed_copy(notebook)
     assert failed == tmp_path / "_build" / "failed" / "probe.ipynb"
     assert "ZeroDivisionError" in failed.read_text()
+
+
+def test_every_chapter_is_scheduled_in_a_teaching_plan():
+    """The teaching page's two-week and four-week plans together give every numbered chapter a
+    session (issue 35: 03a, 04b and 07 had none), so an instructor adopts the book as is."""
+    import re
+
+    text = (ROOT / "chapters" / "teaching.md").read_text(encoding="utf-8")
+    plans = text[text.index("## A two-week plan") : text.index("## Assessment ideas")]
+    chapters = sorted(p.stem for p in (ROOT / "chapters").glob("0*.ipynb"))
+    named = set(re.findall(r"\{doc\}`(0[^`]+)`", plans))
+    assert set(chapters) - named == set(), sorted(set(chapters) - named)

@@ -308,6 +308,15 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
         "On quantity skew, 1 of the 4 first-epoch entries are within δ = 0.02 (averaging cost "
         "(tuned τ)), 2 beyond (paper (t = 1); paper, median pooling) and 1 undecided."
     )
+    # the second-order rule, tested in a family of its own, is counted too (of its kinds, only
+    # the follow-up's)
+    second = P.ADDED_ENTRIES[0].label
+    added = pd.DataFrame({"entry": [second, second], "kind": ["quantity skew", "base federation"],
+                          "verdict": [P.WITHIN, P.BEYOND]})  # fmt: skip
+    assert RF.follow_up_headline(verdicts, added=added).startswith(
+        f"On quantity skew, 2 of the 5 first-epoch entries are within δ = 0.02 (averaging cost "
+        f"(tuned τ); {second}), 2 beyond"
+    )
 
 
 def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2():

@@ -187,7 +187,9 @@ def _check_same_training(data, large) -> None:
             )
 
 
-def compute(todo: Sequence, work: Path, workers: int = 2, progress: bool = True) -> None:
+def compute(
+    todo: Sequence, work: Path, workers: int = 2, progress: bool = True, desc: str = "R1 rescore"
+) -> None:
     """Every run of ``todo`` not yet in ``work``, in ``workers`` processes of one thread each,
     each run kept as it ends (``rungs.keep``)."""
     import multiprocessing as mp
@@ -205,15 +207,17 @@ def compute(todo: Sequence, work: Path, workers: int = 2, progress: bool = True)
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(workers, ctx, init_worker, (1, os.getpid())) as pool:
         futures = [pool.submit(rescore_run, t) for t in left]
-        for fut in tqdm(as_completed(futures), total=len(left), desc="R1 rescore", unit="run",
+        for fut in tqdm(as_completed(futures), total=len(left), desc=desc, unit="run",
                         disable=not progress):  # fmt: skip
             task, table, record = fut.result()
             keep(work, run_name(task), table, record)
 
 
-def collect(todo: Sequence, work: Path) -> tuple[pd.DataFrame, dict]:
+def collect(
+    todo: Sequence, work: Path, command: str = "python -m playerfl_core.study.r1_rescore"
+) -> tuple[pd.DataFrame, dict]:
     """The rescore's long table (runs in ``todo``'s order) and its totals; raises naming the
-    command when a run is missing."""
+    ``command`` that computes them when a run is missing."""
     from playerfl_core.study.rungs import done_runs
 
     records = done_runs(work)
@@ -222,7 +226,7 @@ def collect(todo: Sequence, work: Path) -> tuple[pd.DataFrame, dict]:
     if missing:
         raise ValueError(
             f"{len(missing)} of the rescore's {len(names)} runs are not computed yet "
-            f"({', '.join(missing[:3])}, …); run `python -m playerfl_core.study.r1_rescore`."
+            f"({', '.join(missing[:3])}, …); run `{command}`."
         )
     table = pd.concat([pd.read_parquet(work / f"{n}.parquet") for n in names], ignore_index=True)
     totals = {
@@ -247,19 +251,27 @@ def run_scores(table: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
 
 
 def r1_regrets(regrets: pd.DataFrame, rescored: tuple | None = None) -> pd.DataFrame:
-    """R1's regrets (item 15): each row of ``regrets`` (``split_oracle.regrets``, the paper's
-    rule's) whose two runs the committed rescore holds gets both test terms on the large test
-    sets, with ``rescored`` True; the others stay as given (``rescored`` False). A row is
-    replaced only when its test terms equal the rescored runs' scores on the book's test sets,
-    so a regret is never paired with another run's rescore."""
+    """R1's regrets (item 15): :func:`rescored_regrets` with the committed rescore (or
+    ``rescored``, a (table, record) pair)."""
+    rescored = rescored if rescored is not None else load()
+    return rescored_regrets(regrets, None if rescored is None else rescored[0])
+
+
+def rescored_regrets(
+    regrets: pd.DataFrame, table: pd.DataFrame | None, command: str = "r1_rescore"
+) -> pd.DataFrame:
+    """Each row of ``regrets`` (a regret per seed, with p_rule and p_oracle) whose two runs the
+    rescore ``table`` holds gets both test terms on the large test sets, with ``rescored``
+    True; the others stay as given (``rescored`` False). A row is replaced only when its test
+    terms equal the rescored runs' scores on the book's test sets, so a regret is never paired
+    with another run's rescore; ``command`` names the module that recomputes the table."""
     from playerfl_core.fl.algorithms.prefix import prefix_name
 
     out = regrets.copy()
     out["rescored"] = False
-    rescored = rescored if rescored is not None else load()
-    if rescored is None or out.empty:
+    if table is None or out.empty:
         return out
-    scores = run_scores(rescored[0]).set_index(["dataset", "algorithm", "lr", "seed"])
+    scores = run_scores(table).set_index(["dataset", "algorithm", "lr", "seed"])
     others = 0
     for i, r in out.iterrows():
         keys = [(r.dataset, prefix_name(int(p)), float(r.lr), int(r.seed))
@@ -277,7 +289,7 @@ def r1_regrets(regrets: pd.DataFrame, rescored: tuple | None = None) -> pd.DataF
         warnings.warn(
             f"{others} regrets name runs the committed rescore holds, but their scores differ "
             "from the rescored runs' (other runs of the same settings): they keep their own test "
-            "sets. Recompute the rescore with `python -m playerfl_core.study.r1_rescore`.",
+            f"sets. Recompute the rescore with `python -m playerfl_core.study.{command}`.",
             stacklevel=2,
         )
     return out
@@ -294,26 +306,30 @@ def committed_regrets() -> pd.DataFrame:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    run_main(argv, tasks(committed_regrets()), WORK, store_path(), "r1_rescore")
+
+
+def run_main(argv, todo: Sequence, work_name: str, store: Path, module: str) -> None:
+    """The command line of a rescore: compute ``todo`` (resumable, in ``results/<work_name>/``),
+    then write its table with its record to ``store`` unless it already holds the same rows."""
     import argparse
 
     from playerfl_core.study.run_store import default_store
-    from playerfl_core.study.split_rules_table import save_with_record
+    from playerfl_core.study.split_rules_table import load_rules_table, save_with_record
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=f"The {module.replace('_', ' ')} (item 15/16).")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
-    todo = tasks(committed_regrets())
-    work = default_store(WORK)
+    work = default_store(work_name)
     start = time.time()
-    compute(todo, work, args.workers)
-    table, totals = collect(todo, work)
-    committed = load()
-    if committed is not None and committed[0].equals(table):
-        print(f"{store_path()} already holds these {totals['runs']} runs: left as it is")
+    compute(todo, work, args.workers, desc=module.replace("_", " "))
+    table, totals = collect(todo, work, f"python -m playerfl_core.study.{module}")
+    if store.exists() and load_rules_table(store)[0].equals(table):
+        print(f"{store} already holds these {totals['runs']} runs: left as it is")
         return
     extra = {"test_per_client": TEST_PER_CLIENT, "profile": PROFILE,
              "wall_seconds_last_call": round(time.time() - start, 1), **totals}  # fmt: skip
-    path = save_with_record(table, store_path(), extra)
+    path = save_with_record(table, store, extra)
     print(f"{len(table)} rows to {path}: {totals['cpu_seconds']:.0f} CPU-s over {totals['runs']} "
           f"runs, {totals['identical_to_committed']} identical to the committed runs")  # fmt: skip
 

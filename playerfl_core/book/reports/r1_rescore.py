@@ -103,7 +103,12 @@ def rescore_cost(res: Rescore | None) -> str:
     """The runs retrained, their CPU time, and how many matched the committed runs."""
     if res is None:
         return "nothing here (not computed)"
-    r = res.record
+    return cost_text(res.record, f" for {res.rescored_seeds} seeds")
+
+
+def cost_text(record: dict, what: str = "") -> str:
+    """A rescore's record in words: runs, CPU time, and how many matched their committed runs."""
+    r = record
     same = (
         "every one identical to its committed run, row for row"
         if r["identical_to_committed"] == r["runs"]
@@ -111,6 +116,6 @@ def rescore_cost(res: Rescore | None) -> str:
         f"(largest difference {r['max_abs_diff']:.2g})"
     )
     return (
-        f"{r['runs']} runs trained again for {res.rescored_seeds} seeds, "
+        f"{r['runs']} runs trained again{what}, "
         f"{r['cpu_seconds'] / 3600:.1f} CPU-hours on one core each; {same}"
     )

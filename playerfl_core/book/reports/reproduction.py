@@ -438,6 +438,7 @@ def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> di
     from playerfl_core.book.reports import rule_family
     from playerfl_core.study import split_oracle as O
     from playerfl_core.study.archive import archive_dir
+    from playerfl_core.study.r1_rescore import TEST_PER_CLIENT
 
     committed = O.committed_scores(profile)
     if committed is None:
@@ -452,8 +453,14 @@ def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> di
     out = {"c5": c5, "r1": _r1_with_own_rates(regrets, rules, on_sweep, own_rates)}
     if rule_family.RULES_FILE.exists() and profile == "standard":
         study = rule_family.analyse(O.load_sweeps(archive_dir(profile)), rule_family.load_rules())
-        sets = "pre-registered evaluation set" + (
-            " and confirmation test" if study.confirmation is not None else ""
+        sets = (
+            "pre-registered evaluation set"
+            + (" and confirmation test" if study.confirmation is not None else "")
+            + (
+                f"; Fashion-MNIST regrets on {TEST_PER_CLIENT:,} test images per client"
+                if study.book is not None
+                else ""
+            )
         )
         out["r2"] = rule_family.r2_claim(study, f"standard: {sets}")
     return out

@@ -55,10 +55,18 @@ class RuleStudy:
     confirmation: pd.DataFrame | None = None
     """The confirmation test's verdicts (fresh seeds of the evaluation federations where the
     rules failed worst, item 10); None while its seeds are not in the sweeps and the table."""
+    book: RuleStudy | None = None
+    """The same study with every regret on the book's test sets, when item 16's rescore
+    replaced any of :attr:`regrets` (their ``rescored`` column says which); None otherwise."""
 
     @property
     def headline(self) -> list[str]:
         return P.headline(self.evaluation)
+
+    @property
+    def book_regrets(self) -> pd.DataFrame:
+        """The regrets on the book's test sets (item 11's side by side reads them)."""
+        return (self.book or self).regrets
 
 
 def load_rules(path=None) -> pd.DataFrame:
@@ -73,10 +81,16 @@ def load_rules(path=None) -> pd.DataFrame:
     return R.load_rules_table(path)[0]
 
 
-def analyse(sweep: pd.DataFrame, rules: pd.DataFrame) -> RuleStudy:
+def analyse(sweep: pd.DataFrame, rules: pd.DataFrame, rescore: bool = True) -> RuleStudy:
     """The pre-registered analysis, on the sweeps of both sets (and of each follow-up, and
     the third declaration's rule, when the sweeps and the rules table hold every seed they
-    declare)."""
+    declare). With ``rescore``, every regret whose runs items 15 and 16 rescored reads its
+    test terms on 2,000 images per client (``study.r2_rescore``), and :attr:`RuleStudy.book`
+    keeps the study on the book's test sets."""
+    from dataclasses import replace
+
+    from playerfl_core.study.r2_rescore import r2_regrets
+
     datasets = [*P.DEVELOPMENT, *P.EVALUATION]
     missing = sorted(set(datasets) - set(rules["dataset"]))
     if missing:
@@ -97,21 +111,29 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame) -> RuleStudy:
     scores = sweep_scores(sweep)
     scores = scores[[s in P.seeds_of(d) or (confirm and P.role_of(d, s) == P.CONFIRMING)
                      for d, s in zip(scores["dataset"], scores["seed"], strict=True)]]  # fmt: skip
-    regrets = P.entry_regrets(rules, scores, P.ALL_ENTRIES if added else P.ENTRIES)
+    book = P.entry_regrets(rules, scores, P.ALL_ENTRIES if added else P.ENTRIES)
     roles = ["development", "evaluation", *(["follow-up"] if follow_up else [])]
-    return RuleStudy(
-        scores=scores,
-        rules=rules,
-        regrets=regrets,
-        evaluation=P.evaluate(regrets, "evaluation"),
-        development=P.evaluate(regrets, "development"),
-        tuning=P.tuning_curve(rules, scores),
-        replay=R.check_replay(rules, sweep),
-        follow_up=P.evaluate(regrets, "follow-up") if follow_up else None,
-        second_follow_up=P.evaluate(regrets, P.SECOND_FOLLOW_UP) if second else None,
-        added={r: P.evaluate(regrets, r, added=True) for r in roles} if added else None,
-        confirmation=P.evaluate(regrets, P.CONFIRMING) if confirm else None,
-    )
+
+    def study_of(regrets: pd.DataFrame, **fixed) -> RuleStudy:
+        return RuleStudy(
+            scores=scores,
+            rules=rules,
+            regrets=regrets,
+            evaluation=P.evaluate(regrets, "evaluation"),
+            development=P.evaluate(regrets, "development"),
+            follow_up=P.evaluate(regrets, "follow-up") if follow_up else None,
+            second_follow_up=P.evaluate(regrets, P.SECOND_FOLLOW_UP) if second else None,
+            added={r: P.evaluate(regrets, r, added=True) for r in roles} if added else None,
+            confirmation=P.evaluate(regrets, P.CONFIRMING) if confirm else None,
+            **fixed,
+        )
+
+    on_book = study_of(book.assign(rescored=False), tuning=P.tuning_curve(rules, scores),
+                       replay=R.check_replay(rules, sweep))  # fmt: skip
+    new = r2_regrets(book) if rescore else on_book.regrets
+    if not new["rescored"].any():
+        return on_book
+    return replace(study_of(new, tuning=on_book.tuning, replay=on_book.replay), book=on_book)
 
 
 def _has_follow_up(
@@ -188,12 +210,18 @@ def curvature_lines(study: RuleStudy) -> str:
 _NO_P = "not computable (too few seeds that differ)"
 
 
-def follow_up_headline(verdicts: pd.DataFrame | None, kind: str = "quantity skew") -> str:
+def follow_up_headline(
+    verdicts: pd.DataFrame | None, kind: str = "quantity skew", added: pd.DataFrame | None = None
+) -> str:
     """One sentence: which first-epoch entries a follow-up decided within δ on its kind (names
-    apart by semicolons: a name such as "paper, median pooling" holds a comma)."""
+    apart by semicolons: a name such as "paper, median pooling" holds a comma). ``added``: the
+    second-order rule's verdicts in its own family on the same set, counted with the others so
+    that every first-epoch rule is named."""
     if verdicts is None:
         return "The follow-up is not computed in these sweeps."
     probe = [e.label for e in P.ENTRIES if e.rule == R.PROBE]
+    if added is not None:
+        verdicts = pd.concat([verdicts, added[added["kind"] == kind]], ignore_index=True)
     rows = verdicts[~verdicts["entry"].isin(probe)]
     within = rows[rows["verdict"] == P.WITHIN]["entry"].tolist()
     beyond = rows[rows["verdict"] == P.BEYOND]["entry"].tolist()
@@ -435,8 +463,16 @@ def _tally(verdicts: pd.DataFrame) -> pd.DataFrame:
             "beyond": g["verdict"].apply(lambda v: int((v == P.BEYOND).sum())),
             "kinds": g.size(),
             "worst": g["mean"].max(),
+            "worst_kind": g.apply(
+                lambda e: e.loc[e["mean"].idxmax(), "kind"], include_groups=False
+            ),
         }
     )
+
+
+def _on(kind: str) -> str:
+    """"on the base federation", "on feature skew (rotate)"."""
+    return f"on the {kind}" if kind == "base federation" else f"on {kind}"
 
 
 def _first_epoch_best(tally: pd.DataFrame) -> str:
@@ -500,9 +536,12 @@ def result_box(study: RuleStudy) -> str:
     v = r2.verdict
     strength = f" ({v.strength} evidence)" if v.strength != "none" else ""
     scope = f" What it rests on: {r2_scope(study, r2)}." if v.verdict == "contradicted" else ""
-    re = P.reanalysis(study.regrets)
+    re = P.reanalysis(study.book_regrets)  # item 11's record, on the book's test sets
+    verdicts = re if study.book is None else P.reanalysis(study.regrets)
     never = [
-        e for e, g in re.groupby("entry", sort=False) if not (g["verdict_mean"] == P.BEYOND).any()
+        e
+        for e, g in verdicts.groupby("entry", sort=False)
+        if not (g["verdict_mean"] == P.BEYOND).any()
     ]
     return (
         f"**Claim R2 is {v.verdict}**{strength}: {R2_ANSWER[v.verdict]} (δ = {P.TOLERANCE:g} "
@@ -510,11 +549,27 @@ def result_box(study: RuleStudy) -> str:
         f"Why: the paper's rule picks p = {nums['paper_modal_p']} on every seed of "
         f"{nums['paper_fixed_feds']} federations, while the {{term}}`oracle split <oracle split>` "
         f"ranges over p = {nums['oracle_range']}. The two-round validation probe, which trains "
-        f"every split first, has a largest mean regret of {tally.loc[probe, 'worst']:.3f}. "
+        f"every split first, has a largest mean regret of {tally.loc[probe, 'worst']:.3f} "
+        f"({_on(tally.loc[probe, 'worst_kind'])}). "
         f"Never decided beyond δ in any declared test: {', '.join(never) or 'no entry'}.\n\n"
         "The verdicts test the mean regret, as the text reports it (the fifth declaration): "
         f"{reanalysis_count(re)} declared verdicts changed from the Wilcoxon test first "
-        "declared ({ref}`the correction <rules-correction>`)."
+        "declared ({ref}`the correction <rules-correction>`)." + _rescore_sentence(study)
+    )
+
+
+def _rescore_sentence(study: RuleStudy) -> str:
+    """Where the regrets were scored: on 2,000 test images per client where item 16 rescored
+    them, with how many verdicts that changed (empty when nothing was rescored)."""
+    from playerfl_core.book.reports.r2_rescore import analyse as rescore_of
+
+    res = rescore_of(study)
+    if res is None:
+        return ""
+    n = int(res.comparison["changed"].sum())
+    return (
+        f" Fashion-MNIST's regrets are scored on {res.images} (the tenth declaration): "
+        f"{n} of the {len(res.comparison)} verdicts differ from those on the book's test sets."
     )
 
 
@@ -544,14 +599,16 @@ def advice(study: RuleStudy) -> str:
     bad = ev[(ev["entry"] == best) & (ev["verdict"] == P.BEYOND)]["kind"].tolist()
     lines.append(
         f"- Among the first-epoch rules, {best} has the smallest largest mean regret "
-        f"({tally.loc[best, 'worst']:.3f}; {int(tally.loc[best, 'within'])} of "
+        f"({tally.loc[best, 'worst']:.3f}, {_on(tally.loc[best, 'worst_kind'])}; "
+        f"{int(tally.loc[best, 'within'])} of "
         f"{int(tally.loc[best, 'kinds'])} kinds decided within δ)"
         + (f"; it is beyond δ on {', '.join(bad)}." if bad else ".")
     )
     lines.append(
         f"- If 2·(L+1) local epochs of probing are affordable, probe every split for two rounds "
         f"and choose on validation data: its largest mean regret is "
-        f"{tally.loc[probe, 'worst']:.3f} ({int(tally.loc[probe, 'within'])} of "
+        f"{tally.loc[probe, 'worst']:.3f}, {_on(tally.loc[probe, 'worst_kind'])} "
+        f"({int(tally.loc[probe, 'within'])} of "
         f"{int(tally.loc[probe, 'kinds'])} kinds decided within δ, "
         f"{int(tally.loc[probe, 'beyond'])} beyond)."
     )
@@ -569,7 +626,7 @@ def advice(study: RuleStudy) -> str:
         )
     lines.append(
         f"- The paper's rule (t = 1) is decided within δ on {int(tally.loc[paper, 'within'])} of "
-        f"{int(tally.loc[paper, 'kinds'])} kinds; its largest mean regret is "
-        f"{tally.loc[paper, 'worst']:.3f}."
+        f"{int(tally.loc[paper, 'kinds'])} kinds of the evaluation set; its largest mean regret "
+        f"is {tally.loc[paper, 'worst']:.3f}, {_on(tally.loc[paper, 'worst_kind'])}."
     )
     return "\n".join(lines)
