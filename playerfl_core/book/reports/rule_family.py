@@ -471,7 +471,7 @@ def _tally(verdicts: pd.DataFrame) -> pd.DataFrame:
 
 
 def _on(kind: str) -> str:
-    """"on the base federation", "on feature skew (rotate)"."""
+    """ "on the base federation", "on feature skew (rotate)"."""
     return f"on the {kind}" if kind == "base federation" else f"on {kind}"
 
 
