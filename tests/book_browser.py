@@ -254,7 +254,7 @@ _LONG_BOLD_JS = """() => {
     .filter(el => !(el.parentElement && bold(el.parentElement)))
     .map(el => (el.textContent || '').trim())
     .filter(text => text.length > 160)
-    .map(text => text.slice(0, 50));
+    .map(text => text.slice(0, 50).trim());
 }"""
 
 # Code (a <pre>) whose lines run past the right edge of its box.

@@ -308,7 +308,7 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
     ], problems["flag.html"]
     assert problems["empty.html"] == ["empty table (a header, no rows): variant regret ..."]
     assert problems["bold.html"] == [
-        "a paragraph in bold: A PLayer-FL silo uploads 3.9 kB per round, 36% of F ..."
+        "a paragraph in bold: A PLayer-FL silo uploads 3.9 kB per round, 36% of ..."
     ], problems["bold.html"]
     assert problems["nohint.html"] == [
         f"table scrolls at {NARROW_VIEWPORT} px with no cue above it: wide more to the ..."
