@@ -226,8 +226,8 @@ _BROKEN_CODE_WORDS_JS = """() => Array.from(document.querySelectorAll('code span
                && s.getClientRects().length > 1)
   .map(s => s.textContent)"""
 
-# Tables that scroll sideways in their box with no visible cue above the box that they do (a
-# phone shows no scrollbar until touched; _static/scroll_hint.js writes the cue).
+# Tables that scroll sideways in their box with no visible cue right under the box that they do
+# (a phone shows no scrollbar until touched; _static/scroll_hint.js writes the cue).
 _UNHINTED_SCROLLERS_JS = """() => Array.from(document.querySelectorAll('table'))
   .filter(t => t.getClientRects().length > 0)
   .map(t => {
@@ -236,7 +236,7 @@ _UNHINTED_SCROLLERS_JS = """() => Array.from(document.querySelectorAll('table'))
       if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)) box = a;
     }
     if (!box || box.scrollWidth <= box.clientWidth + 1) return null;
-    const hint = box.previousElementSibling;
+    const hint = box.nextElementSibling;
     const shown = hint && hint.classList.contains('scroll-hint')
                   && hint.getClientRects().length > 0;
     return shown ? null : (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' ');
@@ -504,6 +504,8 @@ def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
         found.append(f"{searches} search buttons on one screen")
     for line in page.evaluate(_GLUE_CELLS_JS):
         found.append(f"code cell with a glue() call shown: {line}")
+    for line in page.evaluate(_CUT_CODE_JS):
+        found.append(f"code runs past its box at {WIDE_VIEWPORT} px: {line}")
     for t in page.evaluate(_WIDE_TABLES_JS):
         found.append(
             f"table wider than its column: {t['width']} px in {t['column']} px ({t['head']} ...)"
@@ -575,7 +577,7 @@ def _narrow_problems(browser, url: str, path: Path) -> list[str]:
             found.append(f"code word broken at its hyphen at {NARROW_VIEWPORT} px: {word}")
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")
         for head in page.evaluate(_UNHINTED_SCROLLERS_JS):
-            found.append(f"table scrolls at {NARROW_VIEWPORT} px with no cue above it: {head} ...")
+            found.append(f"table scrolls at {NARROW_VIEWPORT} px with no cue under it: {head} ...")
         for line in page.evaluate(_CUT_CODE_JS):
             found.append(f"code runs past its box at {NARROW_VIEWPORT} px: {line}")
         page.screenshot(path=str(path))

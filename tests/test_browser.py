@@ -9,7 +9,7 @@ a paragraph in bold (a glued sentence), and a table label that is a code name
 (client_1, paper_median) or a float padded with zeros (0.050000); at a 420 px viewport (a
 phone), on a page that scrolls sideways, on a table cut off by a box that does not scroll, on
 a command-line option in inline code broken at its hyphen, on a table that scrolls sideways with
-no cue above it that it does, and on code running past the right edge of its box.
+no cue under it that it does, and on code running past the right edge of its box.
 Two screenshots per page are saved under _build/screenshots/: <page>.png at 1280 px and
 <page>.420px.png at 420 px. `make test` builds the HTML first; run alone, the fixture builds it
 when _build/html is missing.
@@ -144,9 +144,8 @@ _PAGES = {
     '<script defer src="mathjax/tex-chtml.js"></script>'
     # at 420 px: a table wider than the phone in a box that scrolls, with the cue that it does
     # (_static/scroll_hint.js), and long code that wraps
-    '<p class="scroll-hint">Swipe the table sideways for more</p>'
     '<div style="overflow-x: auto"><table><tr><td style="min-width: 600px">scrolls</td></tr>'
-    '</table></div><p><code style="overflow-wrap: anywhere">playerfl_core.stats.evidence.'
+    '</table></div><p class="scroll-hint">Swipe the table sideways for more</p><p><code style="overflow-wrap: anywhere">playerfl_core.stats.evidence.'
     "rank_correlation_test_of_a_long_name</code></p>"
     # a code cell that glues, collapsed (hide-input): the reader does not see it
     '<details><summary>Show code</summary><div class="cell_input"><pre>glue("n", 3)</pre>'
@@ -311,7 +310,7 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
         "a paragraph in bold: A PLayer-FL silo uploads 3.9 kB per round, 36% of ..."
     ], problems["bold.html"]
     assert problems["nohint.html"] == [
-        f"table scrolls at {NARROW_VIEWPORT} px with no cue above it: wide more to the ..."
+        f"table scrolls at {NARROW_VIEWPORT} px with no cue under it: wide more to the ..."
     ], problems["nohint.html"]
     assert problems["codewide.html"] == [
         f"code runs past its box at {NARROW_VIEWPORT} px: display(captioned(R.grid_sizes(grid, tab"
