@@ -145,7 +145,8 @@ _PAGES = {
     # at 420 px: a table wider than the phone in a box that scrolls, with the cue that it does
     # (_static/scroll_hint.js), and long code that wraps
     '<div style="overflow-x: auto"><table><tr><td style="min-width: 600px">scrolls</td></tr>'
-    '</table></div><p class="scroll-hint">Swipe the table sideways for more</p><p><code style="overflow-wrap: anywhere">playerfl_core.stats.evidence.'
+    '</table></div><p class="scroll-hint">Swipe the table sideways for more</p>'
+    '<p><code style="overflow-wrap: anywhere">playerfl_core.stats.evidence.'
     "rank_correlation_test_of_a_long_name</code></p>"
     # a code cell that glues, collapsed (hide-input): the reader does not see it
     '<details><summary>Show code</summary><div class="cell_input"><pre>glue("n", 3)</pre>'
