@@ -101,11 +101,14 @@ def test_chapter_04b_says_which_verdicts_changed_and_what_became_of_claim_r2():
                       curvature, record, reused=5)  # fmt: skip
     assert RR2.summary(res) == (
         "Scoring R2's regrets on 2,000 test images per client changes 1 of the 4 declared "
-        "verdicts (paper (t = 1) on feature skew (rotate) (evaluation): within δ → beyond δ); "
-        "the mean regret is lower on 0 of the 4 (rule, kind) pairs. Claim R2 is undecided (weak) "
-        "with the book's test sets and contradicted (moderate) with 2,000 test images per "
-        "client: changed. The curvature comparison's verdicts do not change."
+        "verdicts (the second table below names them); the mean regret is lower on 0 of the 4 "
+        "(rule, kind) pairs. Claim R2 is undecided (weak) with the book's test sets and "
+        "contradicted (moderate) with 2,000 test images per client. The curvature comparison's "
+        "verdicts do not change."
     )
+    same = RR2.Rescore(c, Verdict("contradicted", "strong", ""),
+                       Verdict("contradicted", "strong", ""), None, record, reused=5)  # fmt: skip
+    assert "Claim R2 is contradicted (strong) with both test sizes." in RR2.summary(same)
     assert RR2.cost(res) == (
         "2 runs trained again, 0.0 CPU-hours on one core each; every one identical to its "
         "committed run, row for row; 5 more runs read from item 15's store"

@@ -123,7 +123,7 @@ def full_table(res: Rescore) -> pd.DataFrame:
 
 
 def summary(res: Rescore | None) -> str:
-    """Two sentences: how many declared verdicts changed (and where), and claim R2 on both
+    """How many declared verdicts changed (chapter 04b's table names them), and claim R2 on both
     test-set sizes."""
     if res is None:
         return (
@@ -132,18 +132,18 @@ def summary(res: Rescore | None) -> str:
         )
     c = res.comparison
     changed = c[c["changed"]]
-    where = "; ".join(
-        f"{r.entry} on {r.kind} ({r.family}): {r.verdict_book} → {r.verdict_large}"
-        for r in changed.itertuples()
-    )
     lower = int((c["mean_large"] < c["mean_book"]).sum())
     b, g = res.claim_book, res.claim_large
-    same = "unchanged" if b.verdict == g.verdict and b.strength == g.strength else "changed"
+    claim = (
+        f"Claim R2 is {g.verdict} ({g.strength}) with both test sizes."
+        if (b.verdict, b.strength) == (g.verdict, g.strength)
+        else f"Claim R2 is {b.verdict} ({b.strength}) with the book's test sets and "
+        f"{g.verdict} ({g.strength}) with {res.images}."
+    )
     text = (
         f"Scoring R2's regrets on {res.images} changes {len(changed)} of the {len(c)} declared "
-        f"verdicts{f' ({where})' if where else ''}; the mean regret is lower on {lower} of the "
-        f"{len(c)} (rule, kind) pairs. Claim R2 is {b.verdict} ({b.strength}) with the book's "
-        f"test sets and {g.verdict} ({g.strength}) with {res.images}: {same}."
+        f"verdicts{' (the second table below names them)' if len(changed) else ''}; the mean "
+        f"regret is lower on {lower} of the {len(c)} (rule, kind) pairs. {claim}"
     )
     if res.curvature is not None:
         moved = res.curvature[res.curvature["verdict_book"] != res.curvature["verdict_large"]]

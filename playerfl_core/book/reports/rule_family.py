@@ -561,15 +561,16 @@ def result_box(study: RuleStudy) -> str:
 def _rescore_sentence(study: RuleStudy) -> str:
     """Where the regrets were scored: on 2,000 test images per client where item 16 rescored
     them, with how many verdicts that changed (empty when nothing was rescored)."""
-    from playerfl_core.book.reports.r2_rescore import analyse as rescore_of
+    from playerfl_core.study.r1_rescore import TEST_PER_CLIENT
+    from playerfl_core.study.r2_rescore import family_comparison
 
-    res = rescore_of(study)
-    if res is None:
+    if study.book is None:
         return ""
-    n = int(res.comparison["changed"].sum())
+    comparison = family_comparison(study.book.regrets, study.regrets)
     return (
-        f" Fashion-MNIST's regrets are scored on {res.images} (the tenth declaration): "
-        f"{n} of the {len(res.comparison)} verdicts differ from those on the book's test sets."
+        f" Fashion-MNIST's regrets are scored on {TEST_PER_CLIENT:,} test images per client "
+        f"(the tenth declaration): {int(comparison['changed'].sum())} of the {len(comparison)} "
+        "verdicts differ from those on the book's test sets."
     )
 
 
