@@ -29,6 +29,9 @@ import pandas as pd
 TEST_PER_CLIENT = 2000
 WORK = "r1_rescore"
 PROFILE = "standard"
+VAL_CHUNK = 256
+"""Item 17 scores the large sets in chunks of this many images: the CNN's logits equal the
+engine's (chunks of ``eval_batch_size``) bit for bit, at about two thirds of the time."""
 BOOK_SCORE = "book_test"
 """The metric under which the store keeps each run's score on the book's test sets, so that
 :func:`r1_regrets` replaces only regrets computed from these very runs."""
@@ -73,25 +76,49 @@ def run_name(task) -> str:
 
 class _Deployed:
     """Keeps a copy of every client's deployed model after each round's evaluation (an
-    :class:`~playerfl_core.fl.engine.Observer`: it reads the run, never changes it)."""
+    :class:`~playerfl_core.fl.engine.Observer`: it reads the run, never changes it); with
+    ``val`` (client id → images, labels) it also scores each copy on those images, in chunks of
+    ``batch`` as the engine scores (item 17's validation sets)."""
 
-    def __init__(self, algorithm):
-        self.algorithm, self.models = algorithm, {}
+    def __init__(self, algorithm, val: dict | None = None, batch: int = 1024):
+        self.algorithm, self.models, self.val, self.batch = algorithm, {}, val, batch
+        self.val_scores: dict = {}
 
     def after_local_updates(self, run, rnd: int) -> None:
         pass
 
     def on_round_end(self, run, rnd: int) -> None:
         for c in run.clients:
-            self.models[(c.id, rnd)] = copy.deepcopy(self.algorithm.deployed_model(run, c))
+            model = copy.deepcopy(self.algorithm.deployed_model(run, c)).eval()
+            self.models[(c.id, rnd)] = model
+            if self.val is not None:
+                self.val_scores[(c.id, rnd)] = _score(model, *self.val[c.id], self.batch)
 
 
-def rescore_run(task, archive: Path | None = None):
+def _score(model, x, y, batch: int) -> dict[str, float]:
+    """Loss, accuracy and macro-F1 of ``model`` on (x, y), its logits computed in chunks of
+    ``batch`` images (the engine's ``eval_batch_size``; ``len(x)``: in one pass)."""
+    import torch
+
+    from playerfl_core.fl.scoring import score_logits, summarise
+
+    with torch.no_grad():
+        logits = torch.cat([model(x[i : i + batch]) for i in range(0, len(x), batch)])
+    return summarise(score_logits(logits, y).cpu().numpy())
+
+
+def rescore_run(task, archive: Path | None = None, large_val: bool = False):
     """One run trained again from its manifest entry, compared with the committed run, and its
     clients' selected models scored on large test sets. Returns ``(task, rows, record)``: the
     rerun's training-size and validation rows, its test rows at each client's selected round
     (large test sets), and one :data:`BOOK_SCORE` row per client (the book's test set, same
-    round); the record holds the comparison with the committed run and the CPU time."""
+    round); the record holds the comparison with the committed run and the CPU time.
+
+    ``large_val`` (item 17): every client's deployed model is also scored on its large
+    validation set after every round, its round is selected on those scores, and the rows hold
+    the large validation sets' scores at every round in place of the book's (no
+    :data:`BOOK_SCORE` rows); both sets are scored in chunks of :data:`VAL_CHUNK` images, which
+    give item 14's rung's scores bit for bit (items 15 and 16 scored the test set in one pass)."""
     import torch
 
     from data_prep import load as load_data
@@ -99,7 +126,6 @@ def rescore_run(task, archive: Path | None = None):
     from playerfl_core.fl.algorithms.prefix import prefix_name
     from playerfl_core.fl.engine import run_federated
     from playerfl_core.fl.schema import COLUMNS
-    from playerfl_core.fl.scoring import score_logits, summarise
     from playerfl_core.stats.results import select_rounds
     from playerfl_core.study.archive import archive_dir, spec_of
     from playerfl_core.study.verification import compare_run
@@ -109,6 +135,7 @@ def rescore_run(task, archive: Path | None = None):
     archive = archive or archive_dir(PROFILE)
     stored, entry = _committed_run(archive, dataset, prefix_name(p), lr, seed)
     spec = spec_of(entry)
+    config = spec.config("cpu")
     data = load_data(spec.dataset, profile=spec.profile, seed=spec.seed)
     large = load_data(spec.dataset, profile=spec.profile, seed=spec.seed,
                       eval_per_client=TEST_PER_CLIENT)  # fmt: skip
@@ -116,30 +143,40 @@ def rescore_run(task, archive: Path | None = None):
     algorithm = get_algorithm(spec.algorithm)
     if algorithm.final_step:
         raise ValueError(f"{spec.algorithm}: a final step is not rescored (only prefix runs).")
-    deployed = _Deployed(algorithm)
+    batch = VAL_CHUNK if large_val else None
+    val = {i: (c.x_val, c.y_val) for i, c in enumerate(large.clients)} if large_val else None
+    deployed = _Deployed(algorithm, val, batch or 1)
     torch.set_num_threads(1)  # one thread per run: the committed runs' last bits
     try:
-        fresh = run_federated(data, algorithm, spec.config("cpu"), [deployed]).table()
-        selected = select_rounds(fresh)
+        fresh = run_federated(data, algorithm, config, [deployed]).table()
+        if large_val:
+            val_rows = [(dataset, spec.algorithm, lr, seed, cid, rnd, "val", metric, value,
+                         len(large.clients[cid].y_val))
+                        for (cid, rnd), scores in deployed.val_scores.items()
+                        for metric, value in scores.items()]  # fmt: skip
+            scored = pd.DataFrame(val_rows, columns=COLUMNS)
+        else:
+            scored = fresh
+        selected = select_rounds(scored)
         rounds = selected.drop_duplicates("client").set_index("client")["round"]
         rows = []
         for cid, rnd in rounds.items():
             client = large.clients[int(cid)]
-            model = deployed.models[(int(cid), int(rnd))].eval()
-            with torch.no_grad():
-                logits = model(client.x_test)
-            scores = summarise(score_logits(logits, client.y_test).cpu().numpy())
+            model = deployed.models[(int(cid), int(rnd))]
+            scores = _score(model, client.x_test, client.y_test, batch or len(client.y_test))
             for metric, value in scores.items():
                 rows.append((dataset, spec.algorithm, lr, seed, int(cid), int(rnd), "test", metric,
                              value, len(client.y_test)))  # fmt: skip
     finally:
         torch.set_num_threads(previous)
-    book = selected[(selected["split"] == "test") & (selected["metric"] == "macro_f1")]
-    kept = fresh[(fresh["split"] == "val") | (fresh["metric"] == "n_samples")]
-    table = pd.concat(
-        [kept, pd.DataFrame(rows, columns=COLUMNS), book.assign(metric=BOOK_SCORE)[COLUMNS]],
-        ignore_index=True,
-    )
+    test = pd.DataFrame(rows, columns=COLUMNS)
+    if large_val:
+        kept = fresh[~fresh["split"].isin(("val", "test"))]
+        table = pd.concat([kept, scored, test], ignore_index=True)
+    else:
+        book = selected[(selected["split"] == "test") & (selected["metric"] == "macro_f1")]
+        kept = fresh[(fresh["split"] == "val") | (fresh["metric"] == "n_samples")]
+        table = pd.concat([kept, test, book.assign(metric=BOOK_SCORE)[COLUMNS]], ignore_index=True)
     comparison = compare_run(fresh, stored)
     record = {"cpu_seconds": round(time.process_time() - start, 2), "run_id": entry["run_id"],
               "identical": comparison["identical"],
@@ -188,10 +225,15 @@ def _check_same_training(data, large) -> None:
 
 
 def compute(
-    todo: Sequence, work: Path, workers: int = 2, progress: bool = True, desc: str = "R1 rescore"
+    todo: Sequence,
+    work: Path,
+    workers: int = 2,
+    progress: bool = True,
+    desc: str = "R1 rescore",
+    large_val: bool = False,
 ) -> None:
     """Every run of ``todo`` not yet in ``work``, in ``workers`` processes of one thread each,
-    each run kept as it ends (``rungs.keep``)."""
+    each run kept as it ends (``rungs.keep``); ``large_val``: :func:`rescore_run`'s."""
     import multiprocessing as mp
     import os
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -206,7 +248,7 @@ def compute(
     left = [t for t in todo if run_name(t) not in done]
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(workers, ctx, init_worker, (1, os.getpid())) as pool:
-        futures = [pool.submit(rescore_run, t) for t in left]
+        futures = [pool.submit(rescore_run, t, None, large_val) for t in left]
         for fut in tqdm(as_completed(futures), total=len(left), desc=desc, unit="run",
                         disable=not progress):  # fmt: skip
             task, table, record = fut.result()
@@ -309,9 +351,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     run_main(argv, tasks(committed_regrets()), WORK, store_path(), "r1_rescore")
 
 
-def run_main(argv, todo: Sequence, work_name: str, store: Path, module: str) -> None:
+def run_main(
+    argv, todo: Sequence, work_name: str, store: Path, module: str, large_val: bool = False
+) -> None:
     """The command line of a rescore: compute ``todo`` (resumable, in ``results/<work_name>/``),
-    then write its table with its record to ``store`` unless it already holds the same rows."""
+    then write its table with its record to ``store`` unless it already holds the same rows;
+    ``large_val``: :func:`rescore_run`'s (the record then names the validation size too)."""
     import argparse
 
     from playerfl_core.study.run_store import default_store
@@ -322,12 +367,13 @@ def run_main(argv, todo: Sequence, work_name: str, store: Path, module: str) -> 
     args = parser.parse_args(argv)
     work = default_store(work_name)
     start = time.time()
-    compute(todo, work, args.workers, desc=module.replace("_", " "))
+    compute(todo, work, args.workers, desc=module.replace("_", " "), large_val=large_val)
     table, totals = collect(todo, work, f"python -m playerfl_core.study.{module}")
     if store.exists() and load_rules_table(store)[0].equals(table):
         print(f"{store} already holds these {totals['runs']} runs: left as it is")
         return
-    extra = {"test_per_client": TEST_PER_CLIENT, "profile": PROFILE,
+    sizes = {"val_per_client": TEST_PER_CLIENT} if large_val else {}
+    extra = {"test_per_client": TEST_PER_CLIENT, **sizes, "profile": PROFILE,
              "wall_seconds_last_call": round(time.time() - start, 1), **totals}  # fmt: skip
     path = save_with_record(table, store, extra)
     print(f"{len(table)} rows to {path}: {totals['cpu_seconds']:.0f} CPU-s over {totals['runs']} "

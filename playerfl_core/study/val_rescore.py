@@ -1,0 +1,112 @@
+"""R1's and R2's families with large validation sets too (issue 34, item 5; item 17 of
+``study.preregistration``): every split of every seed trained again, each client's round and
+the oracle's split chosen on 2,000 validation images, every test term on 2,000 test images.
+
+Items 15 and 16 rescored the test terms only: the oracle's split and every client's round are
+still chosen on the book's 64 validation images per client, whose noise (about δ per run) can
+make the oracle miss the best split and so understate or overstate a regret. Here every split
+p = 0 … L of every seed of R1's and R2's Fashion-MNIST families is trained again from its
+manifest entry (compared row by row with the committed run) and scored with
+``r1_rescore.rescore_run(..., large_val=True)``. The seeds item 14's evaluation rung already
+trained this way (the same runs, the same draw of images, its scores equal bit for bit) are
+read from its store, not trained again. :func:`large_sweep` is the sweep both give: chapter
+code reads it as any sweep (``split_scores.sweep_scores``, ``split_rules_table.probe_rows``).
+
+Computed by ``python -m playerfl_core.study.val_rescore`` (resumable: each finished run waits in
+``results/val_rescore/``) and committed to ``stores/ladder/val_rescore.parquet`` with its record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from playerfl_core.study import r1_rescore as R1
+from playerfl_core.study import r2_rescore as R2
+
+WORK = "val_rescore"
+
+
+def store_path() -> Path:
+    from playerfl_core.study.archive import stores_dir
+
+    return stores_dir() / "ladder" / "val_rescore.parquet"
+
+
+def load() -> tuple[pd.DataFrame, dict] | None:
+    """The committed rescore and its record; None when not computed."""
+    from playerfl_core.study.split_rules_table import load_rules_table
+
+    return load_rules_table(store_path()) if store_path().exists() else None
+
+
+def seeds(r1: pd.DataFrame, r2: pd.DataFrame) -> list[tuple[str, float, int]]:
+    """Every (dataset, lr, seed) of R1's family (``r1``: its regrets) and of R2's tested sets
+    (``r2``: ``preregistration.entry_regrets``) whose federation has held-out images."""
+    tested = r2[r2["role"].isin(R2.TESTED)]
+    both = pd.concat([r1[["dataset", "lr", "seed"]], tested[["dataset", "lr", "seed"]]])
+    both = both[both["dataset"].map(R1.has_held_out)]
+    return sorted({(d, float(lr), int(s)) for d, lr, s in both.itertuples(index=False)})
+
+
+def rung_seeds(rung: pd.DataFrame | None) -> set[tuple[str, float, int]]:
+    """The (dataset, lr, seed) item 14's evaluation rung holds (its table, or None)."""
+    if rung is None:
+        return set()
+    keys = rung[["dataset", "lr", "seed"]].drop_duplicates()
+    return {(d, float(lr), int(s)) for d, lr, s in keys.itertuples(index=False)}
+
+
+def tasks(
+    wanted: Sequence, splits: pd.DataFrame, done: set = frozenset()
+) -> list[tuple[str, float, int, int]]:
+    """(dataset, lr, seed, p) of every committed split (``splits``: columns dataset, lr, seed,
+    p, as ``split_scores.sweep_scores``) of each seed of ``wanted`` not in ``done``."""
+    keys = {k for k in wanted if k not in done}
+    rows = splits[["dataset", "lr", "seed", "p"]].itertuples(index=False)
+    out = sorted(t for t in {(d, float(lr), int(s), int(p)) for d, lr, s, p in rows}
+                 if t[:3] in keys)  # fmt: skip
+    missing = keys - {t[:3] for t in out}
+    if missing:
+        raise ValueError(
+            f"{len(missing)} seeds have no committed split sweep (e.g. {sorted(missing)[0]}); "
+            "the validation rescore retrains committed runs only."
+        )
+    return out
+
+
+def large_sweep(rescored: tuple | None = None, rung: tuple | None = None) -> pd.DataFrame | None:
+    """The sweep with 2,000 validation and test images per client: the committed rescore's
+    runs and item 14's rung's (each seed from one of them); None when either is missing.
+    ``rescored``, ``rung``: (table, record) pairs in place of the committed ones."""
+    from playerfl_core.study import eval_rung
+
+    rescored = rescored if rescored is not None else load()
+    rung = rung if rung is not None else eval_rung.load()
+    if rescored is None or rung is None:
+        return None
+    mine = rescored[0]
+    overlap = rung_seeds(mine) & rung_seeds(rung[0])
+    if overlap:
+        raise ValueError(
+            f"{len(overlap)} seeds are in both the rescore and item 14's rung (e.g. "
+            f"{sorted(overlap)[0]}); each seed is read from one store."
+        )
+    return pd.concat([mine, rung[0]], ignore_index=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from playerfl_core.study import eval_rung
+    from playerfl_core.study import split_oracle as O
+
+    scores, _ = O.committed_scores(R1.PROFILE)
+    rung = eval_rung.load()
+    wanted = seeds(R1.committed_regrets(), R2.committed_regrets())
+    todo = tasks(wanted, scores, rung_seeds(None if rung is None else rung[0]))
+    R1.run_main(argv, todo, WORK, store_path(), "val_rescore", large_val=True)
+
+
+if __name__ == "__main__":
+    main()

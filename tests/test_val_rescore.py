@@ -1,0 +1,90 @@
+"""Item 17 (issue 34, item 5): R1's and R2's regrets with 2,000 validation images too."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from playerfl_core.study import machine
+from playerfl_core.study import val_rescore as V
+
+
+def test_the_rescore_takes_every_seed_of_r1_and_of_r2s_tested_sets_with_images_to_spare():
+    r1 = pd.DataFrame(
+        {"dataset": ["fmnist", "fmnist", "heart"], "lr": [0.003, 0.003, 0.03], "seed": [0, 0, 1]}
+    )
+    r2 = pd.DataFrame(
+        {
+            "dataset": ["fmnist_swap", "fmnist_rotate", "digits_swap", "fmnist"],
+            "lr": [0.003] * 4,
+            "seed": [4, 12, 0, 9],
+            "role": ["second follow-up", "confirmation", "second follow-up", "development"],
+        }
+    )
+    assert V.seeds(r1, r2) == [
+        ("fmnist", 0.003, 0),
+        ("fmnist_rotate", 0.003, 12),
+        ("fmnist_swap", 0.003, 4),
+    ]
+
+
+def test_every_split_of_a_seed_is_retrained_unless_item_14s_rung_holds_the_seed():
+    splits = pd.DataFrame(
+        {
+            "dataset": ["fmnist"] * 3 + ["fmnist_swap"] * 2,
+            "lr": [0.003] * 5,
+            "seed": [0, 0, 1, 4, 4],
+            "p": [0, 1, 0, 0, 1],
+        }
+    )
+    wanted = [("fmnist", 0.003, 0), ("fmnist", 0.003, 1), ("fmnist_swap", 0.003, 4)]
+    assert V.tasks(wanted, splits, {("fmnist", 0.003, 1)}) == [
+        ("fmnist", 0.003, 0, 0),
+        ("fmnist", 0.003, 0, 1),
+        ("fmnist_swap", 0.003, 4, 0),
+        ("fmnist_swap", 0.003, 4, 1),
+    ]
+    with pytest.raises(ValueError, match="1 seeds have no committed split sweep"):
+        V.tasks([*wanted, ("fmnist", 0.003, 7)], splits)
+
+
+def test_the_large_sweep_reads_each_seed_from_one_store():
+    def runs(*seeds):
+        return pd.DataFrame({"dataset": "fmnist", "lr": 0.003, "seed": list(seeds), "value": 0.5})
+
+    both = V.large_sweep((runs(3, 4), {}), (runs(0, 1), {}))
+    assert sorted(both["seed"]) == [0, 1, 3, 4]
+    with pytest.raises(ValueError, match="1 seeds are in both"):
+        V.large_sweep((runs(1, 4), {}), (runs(0, 1), {}))
+
+
+@pytest.mark.slow
+def test_a_run_scored_on_large_validation_sets_is_item_14s_run(monkeypatch):
+    """The procedure of item 17 on a seed of item 14's rung gives the rung's rows: validation
+    scores at every round, test scores at the rounds they choose, training rows; bit for bit on
+    the machine that made the rung; elsewhere the run's validation and test scores within 0.02."""
+    from playerfl_core.stats.results import select_rounds
+    from playerfl_core.study import eval_rung
+    from playerfl_core.study import r1_rescore as R1
+
+    monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
+    rung, record = eval_rung.load()
+    same_machine = record["machine"]["key"] == machine.fingerprint(threads=1)["key"]
+    task = ("fmnist_rotate", 0.003, 7, 2)  # 3 of its 5 clients' rounds move with the val sets
+    _, table, checked = R1.rescore_run(task, large_val=True)
+    assert checked["identical"] or not same_machine  # the committed run, trained again
+    dataset, _, seed, p = task
+    mine = rung[(rung["dataset"] == dataset) & (rung["seed"] == seed)
+                & (rung["algorithm"] == f"prefix_p{p}")]  # fmt: skip
+    if not same_machine:  # last bits differ, and may move a client's round: compare the runs
+        from playerfl_core.study.split_scores import sweep_scores
+
+        ours, theirs = sweep_scores(table).iloc[0], sweep_scores(mine).iloc[0]
+        assert ours["val"] == pytest.approx(theirs["val"], abs=0.02)
+        assert ours["test"] == pytest.approx(theirs["test"], abs=0.02)
+        return
+    chosen = select_rounds(mine)
+    expected = pd.concat([mine[mine["split"] != "test"], chosen[chosen["split"] == "test"]])
+    keys = ["client", "round", "split", "metric"]
+    both = expected.merge(table, on=keys, how="outer", suffixes=("_rung", ""), indicator=True)
+    assert (both["_merge"] == "both").all() and len(both) == len(table)
+    assert np.abs(both["value_rung"] - both["value"]).max() == 0.0
