@@ -220,6 +220,23 @@ _CUT_EQUATIONS_JS = """() => Array.from(document.querySelectorAll('mjx-container
   .map(m => ({width: m.scrollWidth, box: m.clientWidth,
               text: (m.textContent || '').trim().slice(0, 30)}))"""
 
+# Displayed equations that scroll sideways in their own box: a phone shows no scrollbar until
+# touched, so the right-hand side is as good as hidden; such an equation is broken over lines
+# (``aligned``), as chapters 03 and 03a break theirs.
+_SCROLLING_EQUATIONS_JS = """() => Array.from(
+    document.querySelectorAll('mjx-container[display="true"]'))
+  .filter(m => m.getClientRects().length > 0)
+  .map(m => {
+    for (let a = m; a && a !== document.body; a = a.parentElement) {
+      if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)
+          && a.scrollWidth > a.clientWidth + 1) {
+        return (m.textContent || '').trim().slice(0, 30);
+      }
+    }
+    return null;
+  })
+  .filter(t => t !== null)"""
+
 # A short inline code word with a hyphen (a command-line option) broken over two lines.
 _BROKEN_CODE_WORDS_JS = """() => Array.from(document.querySelectorAll('code span.pre'))
   .filter(s => s.textContent.includes('-') && s.textContent.length <= 28
@@ -573,6 +590,8 @@ def _narrow_problems(browser, url: str, path: Path) -> list[str]:
                 f"equation cut off at {NARROW_VIEWPORT} px: {m['width']} px in a box of "
                 f"{m['box']} px that does not scroll ({m['text']} ...)"
             )
+        for text in page.evaluate(_SCROLLING_EQUATIONS_JS):
+            found.append(f"equation scrolls sideways at {NARROW_VIEWPORT} px: {text} ...")
         for word in page.evaluate(_BROKEN_CODE_WORDS_JS):
             found.append(f"code word broken at its hyphen at {NARROW_VIEWPORT} px: {word}")
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")

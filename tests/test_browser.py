@@ -204,6 +204,9 @@ _PAGES = {
     # 03a's displayed ΔL_k expansion, cut at a phone's right edge
     "equation.html": '<mjx-container display="true" style="display: block; overflow: hidden">'
     '<span style="display: inline-block; width: 600px">wide formula</span></mjx-container>',
+    # chapter 03's pruning expansion on one line: it scrolled inside its box on a phone
+    "eqscroll.html": '<mjx-container display="true" style="display: block; overflow-x: auto">'
+    '<span style="display: inline-block; width: 600px">wide formula</span></mjx-container>',
     "glue.html": '<div class="cell"><div class="cell_input"><pre>n = 3\nglue("n", n)</pre>'
     "</div></div>",
     # chapter 03's agreement table: named column levels push the index's name to a row of its own
@@ -299,6 +302,9 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
     ], problems["repr.html"]
     cut = problems["equation.html"]
     assert len(cut) == 1 and cut[0].startswith(f"equation cut off at {NARROW_VIEWPORT} px"), cut
+    assert problems["eqscroll.html"] == [
+        f"equation scrolls sideways at {NARROW_VIEWPORT} px: wide formula ..."
+    ], problems["eqscroll.html"]
     assert problems["search.html"] == ["2 search buttons on one screen"], problems["search.html"]
     assert problems["indexrow.html"] == [
         "table header row holding only the index's name: threshold"

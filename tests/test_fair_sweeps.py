@@ -80,7 +80,7 @@ def test_compare_names_a_verdict_that_moves():
     assert not c.loc["a", "differs"] and c.loc["b", "differs"]
     assert c.loc["b", "own_oracle"] == 3 and c.loc["b", "own"] == pytest.approx(0.08)
     fair = FR.FairSweep(pd.DataFrame(), own, c.reset_index(), 0, 0.0)
-    assert FR.r1_note(fair).endswith("b within δ → beyond δ")
+    assert FR.r1_note(fair).endswith("the verdict moves on b (within δ → beyond δ)")
     # a one-rate sweep with more seeds than the own-rate one (rotated: 30 against 10): the
     # regrets set side by side are those of the same seeds
     more = pd.concat([one, _regrets("a", np.r_[zeros, np.full(10, 0.3)])[20:]])
@@ -102,6 +102,10 @@ def test_the_scorecards_r1_names_a_federation_whose_verdict_moves(monkeypatch):
     fair = FR.FairSweep(pd.DataFrame(), own, FR.compare(one, own), 0, 0.0)
     monkeypatch.setattr(FR, "analyse", lambda regrets, rules: fair)
     claim = reproduction._r1_with_own_rates(one, pd.DataFrame(), "standard", own_rates=True)
-    assert claim.verdict.reason.endswith("Heart within δ → beyond δ")
+    assert claim.verdict.reason.endswith(
+        ". With every split trained at its own tuned rate (2 "
+        "federations, on the book's test sets; chapter 04), "
+        "the verdict moves on Heart (within δ → beyond δ)"
+    )
     plain = reproduction._r1_with_own_rates(one, pd.DataFrame(), "quick", own_rates=False)
     assert "own tuned rate" not in plain.verdict.reason

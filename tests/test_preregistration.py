@@ -349,9 +349,11 @@ def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2()
     assert "Holm-adjusted p 0.0001" in lines[1] and "(20 seeds each)" in lines[1]
     head = RF.confirmation_headline(study)
     assert f"{len(P.FIRST_EPOCH) - 1} of the {len(P.FIRST_EPOCH)} first-epoch entries" in head
-    assert "1 within δ on both" in head and "is undecided" in head
+    assert "and 1 of them is within δ on both" in head and "is undecided" in head
     confirm["verdict"] = P.BEYOND
-    assert "is contradicted (strong)" in RF.confirmation_headline(study)
+    head = RF.confirmation_headline(study)
+    assert f"every one of the {len(P.FIRST_EPOCH)} first-epoch entries is beyond δ" in head
+    assert "none is within δ on both" in head and "is contradicted (strong evidence)" in head
 
 
 def test_rule_costs_read_to_three_significant_digits():

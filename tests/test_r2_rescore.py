@@ -111,7 +111,8 @@ def test_chapter_04b_says_which_verdicts_changed_and_what_became_of_claim_r2():
     assert "Claim R2 is contradicted (strong) with both test sizes." in RR2.summary(same)
     assert RR2.cost(res) == (
         "2 runs trained again, 0.0 CPU-hours on one core each; every one identical to its "
-        "committed run, row for row; 5 more runs read from item 15's store"
+        "committed run, row for row; 5 more runs were read from chapter 04's rescore of R1's "
+        "family (the ninth declaration), not trained again"
     )
     table = RR2.family_table(res)
     assert table.loc["evaluation"].tolist() == [4, "20 of 40", "4 / 0 / 0", "3 / 1 / 0", 1]

@@ -192,16 +192,18 @@ def test_the_evaluation_rung_reads_both_verdicts_and_its_noise_in_words():
     assert shown.loc["Fashion-MNIST", "verdict, 2,000 images"] == "within δ"
     assert "6.0 CPU-seconds" not in ER.eval_cost(ev) and "2.0 CPU-hours" in ER.eval_cost(ev)
     assert ER.noise_sentence(ev) == (
-        "Fashion-MNIST, rotated: a client's macro-F1 moves by 0.040 on 80 test images (its "
-        "accuracy by 0.050) and by 0.008 on 2,000; a run's by 0.028 (1.41 δ) and 0.006 (0.28 δ)"
+        "a run's macro-F1 error is 1.41 δ and 0.28 δ at 80 test images per client and at 2,000 "
+        "on Fashion-MNIST, rotated"
     )
     assert ER.eval_summary(None) == "" and "Not computed" in ER.eval_lines(None)
     assert ER.regret_noise_sentence(ev) == (
-        "Fashion-MNIST, rotated (the rule's p = 3 against the oracle's most frequent p = 1): one "
-        "seed's regret moves by 0.030 on 80 test images and by 0.006 on 2,000 (0.008 if the two "
-        "splits were scored on different images); the mean over 10 seeds by 0.0095 (0.47 δ) and "
-        "0.0020 (0.10 δ, below δ/4)"
+        "the error of the mean regret over 10 seeds is 0.47 δ and 0.10 δ at 80 test images per "
+        "client and at 2,000 on Fashion-MNIST, rotated (below δ/4 at 2,000)"
     )
+    shown = ER.regret_noise_table(ev)
+    row = shown.loc[("Fashion-MNIST, rotated (p = 3 vs 1)", 2000)]
+    assert row["one seed's regret SE"] == pytest.approx(0.006, abs=5e-4)
+    assert row["that SE / δ"] == pytest.approx(0.10, abs=5e-3)
 
 
 def test_r2s_scope_says_where_the_deciding_federation_was_run_beyond_the_books_sizes(

@@ -123,7 +123,7 @@ def decide(ev: Evidence, pvalue: float | None = None, equivalence: bool = False)
             strength="none",
             reason=(
                 f"not run: with n = {ev.n} {ev.replicates} the smallest attainable two-sided p "
-                f"of the {ev.test} is {p_value_text(ev.min_pvalue, 3)} > α = {ev.alpha:g}"
+                f"of the {ev.test} is {p_value_text(ev.min_pvalue, 3)} > {ev.alpha:g}"
             ),
         )
     if not np.isfinite(p) or not np.isfinite(ev.estimate):
@@ -138,7 +138,7 @@ def decide(ev: Evidence, pvalue: float | None = None, equivalence: bool = False)
             ev,
             verdict=verdict,
             strength=strength,
-            reason=f"{label} = {p_value_text(p, 3)} ≤ α = {ev.alpha:g}",
+            reason=f"{label} = {p_value_text(p, 3)} ≤ {ev.alpha:g}",
         )
     if equivalence and ev.posterior is not None and ev.posterior[1] >= POSTERIOR_LEVEL:
         return replace(
@@ -146,9 +146,8 @@ def decide(ev: Evidence, pvalue: float | None = None, equivalence: bool = False)
             verdict="contradicted",
             strength="moderate",
             reason=(
-                f"{label} = {p_value_text(p, 3)} > α, and P(ROPE) = {ev.posterior[1]:.2f} ≥ "
-                f"{POSTERIOR_LEVEL}: "
-                "practically equivalent"
+                f"{label} = {p_value_text(p, 3)} > {ev.alpha:g}, and P(ROPE) = "
+                f"{ev.posterior[1]:.2f} ≥ {POSTERIOR_LEVEL}: practically equivalent"
             ),
         )
     lean = p <= LEAN_P and sign != 0
@@ -157,7 +156,7 @@ def decide(ev: Evidence, pvalue: float | None = None, equivalence: bool = False)
         ev,
         verdict="undecided",
         strength="weak" if lean else "none",
-        reason=f"{label} = {p_value_text(p, 3)} > α = {ev.alpha:g}"
+        reason=f"{label} = {p_value_text(p, 3)} > {ev.alpha:g}"
         + (f"; the data lean towards {towards}" if lean else ""),
     )
 

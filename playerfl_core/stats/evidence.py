@@ -205,7 +205,7 @@ def best_rank_evidence(
         ev = decide(replace(base, estimate=0.0))
         lean = "none"  # a Friedman test has no direction: nothing leans towards the claim
         reason = (
-            f"Friedman p = {p_value_text(fr.pvalue)} > α = {alpha:g} over {n} {blocks}: the data "
+            f"Friedman p = {p_value_text(fr.pvalue)} > {alpha:g} over {n} {blocks}: the data "
             f"cannot tell the treatments apart; {where}"
         )
         return replace(ev, verdict="undecided", strength=lean, reason=reason), empty
@@ -239,7 +239,7 @@ def best_rank_evidence(
         return replace(base, pvalue=p, verdict="supported", strength=strength, reason=reason), nem
     close = nem[nem["p"] > alpha]["other"].tolist()
     reason = (
-        f"Friedman p = {p_value_text(fr.pvalue)} ≤ α, but Nemenyi does not separate {name} from "
-        f"{len(close)} others; {where}"
+        f"Friedman p = {p_value_text(fr.pvalue)} ≤ {alpha:g}, but Nemenyi does not separate "
+        f"{name} from {len(close)} others; {where}"
     )
     return replace(base, verdict="undecided", strength="weak", reason=reason), nem

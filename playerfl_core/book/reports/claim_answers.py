@@ -105,9 +105,9 @@ def _rank_numbers(o: dict, link: bool = False) -> str:
     head = f"{friedman} = {p_value_text(o['friedman_p'])}"
     text = {
         "untestable": f"with {o['n']} {o['blocks']} the smallest p a test could reach is "
-        f"{p_value_text(o['min_p'])} > α = {o['alpha']:g}",
-        "chance": f"{head} > α = {o['alpha']:g} over {o['n']} {o['blocks']}",
-        "close": f"{head} ≤ α = {o['alpha']:g} over {o['n']} {o['blocks']}, but {nemenyi} "
+        f"{p_value_text(o['min_p'])} > {o['alpha']:g}",
+        "chance": f"{head} > {o['alpha']:g} over {o['n']} {o['blocks']}",
+        "close": f"{head} ≤ {o['alpha']:g} over {o['n']} {o['blocks']}, but {nemenyi} "
         f"separates PLayer-FL from only {o['k'] - 1 - o['close']} of the other {o['k'] - 1}",
         "behind": f"{head}; {nemenyi}: p = {p_value_text(o['nemenyi_p'])} for "
         f"{', '.join(o['behind'])}",

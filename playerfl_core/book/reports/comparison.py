@@ -126,7 +126,7 @@ def rank_test_table(fried, cd: float) -> pd.DataFrame:
                 "datasets (blocks)": fried.n_blocks,
                 "χ²": round(fried.statistic, 3),
                 "p": f"{p_value_text(fried.pvalue, 3)}",
-                "Nemenyi CD (α = 0.05, ranks)": round(cd, 2),
+                "Nemenyi CD (level 0.05, ranks)": round(cd, 2),
                 "note": fried.message or "",
             }
         ]

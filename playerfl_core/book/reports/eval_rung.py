@@ -174,41 +174,66 @@ def noise_table(ev: EvalRung) -> pd.DataFrame:
 
 
 def noise_sentence(ev: EvalRung | None) -> str:
-    """What the measurement says, per federation: a client's and a run's macro-F1 error at the
-    book's size and at the rung's, against δ."""
+    """What the measurement says, per federation, in δ: a run's macro-F1 error at the book's
+    size and at the rung's (:func:`noise_table` has the rest)."""
     if ev is None or ev.noise is None:
         return "not measured (`python -m playerfl_core.study.eval_rung`)"
     parts = []
     for ds, g in noise_frame(ev).groupby("dataset", sort=False):
         small, large = g.iloc[0], g.iloc[-1]
+        sizes = "" if parts else f" at {small.n} test images per client and at {large.n:,}"
         parts.append(
-            f"{dataset_label(ds)}: a client's macro-F1 moves by {small.client_f1:.3f} on "
-            f"{small.n} test images (its accuracy by {small.client_acc:.3f}) and by "
-            f"{large.client_f1:.3f} on {large.n:,}; a run's by "
-            f"{small.run_f1:.3f} ({small.run_over_delta:.2f} δ) and {large.run_f1:.3f} "
-            f"({large.run_over_delta:.2f} δ)"
+            f"{small.run_over_delta:.2f} δ and {large.run_over_delta:.2f} δ{sizes} on "
+            f"{dataset_label(ds)}"
         )
-    return "; ".join(parts)
+    return "a run's macro-F1 error is " + "; ".join(parts)
+
+
+def regret_noise_frame(ev: EvalRung) -> pd.DataFrame:
+    """Per federation and number of test images: one seed's regret error (both splits scored
+    on the same images, and on different ones) and the error the test images alone leave in the
+    mean over the rung's seeds (one seed's over √seeds: each seed draws its own images), also
+    in δ. Columns: dataset, p_rule, p_oracle, n, seed_se, unpaired_se, mean_se,
+    mean_over_delta."""
+    n_seeds = len(ev.record["seeds"])
+    f = ev.regret_noise.rename(columns={"regret_se": "seed_se"})
+    f = f.assign(mean_se=f["seed_se"] / n_seeds**0.5)
+    f["mean_over_delta"] = f["mean_se"] / TOLERANCE
+    columns = ["dataset", "p_rule", "p_oracle", "n", "seed_se", "unpaired_se", "mean_se"]
+    return f[[*columns, "mean_over_delta"]].reset_index(drop=True)
+
+
+def regret_noise_table(ev: EvalRung) -> pd.DataFrame:
+    """:func:`regret_noise_frame` as shown."""
+    n_seeds = len(ev.record["seeds"])
+    f = regret_noise_frame(ev)
+    pairs = zip(f["dataset"], f["p_rule"], f["p_oracle"], strict=True)
+    f["dataset"] = [f"{dataset_label(d)} (p = {r} vs {o})" for d, r, o in pairs]
+    names = {
+        "dataset": "federation (rule's p vs oracle's)",
+        "n": "test images per client",
+        "seed_se": "one seed's regret SE",
+        "unpaired_se": "the same, splits on other images",
+        "mean_se": f"SE of the mean over {n_seeds} seeds",
+        "mean_over_delta": "that SE / δ",
+    }
+    f = f.drop(columns=["p_rule", "p_oracle"]).rename(columns=names)
+    return f.set_index([names["dataset"], names["n"]])
 
 
 def regret_noise_sentence(ev: EvalRung | None) -> str:
-    """What the regret's noise measurement says, per federation: one seed's regret at the book's
-    size and at the rung's (both splits scored on the same images), and the error that the test
-    images alone leave in the mean over the rung's seeds (one seed's over √seeds: each seed
-    draws its own evaluation images), against δ/4."""
+    """What the regret's noise measurement says, per federation: the error the test images
+    alone leave in the mean regret over the rung's seeds, at the book's size and at the rung's,
+    against δ/4 (:func:`regret_noise_table` has the rest)."""
     if ev is None or ev.regret_noise is None:
         return "not measured (`python -m playerfl_core.study.eval_rung`)"
     n_seeds, parts = len(ev.record["seeds"]), []
-    for ds, g in ev.regret_noise.groupby("dataset", sort=False):
+    for ds, g in regret_noise_frame(ev).groupby("dataset", sort=False):
         small, large = g.iloc[0], g.iloc[-1]
-        mean_small, mean_large = small.regret_se / n_seeds**0.5, large.regret_se / n_seeds**0.5
-        below = "below" if mean_large < TOLERANCE / 4 else "not below"
+        below = "below" if large.mean_se < TOLERANCE / 4 else "not below"
+        sizes = "" if parts else f" at {small.n} test images per client and at {large.n:,}"
         parts.append(
-            f"{dataset_label(ds)} (the rule's p = {large.p_rule} against the oracle's most "
-            f"frequent p = {large.p_oracle}): one seed's regret moves by {small.regret_se:.3f} on "
-            f"{small.n} test images and by {large.regret_se:.3f} on {large.n:,} "
-            f"({large.unpaired_se:.3f} if the two splits were scored on different images); the "
-            f"mean over {n_seeds} seeds by {mean_small:.4f} ({mean_small / TOLERANCE:.2f} δ) and "
-            f"{mean_large:.4f} ({mean_large / TOLERANCE:.2f} δ, {below} δ/4)"
+            f"{small.mean_over_delta:.2f} δ and {large.mean_over_delta:.2f} δ{sizes} on "
+            f"{dataset_label(ds)} ({below} δ/4 at {large.n:,})"
         )
-    return "; ".join(parts)
+    return f"the error of the mean regret over {n_seeds} seeds is " + "; ".join(parts)

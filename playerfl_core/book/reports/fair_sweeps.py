@@ -167,22 +167,21 @@ def fair_cost(fair: FairSweep) -> str:
 
 
 def r1_note(fair: FairSweep | None) -> str:
-    """The clause the scorecard's R1 adds: which federations' verdicts differ at own rates (both
-    sides on the book's test sets: item 12's runs are not rescored)."""
+    """The sentence the scorecard's R1 adds: which federations' verdicts differ at own rates
+    (both sides on the book's test sets: item 12's runs are not rescored)."""
     if fair is None:
         return ""
     c = fair.comparison
     differs = c[c["differs"]]
+    head = (
+        f"With every split trained at its own tuned rate ({len(c)} federations, on the book's "
+        "test sets; chapter 04)"
+    )
     if differs.empty:
-        return (
-            f"with every split trained at its own tuned rate ({len(c)} federations, on the "
-            "book's test sets; chapter 04) no verdict changes"
-        )
-    moved = "; ".join(
-        f"{dataset_label(r['dataset'])} {r['one_verdict']} → {r['own_verdict']}"
+        return f"{head} no verdict changes"
+    moved = [
+        f"{dataset_label(r['dataset'])} ({r['one_verdict']} → {r['own_verdict']})"
         for _, r in differs.iterrows()
-    )
-    return (
-        f"with every split trained at its own tuned rate ({len(c)} federations, on the book's "
-        f"test sets; chapter 04): {moved}"
-    )
+    ]
+    listed = moved[0] if len(moved) == 1 else f"{', '.join(moved[:-1])} and {moved[-1]}"
+    return f"{head}, the verdict moves on {listed}"

@@ -164,5 +164,8 @@ def cost(res: Rescore | None) -> str:
     if res is None:
         return "nothing here (not computed)"
     if res.record is None:
-        return f"no run of its own: all {res.reused} runs it reads are item 15's"
-    return f"{RR.cost_text(res.record)}; {res.reused} more runs read from item 15's store"
+        return f"no run of its own: all {res.reused} runs it reads are chapter 04's rescore's"
+    return (
+        f"{RR.cost_text(res.record)}; {res.reused} more runs were read from chapter 04's "
+        "rescore of R1's family (the ninth declaration), not trained again"
+    )

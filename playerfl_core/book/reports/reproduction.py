@@ -478,7 +478,7 @@ def _r1_with_own_rates(regrets: pd.DataFrame, rules: pd.DataFrame, profile: str,
     note = FS.r1_note(FS.analyse(regrets, rules) if own_rates else None)
     if not note:
         return claim
-    return replace(claim, verdict=replace(claim.verdict, reason=f"{claim.verdict.reason}; {note}"))
+    return replace(claim, verdict=replace(claim.verdict, reason=f"{claim.verdict.reason}. {note}"))
 
 
 def chapter_titles() -> dict[str, str]:

@@ -273,7 +273,7 @@ def r2_claim(study: RuleStudy, profile: str = ""):
     claim = P.claim(study.evaluation, profile, confirmation=study.confirmation, added=added)
     if claim.verdict.verdict != "contradicted" or study.regrets is None:
         return claim
-    reason = f"{claim.verdict.reason}; {r2_scope(study, claim)}"
+    reason = f"{claim.verdict.reason}. {r2_scope(study, claim)}"
     return replace(claim, verdict=replace(claim.verdict, reason=reason))
 
 
@@ -291,12 +291,21 @@ def confirmation_headline(study: RuleStudy) -> str:
     beyond = rows[rows["verdict"] == P.BEYOND].groupby("entry", sort=False).size()
     within = rows.groupby("entry", sort=False)["verdict"].apply(lambda x: (x == P.WITHIN).all())
     r2 = r2_verdict(study)
+    n = rows["entry"].nunique()
+    found = (
+        f"every one of the {n} first-epoch entries is"
+        if len(beyond) == n
+        else f"{len(beyond)} of the {n} first-epoch entries ({'; '.join(beyond.index) or 'none'})"
+        f" {'is' if len(beyond) == 1 else 'are'}"
+    )
+    k = int(within.sum())
+    both = "none is" if not k else f"{k} of them {'is' if k == 1 else 'are'}"
+    strength = f" ({r2.strength} evidence)" if r2.strength != "none" else ""
     return (
-        f"On fresh seeds of the two kinds where they failed worst, {len(beyond)} of the "
-        f"{rows['entry'].nunique()} first-epoch entries are beyond δ = {P.TOLERANCE:g} on at "
-        f"least one kind ({'; '.join(beyond.index) or 'none'}) and {int(within.sum())} within δ "
-        f"on both; claim R2 (some first-epoch rule within δ on every kind) is {r2.verdict} "
-        f"({r2.strength}): {r2.reason}."
+        f"On fresh seeds of the two kinds where they failed worst, {found} beyond δ = "
+        f"{P.TOLERANCE:g} on at least one kind, and {both} within δ on both. So claim R2 (some "
+        f"first-epoch rule within δ on every kind) is {r2.verdict}{strength}; the scorecard "
+        "says what that rests on."
     )
 
 
@@ -504,7 +513,8 @@ def power_note(study: RuleStudy) -> str:
         f"smallest attainable p is 2/2{_superscript(n_min)} ≈ {p_value_text(2 / 2**n_min)}, "
         "and Holm over "
         f"{m} tests lifts it to {p_value_text(floor)} "
-        f"> α = {ALPHA:g}: a kind needs at least {needed} seeds before any verdict is possible, "
+        f"> {ALPHA:g}, the test level: a kind needs at least {needed} seeds before any verdict "
+        "is possible, "
         f"which {decidable} of the {len(big)} kinds have."
     )
 
@@ -525,9 +535,10 @@ R2_ANSWER = {
 
 
 def result_box(study: RuleStudy) -> str:
-    """The chapter's answer, student first: claim R2's verdict in one plain sentence, what it
-    rests on, then the numbers behind it (Markdown with glossary links)."""
-    from playerfl_core.book.reports.rule_scope import r2_scope, reanalysis_count
+    """The chapter's answer, student first: claim R2's verdict in one plain sentence, then why,
+    in three short sentences (Markdown with glossary links); :func:`result_details` holds the
+    rest."""
+    from playerfl_core.book.reports.rule_scope import deciding_kinds
 
     nums = numbers(study)
     tally = _tally(study.evaluation)
@@ -535,7 +546,28 @@ def result_box(study: RuleStudy) -> str:
     r2 = r2_claim(study)
     v = r2.verdict
     strength = f" ({v.strength} evidence)" if v.strength != "none" else ""
-    scope = f" What it rests on: {r2_scope(study, r2)}." if v.verdict == "contradicted" else ""
+    kinds = (
+        f" Of the first-epoch rules, {deciding_kinds(r2.parts)}."
+        if v.verdict == "contradicted"
+        else ""
+    )
+    return (
+        f"**Claim R2 is {v.verdict}**{strength}: {R2_ANSWER[v.verdict]} (δ = {P.TOLERANCE:g} "
+        f"macro-F1).\n\n"
+        f"Why: the paper's rule picks p = {nums['paper_modal_p']} on every seed of "
+        f"{nums['paper_fixed_feds']} federations, while the {{term}}`oracle split <oracle split>` "
+        f"ranges over p = {nums['oracle_range']}.{kinds} The two-round validation probe, which "
+        f"trains every split first, has a largest mean regret of "
+        f"{tally.loc[probe, 'worst']:.3f} ({_on(tally.loc[probe, 'worst_kind'])})."
+    )
+
+
+def result_details(study: RuleStudy) -> str:
+    """What the answer of :func:`result_box` rests on (Markdown, for a fold under it): how many
+    distinct rules the entries are, the entries never found beyond δ, the test-of-the-mean
+    correction and the larger test sets, each with what it changed."""
+    from playerfl_core.book.reports.rule_scope import distinct_text, reanalysis_count
+
     re = P.reanalysis(study.book_regrets)  # item 11's record, on the book's test sets
     verdicts = re if study.book is None else P.reanalysis(study.regrets)
     never = [
@@ -543,18 +575,14 @@ def result_box(study: RuleStudy) -> str:
         for e, g in verdicts.groupby("entry", sort=False)
         if not (g["verdict_mean"] == P.BEYOND).any()
     ]
+    distinct = distinct_text(study.regrets)
     return (
-        f"**Claim R2 is {v.verdict}**{strength}: {R2_ANSWER[v.verdict]} (δ = {P.TOLERANCE:g} "
-        f"macro-F1).{scope}\n\n"
-        f"Why: the paper's rule picks p = {nums['paper_modal_p']} on every seed of "
-        f"{nums['paper_fixed_feds']} federations, while the {{term}}`oracle split <oracle split>` "
-        f"ranges over p = {nums['oracle_range']}. The two-round validation probe, which trains "
-        f"every split first, has a largest mean regret of {tally.loc[probe, 'worst']:.3f} "
-        f"({_on(tally.loc[probe, 'worst_kind'])}). "
-        f"Never decided beyond δ in any declared test: {', '.join(never) or 'no entry'}.\n\n"
-        "The verdicts test the mean regret, as the text reports it (the fifth declaration): "
+        f"- {distinct[0].upper()}{distinct[1:]}.\n"
+        f"- Never decided beyond δ in any declared test: {', '.join(never) or 'no entry'}.\n"
+        "- The verdicts test the mean regret, as the text reports it (the fifth declaration): "
         f"{reanalysis_count(re)} declared verdicts changed from the Wilcoxon test first "
-        "declared ({ref}`the correction <rules-correction>`)." + _rescore_sentence(study)
+        "declared ({ref}`the correction <rules-correction>`)."
+        + (f"\n-{_rescore_sentence(study)}" if study.book is not None else "")
     )
 
 

@@ -97,12 +97,11 @@ def _named(kind: str) -> str:
 
 
 def r2_scope(study, claim) -> str:
-    """The scope of claim R2's verdict, for its reason: the distinct rules and the kinds where
-    they are beyond δ (``claim``: R2 as :func:`rule_family.r2_claim` computes it)."""
-    scale = scale_text()
-    return f"{distinct_text(study.regrets)}; {deciding_kinds(claim.parts)}" + (
-        f"; {scale}" if scale else ""
-    )
+    """The scope of claim R2's verdict, for its reason, one short sentence each: the distinct
+    rules, the kinds where they are beyond δ, and the ladder's rungs (``claim``: R2 as
+    :func:`rule_family.r2_claim` computes it)."""
+    parts = (distinct_text(study.regrets), deciding_kinds(claim.parts), scale_text())
+    return ". ".join(p[0].upper() + p[1:] for p in parts if p)
 
 
 def scale_text(dataset: str | None = None) -> str:

@@ -41,7 +41,7 @@ class Ditto(Algorithm):
     shares = "every unit of the global model w (never the personal model v)"
     key_hyperparameter = "lam"
     paper = "Li et al., 2021"
-    deploys = "the client's personal model v (trained with a pull λ towards the global model)"
+    deploys = "the client's personal model (trained with a pull towards the global model)"
 
     @classmethod
     def defaults(cls):

@@ -39,7 +39,7 @@ class FedLAMA(Algorithm):
 
     name = "fedlama"
     client_attributes = ("units", "intervals")
-    shares = "every unit, but unit l only every τ_l rounds (adapted from the units' discrepancy)"
+    shares = "every unit, each at its own interval of rounds (set from how far its copies diverge)"
     key_hyperparameter = "tau_base"
     paper = "Lee et al., 2023"
     deploys = (

@@ -57,11 +57,11 @@ class PFedMe(Algorithm):
     """
 
     name = "pfedme"
-    shares = "every unit of its copy w_i of the global model (never the personal model θ_i)"
+    shares = "every unit of its own copy of the global model (never its personal model)"
     key_hyperparameter = "lam"
     paper = "Dinh et al., 2020"
     deploys = (
-        "the client's personal model θ_i (the approximate Moreau-envelope solution of its last "
+        "the client's personal model (the approximate Moreau-envelope solution of its last "
         "local step), not the global model"
     )
 
