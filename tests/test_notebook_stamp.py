@@ -147,6 +147,9 @@ def test_outputs_counts_metadata_caches_and_location_leave_the_digest(repo, tmp_
     cache = repo / "playerfl_core" / "__pycache__"
     cache.mkdir()
     (cache / "chapter.cpython-311.pyc").write_bytes(b"\0compiled")
+    pending = repo / "stores" / "pending" / "val_rescore"  # runs of a computation not yet done
+    pending.mkdir(parents=True)
+    (pending / "fmnist_s0_p0.json").write_text("{}\n")
     assert ns.inputs_digest(nb) == before
 
     monkeypatch.chdir(tmp_path)  # the working directory does not matter ...

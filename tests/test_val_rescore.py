@@ -88,3 +88,41 @@ def test_a_run_scored_on_large_validation_sets_is_item_14s_run(monkeypatch):
     both = expected.merge(table, on=keys, how="outer", suffixes=("_rung", ""), indicator=True)
     assert (both["_merge"] == "both").all() and len(both) == len(table)
     assert np.abs(both["value_rung"] - both["value"]).max() == 0.0
+
+
+def test_the_pending_runs_are_collected_with_the_machines_that_computed_them(tmp_path):
+    """Item 17 spans sessions and machines: its collected record counts the runs per machine,
+    and a missing run stops the collection with the command that computes it."""
+    from playerfl_core.study import r1_rescore as R1
+    from playerfl_core.study.rungs import keep
+
+    todo = [("fmnist", 0.003, 0, 0), ("fmnist", 0.003, 0, 1), ("fmnist", 0.003, 0, 2)]
+    here = machine.fingerprint(threads=1)
+    other = {**here, "cpu": "Another CPU", "key": None}
+    other["key"] = machine.key(other)
+    for task, facts in zip(todo[:2], (here, other), strict=True):
+        row = pd.DataFrame({"dataset": ["fmnist"], "seed": [0], "p": [task[3]]})
+        record = {"cpu_seconds": 50.0, "identical": True, "max_abs_diff": 0.0, "machine": facts}
+        keep(tmp_path, R1.run_name(task), row, record)
+    with pytest.raises(ValueError, match="1 of the rescore's 3 runs are not computed yet"):
+        R1.collect(todo, tmp_path, "python -m playerfl_core.study.val_rescore")
+    table, totals = R1.collect(todo[:2], tmp_path)
+    assert table["p"].tolist() == [0, 1] and totals["cpu_seconds"] == 100.0
+    assert totals["machines"] == {machine.describe(here): 1, machine.describe(other): 1}
+
+
+def test_item_17s_command_keeps_its_runs_in_the_committed_pending_folder(monkeypatch):
+    """The command resumes from ``stores/pending/val_rescore`` (committed between sessions) and
+    leaves out item 14's rung's seeds."""
+    from playerfl_core.study import r1_rescore as R1
+    from playerfl_core.study.archive import stores_dir
+
+    monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
+    called = {}
+    monkeypatch.setattr(R1, "run_main", lambda argv, todo, work, *a, **k: called.update(
+        todo=todo, work=work, large_val=k["large_val"]))  # fmt: skip
+    V.main([])
+    assert called["work"] == stores_dir() / "pending" / "val_rescore" and called["large_val"]
+    rotated = {seed for d, _, seed, _ in called["todo"] if d == "fmnist_rotate"}
+    assert rotated and min(rotated) == 10  # item 14's rung holds its seeds 0-9
+    assert len(called["todo"]) == 1020

@@ -33,6 +33,7 @@ import nbformat
 import torch
 
 from playerfl_core.study import machine
+from playerfl_core.study.archive import PENDING
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository root; every input is found from here, whatever the working directory."""
@@ -70,7 +71,8 @@ def input_files(root: Path | None = None) -> list[tuple[str, Path]]:
     stores = _stores_root(root)
     if stores.is_dir():
         for p in stores.rglob("*"):
-            if p.is_file() and "__pycache__" not in p.parts:
+            pending = p.relative_to(stores).parts[0] == PENDING  # runs no chapter reads yet
+            if p.is_file() and "__pycache__" not in p.parts and not pending:
                 found["stores/" + p.relative_to(stores).as_posix()] = p
     return sorted(found.items())
 

@@ -55,6 +55,17 @@ def stores_dir() -> Path:
     return Path(env).expanduser().resolve() if env else ARCHIVE_DIR
 
 
+PENDING = "pending"
+"""``stores/pending/<work>/``: the finished runs of a computation that takes longer than one
+session, committed as they end so that any machine resumes it; nothing reads them until every
+run exists (the chapters' inputs digest leaves them out)."""
+
+
+def pending_dir(work: str) -> Path:
+    """``<stores>/pending/<work>``: where a long computation's finished runs wait."""
+    return stores_dir() / PENDING / work
+
+
 def archive_dir(profile: str) -> Path:
     """``<repo>/stores/<profile>`` (``PLAYERFL_STORES`` replaces ``<repo>/stores``)."""
     return stores_dir() / profile

@@ -263,10 +263,10 @@ or read** (the commit that added this module says so; ``git log --follow`` shows
     before any run of it was computed but one: a check that the procedure gives item 14's run of
     Fashion-MNIST seed 3, p = 2 bit for bit; an earlier try computed 48 runs, none of them read
     but for their comparison with the committed runs, and lost them with its machine before this
-    declaration landed: every run is computed again after it). Items 15 and 16 kept the book's 64 validation
-    images per client, which choose the oracle's split, the probe's and every client's round;
-    a run's validation score is about δ away from its expectation by the draw of those images
-    alone. So:
+    declaration landed: every run is computed again after it). Items 15 and 16 kept the book's
+    64 validation images per client, which choose the oracle's split, the probe's and every
+    client's round; a run's validation score is about δ away from its expectation by the draw
+    of those images alone. So:
 
     * **Federations and seeds**: every seed of R1's family and of R2's tested sets whose
       federation has held-out images (Fashion-MNIST and its 12 heterogeneity federations, 190

@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import time
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -97,7 +98,7 @@ class _Deployed:
 
 def _score(model, x, y, batch: int) -> dict[str, float]:
     """Loss, accuracy and macro-F1 of ``model`` on (x, y), its logits computed in chunks of
-    ``batch`` images (the engine's ``eval_batch_size``; ``len(x)``: in one pass)."""
+    ``batch`` images (:data:`VAL_CHUNK` for item 17; ``len(x)``: in one pass)."""
     import torch
 
     from playerfl_core.fl.scoring import score_logits, summarise
@@ -127,6 +128,7 @@ def rescore_run(task, archive: Path | None = None, large_val: bool = False):
     from playerfl_core.fl.engine import run_federated
     from playerfl_core.fl.schema import COLUMNS
     from playerfl_core.stats.results import select_rounds
+    from playerfl_core.study import machine
     from playerfl_core.study.archive import archive_dir, spec_of
     from playerfl_core.study.verification import compare_run
 
@@ -179,8 +181,8 @@ def rescore_run(task, archive: Path | None = None, large_val: bool = False):
         table = pd.concat([kept, test, book.assign(metric=BOOK_SCORE)[COLUMNS]], ignore_index=True)
     comparison = compare_run(fresh, stored)
     record = {"cpu_seconds": round(time.process_time() - start, 2), "run_id": entry["run_id"],
-              "identical": comparison["identical"],
-              "max_abs_diff": comparison["max_abs_diff"]}  # fmt: skip
+              "identical": comparison["identical"], "max_abs_diff": comparison["max_abs_diff"],
+              "machine": machine.fingerprint(threads=1)}  # fmt: skip
     return task, table, record
 
 
@@ -260,6 +262,7 @@ def collect(
 ) -> tuple[pd.DataFrame, dict]:
     """The rescore's long table (runs in ``todo``'s order) and its totals; raises naming the
     ``command`` that computes them when a run is missing."""
+    from playerfl_core.study.machine import describe
     from playerfl_core.study.rungs import done_runs
 
     records = done_runs(work)
@@ -277,6 +280,8 @@ def collect(
         "identical_to_committed": sum(bool(records[n]["identical"]) for n in names),
         "max_abs_diff": max(float(records[n]["max_abs_diff"]) for n in names),
     }
+    machines = Counter(describe(records[n].get("machine")) for n in names)
+    totals["machines"] = dict(sorted(machines.items()))  # a run's last bits are its machine's
     return table, totals
 
 
@@ -352,11 +357,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def run_main(
-    argv, todo: Sequence, work_name: str, store: Path, module: str, large_val: bool = False
+    argv, todo: Sequence, work: str | Path, store: Path, module: str, large_val: bool = False
 ) -> None:
-    """The command line of a rescore: compute ``todo`` (resumable, in ``results/<work_name>/``),
-    then write its table with its record to ``store`` unless it already holds the same rows;
-    ``large_val``: :func:`rescore_run`'s (the record then names the validation size too)."""
+    """The command line of a rescore: compute ``todo`` (resumable, in ``results/<work>/``, or
+    in the folder ``work`` names), then write its table with its record to ``store`` unless it
+    already holds the same rows; ``large_val``: :func:`rescore_run`'s (the record then names
+    the validation size too)."""
     import argparse
 
     from playerfl_core.study.run_store import default_store
@@ -365,7 +371,7 @@ def run_main(
     parser = argparse.ArgumentParser(description=f"The {module.replace('_', ' ')} (item 15/16).")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
-    work = default_store(work_name)
+    work = work if isinstance(work, Path) else default_store(work)
     start = time.time()
     compute(todo, work, args.workers, desc=module.replace("_", " "), large_val=large_val)
     table, totals = collect(todo, work, f"python -m playerfl_core.study.{module}")

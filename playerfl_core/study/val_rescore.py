@@ -12,8 +12,12 @@ trained this way (the same runs, the same draw of images, its scores equal bit f
 read from its store, not trained again. :func:`large_sweep` is the sweep both give: chapter
 code reads it as any sweep (``split_scores.sweep_scores``, ``split_rules_table.probe_rows``).
 
-Computed by ``python -m playerfl_core.study.val_rescore`` (resumable: each finished run waits in
-``results/val_rescore/``) and committed to ``stores/ladder/val_rescore.parquet`` with its record.
+Computed by ``python -m playerfl_core.study.val_rescore`` and committed to
+``stores/ladder/val_rescore.parquet`` with its record. Its 1,020 runs take about 15 CPU-hours,
+more than one working session on 2 cores: each finished run waits in
+``stores/pending/val_rescore/`` (:func:`~playerfl_core.study.archive.pending_dir`), committed as
+it is, so that the command resumes on any machine; each run's record names the machine that
+computed it. No chapter reads that folder; the store is written once every run exists.
 """
 
 from __future__ import annotations
@@ -100,12 +104,13 @@ def large_sweep(rescored: tuple | None = None, rung: tuple | None = None) -> pd.
 def main(argv: Sequence[str] | None = None) -> None:
     from playerfl_core.study import eval_rung
     from playerfl_core.study import split_oracle as O
+    from playerfl_core.study.archive import pending_dir
 
     scores, _ = O.committed_scores(R1.PROFILE)
     rung = eval_rung.load()
     wanted = seeds(R1.committed_regrets(), R2.committed_regrets())
     todo = tasks(wanted, scores, rung_seeds(None if rung is None else rung[0]))
-    R1.run_main(argv, todo, WORK, store_path(), "val_rescore", large_val=True)
+    R1.run_main(argv, todo, pending_dir(WORK), store_path(), "val_rescore", large_val=True)
 
 
 if __name__ == "__main__":
