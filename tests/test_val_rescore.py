@@ -126,3 +126,49 @@ def test_item_17s_command_keeps_its_runs_in_the_committed_pending_folder(monkeyp
     rotated = {seed for d, _, seed, _ in called["todo"] if d == "fmnist_rotate"}
     assert rotated and min(rotated) == 10  # item 14's rung holds its seeds 0-9
     assert len(called["todo"]) == 1020
+
+
+def test_item_17s_reading_gives_item_14s_regrets_on_the_seeds_of_its_rung(monkeypatch):
+    """The analysis declared for item 17, run on the 20 seeds item 14's rung holds (its runs
+    are item 17's, read and reported already): R1's regret on each is item 14's own, every
+    other regret stays as committed, and R2's paper entry gives R1's regret."""
+    from playerfl_core.study import eval_rung, rungs
+    from playerfl_core.study import preregistration as P
+    from playerfl_core.study import r1_rescore as R1
+    from playerfl_core.study import r2_rescore as R2
+    from playerfl_core.study import split_oracle as O
+    from playerfl_core.study.archive import stores_dir
+    from playerfl_core.study.split_rules_table import load_rules_table
+
+    monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
+    rung = eval_rung.load()
+    sweep = V.large_sweep((rung[0].iloc[:0], {}), rung)
+    book = R1.committed_regrets()
+    _, rules = O.committed_scores(R1.PROFILE)
+    large = V.r1_regrets(book, sweep, rules)
+    keys = ["dataset", "lr", "seed"]
+    mine = large[large["rescored"]].merge(rungs.regrets(rung[0]), on=keys, suffixes=("", "_14"))
+    assert len(mine) == large["rescored"].sum() == 20
+    assert (mine["p_oracle"] == mine["p_oracle_14"]).all()
+    assert np.array_equal(mine["regret"], mine["regret_14"])
+    kept = large[~large["rescored"]].drop(columns="rescored").reset_index(drop=True)
+    assert kept.equals(book[~large["rescored"].to_numpy()].reset_index(drop=True))
+    moved, n = V.oracle_moves(book, large)
+    assert n == 20 and 0 < moved < n  # the large validation sets move some oracles
+
+    rules_table = load_rules_table(stores_dir() / "rules" / f"{R1.PROFILE}.parquet")[0]
+    r2 = V.r2_regrets(R2.committed_regrets(), sweep, rules_table)
+    assert r2["rescored"].sum() == 20 * len(P.ALL_ENTRIES)
+    paper = r2[r2["rescored"] & (r2["entry"] == P.ENTRIES[0].label)].merge(mine, on=keys)
+    assert np.array_equal(paper["regret_x"], paper["regret_y"])
+
+
+def test_a_seed_is_never_read_half_from_each_procedure():
+    old = pd.DataFrame({"dataset": "fmnist", "lr": 0.003, "seed": [0, 0, 1],
+                        "entry": ["a", "b", "a"], "regret": [0.1, 0.2, 0.3]})  # fmt: skip
+    new = old.iloc[[0, 1]].assign(regret=[0.0, 0.05])
+    out = V._replace(old, new, ["dataset", "lr", "seed", "entry"])
+    assert out["regret"].tolist() == [0.0, 0.05, 0.3]
+    assert out["rescored"].tolist() == [True, True, False]
+    with pytest.raises(ValueError, match="holds the seed of 1 regrets it does not recompute"):
+        V._replace(old, new.iloc[[0]], ["dataset", "lr", "seed", "entry"])

@@ -11,6 +11,10 @@ manifest entry (compared row by row with the committed run) and scored with
 trained this way (the same runs, the same draw of images, its scores equal bit for bit) are
 read from its store, not trained again. :func:`large_sweep` is the sweep both give: chapter
 code reads it as any sweep (``split_scores.sweep_scores``, ``split_rules_table.probe_rows``).
+:func:`r1_regrets` and :func:`r2_regrets` are the declared reading, written before any of the
+rescore's runs could be read (checked on the rung's 20 seeds, which give item 14's regrets):
+they put item 17's regrets in place of the committed ones seed by seed, for R1's family and for
+``r2_rescore.family_comparison``.
 
 Computed by ``python -m playerfl_core.study.val_rescore`` and committed to
 ``stores/ladder/val_rescore.parquet`` with its record. Its 1,020 runs take about 15 CPU-hours,
@@ -99,6 +103,67 @@ def large_sweep(rescored: tuple | None = None, rung: tuple | None = None) -> pd.
             f"{sorted(overlap)[0]}); each seed is read from one store."
         )
     return pd.concat([mine, rung[0]], ignore_index=True)
+
+
+def r1_regrets(regrets: pd.DataFrame, sweep: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
+    """R1's regrets with item 17's in place: every row of ``regrets`` (the paper's rule's, as
+    ``split_scores.regrets`` gives them) whose seed the large ``sweep`` holds is recomputed from
+    it (the oracle's split chosen on the large validation sets, the rule's split as committed
+    in ``rules``, both test terms on the large test sets), with ``rescored`` True; the other
+    rows stay as given (``rescored`` False)."""
+    from playerfl_core.study.split_scores import regrets as split_regrets
+    from playerfl_core.study.split_scores import sweep_scores
+
+    large = split_regrets(sweep_scores(sweep), rules, "paper")
+    return _replace(regrets, large, ["dataset", "lr", "seed"])
+
+
+def r2_regrets(
+    regrets: pd.DataFrame, sweep: pd.DataFrame, rules_table: pd.DataFrame
+) -> pd.DataFrame:
+    """R2's regrets with item 17's in place: every row of ``regrets``
+    (``preregistration.entry_regrets``) whose seed the large ``sweep`` holds is recomputed from
+    it: each first-epoch entry keeps its committed split (``rules_table``), the validation
+    probe picks again on the large validation sets after its rounds, the oracle's split is
+    chosen on them, and both test terms are on the large test sets; ``rescored`` marks them."""
+    from playerfl_core.study import preregistration as P
+    from playerfl_core.study.split_rules_table import PROBE, RUN, probe_rows
+    from playerfl_core.study.split_scores import sweep_scores
+
+    scores = sweep_scores(sweep)
+    mine = rules_table.merge(scores[RUN].drop_duplicates(), on=RUN)
+    mine = pd.concat([mine[mine["rule"] != PROBE], probe_rows(sweep, P.PROBE_ROUNDS)])
+    large = P.entry_regrets(mine, scores)
+    return _replace(regrets, large, ["dataset", "lr", "seed", "entry"])
+
+
+def _replace(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``old`` with each row of a seed that ``new`` holds replaced by ``new``'s row of the same
+    ``keys``, in ``old``'s order; raises when ``new`` lacks one of them (a seed is read from one
+    procedure, never half from each)."""
+    seeds = ["dataset", "lr", "seed"]
+    held = set(new[seeds].itertuples(index=False, name=None))
+    out = old.drop(columns="rescored", errors="ignore").reset_index(drop=True)
+    covered = pd.Series([k in held for k in out[seeds].itertuples(index=False, name=None)])
+    new = new.set_index(keys)
+    rows = pd.MultiIndex.from_frame(out.loc[covered, keys])
+    lost = rows.difference(new.index)
+    if len(lost):
+        raise ValueError(
+            f"The large sweep holds the seed of {len(lost)} regrets it does not recompute (e.g. "
+            f"{lost[0]}): each seed is read from one procedure."
+        )
+    for column in [c for c in out.columns if c in new.columns]:
+        out.loc[covered, column] = new.loc[rows, column].to_numpy()
+    return out.assign(rescored=covered.to_numpy())
+
+
+def oracle_moves(book: pd.DataFrame, large: pd.DataFrame) -> tuple[int, int]:
+    """(seeds whose validation oracle's split moved with the large validation sets, seeds
+    rescored): ``book`` and ``large`` are R1's regrets before and after :func:`r1_regrets`."""
+    keys = ["dataset", "lr", "seed"]
+    both = book.merge(large[large["rescored"]], on=keys, suffixes=("_book", "_large"))
+    return int((both["p_oracle_book"] != both["p_oracle_large"]).sum()), len(both)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
