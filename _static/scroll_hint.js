@@ -2,9 +2,12 @@
 // shows no scrollbar until the reader touches it: a short line right under such a table says
 // there is more to the right (under it, not above: above it the line would sit under the table
 // before, whose caption is above it). It shows only while the table is wider than its box (a
-// resize, or MathJax typesetting a cell, may change that), so a table that fits has none.
+// resize, or MathJax typesetting a cell, may change that), so a table that fits has none. A
+// table taller than most of the screen gets the line above it too: under it, the reader would
+// meet the line only after scrolling past every row.
 (() => {
   const TEXT = "↑ Swipe the table sideways for more →";
+  const TEXT_ABOVE = "Swipe the table below sideways for more →";
   const scrolls = (el) => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
   const boxOf = (table) => {
     for (let a = table; a && a.tagName !== "ARTICLE"; a = a.parentElement) {
@@ -12,18 +15,24 @@
     }
     return null;
   };
+  const hintAt = (box, above, wanted) => {
+    const where = above ? "scroll-hint-above" : "scroll-hint-below"; // never the next box's
+    let hint = above ? box.previousElementSibling : box.nextElementSibling;
+    if (!(hint && hint.classList.contains(where))) {
+      if (!wanted) return;
+      hint = document.createElement("p");
+      hint.className = `scroll-hint ${where}`;
+      hint.setAttribute("aria-hidden", "true"); // the table itself is what a screen reader reads
+      hint.textContent = above ? TEXT_ABOVE : TEXT;
+      if (above) box.before(hint);
+      else box.after(hint);
+    }
+    hint.hidden = !wanted;
+  };
   const update = (box) => {
     const wide = box.scrollWidth > box.clientWidth + 1;
-    let hint = box.nextElementSibling;
-    if (!(hint && hint.classList.contains("scroll-hint"))) {
-      if (!wide) return;
-      hint = document.createElement("p");
-      hint.className = "scroll-hint";
-      hint.setAttribute("aria-hidden", "true"); // the table itself is what a screen reader reads
-      hint.textContent = TEXT;
-      box.after(hint);
-    }
-    hint.hidden = !wide;
+    hintAt(box, false, wide);
+    hintAt(box, true, wide && box.clientHeight > 0.75 * window.innerHeight);
   };
   // On "load", not "DOMContentLoaded": the theme wraps Markdown tables in their scrolling box
   // when the DOM is ready, and the line goes under that box.

@@ -244,21 +244,47 @@ _BROKEN_CODE_WORDS_JS = """() => Array.from(document.querySelectorAll('code span
   .map(s => s.textContent)"""
 
 # Tables that scroll sideways in their box with no visible cue right under the box that they do
-# (a phone shows no scrollbar until touched; _static/scroll_hint.js writes the cue).
+# (a phone shows no scrollbar until touched; _static/scroll_hint.js writes the cue), and tables
+# taller than most of the screen with no cue above them too (under such a table the reader meets
+# the cue only after every row). Each as {where, head}.
 _UNHINTED_SCROLLERS_JS = """() => Array.from(document.querySelectorAll('table'))
   .filter(t => t.getClientRects().length > 0)
-  .map(t => {
+  .flatMap(t => {
     let box = null;
     for (let a = t; a && a !== document.body && !box; a = a.parentElement) {
       if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)) box = a;
     }
-    if (!box || box.scrollWidth <= box.clientWidth + 1) return null;
-    const hint = box.nextElementSibling;
-    const shown = hint && hint.classList.contains('scroll-hint')
-                  && hint.getClientRects().length > 0;
-    return shown ? null : (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' ');
+    if (!box || box.scrollWidth <= box.clientWidth + 1) return [];
+    const shown = h => h && h.classList.contains('scroll-hint') && h.getClientRects().length > 0;
+    const head = (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' ');
+    const missing = [];
+    if (!shown(box.nextElementSibling)) missing.push({where: 'under', head});
+    if (box.clientHeight > 0.75 * window.innerHeight && !shown(box.previousElementSibling)) {
+      missing.push({where: 'above', head});
+    }
+    return missing;
+  })"""
+
+_NEXT_FRAME_JS = "() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))"
+
+# Punctuation that starts a line right after inline math: the browser broke between the formula
+# and its full stop (_static/math_punctuation.js keeps them together).
+_LONE_PUNCTUATION_JS = """() => Array.from(document.querySelectorAll(
+    "mjx-container:not([display='true'])"))
+  .filter(m => m.getClientRects().length > 0)
+  .map(formula => {
+    const parent = formula.parentElement;
+    const m = parent.classList.contains('math') && parent.childNodes.length === 1
+      ? parent : formula;  // MyST's <span class="math"> around the typeset formula
+    const next = m.nextSibling;
+    if (!next || next.nodeType !== Node.TEXT_NODE || !/^[.,;:]/.test(next.data)) return null;
+    const range = document.createRange();
+    range.setStart(next, 0);
+    range.setEnd(next, 1);
+    const mark = range.getBoundingClientRect(), math = m.getBoundingClientRect();
+    return mark.top >= math.bottom - 1 ? (formula.textContent || '').slice(0, 30) : null;
   })
-  .filter(h => h !== null)"""
+  .filter(t => t !== null)"""
 
 # Runs of bold text longer than a sentence outside headings, table headers and admonition titles
 # (a glued sentence that myst-nb prints in bold, a long **...** in the prose): a wall a reader
@@ -523,6 +549,9 @@ def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
         found.append(f"code cell with a glue() call shown: {line}")
     for line in page.evaluate(_CUT_CODE_JS):
         found.append(f"code runs past its box at {WIDE_VIEWPORT} px: {line}")
+    page.evaluate(_NEXT_FRAME_JS)  # the page's own scripts finish what they do on "load"
+    for math in page.evaluate(_LONE_PUNCTUATION_JS):
+        found.append(f"punctuation starts a line after math at {WIDE_VIEWPORT} px: {math}")
     for t in page.evaluate(_WIDE_TABLES_JS):
         found.append(
             f"table wider than its column: {t['width']} px in {t['column']} px ({t['head']} ...)"
@@ -594,9 +623,12 @@ def _narrow_problems(browser, url: str, path: Path) -> list[str]:
             found.append(f"equation scrolls sideways at {NARROW_VIEWPORT} px: {text} ...")
         for word in page.evaluate(_BROKEN_CODE_WORDS_JS):
             found.append(f"code word broken at its hyphen at {NARROW_VIEWPORT} px: {word}")
-        page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")
-        for head in page.evaluate(_UNHINTED_SCROLLERS_JS):
-            found.append(f"table scrolls at {NARROW_VIEWPORT} px with no cue under it: {head} ...")
+        page.evaluate(_NEXT_FRAME_JS)
+        for t in page.evaluate(_UNHINTED_SCROLLERS_JS):
+            where, head = t["where"], t["head"]
+            found.append(f"table scrolls at {NARROW_VIEWPORT} px, no cue {where} it: {head} ...")
+        for math in page.evaluate(_LONE_PUNCTUATION_JS):
+            found.append(f"punctuation starts a line after math at {NARROW_VIEWPORT} px: {math}")
         for line in page.evaluate(_CUT_CODE_JS):
             found.append(f"code runs past its box at {NARROW_VIEWPORT} px: {line}")
         page.screenshot(path=str(path))

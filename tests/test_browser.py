@@ -27,6 +27,7 @@ from book_browser import (
     FIGURE_FONT_PT,
     MIN_TEXT_PX,
     NARROW_VIEWPORT,
+    WIDE_VIEWPORT,
     check_pages,
     find_chromium,
     png_dpi,
@@ -229,6 +230,15 @@ _PAGES = {
     # an option in inline code at a line's end on a phone: "--dataset-" / "module"
     "flag.html": '<p style="width: 150px">pass it with <code class="literal">'
     '<span class="pre">--dataset-module</span></code> and a file</p>',
+    # a table taller than the screen: its cue under it only, which the reader meets last
+    "tallhint.html": '<div style="overflow-x: auto"><table><caption>tall</caption>'
+    + "".join(f'<tr><td style="min-width: 600px">row {i}</td></tr>' for i in range(60))
+    + '</table></div><p class="scroll-hint">Swipe the table sideways for more</p>',
+    # 03's "−θ·g" then "." on a line of its own (a formula that fills the line)
+    "lonedot.html": '<p style="width: 120px">so <mjx-container style="display: inline-block; '
+    'width: 100px">theta g</mjx-container>. Then more</p><p style="width: 120px">as '
+    '<span class="math"><mjx-container style="display: inline-block; width: 100px">in a span'
+    "</mjx-container></span>, as MyST writes it</p>",
 }
 
 
@@ -317,8 +327,16 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
         "a paragraph in bold: A PLayer-FL silo uploads 3.9 kB per round, 36% of ..."
     ], problems["bold.html"]
     assert problems["nohint.html"] == [
-        f"table scrolls at {NARROW_VIEWPORT} px with no cue under it: wide more to the ..."
+        f"table scrolls at {NARROW_VIEWPORT} px, no cue under it: wide more to the ..."
     ], problems["nohint.html"]
+    assert problems["tallhint.html"] == [
+        f"table scrolls at {NARROW_VIEWPORT} px, no cue above it: tall row 0 row ..."
+    ], problems["tallhint.html"]
+    assert problems["lonedot.html"] == [
+        f"punctuation starts a line after math at {w} px: {math}"
+        for w in (WIDE_VIEWPORT, NARROW_VIEWPORT)
+        for math in ("theta g", "in a span")
+    ], problems["lonedot.html"]
     assert problems["codewide.html"] == [
         f"code runs past its box at {NARROW_VIEWPORT} px: display(captioned(R.grid_sizes(grid, tab"
     ], problems["codewide.html"]

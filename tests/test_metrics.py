@@ -235,9 +235,12 @@ def test_best_val_loss_and_choose_lr():
 
 
 def test_best_mean_rank_verdict():
-    ranks = pd.DataFrame({"mean_rank": [1.5, 1.5, 3.0]}, index=["A", "B", "C"])
+    ranks = pd.DataFrame({"mean_rank": [1.5, 1.5, 3.0, 3.0]}, index=["A", "B", "C", "D"])
     v = M.best_mean_rank(ranks, "A")
     assert v["holds"] and v["position"] == 1 and v["best_other"] == "B"
+    assert v["best_others"] == ["B"] and M.best_mean_rank(ranks, "B")["best_others"] == ["A"]
+    assert M.best_mean_rank(ranks.drop(["A", "B"]), "C")["best_others"] == ["D"]
+    assert M.best_mean_rank(ranks.drop("A"), "B")["best_others"] == ["C", "D"]  # a tie, named
     assert not M.best_mean_rank(ranks, "C")["holds"]
 
 

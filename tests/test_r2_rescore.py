@@ -103,8 +103,9 @@ def test_chapter_04b_says_which_verdicts_changed_and_what_became_of_claim_r2():
         "Scoring R2's regrets on 2,000 test images per client changes 1 of the 4 declared "
         "verdicts (the second table below names them); the mean regret is lower on 0 of the 4 "
         "(rule, kind) pairs. Claim R2 is undecided (weak) with the book's test sets and "
-        "contradicted (moderate) with 2,000 test images per client. The curvature comparison's "
-        "verdicts do not change."
+        "contradicted (moderate) with 2,000 test images per client. The curvature comparison "
+        "(each second-order rule against its first-order form, one paired test per set, apart "
+        "from the tolerance verdicts counted above) keeps its verdicts."
     )
     same = RR2.Rescore(c, Verdict("contradicted", "strong", ""),
                        Verdict("contradicted", "strong", ""), None, record, reused=5)  # fmt: skip

@@ -46,6 +46,14 @@ def test_markers_and_muted_do_not_look_like_another_algorithm():
 
 def test_split_sweep_runs_have_names_and_ordered_colours():
     assert style.algorithm_label("prefix_p3") == "prefix p = 3"
+
+
+def test_algorithms_sharing_a_place_are_all_named():
+    from playerfl_core.fl.names import tied_text
+
+    assert tied_text(["ditto"]) == "Ditto"
+    assert tied_text(["ditto", "playerfl_random"]) == "Ditto and PLayer-FL-Random (tied)"
+    assert tied_text(["local", "fedavg", "ditto"]) == "Local, FedAvg and Ditto (tied)"
     sweep = [style.algorithm_color(f"prefix_p{p}", n_units=4) for p in range(5)]
     assert len(set(sweep)) == 5
     with pytest.raises(ValueError, match="no colour for algorithm 'nope'"):

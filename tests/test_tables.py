@@ -269,3 +269,14 @@ def test_a_columns_decimals_line_up():
     assert all(f">{v}<" in seconds for v in ("0.0186", "0.000926", "0.00443")), seconds
     shares = captioned(pd.DataFrame({"a": [0.67, 1.0], "b": [1.0, 0.0]}), "c")._repr_html_()
     assert all(f">{v}<" in shares for v in ("0.67", "1.00", "0.00")), shares  # not 1 and 0
+
+
+def test_a_caption_written_as_prose_shows_emphasis_and_code_not_asterisks():
+    from playerfl_core.book.reports.tables import caption_html, captioned
+
+    assert caption_html("can stand beside *undecided*: p < 0.05 & `make test`") == (
+        "can stand beside <em>undecided</em>: p &lt; 0.05 &amp; <code>make test</code>"
+    )
+    assert caption_html("(* at an edge), 2*3*4") == "(* at an edge), 2*3*4"  # marks stay
+    html = captioned(pd.DataFrame({"a": [1]}), "beside *undecided*")._repr_html_()
+    assert "<caption>beside <em>undecided</em></caption>" in html

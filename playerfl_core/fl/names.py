@@ -33,3 +33,12 @@ def algorithm_label(name: str) -> str:
     if p is not None:
         return f"prefix p = {p}"
     return ALGORITHM_NAMES.get(name, name)
+
+
+def tied_text(names) -> str:
+    """Algorithms that share a place, by display name: 'Ditto', or 'Ditto and PLayer-FL-Random
+    (tied)', so that naming one never hides the others."""
+    labels = [algorithm_label(n) for n in names]
+    if len(labels) < 2:
+        return "".join(labels)
+    return f"{', '.join(labels[:-1])} and {labels[-1]} (tied)"

@@ -469,7 +469,9 @@ def choose_lr(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_mean_rank(ranks: pd.DataFrame, algorithm: str) -> dict:
-    """Is ``algorithm``'s mean rank the (possibly shared) best? Returns the facts for a verdict."""
+    """Is ``algorithm``'s mean rank the (possibly shared) best? Returns the facts for a verdict;
+    ``best_others`` lists every other algorithm that shares the best rank among the others (a
+    page that names one of them would hide the tie)."""
     mr = ranks["mean_rank"].dropna()
     if algorithm not in mr.index:
         raise ValueError(f"{algorithm!r} has no mean rank (is it in the table?).")
@@ -480,6 +482,7 @@ def best_mean_rank(ranks: pd.DataFrame, algorithm: str) -> dict:
         "mean_rank": float(mr[algorithm]),
         "position": int((mr < mr[algorithm]).sum()) + 1,
         "best_other": str(others.idxmin()) if len(others) else "",
+        "best_others": [str(a) for a in others.index[others == others.min()]],
         "best_other_rank": float(others.min()) if len(others) else np.nan,
         "n_algorithms": int(len(mr)),
     }

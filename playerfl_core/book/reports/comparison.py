@@ -16,6 +16,7 @@ from playerfl_core.book.reports.claim_answers import (
 )
 from playerfl_core.book.reports.tables import p_text
 from playerfl_core.book.style import algorithm_label, dataset_label
+from playerfl_core.fl.names import tied_text
 from playerfl_core.stats import claims as C
 from playerfl_core.stats import metrics as M
 from playerfl_core.stats.p_values import p_value_text
@@ -306,7 +307,7 @@ def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5,
         "c4_ipr_test": c4.parts["reason"].iloc[1],
         "c3_rank": f"{c3_rank['mean_rank']:.2f}",
         "c3_position": f"{c3_rank['position']} of {c3_rank['n_algorithms']}",
-        "c3_best_other": algorithm_label(c3_rank["best_other"]),
+        "c3_best_other": tied_text(c3_rank["best_others"]),
         "c3_best_other_rank": f"{c3_rank['best_other_rank']:.2f}",
         "c3_p": f"{p_value_text(fried.pvalue)}",
         "c3_cd": f"{cd:.1f}",

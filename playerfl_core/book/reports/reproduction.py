@@ -15,6 +15,7 @@ from scipy.stats import spearmanr
 
 from playerfl_core.book.reports.tables import signed, signed_change
 from playerfl_core.book.style import algorithm_label, dataset_label, score_label
+from playerfl_core.fl.names import tied_text
 from playerfl_core.fl.profiles import training_settings
 from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import claims as C
@@ -127,7 +128,7 @@ def profile_ranks(table: pd.DataFrame, profile: str, claims_profile: str, claims
         lead = (
             "first"
             if best["holds"]
-            else f"best: {algorithm_label(best['best_other'])}, {best['best_other_rank']:.2f}"
+            else f"best: {tied_text(best['best_others'])}, {best['best_other_rank']:.2f}"
         )
         where = f"position {best['position']} of {best['n_algorithms']}"
         return f"{best['mean_rank']:.2f}, {where} ({lead})"

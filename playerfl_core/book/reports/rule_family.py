@@ -226,10 +226,18 @@ def follow_up_headline(
     within = rows[rows["verdict"] == P.WITHIN]["entry"].tolist()
     beyond = rows[rows["verdict"] == P.BEYOND]["entry"].tolist()
     undecided = len(rows) - len(within) - len(beyond)
+
+    def group(names: list[str], what: str) -> str:
+        if not names:
+            return f"none is {what}"
+        return f"{len(names)} {'is' if len(names) == 1 else 'are'} {what}: {'; '.join(names)}"
+
+    beyond_text = group(beyond, "beyond it")
     return (
-        f"On {kind}, {len(within)} of the {len(rows)} first-epoch entries are within "
-        f"δ = {P.TOLERANCE:g} ({'; '.join(within) or 'none'}), {len(beyond)} beyond "
-        f"({'; '.join(beyond) or 'none'}) and {undecided} undecided."
+        f"On {kind}, of the {len(rows)} first-epoch entries "
+        f"{group(within, f'within δ = {P.TOLERANCE:g}')}. "
+        f"{beyond_text[0].upper()}{beyond_text[1:]}. "
+        f"{undecided} {'is' if undecided == 1 else 'are'} undecided."
     )
 
 

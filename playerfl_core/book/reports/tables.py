@@ -248,7 +248,7 @@ class Shown:
     def _repr_html_(self) -> str:
         uid = hashlib.sha1(self.frame.to_csv().encode()).hexdigest()[:10]
         style = self.style.set_uuid(uid).set_table_attributes('class="dataframe"')  # theme
-        html = (style.set_caption(self.caption) if self.caption else style).to_html()
+        html = (style.set_caption(caption_html(self.caption)) if self.caption else style).to_html()
         if self.style.hide_index_names and not all(self.style.hide_index_):
             html = _names_in_header_row(html, list(self.frame.index.names))
         return html
@@ -256,6 +256,18 @@ class Shown:
     def __repr__(self) -> str:
         text = self.frame.to_string()
         return f"{self.caption}\n{text}" if self.caption else text
+
+
+_EMPHASIS = re.compile(r"(?<![\w*])\*(\S(?:[^*]*\S)?)\*(?![\w*])")
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def caption_html(text: str) -> str:
+    """A caption written as the prose is (``*word*``, a backticked name) as HTML: a table's
+    caption is not Markdown, so its asterisks would show. A lone ``*`` (a mark the table
+    explains) stays as it is; anything else is escaped."""
+    text = _EMPHASIS.sub(r"<em>\1</em>", escape(text, quote=False))
+    return _CODE.sub(r"<code>\1</code>", text)
 
 
 MINUS = "\u2212"

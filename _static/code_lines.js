@@ -1,0 +1,32 @@
+// A long line of code wraps (_static/book.css) and its continuation keeps the line's own
+// indentation plus four columns, as an editor shows it, instead of starting at column 0 where it
+// would read as a new statement ("weight_decay=config.weight_decay)" under a "for"). Each line
+// becomes a block of its own with a hanging indent; its text, newline included, is untouched,
+// so copying the code still gives it as written.
+document.addEventListener("DOMContentLoaded", () => {
+  for (const pre of document.querySelectorAll("article.bd-article div.highlight pre")) {
+    const nodes = Array.from(pre.childNodes);
+    // Pygments writes flat tokens (a span holding text); anything else is left as it is.
+    if (nodes.some((n) => n.nodeType === Node.ELEMENT_NODE && n.children.length > 0)) continue;
+    const lines = [[]];
+    for (const node of nodes) {
+      const parts = node.textContent.split(/(?<=\n)/);
+      parts.forEach((part, i) => {
+        if (!part) return;
+        const piece = node.nodeType === Node.TEXT_NODE ? document.createTextNode(part)
+          : Object.assign(node.cloneNode(false), { textContent: part });
+        lines[lines.length - 1].push(piece);
+        if (part.endsWith("\n")) lines.push([]);
+      });
+    }
+    if (lines[lines.length - 1].length === 0) lines.pop();
+    pre.replaceChildren(...lines.map((pieces) => {
+      const line = document.createElement("span");
+      line.className = "code-line";
+      const indent = pieces.map((p) => p.textContent).join("").match(/^ */)[0].length;
+      line.style.setProperty("--indent", `${indent}ch`);
+      line.append(...pieces);
+      return line;
+    }));
+  }
+});
