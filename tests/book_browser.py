@@ -117,6 +117,14 @@ _UNCAPTIONED_TABLES_JS = """() => Array.from(
   .filter(t => t.getClientRects().length > 0 && !t.querySelector('caption'))
   .map(t => (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' '))"""
 
+# Captioned tables whose caption has no number ("Table 18"), so the text cannot point to them
+# (_ext/table_numbers.py numbers the ones a code cell prints).
+_UNNUMBERED_TABLES_JS = """() => Array.from(
+    document.querySelectorAll('table.dataframe, table.table'))
+  .filter(t => t.getClientRects().length > 0 && t.querySelector('caption')
+               && !t.querySelector('caption .caption-number'))
+  .map(t => t.querySelector('caption').innerText.trim().split(/\\s+/).slice(0, 6).join(' '))"""
+
 # Every shown table: its header and index cells as the reader sees them (inline code left out:
 # a code name written as code is meant), and how many rows its body has.
 _TABLE_LABELS_JS = """() => Array.from(document.querySelectorAll('table'))
@@ -558,6 +566,8 @@ def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
         )
     for head in page.evaluate(_UNCAPTIONED_TABLES_JS):
         found.append(f"table without a caption: {head} ...")
+    for caption in page.evaluate(_UNNUMBERED_TABLES_JS):
+        found.append(f"table without a number: {caption} ...")
     for start in page.evaluate(_LONG_BOLD_JS):
         found.append(f"a paragraph in bold: {start} ...")
     found.extend(table_label_problems(page.evaluate(_TABLE_LABELS_JS)))

@@ -176,6 +176,8 @@ _PAGES = {
     # padding, so it was cut off at the column's edge and the check (against the padded width)
     # missed it.
     "uncaptioned.html": '<table class="table"><tr><td>what is this?</td></tr></table>',
+    "unnumbered.html": '<table class="dataframe"><caption>Mean regret per rule</caption>'
+    "<tr><td>0.1</td></tr></table>",
     "padded.html": '<article style="width: 700px; padding: 0 40px"><div style="overflow-x: auto">'
     '<table><tr><td style="min-width: 730px">cut off</td></tr></table></div></article>',
     "tiny.html": '<p>A figure <img src="tiny.png" style="max-width: 100%"></p>',
@@ -275,6 +277,7 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
     assert any("table wider than its column" in p for p in problems["table.html"]), problems
     assert any("in 700 px (cut off" in p for p in problems["padded.html"]), problems["padded.html"]
     assert problems["uncaptioned.html"] == ["table without a caption: what is this? ..."]
+    assert problems["unnumbered.html"] == ["table without a number: Mean regret per rule ..."]
     small = [p for p in problems["tiny.html"] if p.startswith("figure text too small")]
     assert len(small) == 1 and f"< {MIN_TEXT_PX:g} px" in small[0], problems["tiny.html"]
     assert any("raw '$'" in p for p in problems["dollar.html"]), problems
