@@ -7,6 +7,7 @@ from collections import Counter
 from pybtex.plugin import register_plugin
 from pybtex.style.formatting.plain import Style as PlainStyle
 from pybtex.style.labels import BaseLabelStyle
+from pybtex.style.sorting import BaseSortingStyle
 
 
 def _names(entry) -> str:
@@ -34,13 +35,27 @@ class AuthorYearLabels(BaseLabelStyle):
             yield label + suffix
 
 
+class AuthorYearOrder(BaseSortingStyle):
+    """Entries in the order of their labels: the first author's surname, then the label's
+    names ("Li et al."), the year and the title. The plain style sorts by every author's full
+    name, which put "Li et al., 2021" before "Li et al., 2020" (issue 35)."""
+
+    def sorting_key(self, entry):
+        people = entry.persons.get("author") or entry.persons.get("editor") or []
+        first = " ".join(people[0].prelast_names + people[0].last_names) if people else ""
+        year = entry.fields.get("year", "")
+        return (first.lower(), _names(entry).lower(), year, entry.fields.get("title", "").lower())
+
+
 class AuthorYearStyle(PlainStyle):
-    """The plain style (entries sorted by author, year and title) with author-year labels."""
+    """The plain style with author-year labels, sorted as the labels read."""
 
     default_label_style = "author_year_labels"
+    default_sorting_style = "author_year_order"
 
 
 def setup(app):
     register_plugin("pybtex.style.labels", "author_year_labels", AuthorYearLabels)
+    register_plugin("pybtex.style.sorting", "author_year_order", AuthorYearOrder)
     register_plugin("pybtex.style.formatting", "author_year_plain", AuthorYearStyle)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -36,3 +36,16 @@ def test_two_entries_with_one_label_get_letters_after_the_year():
         "Li et al., 2020a",
         "Li et al., 2020b",
     ]
+
+
+def test_entries_sort_as_their_labels_read():
+    """Ditto's "Li et al., 2021" came before FedProx's "Li et al., 2020": the plain style sorts
+    by every author's name, so Hu before Sahu (issue 35)."""
+    ditto = _entry("2021", "Li, Tian", "Hu, Shengyuan", "Beirami, Ahmad")
+    fedprox = _entry("2020", "Li, Tian", "Sahu, Anit", "Zaheer, Manzil")
+    lin = _entry("2017", "Lin, Tsung-Yi", "Goyal, Priya")
+    lee = _entry("2023", "Lee, Sunwoo", "Zhang, Tuo")
+    li_alone = _entry("2024", "Li, Tian")
+    author_year.setup(None)  # registers the style's plugins, as Sphinx does
+    order = author_year.AuthorYearStyle().sort([lin, ditto, li_alone, fedprox, lee])
+    assert order == [lee, li_alone, fedprox, ditto, lin]

@@ -109,3 +109,22 @@ def test_the_scorecards_r1_names_a_federation_whose_verdict_moves(monkeypatch):
     )
     plain = reproduction._r1_with_own_rates(one, pd.DataFrame(), "quick", own_rates=False)
     assert "own tuned rate" not in plain.verdict.reason
+
+
+def test_the_rates_table_explains_only_the_marks_it_shows():
+    """Chapter 04's rates table promised "*" marks none of its cells showed, and left the splits
+    a 5-unit model lacks blank (issue 35)."""
+    rates = pd.DataFrame({"dataset": ["heart", "heart", "fmnist", "fmnist", "fmnist"],
+                          "p": [0, 1, 0, 1, 2], "lr": [0.1, 0.03, 0.001, 0.003, 0.003],
+                          "at_edge": False})  # fmt: skip
+    fair = FR.FairSweep(rates, pd.DataFrame(), pd.DataFrame(), 0, 0.0)
+    table = FR.rates_table(fair)
+    assert table.loc["Heart", "p = 2"] == "–" and not table.isin(["", "0.1*"]).any().any()
+    assert "*" not in FR.rates_caption(fair) and "none of the 5 tuned rates" in FR.rates_caption(
+        fair
+    )
+    rates.loc[0, "at_edge"] = True
+    assert FR.rates_table(fair).loc["Heart", "p = 0"] == "0.1*"
+    assert "* at an edge of the rates tried, after widening: 1 of 5 splits" in FR.rates_caption(
+        fair
+    )

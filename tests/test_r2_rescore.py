@@ -118,6 +118,11 @@ def test_chapter_04b_says_which_verdicts_changed_and_what_became_of_claim_r2():
     table = RR2.family_table(res)
     assert table.loc["evaluation"].tolist() == [4, "20 of 40", "4 / 0 / 0", "3 / 1 / 0", 1]
     assert len(RR2.changed_table(res)) == 1 and "not rescored" in RR2.summary(None)
+    # every mean regret at three decimals, as the intervals beside it (the appendix's table
+    # showed 0.01 beside 0.029, issue 35)
+    full = RR2.full_table(res)
+    means = full.filter(like="mean regret").to_numpy().ravel()
+    assert {len(m.partition(".")[2]) for m in means} == {3} and "0.100" in means
 
 
 def test_the_committed_rescore_holds_every_run_item_16_needs_and_replaces_every_tested_regret(

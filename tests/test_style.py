@@ -138,6 +138,30 @@ def _colour_sets() -> dict[str, dict[str, str]]:
     }
 
 
+KEY_MIN_DELTA_E = 30.0
+"""Least ΔE between the key algorithms chapter 05 draws as small dots and thin intervals side
+by side (PLayer-FL against PLayer-FL-Random above all): twice :data:`MIN_DELTA_E`, because
+reviewers could not tell PLayer-FL's vermillion from Random's former orange (ΔE 18.3 under the
+deuteranopia simulation) at a glance (issue 35)."""
+
+SHAPE_DELTA_E = 30.0
+"""Two entries of a rule figure closer than this in colour must also differ in line style or
+marker shape: colour then is not the only channel that tells them apart."""
+
+
+@pytest.mark.parametrize("deuteranope", [False, True], ids=["normal vision", "deuteranopia"])
+def test_the_key_algorithms_are_far_apart(deuteranope):
+    key = {a: style.algorithm_color(a) for a in style.KEY_ALGORITHMS}
+    items = list(key.items())
+    gaps = {
+        (a, b): _delta_e(ca, cb, deuteranope)
+        for i, (a, ca) in enumerate(items)
+        for b, cb in items[i + 1 :]
+    }
+    too_close = {pair: round(g, 1) for pair, g in gaps.items() if g < KEY_MIN_DELTA_E}
+    assert not too_close, f"key algorithms under ΔE {KEY_MIN_DELTA_E}: {too_close}"
+
+
 @pytest.mark.parametrize("deuteranope", [False, True], ids=["normal vision", "deuteranopia"])
 def test_every_colour_set_is_distinct_for_colour_blind_readers(deuteranope):
     too_close = []
@@ -594,9 +618,10 @@ def test_forest_colours_a_measure_alike_in_every_chapter():
     assert colours == [style.MEASURE_COLORS["grad_noise"]] * 2
 
 
-def _legend_colours(fig) -> dict[str, str]:
-    """Legend entry → the colour its handle shows (a line's, a marker's or a bar's face)."""
-    from matplotlib.collections import Collection
+def _legend_entries(fig) -> dict[str, tuple[str, str]]:
+    """Legend entry → (the colour its handle shows: a line's, a marker's or a bar's face; its
+    shape: a line's dashes and marker, a scatter's marker path, a bar's hatch)."""
+    from matplotlib.collections import Collection, PathCollection
     from matplotlib.patches import Patch
 
     legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
@@ -605,12 +630,20 @@ def _legend_colours(fig) -> dict[str, str]:
         for text, handle in zip(legend.get_texts(), legend.legend_handles, strict=True):
             if isinstance(handle, Collection):
                 colour = handle.get_facecolor()[0]
+                paths = handle.get_paths() if isinstance(handle, PathCollection) else []
+                shape = repr(paths[0].vertices.round(3).tolist()) if paths else ""
             elif isinstance(handle, Patch):
-                colour = handle.get_facecolor()
+                colour, shape = handle.get_facecolor(), str(handle.get_hatch())
             else:
                 colour = handle.get_color()
-            out[text.get_text()] = to_hex(colour)
+                shape = f"{handle.get_linestyle()} {handle.get_marker()}"
+            out[text.get_text()] = (to_hex(colour), shape)
     return out
+
+
+def _legend_colours(fig) -> dict[str, str]:
+    """Legend entry → the colour its handle shows."""
+    return {text: colour for text, (colour, _) in _legend_entries(fig).items()}
 
 
 RULE_FIGURES = (
@@ -638,6 +671,22 @@ def test_rule_and_oracle_legends_are_distinct_for_colour_blind_readers():
                         too_close.append(f"{name}: {a!r} / {b!r}: ΔE {gap:.1f}")
         plt.close(fig)
     assert not too_close, "\n".join(too_close)
+
+
+def test_close_colours_in_a_rule_figure_differ_in_shape_too():
+    """Figs 28 and 33 of the book drew the paper rule's four forms in four warm colours only
+    (ΔE 18–30): two entries that close must also differ in dashes or marker shape."""
+    same = []
+    for name, fig in _figures():
+        if name in RULE_FIGURES:
+            items = list(_legend_entries(fig).items())
+            for i, (a, (ca, sa)) in enumerate(items):
+                for b, (cb, sb) in items[i + 1 :]:
+                    gap = min(_delta_e(ca, cb), _delta_e(ca, cb, deuteranope=True))
+                    if gap < SHAPE_DELTA_E and sa == sb:
+                        same.append(f"{name}: {a!r} / {b!r}: ΔE {gap:.1f}, both {sa!r}")
+        plt.close(fig)
+    assert not same, "\n".join(same)
 
 
 def test_names_beside_points_cover_no_point_and_no_other_name():

@@ -18,6 +18,7 @@ from matplotlib.ticker import MaxNLocator
 from playerfl_core.book.style import (  # noqa: F401 (METRIC_LABELS, metric_label re-exported)
     FIGURE_WIDTH,
     MARKER_COLORS,
+    MARKER_LINESTYLES,
     MARKER_NAMES,
     METRIC_LABELS,
     algorithm_color,
@@ -200,8 +201,9 @@ def split_lines(
     hue: str | None = None,
 ):
     """The chosen split p against ``x`` (threshold, epoch, batches), one panel per dataset
-    (two a row): mean over seeds with the range of seeds as a band; dotted lines at reference
-    splits; one legend below the panels."""
+    (two a row): mean over seeds with the range of seeds as a band; dashed or dotted lines at
+    reference splits (:data:`~playerfl_core.book.style.MARKER_LINESTYLES`); one legend below
+    the panels."""
     datasets = list(dict.fromkeys(table["dataset"]))
     fig, axes = panel_grid(len(datasets), panel_height=2.5)
     for ax, name in zip(axes, datasets, strict=True):
@@ -224,7 +226,7 @@ def split_lines(
             ax.axhline(
                 value + (0.04 if ref == "authors_config" else -0.04),
                 color=color,
-                ls=":",
+                ls=MARKER_LINESTYLES.get(ref, ":"),
                 label=text,
             )
         if logx:

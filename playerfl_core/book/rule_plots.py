@@ -17,6 +17,8 @@ from playerfl_core.book.style import (
     MARKER_COLORS,
     MUTED,
     SPLIT_RULE_COLORS,
+    SPLIT_RULE_LINESTYLES,
+    SPLIT_RULE_MARKERS,
     apply_book_style,
     dataset_label,
     panel_grid,
@@ -29,14 +31,37 @@ apply_book_style()
 ORACLE = "oracle (validation)"
 
 
-def entry_color(label: str) -> str:
-    """The colour of a pre-registered entry (by its rule; the tuned paper rule orange)."""
+def _style_key(label: str) -> str | None:
+    """The key of a pre-registered entry in the style's split-rule tables (its rule; the paper
+    rule with a tuned threshold ``paper_tuned``); None for the oracle or an unknown label."""
     entry = next((e for e in P.ALL_ENTRIES if e.label == label), None)
     if entry is None:
-        return MARKER_COLORS["oracle"] if label == ORACLE else MUTED
+        return None
     if entry.rule == "paper" and entry.threshold is None:
-        return SPLIT_RULE_COLORS["paper_tuned"]
-    return SPLIT_RULE_COLORS[entry.rule]
+        return "paper_tuned"
+    return entry.rule
+
+
+def entry_color(label: str) -> str:
+    """The colour of a pre-registered entry (by its rule; the tuned paper rule orange)."""
+    key = _style_key(label)
+    if key is None:
+        return MARKER_COLORS["oracle"] if label == ORACLE else MUTED
+    return SPLIT_RULE_COLORS[key]
+
+
+def entry_linestyle(label: str) -> str:
+    """The line style of a pre-registered entry (the paper's forms differ in dashes); the
+    oracle's and an unknown label's solid."""
+    key = _style_key(label)
+    return SPLIT_RULE_LINESTYLES[key] if key else "-"
+
+
+def entry_marker(label: str) -> str:
+    """The marker shape of a pre-registered entry; the oracle's and an unknown label's a
+    circle."""
+    key = _style_key(label)
+    return SPLIT_RULE_MARKERS[key] if key else "o"
 
 
 def tuning_curves(tuning: pd.DataFrame):
@@ -67,27 +92,27 @@ def tuning_curves(tuning: pd.DataFrame):
 
 
 def regret_by_kind(verdicts: pd.DataFrame, tolerance: float):
-    """Per kind of heterogeneity (rows) and entry (colours): mean regret with its 95 % interval;
-    the dashed line is the tolerance δ, filled markers are verdicts within δ, crosses beyond,
-    open circles undecided; the legend shows each entry as a line, so its markers mean only
-    verdicts."""
+    """Per kind of heterogeneity (rows) and entry (colours and dashes): mean regret with its
+    95 % interval; the dashed vertical line is the tolerance δ, filled markers are verdicts
+    within δ, crosses beyond, open circles undecided; the legend shows each entry as a line, so
+    its markers mean only verdicts."""
     kinds = [k for k in P.KIND_ORDER if k in set(verdicts["kind"])]
     entries = list(dict.fromkeys(verdicts["entry"]))
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.5 * len(kinds) + 2.0), layout="constrained")
     step = 0.8 / len(entries)
     for j, entry in enumerate(entries):
         e = verdicts[verdicts["entry"] == entry].set_index("kind")
-        color = entry_color(entry)
+        color, ls = entry_color(entry), entry_linestyle(entry)
         for i, kind in enumerate(kinds):
             if kind not in e.index:
                 continue
             r = e.loc[kind]
             y = len(kinds) - 1 - i + 0.4 - (j + 0.5) * step
-            ax.plot([r["lo"], r["hi"]], [y, y], color=color, lw=1.4)
+            ax.plot([r["lo"], r["hi"]], [y, y], color=color, lw=1.6, ls=ls)
             marker = {P.WITHIN: "o", P.BEYOND: "X"}.get(r["verdict"], "o")
             face = color if r["verdict"] != "undecided" else "white"
             ax.plot(r["mean"], y, marker, color=color, mfc=face, ms=5.5)
-        ax.plot([], [], "-", color=color, lw=3, label=entry)  # a line: markers tell verdicts
+        ax.plot([], [], color=color, lw=2.5, ls=ls, label=entry)  # markers tell verdicts
     ax.axvline(tolerance, color="k", ls="--", lw=1)
     ax.axvline(0, color="grey", lw=0.6)
     ax.set_yticks(range(len(kinds)), kinds[::-1])
@@ -99,7 +124,8 @@ def regret_by_kind(verdicts: pd.DataFrame, tolerance: float):
 
 def tolerance_plot(curve: pd.DataFrame):
     """Per entry: how many kinds of heterogeneity are within δ as δ grows. Entries with the
-    same count are drawn a little apart (up to ±0.25 of a kind), so no line hides another."""
+    same count are drawn a little apart (up to ±0.25 of a kind), so no line hides another; each
+    entry has its own colour, dashes and marker."""
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 3.8), layout="constrained")
     n_kinds = curve["kind"].nunique()
     entries = list(dict.fromkeys(curve["entry"]))
@@ -107,7 +133,8 @@ def tolerance_plot(curve: pd.DataFrame):
     for j, (entry, g) in enumerate(curve.groupby("entry", sort=False)):
         within = g.groupby("tolerance")["verdict"].apply(lambda v: (v == P.WITHIN).sum())
         dodge = (j - (len(entries) - 1) / 2) * step
-        ax.plot(within.index, within.to_numpy() + dodge, "o-", ms=3, color=entry_color(entry),
+        ax.plot(within.index, within.to_numpy() + dodge, color=entry_color(entry),
+                ls=entry_linestyle(entry), marker=entry_marker(entry), ms=4.5, lw=1.5,
                 label=entry)  # fmt: skip
     ax.axvline(P.TOLERANCE, color="k", ls="--", lw=1)
     ax.set_ylim(-0.3, n_kinds + 0.3)
@@ -120,7 +147,7 @@ def tolerance_plot(curve: pd.DataFrame):
 
 def split_dots(dist: pd.DataFrame, sources: Sequence[str]):
     """Per federation (rows, by kind): the split each source picks on each seed, dot area ∝
-    number of seeds; the oracle's bluish green."""
+    number of seeds; each source its own colour and shape, the oracle's bluish-green circles."""
     feds = list(dict.fromkeys(dist.sort_values("kind", key=_kind_rank, kind="stable")["dataset"]))
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.36 * len(feds) + 1.2), layout="constrained")
     step = 0.8 / len(sources)
@@ -130,8 +157,9 @@ def split_dots(dist: pd.DataFrame, sources: Sequence[str]):
             d = s[s["dataset"] == ds]
             y = len(feds) - 1 - i + 0.4 - (j + 0.5) * step
             ax.scatter(d["p"], [y] * len(d), s=14 * d["seeds"], color=entry_color(source),
-                       alpha=0.85, lw=0)  # fmt: skip
-        ax.scatter([], [], s=40, color=entry_color(source), label=source)
+                       marker=entry_marker(source), alpha=0.85, lw=0)  # fmt: skip
+        ax.scatter([], [], s=40, color=entry_color(source), marker=entry_marker(source),
+                   label=source)  # fmt: skip
     ax.set_yticks(range(len(feds)), [dataset_label(f) for f in feds][::-1])
     top = int(dist["p"].max())
     ax.set_xticks(range(top + 1))

@@ -16,6 +16,7 @@ from playerfl_core.book.style import (
     FIGURE_WIDTH,
     MIN_FONT_PT,
     QUALITATIVE,
+    RULE_VARIANT_HATCHES,
     apply_book_style,
     client_label,
     dataset_label,
@@ -235,6 +236,9 @@ def stability_bars(splits: pd.DataFrame, oracle: Mapping[str, int] | None = None
                 width,
                 label=rule_variant_label(v),
                 color=rule_variant_color(v),
+                hatch=RULE_VARIANT_HATCHES.get(v, ""),
+                edgecolor="white",
+                linewidth=0,
             )
         if oracle and ds in oracle:
             ax.axvline(oracle[ds], color=ORACLE_COLOR, ls="--", label="oracle p (val)")

@@ -6,7 +6,7 @@ colour from here, so PLayer-FL is the same vermillion and Heart the same teal in
 The colours of algorithms, rules and the oracle come from one colour-blind-safe palette
 (:data:`PALETTE`, Okabe–Ito's and shades of it). Every figure module applies :data:`BOOK_RC` on
 import, so a chapter needs no style cell. Presentation only: nothing here changes what a run
-computes. One module of some 440 lines, not several: the palette's sets are chosen against each
+computes. One module of some 500 lines, not several: the palette's sets are chosen against each
 other (tests/test_style.py checks them together), and the names and colours of one thing stay
 side by side."""
 
@@ -75,11 +75,13 @@ ALGORITHM_COLORS = {
     "fedbabu": PALETTE["light vermillion"],
     "fedlp": PALETTE["dark yellow"],
     "fedlama": PALETTE["dark blue"],
-    "pfedla": PALETTE["dark vermillion"],
+    "pfedla": PALETTE["orange"],
     "playerfl": PALETTE["vermillion"],  # the method: vermillion (a red-orange)
-    "playerfl_random": PALETTE["orange"],  # its ablation: orange
+    "playerfl_random": PALETTE["dark vermillion"],  # its ablation: a dark brown
 }
-"""One colour per algorithm, the same in every chapter."""
+"""One colour per algorithm, the same in every chapter. The four :data:`KEY_ALGORITHMS`, which
+chapter 05 compares dot by dot, are at least ΔE 30 apart (issue 35: PLayer-FL's vermillion and
+Random's former orange, 18 apart, read as one colour in small dots)."""
 
 KEY_ALGORITHMS = ("local", "fedavg", "playerfl", "playerfl_random")
 """The algorithms a crowded figure keeps in colour; the others are drawn in :data:`MUTED`."""
@@ -93,6 +95,15 @@ MARKER_COLORS = {
 }
 """Colours of things that are not algorithms but that chapters mark on figures: apart from the
 rule (PLayer-FL's own), none is an algorithm's."""
+
+MARKER_LINESTYLES = {
+    "rule": "-",
+    "oracle": "--",
+    "paper_transition": ":",
+    "authors_config": "-.",
+}
+"""Dashes of the reference lines a figure draws across its panels: the oracle's bluish green and
+the authors' purple are only ΔE 29 apart, so they differ in dashes too."""
 
 MARKER_NAMES = {
     "rule": "rule's p",
@@ -109,6 +120,10 @@ RULE_VARIANT_COLORS = {
 """The split rule's variants (``split_oracle.RULE_VARIANTS``): the rule's vermillion, darker for
 the median pooling, lighter for the geometric mean."""
 
+RULE_VARIANT_HATCHES = {"paper": "", "median": "////", "geomean": "...."}
+"""Bar hatches of the rule's variants: the mean's vermillion and the geometric mean's lighter
+shade are ΔE 27 apart, so their bars differ in pattern too."""
+
 SPLIT_RULE_COLORS = {
     "paper": MARKER_COLORS["rule"],
     "paper_tuned": PALETTE["orange"],
@@ -123,6 +138,33 @@ SPLIT_RULE_COLORS = {
 the tuned threshold orange, its poolings as in :data:`RULE_VARIANT_COLORS`), the new rules in
 cool ones (the second-order cost a lighter blue than the first-order one, the update
 disagreement reddish purple), the validation probe black; the oracle stays bluish green."""
+
+SPLIT_RULE_LINESTYLES = {
+    "paper": "-",
+    "paper_tuned": "--",
+    "paper_median": ":",
+    "paper_geomean": "-.",
+    "cost": "-",
+    "cost2": "--",
+    "disagreement": "-",
+    "probe": "-",
+}
+"""Line styles of the split rules: the paper's four forms, whose warm colours are only ΔE 18–30
+apart, and the two averaging costs also differ in their dashes (issue 35: a reader could not
+tell the paper's forms apart by colour alone)."""
+
+SPLIT_RULE_MARKERS = {
+    "paper": "o",
+    "paper_tuned": "s",
+    "paper_median": "D",
+    "paper_geomean": "^",
+    "cost": "v",
+    "cost2": "P",
+    "disagreement": "X",
+    "probe": "h",
+}
+"""Marker shapes of the split rules where a figure marks each rule's points (the oracle's are
+circles): every rule its own shape, a second channel besides colour."""
 
 RULE_NAMES = {
     "paper": "paper",

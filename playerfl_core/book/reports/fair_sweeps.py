@@ -116,15 +116,31 @@ def comparison_table(fair: FairSweep) -> pd.DataFrame:
 
 def rates_table(fair: FairSweep) -> pd.DataFrame:
     """Per federation and split: the tuned rate, starred where it sits at an edge of the rates
-    tried; the one-rate sweep's rate in the last column."""
+    tried; a dash where the federation's model has no such split; the one-rate sweep's rate in
+    the last column."""
     pairs = zip(fair.rates["lr"], fair.rates["at_edge"], strict=True)
     r = fair.rates.assign(shown=[f"{lr:g}{'*' if edge else ''}" for lr, edge in pairs])
-    wide = r.pivot(index="dataset", columns="p", values="shown").fillna("")
+    wide = r.pivot(index="dataset", columns="p", values="shown").fillna("–")
     wide.columns = [f"p = {p}" for p in wide.columns]
     wide["one rate"] = [f"{F.sweep_lr(ds):g}" for ds in wide.index]
     wide = wide.loc[[d for d in F.DATASETS if d in wide.index]]
     wide.index = wide.index.map(dataset_label).rename("federation")
     return wide
+
+
+def rates_caption(fair: FairSweep) -> str:
+    """The caption of :func:`rates_table`: it explains a star only where one is shown."""
+    edges = int(fair.rates["at_edge"].sum())
+    star = (
+        f"* at an edge of the rates tried, after widening: {edges} of {len(fair.rates)} splits"
+        if edges
+        else f"none of the {len(fair.rates)} tuned rates sits at an edge of the rates tried, "
+        "after widening"
+    )
+    return (
+        f"The learning rate each split was tuned to ({star}; – where the federation's model has "
+        "no such split), and the one rate every split of the one-rate sweep trains at."
+    )
 
 
 def fair_lines(fair: FairSweep) -> str:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from playerfl_core.book.reports import r1_rescore as RR
 from playerfl_core.book.reports import rule_family as RF
-from playerfl_core.book.reports.tables import interval_text
+from playerfl_core.book.reports.tables import interval_text, signed
 from playerfl_core.study import preregistration as P
 from playerfl_core.study import r1_rescore as R1
 from playerfl_core.study import r2_rescore as R2
@@ -94,7 +94,7 @@ def changed_table(res: Rescore) -> pd.DataFrame:
             "rule": c["entry"],
             "kind": c["kind"],
             "seeds (rescored)": [f"{n} ({r})" for n, r in zip(c["n"], c["rescored"], strict=True)],
-            "mean regret, book's test sets": c["mean_book"].round(3),
+            "mean regret, book's test sets": c["mean_book"].map(signed),
             "verdict, book's test sets": c["verdict_book"],
             f"mean regret, {R1.TEST_PER_CLIENT:,} images": [
                 interval_text(*r) for r in c[["mean_large", "lo_large", "hi_large"]].to_numpy()
@@ -105,7 +105,8 @@ def changed_table(res: Rescore) -> pd.DataFrame:
 
 
 def full_table(res: Rescore) -> pd.DataFrame:
-    """Every (family, rule, kind): seeds, seeds rescored, both mean regrets and verdicts."""
+    """Every (family, rule, kind): seeds, seeds rescored, both mean regrets (three decimals
+    each, as the intervals beside them) and verdicts."""
     c = res.comparison
     return pd.DataFrame(
         {
@@ -114,9 +115,9 @@ def full_table(res: Rescore) -> pd.DataFrame:
             "kind": c["kind"],
             "seeds": c["n"],
             "rescored": c["rescored"],
-            "mean regret, book's": c["mean_book"].round(3),
+            "mean regret, book's": c["mean_book"].map(signed),
             "verdict, book's": c["verdict_book"],
-            f"mean regret, {R1.TEST_PER_CLIENT:,}": c["mean_large"].round(3),
+            f"mean regret, {R1.TEST_PER_CLIENT:,}": c["mean_large"].map(signed),
             f"verdict, {R1.TEST_PER_CLIENT:,}": c["verdict_large"],
         }
     ).set_index(["family", "rule", "kind"])
