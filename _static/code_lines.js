@@ -2,7 +2,23 @@
 // indentation plus four columns, as an editor shows it, instead of starting at column 0 where it
 // would read as a new statement ("weight_decay=config.weight_decay)" under a "for"). Each line
 // becomes a block of its own with a hanging indent; its text, newline included, is untouched,
-// so copying the code still gives it as written.
+// so copying the code still gives it as written. A long name may break after an underscore, a
+// dot, a slash, a bracket, a comma or "=" (an invisible <wbr>), not in the middle of a word
+// ("scratch_m" / "odel" on a phone); the CSS still breaks anywhere when no such place fits.
+const BREAK_AFTER = /(?<=[_./(,=])/;
+
+function withBreaks(piece) {
+  const parts = piece.textContent.split(BREAK_AFTER);
+  if (parts.length < 2) return piece;
+  const host = piece.nodeType === Node.TEXT_NODE ? document.createElement("span") : piece;
+  host.textContent = "";
+  parts.forEach((part, i) => {
+    if (i > 0) host.append(document.createElement("wbr"));
+    host.append(part);
+  });
+  return host;
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   for (const pre of document.querySelectorAll("article.bd-article div.highlight pre")) {
     const nodes = Array.from(pre.childNodes);
@@ -11,11 +27,11 @@ document.addEventListener("DOMContentLoaded", () => {
     const lines = [[]];
     for (const node of nodes) {
       const parts = node.textContent.split(/(?<=\n)/);
-      parts.forEach((part, i) => {
+      parts.forEach((part) => {
         if (!part) return;
         const piece = node.nodeType === Node.TEXT_NODE ? document.createTextNode(part)
           : Object.assign(node.cloneNode(false), { textContent: part });
-        lines[lines.length - 1].push(piece);
+        lines[lines.length - 1].push(withBreaks(piece));
         if (part.endsWith("\n")) lines.push([]);
       });
     }

@@ -395,3 +395,38 @@ def test_the_split_lines_list_each_seeds_split_in_words_not_a_python_list():
     units = {"heart": ["fc1", "fc2", "fc3", "fc4"]}
     lines = split_numbers(splits, units)["split_lines"]
     assert lines == "- Heart: p = 1 of 4 units (federate fc1; per seed: 1, 1, 2)"
+
+
+def test_a_claims_sentence_opens_with_its_verdict():
+    """Chapter 04's Result box opened by restating R1 ("the rule's split is as good as the
+    oracle's ...: contradicted"); a reader who skims takes the claim for the finding (issue 35)."""
+    rows = pd.DataFrame({"claim": "oracle", "dataset": ["a", "b"], "estimate": [0.0, 0.2],
+                         "n_seeds": 10, "p": [0.001, 0.001],
+                         "verdict": ["supported", "contradicted"],
+                         "strength": "strong"})  # fmt: skip
+    text = split_choice.claim_sentence(rows, "oracle")
+    assert text.startswith("**Claim R1 is contradicted** (strong evidence). It says the rule's")
+    assert "(1 supported, 1 contradicted" in text
+
+
+def test_c2s_measures_that_order_the_units_alike_are_named():
+    """Gradient variance and gradient noise ranked chapter 03's units identically on every seed,
+    so two of C2's parts per dataset were one piece of evidence: the chapter says so."""
+    from playerfl_core.book.reports import sensitivity_study as S
+
+    rows = []
+    for ds in ("heart", "digits"):
+        for seed in (0, 1):
+            for depth in (1, 2, 3):
+                values = {"grad_variance": depth, "grad_noise": 10.0 * depth,
+                          "hessian_trace": (depth * (seed + 2)) % 3}  # fmt: skip
+                rows += [(ds, seed, depth, m, v) for m, v in values.items()]
+    analytics = pd.DataFrame(rows, columns=["dataset", "seed", "depth", "metric", "value"]).assign(
+        other=-1, algorithm="local", stage="epoch 1"
+    )
+    measures = ("grad_variance", "grad_noise", "hessian_trace")
+    text = S.same_order_text(analytics, "epoch 1", measures)
+    assert "(4 seeds of 2 datasets): gradient variance (full data) and gradient noise" in text
+    assert "Hessian" not in text
+    lone = analytics[analytics["metric"] != "grad_noise"]
+    assert S.same_order_text(lone, "epoch 1", ("grad_variance", "hessian_trace")) == ""

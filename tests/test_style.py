@@ -689,6 +689,16 @@ def test_close_colours_in_a_rule_figure_differ_in_shape_too():
     assert not same, "\n".join(same)
 
 
+def test_the_key_algorithms_differ_in_shape_in_chapter_05s_client_dots():
+    """Local's dark grey and Random's dark brown dots read alike in Fig. 23 (issue 35): every
+    key algorithm's legend entry has its own marker shape."""
+    fig = dict(_figures())["plot_client_medians"]
+    entries = _legend_entries(fig)
+    shapes = [entries[style.algorithm_label(a)][1] for a in style.KEY_ALGORITHMS]
+    plt.close(fig)
+    assert len(set(shapes)) == len(shapes)
+
+
 def test_names_beside_points_cover_no_point_and_no_other_name():
     """Chapter 06's ours-vs-published panels: a cluster of algorithms near the top right (as
     on Fashion-MNIST), whose names used to run over each other's points, then to touch them

@@ -10,6 +10,7 @@ from matplotlib.ticker import MaxNLocator
 from playerfl_core.book.style import (
     FIGURE_WIDTH,
     KEY_ALGORITHMS,
+    KEY_MARKERS,
     MIN_FONT_PT,
     MUTED,
     algorithm_color,
@@ -28,6 +29,10 @@ HIGHLIGHT = KEY_ALGORITHMS
 
 def _color(algorithm: str) -> str:
     return algorithm_color(algorithm) if algorithm in HIGHLIGHT else MUTED
+
+
+def _marker(algorithm: str) -> str:
+    return KEY_MARKERS.get(algorithm, "o")
 
 
 def _order(algorithms) -> list[str]:
@@ -61,7 +66,7 @@ def plot_summary(summary: pd.DataFrame, metric_label: str):
                 row["median"],
                 i,
                 xerr=[[row["median"] - row["ci_low"]], [row["ci_high"] - row["median"]]],
-                fmt="o",
+                fmt=_marker(alg),
                 color=_color(alg),
                 capsize=3,
             )
@@ -78,8 +83,9 @@ def plot_summary(summary: pd.DataFrame, metric_label: str):
 def plot_client_medians(medians: pd.DataFrame, metric_label: str, client_names=None):
     """Each client's median score per algorithm (dots), one panel per dataset.
 
-    The reference models (Local, FedAvg) and PLayer-FL are coloured; a client "gains" from
-    PLayer-FL when the vermillion dot is above both the grey and the blue one. Two panels a row.
+    The reference models (Local, FedAvg), PLayer-FL and PLayer-FL-Random are coloured, each
+    with its own marker shape; a client "gains" from PLayer-FL when the vermillion circle is
+    above both the grey square and the blue diamond. Two panels a row.
     """
     datasets = list(dict.fromkeys(medians["dataset"]))
     algorithms = _order(medians["algorithm"])
@@ -96,6 +102,7 @@ def plot_client_medians(medians: pd.DataFrame, metric_label: str, client_names=N
                 a["median"],
                 s=28 if strong else 12,
                 color=_color(alg),
+                marker=_marker(alg),
                 zorder=3 if strong else 2,
                 label=label(alg) if strong else None,
             )

@@ -86,6 +86,11 @@ Random's former orange, 18 apart, read as one colour in small dots)."""
 KEY_ALGORITHMS = ("local", "fedavg", "playerfl", "playerfl_random")
 """The algorithms a crowded figure keeps in colour; the others are drawn in :data:`MUTED`."""
 
+KEY_MARKERS = {"local": "s", "fedavg": "D", "playerfl": "o", "playerfl_random": "^"}
+"""Marker shapes of the key algorithms where a figure draws them as dots: Local's dark grey and
+Random's dark brown are alike in lightness, so a reader tells them apart by shape too (issue 35,
+chapter 05's client dots); the muted others are circles."""
+
 MARKER_COLORS = {
     "rule": ALGORITHM_COLORS["playerfl"],  # the split PLayer-FL's rule picks: PLayer-FL's colour
     "oracle": PALETTE["bluish green"],  # the split the validation oracle picks

@@ -211,6 +211,31 @@ def c2_numbers(c2, corr: pd.DataFrame) -> dict:
     }
 
 
+def same_order_text(
+    analytics: pd.DataFrame, stage: str, measures=C.C2_MEASURES, algorithm: str = "local"
+) -> str:
+    """One sentence naming the pairs of C2's measures that order the units identically (the
+    same ranks of their client-averaged values) on every seed of every dataset: such parts
+    of C2 are one piece of evidence counted twice; "" when no pair does."""
+    prof = C.unit_profiles(analytics, list(measures), algorithm, stage)
+    ranks = prof.groupby(["dataset", "seed"])[list(measures)].rank(method="average")
+    pairs = [
+        (a, b)
+        for i, a in enumerate(measures)
+        for b in measures[i + 1 :]
+        if ranks[a].notna().all() and ranks[a].equals(ranks[b])
+    ]
+    if not pairs:
+        return ""
+    names = "; ".join(f"{metric_label(a)} and {metric_label(b)}" for a, b in pairs)
+    n_seeds = prof.groupby("dataset")["seed"].nunique()
+    return (
+        f"These measures order the units identically on every seed of every dataset "
+        f"({int(n_seeds.sum())} seeds of {len(n_seeds)} datasets): {names}. Their parts of C2 "
+        "are one piece of evidence counted twice, not two."
+    )
+
+
 def splits_by_epoch(table: pd.DataFrame, weights, units_of: dict, threshold: float):
     """The server's split from the sensitivities after every epoch, per algorithm and seed."""
     sens = table[table["metric"] == "sensitivity"]

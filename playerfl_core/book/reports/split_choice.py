@@ -394,8 +394,9 @@ MEANING = {
 
 
 def claim_sentence(verdicts: pd.DataFrame, claim: str) -> str:
-    """The claim's verdict in one plain sentence, then its parts (``split_verdicts`` rows of
-    ``claim``), combined by the book's rule for claims with several parts (``combine``)."""
+    """The claim's verdict in one plain sentence first ("Claim R1 is contradicted"), then what
+    the claim says and its parts (``split_verdicts`` rows of ``claim``), combined by the book's
+    rule for claims with several parts (``combine``)."""
     from playerfl_core.stats import claims as C
 
     rows = verdicts[verdicts["claim"] == claim]
@@ -408,6 +409,6 @@ def claim_sentence(verdicts: pd.DataFrame, claim: str) -> str:
     cid, statement = CLAIM_WORDS[claim]
     strength = f" ({combined.strength} evidence)" if combined.strength != "none" else ""
     return (
-        f"**{cid}, {statement}: {combined.verdict}**{strength}: {MEANING[combined.verdict]} "
-        f"({combined.reason}, one family with Holm's adjustment)."
+        f"**Claim {cid} is {combined.verdict}**{strength}. It says {statement}; "
+        f"{MEANING[combined.verdict]} ({combined.reason}, one family with Holm's adjustment)."
     )
