@@ -6,7 +6,7 @@
 // table taller than most of the screen gets the line above it too: under it, the reader would
 // meet the line only after scrolling past every row.
 (() => {
-  const TEXT = "↑ Swipe the table sideways for more →";
+  const TEXT = "↑ Swipe the table above sideways for more →";
   const TEXT_ABOVE = "Swipe the table below sideways for more →";
   const scrolls = (el) => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
   const boxOf = (table) => {

@@ -157,6 +157,9 @@ _CODE_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 """A table label that is a code name: ``client_1``, ``paper_median``, ``fairness_f1``."""
 _TRAILING_ZEROS = re.compile(r"[-\u2212]?\d+\.\d*00")
 """A float label printed with padding zeros: ``0.050000``, ``16.000000``."""
+_PYTHON_EXPONENT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[-+\u2212]?\d+\b")
+"""A number in Python's exponent form: ``5e-3``, ``8.1e-05``, ``1e3`` (the book writes
+``0.005``, ``8.1 × 10⁻⁵``, ``10³``)."""
 
 # Displayed code cells that call glue(): the call only feeds a number to the prose, a reader
 # should not have to read past it (tag the cell remove-input, or hide-input).
@@ -507,14 +510,17 @@ def _check_one(browser, base, root, page_path, rel, screenshot_dir) -> list[str]
 
 def table_label_problems(tables: list[dict]) -> list[str]:
     """Tables a reader would stumble on (from :data:`_TABLE_LABELS_JS`): an empty one (a header
-    and no rows), Python's True/False in a cell, a header or index label that is a code name, a
-    float label padded with zeros."""
+    and no rows), Python's True/False in a cell, a number in Python's exponent form (5e-3), a
+    header or index label that is a code name, a float label padded with zeros."""
     found = []
     for t in tables:
         if t["header"] and t["rows"] == 0:
             found.append(f"empty table (a header, no rows): {t['head']} ...")
         for cell in dict.fromkeys(c for c in t.get("cells", []) if c in ("True", "False")):
             found.append(f"Python's {cell} in a table cell (write yes/no): {t['head']} ...")
+        for text in dict.fromkeys([*t.get("cells", []), *t["labels"]]):
+            if number := _PYTHON_EXPONENT.search(text):
+                found.append(f"Python's exponent form in a table: {number[0]!r} ({t['head']} ...)")
         for label in dict.fromkeys(t["labels"]):
             if _CODE_NAME.fullmatch(label):
                 found.append(f"code name as a table label: {label!r} ({t['head']} ...)")

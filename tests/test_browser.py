@@ -5,7 +5,8 @@ link, a console or script error, a request that leaves the machine, a table wide
 or without a caption, a figure whose text would show under MIN_TEXT_PX at a 1280 px viewport,
 raw Markdown in the prose (a '$', a list marker), raw MyST (a directive's fence or option, a role),
 a shown code cell that calls glue(), an empty table, a header row holding only the index's name,
-a paragraph in bold (a glued sentence), and a table label that is a code name
+a paragraph in bold (a glued sentence), a number in Python's exponent form in a table (5e-3),
+and a table label that is a code name
 (client_1, paper_median) or a float padded with zeros (0.050000); at a 420 px viewport (a
 phone), on a page that scrolls sideways, on a table cut off by a box that does not scroll, on
 a command-line option in inline code broken at its hyphen, on a table that scrolls sideways with
@@ -167,6 +168,10 @@ _PAGES = {
     "bools.html": "<table><caption>c</caption><thead><tr><th>algorithm</th><th>identical</th>"
     "</tr></thead><tbody><tr><th>FedAvg</th><td>True</td></tr><tr><th>Local</th><td>False</td>"
     "</tr></tbody></table>",
+    # chapter 06: the paper's printed p "< 5e-3"; chapter 05: a caption's "(×1e3)" is prose
+    "exponent.html": "<table><caption>c</caption><thead><tr><th>table</th><th>p printed</th>"
+    "</tr></thead><tbody><tr><th>accuracy</th><td>&lt; 5e-3</td></tr><tr><th>loss</th>"
+    "<td>8.1e-05</td></tr><tr><th>Heart</th><td>0.005 (2e3 runs1e3)</td></tr></tbody></table>",
     "repr.html": "<div class='admonition'><p>At a larger size:</p><div class='output'><pre>"
     "&lt;IPython.core.display.Markdown object&gt;</pre></div></div>",
     "empty.html": "<p>Each pooling variant against the paper's mean:</p><table><thead><tr>"
@@ -310,6 +315,11 @@ def test_checker_catches_each_fault(tmp_path, built_book, chromium):
         "Python's True in a table cell (write yes/no): c algorithm identical FedAvg ...",
         "Python's False in a table cell (write yes/no): c algorithm identical FedAvg ...",
     ], problems["bools.html"]
+    assert problems["exponent.html"] == [
+        "Python's exponent form in a table: '5e-3' (c table p printed ...)",
+        "Python's exponent form in a table: '8.1e-05' (c table p printed ...)",
+        "Python's exponent form in a table: '2e3' (c table p printed ...)",
+    ], problems["exponent.html"]
     assert problems["repr.html"] == [
         "a Python object's repr on the page: <IPython.core.display.Markdown object>"
     ], problems["repr.html"]

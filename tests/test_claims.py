@@ -100,7 +100,7 @@ def test_two_seed_comparison_is_undecided_and_not_run():
     ev = C.paired_comparison(a, b)
     assert ev.verdict == "undecided" and ev.strength == "none"
     assert np.isnan(ev.pvalue)
-    assert "smallest attainable two-sided p" in ev.reason and "0.5 > 0.05" in ev.reason
+    assert "smallest attainable two-sided p" in ev.reason and "0.500 > 0.05" in ev.reason
     assert ev.posterior is not None  # the Bayesian test still reports its posterior
 
 

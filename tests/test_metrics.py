@@ -256,18 +256,17 @@ def test_published_tables_parse():
         published("f1")
 
 
-def test_format_ci_marks_cells_with_fewer_seeds():
-    s = pd.DataFrame(
-        {
-            "dataset": ["d", "d"],
-            "algorithm": ["a", "b"],
-            "lr": [0.1, 0.1],
-            "n_seeds": [3, 2],
-            "median": [0.5, 0.25],
-            "ci_low": [0.4, 0.2],
-            "ci_high": [0.6, 0.3],
-        }
+def test_a_summary_lists_datasets_in_the_order_the_table_does():
+    """Chapter 05's tables showed Digits, Fashion-MNIST, Heart in some tables and the reader's
+    order (Fashion-MNIST, Heart, Digits) in others; every table follows the summary's order."""
+    runs = [_final(ds, "a", s, [0.5 + s / 10, 0.6]) for ds in ("zeta", "alpha") for s in (0, 1)]
+    t = _table(*runs)
+    summary = M.summarize(t, n_boot=50)
+    assert list(summary["dataset"]) == ["zeta", "alpha"]
+    assert list(M.to_wide(summary).columns) == ["zeta", "alpha"]
+    reversed_table = t.iloc[::-1]
+    assert list(M.summarize(reversed_table, n_boot=50)["dataset"]) == ["alpha", "zeta"]
+    pd.testing.assert_frame_equal(  # the order moves rows, never a number
+        summary.set_index("dataset").sort_index(),
+        M.summarize(reversed_table, n_boot=50).set_index("dataset").sort_index(),
     )
-    t = M.format_ci(s, scale=100, digits=1)
-    assert t.loc["a", "d"] == "50.0 [40.0, 60.0]"
-    assert t.loc["b", "d"] == "25.0 [20.0, 30.0] (n=2)"

@@ -430,3 +430,64 @@ def test_c2s_measures_that_order_the_units_alike_are_named():
     assert "Hessian" not in text
     lone = analytics[analytics["metric"] != "grad_noise"]
     assert S.same_order_text(lone, "epoch 1", ("grad_variance", "hessian_trace")) == ""
+
+
+def test_a_median_and_its_interval_read_as_every_other_interval_in_the_book():
+    """Chapter 05 wrote "0.873 [0.822, 0.892]" where every other page writes "0.873 (0.822–0.892)";
+    a cell with fewer seeds than its dataset's others still says how many."""
+    from playerfl_core.book.reports.comparison import ci_table
+
+    s = pd.DataFrame(
+        {
+            "dataset": ["d", "d", "e"],
+            "algorithm": ["a", "b", "a"],
+            "lr": 0.1,
+            "n_seeds": [3, 2, 3],
+            "median": [0.5, 0.25, -0.01],
+            "ci_low": [0.4, 0.2, -0.03],
+            "ci_high": [0.6, 0.3, 0.02],
+        }
+    )
+    t = ci_table(s, scale=100, digits=1)
+    assert t.loc["a", "d"] == "50.0 (40.0–60.0)"
+    assert t.loc["b", "d"] == "25.0 (20.0–30.0), 2 seeds"
+    assert t.loc["a", "e"] == "\u22121.0 (\u22123.0 to 2.0)"
+    assert list(t.columns) == ["d", "e"]
+
+
+def test_the_papers_printed_p_reads_in_the_books_notation():
+    """Chapter 06's "p printed" column showed the paper's "< 5e-3"."""
+    from playerfl_core.book.reports.reproduction import _printed_p
+
+    assert _printed_p("< 5e-3") == "< 0.005" and _printed_p("0.043") == "0.043"
+    assert _printed_p("< 5e-5") == "< 5 × 10⁻⁵"
+
+
+def test_fairness_beside_the_published_value_is_scaled_and_rounded_alike():
+    """Chapter 06 showed our fairness at four decimals beside the paper's three (0.0533 | 0.090):
+    both ×10³ at one decimal, as chapter 05 shows fairness."""
+    from playerfl_core.book.reports import reproduction as R
+    from playerfl_core.stats.published import published_wide
+
+    theirs = published_wide("fairness_f1")
+    ds = theirs.columns[0]
+    ours = {"fairness_f1": theirs / 2}
+    scale, digits = next((s, d) for n, s, d, _ in R.SIDE_BY_SIDE if n == "fairness_f1")
+    out = R.side_by_side(ours, "fairness_f1", [ds], list(theirs.index), scale, digits)
+    expected = (1e3 * theirs[ds]).round(1).dropna()
+    assert out.iloc[:, 1].dropna().tolist() == expected.tolist()
+    assert out.iloc[:, 0].dropna().tolist() == (1e3 * theirs[ds] / 2).round(1).dropna().tolist()
+
+
+def test_rises_between_neighbouring_units_are_listed_in_depth_order():
+    """Chapter 02's Table 19 listed digits' pairs as fc1→fc2, conv1→conv2, conv2→fc1: a pivot
+    sorted them by the name codes Heart's fc1→fc2 had set."""
+    from playerfl_core.measure.layer_studies import rises_by_stage
+
+    rows = [("heart", "fc1→fc2")] + [("digits", p) for p in ("conv1→conv2", "conv2→fc1", "fc1→fc2")]
+    rises = pd.DataFrame(
+        [(ds, "local", st, pair, 1.0, 3) for ds, pair in rows for st in ("first", "final")],
+        columns=["dataset", "algorithm", "stage", "pair", "rises", "n_seeds"],
+    )
+    wide = rises_by_stage(rises)
+    assert list(wide.index) == rows and list(wide.columns) == ["first", "final"]

@@ -145,7 +145,7 @@ def test_the_chapter_says_what_moves_in_words_with_true_minus_signs():
     assert "the mean regret moves on Fashion-MNIST (" in text  # 0.006 outside [−0.014, 0]
     assert "(−0.006 on Fashion-MNIST and 0.190 on Fashion-MNIST, rotated, above δ)." in text, text
     shown = SL.middle_table(summary)
-    assert shown["mean regret [95% interval]"].iloc[2].startswith("\u22120.006 [\u22120.014, ")
+    assert shown["mean regret (95 % interval)"].iloc[2].startswith("\u22120.006 (\u22120.014 to ")
     assert SL.middle_summary(None) == "" and "Not computed" in SL.middle_lines(None)
 
 
@@ -179,7 +179,7 @@ def test_the_evaluation_rung_reads_both_verdicts_and_its_noise_in_words():
     ER, ev = _evaluation_rung()
     lines = ER.eval_lines(ev).splitlines()
     assert lines[1].startswith("- Fashion-MNIST, rotated: the rule's most frequent split stays")
-    assert "0.175 with the book's evaluation sets, 0.013 [" in lines[1]
+    assert "0.175 with the book's evaluation sets, 0.013 (" in lines[1]
     assert "**beyond δ** in R1's family with the book's evaluation sets" in lines[3]
     assert "**within δ** with 2,000 images per client" in lines[3]
     assert lines[3].endswith("a different verdict.")

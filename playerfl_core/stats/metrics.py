@@ -146,7 +146,9 @@ def summarize(
 ) -> pd.DataFrame:
     """Median over seeds of the headline score with its bootstrap CI.
 
-    Columns: dataset, algorithm, lr, n_seeds, median, ci_low, ci_high.
+    Columns: dataset, algorithm, lr, n_seeds, median, ci_low, ci_high; the datasets in the
+    order ``table`` first lists them (the order a reader asked for them), so every table built
+    from a summary shows them in one order.
     """
     _one_lr(table)
     runs = run_scores(table, metric, selection, weighting)
@@ -154,9 +156,11 @@ def summarize(
     for (ds, alg), g in runs.groupby(["dataset", "algorithm"], sort=False):
         med, lo, hi = bootstrap_median_ci(g["value"], n_boot, level, _cell_seed(seed, ds, alg))
         rows.append((ds, alg, g["lr"].iloc[0], g["seed"].nunique(), med, lo, hi))
-    return pd.DataFrame(
+    out = pd.DataFrame(
         rows, columns=["dataset", "algorithm", "lr", "n_seeds", "median", "ci_low", "ci_high"]
     )
+    first = {d: k for k, d in enumerate(dict.fromkeys(table["dataset"]))}
+    return out.sort_values("dataset", key=lambda d: d.map(first), kind="stable", ignore_index=True)
 
 
 # -- fairness and incentives ----------------------------------------------------------------
@@ -486,28 +490,3 @@ def best_mean_rank(ranks: pd.DataFrame, algorithm: str) -> dict:
         "best_other_rank": float(others.min()) if len(others) else np.nan,
         "n_algorithms": int(len(mr)),
     }
-
-
-# -- presentation ---------------------------------------------------------------------------
-
-
-def format_ci(
-    summary: pd.DataFrame, scale: float = 1.0, digits: int = 3, order: list[str] | None = None
-) -> pd.DataFrame:
-    """Algorithms × datasets table of "median [low, high]" strings (× ``scale``), with n seeds.
-
-    A cell with fewer seeds than the dataset's other cells is marked with its count, so a run
-    excluded for divergence is visible in the table itself.
-    """
-    typical = summary.groupby("dataset")["n_seeds"].transform("max")
-
-    def cell(r):
-        if pd.isna(r["median"]):
-            return "—"
-        m, lo, hi = (scale * r[c] for c in ("median", "ci_low", "ci_high"))
-        text = f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-        return text + (f" (n={r['n_seeds']})" if r["n_seeds"] < r["typical"] else "")
-
-    s = summary.assign(typical=typical)
-    s = s.assign(cell=s.apply(cell, axis=1))
-    return to_wide(s, "cell", order)

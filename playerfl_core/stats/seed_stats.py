@@ -155,6 +155,15 @@ def adjacent_rises(
     return pd.DataFrame(out, columns=[*by, "pair", "rises", "n_seeds"])
 
 
+def rises_by_stage(rises: pd.DataFrame) -> pd.DataFrame:
+    """:func:`adjacent_rises` as a table: (dataset, pair) rows in depth order, one column per
+    stage (a pivot would sort the pairs by name across datasets: fc1→fc2 before conv1→conv2)."""
+    rows = pd.MultiIndex.from_frame(rises[["dataset", "pair"]].drop_duplicates())
+    stages = list(dict.fromkeys(rises["stage"]))
+    wide = rises.set_index(["dataset", "pair", "stage"])["rises"].unstack("stage")
+    return wide.reindex(index=rows, columns=stages).rename_axis(columns="stage")
+
+
 def _spearman(a, b) -> float:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:

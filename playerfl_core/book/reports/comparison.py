@@ -14,7 +14,7 @@ from playerfl_core.book.reports.claim_answers import (
     c5_answer,
     rank_outcome,
 )
-from playerfl_core.book.reports.tables import p_text
+from playerfl_core.book.reports.tables import interval_text, p_text
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.fl.names import tied_text
 from playerfl_core.stats import claims as C
@@ -69,13 +69,29 @@ def lr_edges(grid) -> tuple[pd.DataFrame, str]:
 
 
 def ci_tables(table: pd.DataFrame, order, n_boot: int):
-    """Per metric: the bootstrap summary, and its "median [95 % CI]" table for the page."""
+    """Per metric: the bootstrap summary, and its "median (95 % interval)" table for the page."""
     summaries = {m: M.summarize(table, m, n_boot=n_boot) for m in METRICS}
     shown = {
-        title: by_algorithm(M.format_ci(summaries[m], scale, digits, order))
+        title: by_algorithm(ci_table(summaries[m], scale, digits, order))
         for m, (title, scale, digits) in METRICS.items()
     }
     return summaries, shown
+
+
+def ci_table(summary: pd.DataFrame, scale: float = 1.0, digits: int = 3, order=None):
+    """Algorithms × datasets: each cell's median (× ``scale``) and its interval as the book
+    writes one (:func:`interval_text`: ``0.873 (0.822–0.892)``). A cell with fewer seeds than
+    its dataset's others says how many ("8 seeds"), so a run excluded for divergence shows in
+    the table itself."""
+    typical = summary.groupby("dataset")["n_seeds"].transform("max")
+
+    def cell(r):
+        m, lo, hi = (scale * r[c] for c in ("median", "ci_low", "ci_high"))
+        text = interval_text(m, lo, hi, digits)
+        return text + (f", {r['n_seeds']} seeds" if r["n_seeds"] < r["typical"] else "")
+
+    s = summary.assign(typical=typical)
+    return M.to_wide(s.assign(cell=s.apply(cell, axis=1)), "cell", order)
 
 
 def client_names(datasets, profile: str) -> dict:
@@ -100,7 +116,7 @@ def fairness_and_ipr(table: pd.DataFrame, order):
 
 
 def fairness_table(fair: dict) -> pd.DataFrame:
-    """Variance across clients of their median macro-F1, ×1e3, to two decimals (shown with
+    """Variance across clients of their median macro-F1, ×10³, to two decimals (shown with
     ``decimals=2``: 0.09 beside 68.37, not 0.09 beside 68.368)."""
     return by_algorithm((1e3 * fair["macro_f1"]).round(2))
 
@@ -228,8 +244,8 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
             if len(c5.parts) > 1
             else "C5's only part here (no committed split sweep of these datasets)"
         ),
-        "c5_posterior": f"P(PLayer-FL better) = {ev['P(claim)']:.2f}, P(equivalent) = "
-        f"{ev['P(rope)']:.2f}, P(Random better) = {ev['P(opposite)']:.2f}",
+        "c5_posterior": f"P(PLayer-FL better) = {ev['P(claim)']:.3f}, P(practically equal) = "
+        f"{ev['P(rope)']:.3f}, P(Random better) = {ev['P(opposite)']:.3f}",
     }
     parts = c5.parts.assign(part=[_c5_part_label(p) for p in c5.parts["part"]])
     family = parts[["part", "estimate", "n", "p", "p_holm", "verdict"]].rename(
@@ -240,10 +256,15 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
                  "P(rope)": "P(practically equal)", "P(opposite)": "P(Random better)",
                  "min_p": "smallest p"}
     )  # fmt: skip
+    shown = list(dict.fromkeys(table["dataset"]))  # the order the reader asked for
     return {
         "diffs": diffs,
-        "paired": paired.rename(index=dataset_label, level="dataset"),
-        "per_dataset": per_ds.round(3).rename(index=dataset_label),
+        "paired": paired.reindex(shown, level="dataset").rename(
+            index=dataset_label, level="dataset"
+        ),
+        "per_dataset": per_ds.loc[[d for d in shown if d in per_ds.index]]
+        .round(3)
+        .rename(index=dataset_label),
         "c5": c5,
         "c5_table": family.set_index("comparison"),
         "c5_posterior": posterior.set_index("comparison"),

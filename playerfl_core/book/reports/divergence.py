@@ -96,7 +96,7 @@ def cka_table(summary: pd.DataFrame) -> pd.DataFrame:
     cka = summary[summary["metric"] == "cka_dissimilarity"]
     return cka.pivot_table(
         index=["dataset", "algorithm", "stage"], columns="depth", values="mean", sort=False
-    ).round(3)
+    ).round(4)  # the prose quotes the first unit to four decimals (0.0004, not 0.000)
 
 
 def client_labels(table: pd.DataFrame, name: str) -> list[str]:

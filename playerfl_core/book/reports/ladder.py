@@ -110,7 +110,7 @@ def middle(table: pd.DataFrame, het: pd.DataFrame) -> pd.DataFrame | None:
 def middle_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Both rungs as shown: federation and sizes as rows; the rule's and the oracle's splits
     (p×seeds) and the mean regret with its interval."""
-    from playerfl_core.book.reports.tables import signed
+    from playerfl_core.book.reports.tables import interval_text
     from playerfl_core.study.middle_rung import rung_sizes
 
     sizes = rung_sizes()
@@ -121,8 +121,8 @@ def middle_table(summary: pd.DataFrame) -> pd.DataFrame:
             "seeds": summary["n_seeds"],
             "rule's p (p×seeds)": summary["rule_splits"],
             "oracle's p (p×seeds)": summary["oracle_splits"],
-            "mean regret [95% interval]": [
-                f"{signed(r.mean)} [{signed(r.lo)}, {signed(r.hi)}]" for r in summary.itertuples()
+            "mean regret (95 % interval)": [
+                interval_text(r.mean, r.lo, r.hi) for r in summary.itertuples()
             ],
         }
     ).set_index(["federation", "sizes"])
@@ -142,7 +142,7 @@ def rung_lines(summary: pd.DataFrame, book_words: str, rung_words: str) -> str:
     """Markdown, per federation of :func:`~playerfl_core.study.rungs.rung_summary`: whether the
     rule's most frequent split, the oracle's and the mean regret move from the book
     (``book_words``: "at the book's sizes") to the other rung (``rung_words``)."""
-    from playerfl_core.book.reports.tables import signed
+    from playerfl_core.book.reports.tables import interval_text, signed
     from playerfl_core.stats.split_verdicts import TOLERANCE
     from playerfl_core.study.rungs import what_moves
 
@@ -159,8 +159,8 @@ def rung_lines(summary: pd.DataFrame, book_words: str, rung_words: str) -> str:
             f"({ps(book.rule_modal)} {book_words}, {ps(other.rule_modal)} {rung_words}); the "
             f"oracle's {moved[m.oracle_moves]} ({ps(book.oracle_modal)}, "
             f"{ps(other.oracle_modal)}); the mean regret {moved[m.regret_moves]} "
-            f"({signed(book['mean'])} {book_words}, {signed(other['mean'])} "
-            f"[{signed(other.lo)}, {signed(other.hi)}] {rung_words}, "
+            f"({signed(book['mean'])} {book_words}, "
+            f"{interval_text(other['mean'], other.lo, other.hi)} {rung_words}, "
             f"{'above' if m.above_delta else 'not above'} δ = {TOLERANCE:g})."
         )
     return "\n".join(lines)

@@ -6,6 +6,7 @@ order; the scorecard's evidence gathering is the last part, since it draws on ev
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -13,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from playerfl_core.book.reports.tables import signed, signed_change
+from playerfl_core.book.reports.tables import MISSING, signed, signed_change
 from playerfl_core.book.style import algorithm_label, dataset_label, score_label
 from playerfl_core.fl.names import tied_text
 from playerfl_core.fl.profiles import training_settings
@@ -28,12 +29,19 @@ from playerfl_core.study.experiments import run_grid
 PAPER_ROUNDS = {"FMNIST": 100, "Heart": 20}
 """Rounds of the paper's runs (appendix §1.1), by the published tables' column names."""
 SIDE_BY_SIDE = (
-    ("accuracy", 1, "Accuracy (%)"),
-    ("fairness_f1", 4, "Fairness: variance of client macro-F1"),
-    ("ipr_f1", 0, "IPR on macro-F1 (%)"),
-    ("ipr_accuracy", 0, "IPR on accuracy (%)"),
+    ("accuracy", 1, 1, "Accuracy (%)"),
+    (
+        "fairness_f1",
+        1e3,
+        1,
+        "Fairness: variance of client macro-F1 (×10³; the paper prints two significant digits)",
+    ),
+    ("ipr_f1", 1, 0, "IPR on macro-F1 (%)"),
+    ("ipr_accuracy", 1, 0, "IPR on accuracy (%)"),
 )
-"""The published tables shown beside ours: name, digits, title."""
+"""The published tables shown beside ours: name, scale, decimals, title. Fairness is shown
+×10³ as in chapter 05: the paper prints it to two significant digits (9.0e-2, 3.0e-4), which
+one number of decimals can show for both datasets only at that scale (90.0, 0.3)."""
 
 
 def _label_index(frame: pd.DataFrame) -> pd.DataFrame:
@@ -45,8 +53,8 @@ def profile_sizes(datasets, profile: str) -> pd.DataFrame:
     sizes = pd.DataFrame.from_dict(
         {ds: training_settings(ds, profile) for ds in datasets}, orient="index"
     )
-    rounds = {ours: PAPER_ROUNDS.get(theirs, "—") for theirs, ours in P.paper_columns().items()}
-    sizes["paper rounds (appendix §1.1)"] = [rounds.get(d, "—") for d in sizes.index]
+    rounds = {ours: PAPER_ROUNDS.get(theirs, MISSING) for theirs, ours in P.paper_columns().items()}
+    sizes["paper rounds (appendix §1.1)"] = [rounds.get(d, MISSING) for d in sizes.index]
     return sizes.rename(index=dataset_label)
 
 
@@ -65,14 +73,17 @@ def our_tables(table: pd.DataFrame, order, n_boot: int) -> dict:
     return ours
 
 
-def side_by_side(ours: dict, name: str, digits: int, both, order) -> pd.DataFrame:
-    """Our table ``name`` and the published one, per dataset reported by both."""
+def side_by_side(
+    ours: dict, name: str, both, order, scale: float = 1, digits: int = 1
+) -> pd.DataFrame:
+    """Our table ``name`` and the published one (both × ``scale``, to ``digits`` decimals), per
+    dataset reported by both."""
     theirs = P.published_wide(name)
     cols = {}
     for ds in both:
         cols[(dataset_label(ds), "ours")] = ours[name][ds]
         cols[(dataset_label(ds), "published")] = theirs[ds]
-    out = pd.DataFrame(cols).reindex(order).dropna(how="all")
+    out = scale * pd.DataFrame(cols).reindex(order).dropna(how="all")
     return _label_index(out).round(digits)
 
 
@@ -179,12 +190,17 @@ def timing_ranks(table: pd.DataFrame, before: pd.DataFrame, effect, algorithms, 
     return shown, out
 
 
+def _printed_p(printed: str) -> str:
+    """A p-value as the paper printed it, in the book's notation: "< 5e-3" reads "< 0.005"."""
+    return re.sub(r"\d+(?:\.\d+)?e-\d+", lambda m: p_value_text(float(m[0]), 1), printed)
+
+
 def friedman_orientations(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dict]:
     """Friedman p-values of our macro-F1 and every published table, with algorithms as
     treatments (correct) and transposed (the authors'), beside the printed p; glue values."""
     rows, right_ps = [], {}
     our_f1 = M.to_wide(M.summarize(table, "macro_f1", n_boot=200), "median", order)
-    tables = [("ours: macro-F1", our_f1, True, "—")] + [
+    tables = [("ours: macro-F1", our_f1, True, MISSING)] + [
         (f"published: {score_label(n)}", P.published_wide(n), n.startswith(("accuracy", "ipr")), p)
         for n, p in P.FRIEDMAN_P.items()
     ]
@@ -198,7 +214,7 @@ def friedman_orientations(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dic
                 "algorithms × datasets": f"{wide.shape[0]} × {wide.shape[1]}",
                 "p, correct (algorithms as treatments)": f"{p_value_text(right.pvalue)}",
                 "p, transposed (authors)": f"{p_value_text(wrong.pvalue)}",
-                "p printed": printed,
+                "p printed": _printed_p(printed),
             }
         )
     friedman_table = pd.DataFrame(rows).set_index("table")
@@ -317,7 +333,7 @@ def split_comparison(table: pd.DataFrame) -> pd.DataFrame:
         .to_frame()
     )
     refs = S.REFERENCE_SPLITS  # the authors' hard-coded splits (appendix §6.11)
-    out["authors' p"] = [refs.get(d, {}).get("authors_config", "—") for d in out.index]
+    out["authors' p"] = [refs.get(d, {}).get("authors_config", MISSING) for d in out.index]
     return out.rename(index=dataset_label)
 
 

@@ -8,6 +8,7 @@ chapter's tables follow the same ones."""
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from html import escape
 
@@ -21,7 +22,7 @@ from playerfl_core.book.style import (
     rule_label,
     rule_variant_label,
 )
-from playerfl_core.stats.p_values import p_value_text
+from playerfl_core.stats.p_values import p_value_text, scientific_text
 
 _NAMERS = {
     "client": client_label,
@@ -274,12 +275,38 @@ MINUS = "\u2212"
 """The minus sign tables write (a hyphen reads as a dash), as the book's prose does."""
 
 
+MISSING = "–"
+"""What a table shows where it has no value (an en dash, in every table of the book)."""
+
+FEW_DIGITS = 4
+"""Up to this many significant digits a table keeps their trailing zeros (0.020 beside 0.016
+at two); more (the ".6g" of a table shown as it is) means "as short as the number is"."""
+
+
 def number_text(value, spec: str = ".6g") -> str:
     """A number as a table shows it: ``format(value, spec)`` with a true minus sign; ``–`` when
-    it is missing."""
+    it is missing. At ``FEW_DIGITS`` or fewer significant digits (".2g") a trailing zero counts
+    as one (``0.020``, not ``0.02``), and a large number keeps its integer digits (``8420``,
+    not ``8.4e+03``)."""
     if value is None or (isinstance(value, float) and value != value):
         return "–"
-    return format(value, spec).replace("-", MINUS)
+    return _significant(value, spec).replace("-", MINUS)
+
+
+def _significant(value, spec: str) -> str:
+    digits = re.fullmatch(r"\.(\d+)g", spec)
+    if digits and int(digits[1]) <= FEW_DIGITS and math.isfinite(value) and value != 0:
+        n = int(digits[1])
+        rounded = float(f"{value:.{n - 1}e}")
+        exponent = math.floor(math.log10(abs(rounded)))
+        if exponent < -4:  # 1.2 × 10⁻⁵ reads better than six zeros
+            return scientific_text(value, n)
+        return f"{rounded:.{max(n - 1 - exponent, 0)}f}"
+    text = format(value, spec)
+    if "e" not in text or not math.isfinite(value):
+        return text
+    mantissa, exponent = text.split("e")  # Python's 1e-05 as the page writes it: 1 × 10⁻⁵
+    return scientific_text(value, len(mantissa.lstrip("-").replace(".", "")))
 
 
 def label_text(value) -> str:
