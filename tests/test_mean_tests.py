@@ -140,7 +140,9 @@ def test_the_bottom_line_names_the_distinct_rules_and_the_kinds_that_decide_r2()
     assert groups[0][1] == [(paper, 1.0), (tuned, 39 / 40)]
     text = S.distinct_text(frame)
     assert "the 4 first-epoch rules tested are 3 distinct rules" in text
-    assert f"(“{paper}” and “{tuned}” pick the same split on ≥ 98% of seeds)" in text, text
+    assert text.endswith(
+        f"seeds: “{paper}” (with “{tuned}”: the same split on ≥ 98% of seeds); “{cost}”; “{cost2}”"
+    ), text
 
     median = "paper, median pooling"
     forms = pd.concat(

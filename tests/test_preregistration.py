@@ -351,7 +351,7 @@ def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2()
     study = RF.RuleStudy(*[None] * 3, first, *[None] * 3, confirmation=confirm)
     lines = RF.confirmation_lines(confirm).splitlines()
     assert len(lines) == len(P.FIRST_EPOCH) and "feature skew (rotate): within δ" in lines[0]
-    assert "Holm-adjusted p 1.0 × 10⁻⁴" in lines[1] and "(20 seeds each)" in lines[1]
+    assert "Holm-adjusted p 1.0\u00a0×\u00a010⁻⁴" in lines[1] and "(20 seeds each)" in lines[1]
     head = RF.confirmation_headline(study)
     assert f"{len(P.FIRST_EPOCH) - 1} of the {len(P.FIRST_EPOCH)} first-epoch entries" in head
     assert "and 1 of them is within δ on both" in head and "is undecided" in head

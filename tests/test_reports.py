@@ -460,7 +460,7 @@ def test_the_papers_printed_p_reads_in_the_books_notation():
     from playerfl_core.book.reports.reproduction import _printed_p
 
     assert _printed_p("< 5e-3") == "< 0.005" and _printed_p("0.043") == "0.043"
-    assert _printed_p("< 5e-5") == "< 5 × 10⁻⁵"
+    assert _printed_p("< 5e-5") == "< 5\u00a0×\u00a010⁻⁵"
 
 
 def test_fairness_beside_the_published_value_is_scaled_and_rounded_alike():

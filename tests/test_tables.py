@@ -166,7 +166,8 @@ def test_p_values_read_as_prose_writes_them():
     from playerfl_core.book.reports.tables import p_text
     from playerfl_core.stats.p_values import p_value_text
 
-    assert p_text(8.1e-05) == "8.1 × 10⁻⁵" and p_value_text(3.14e-11, 3) == "3.14 × 10⁻¹¹"
+    assert p_text(8.1e-05) == "8.1\u00a0×\u00a010⁻⁵"  # no-break spaces: a cell never splits it
+    assert p_value_text(3.14e-11, 3) == "3.14\u00a0×\u00a010⁻¹¹"
     assert p_text(float("nan")) == "not run"
 
 
@@ -175,9 +176,9 @@ def test_p_values_keep_their_digits_and_switch_to_powers_of_ten_below_a_thousand
     from playerfl_core.stats.p_values import p_value_text
 
     assert [p_value_text(p) for p in (0.1, 0.39, 0.6, 1.0)] == ["0.10", "0.39", "0.60", "1.0"]
-    assert p_value_text(0.0013) == "0.0013" and p_value_text(0.00029) == "2.9 × 10⁻⁴"
-    assert p_value_text(0.000999) == "0.0010" and p_value_text(0.000994) == "9.9 × 10⁻⁴"
-    assert p_value_text(0.05, 3) == "0.0500" and p_value_text(0.00097, 3) == "9.70 × 10⁻⁴"
+    assert p_value_text(0.0013) == "0.0013" and p_value_text(0.00029) == "2.9\u00a0×\u00a010⁻⁴"
+    assert p_value_text(0.000999) == "0.0010" and p_value_text(0.000994) == "9.9\u00a0×\u00a010⁻⁴"
+    assert p_value_text(0.05, 3) == "0.0500" and p_value_text(0.00097, 3) == "9.70\u00a0×\u00a010⁻⁴"
 
 
 def test_few_significant_digits_keep_trailing_zeros_and_large_numbers_their_digits():
@@ -186,8 +187,8 @@ def test_few_significant_digits_keep_trailing_zeros_and_large_numbers_their_digi
 
     assert number_text(0.02, ".2g") == "0.020" and number_text(0.016, ".2g") == "0.016"
     assert number_text(8420, ".3g") == "8420" and number_text(19.6, ".3g") == "19.6"
-    assert number_text(1.2e-5, ".2g") == "1.2 × 10⁻⁵"
-    assert number_text(-3e-7, ".3g") == "−3.00 × 10⁻⁷"
+    assert number_text(1.2e-5, ".2g") == "1.2\u00a0×\u00a010⁻⁵"
+    assert number_text(-3e-7, ".3g") == "−3.00\u00a0×\u00a010⁻⁷"
     assert number_text(0.02, ".6g") == "0.02"  # six: as short as the number is
 
 
@@ -281,7 +282,7 @@ def test_a_columns_decimals_line_up():
     frame = pd.DataFrame({"score": [0.925, 0.91, 0.9], "rate": [1e-5, 0.2, 0.5]})
     html = captioned(frame, "c")._repr_html_()
     assert all(f">{v}<" in html for v in ("0.925", "0.910", "0.900")), html
-    assert ">1 × 10⁻⁵<" in html and ">0.2<" in html
+    assert ">1\u00a0×\u00a010⁻⁵<" in html and ">0.2<" in html
     ps = pd.DataFrame({"p": [0.004015, 0.193287], "Holm-adjusted p": [0.00803, float("nan")]})
     ps_html = captioned(ps, "c")._repr_html_()
     assert all(f">{v}<" in ps_html for v in ("0.0040", "0.19", "0.0080", "–")), ps_html

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+NBSP = "\u00a0"
+"""The spaces around × in 2.9 × 10⁻⁴: no-break, so a narrow cell never splits the number."""
 
 SCIENTIFIC_BELOW = 1e-3
 """Below this a p-value is written ``a × 10⁻ⁿ``: ``2.9 × 10⁻⁴``, not ``0.00029`` (zeros a
@@ -27,6 +29,6 @@ def p_value_text(p: float, digits: int = 2) -> str:
 
 def scientific_text(x: float, digits: int = 2) -> str:
     """``x`` at ``digits`` significant digits as ``a × 10ⁿ`` (``8.1 × 10⁻⁵``), as a page writes
-    a power of ten, not Python's ``8.1e-05``."""
+    a power of ten, not Python's ``8.1e-05``; the spaces are no-break (:data:`NBSP`)."""
     mantissa, exponent = f"{x:.{digits - 1}e}".split("e")
-    return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+    return f"{mantissa}{NBSP}×{NBSP}10{str(int(exponent)).translate(_SUPERSCRIPT)}"

@@ -35,23 +35,25 @@ def distinct_rules(regrets: pd.DataFrame) -> list[tuple[str, list[tuple[str, flo
 
 
 def distinct_text(regrets: pd.DataFrame) -> str:
-    """ "the 7 first-epoch rules tested are 5 distinct rules on the tested seeds (…)": the
-    groups of :func:`distinct_rules` that hold more than one entry, with the share of seeds they
-    agree on."""
+    """ "the 7 first-epoch rules tested are 5 distinct rules on the tested seeds: “a”; “b” (with
+    “c”, the same split on ≥ 95% of seeds); …": every group of :func:`distinct_rules` by its
+    first entry, with the entries that pick its split on nearly every seed and the share of
+    seeds they agree on."""
     groups = distinct_rules(regrets)
-    joined = []
+    named = []
     for leader, members in groups:
         others = [(e, s) for e, s in members if e != leader]
+        text = f"“{leader}”"  # labels hold commas: quoted, they read
         if others:
             low = min(s for _, s in others)
-            names = [f"“{e}”" for e, _ in members]  # labels hold commas: quoted, they read
-            together = f"{', '.join(names[:-1])} and {names[-1]}"
-            joined.append(f"{together} pick the same split on ≥ {low:.0%} of seeds")
-    same = f" ({'; '.join(joined)})" if joined else ""
+            names = [f"“{e}”" for e, _ in others]
+            together = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+            text += f" (with {together}: the same split on ≥ {low:.0%} of seeds)"
+        named.append(text)
     n = sum(len(m) for _, m in groups)
     return (
         f"the {n} first-epoch rules tested are {len(groups)} distinct rules on the tested "
-        f"seeds{same}"
+        f"seeds: {'; '.join(named)}"
     )
 
 

@@ -165,7 +165,7 @@ def heterogeneity_numbers(summary: pd.DataFrame) -> dict:
     feat = summary[summary["family"] != "label skew"]
     return {
         "het_worst": f"{dataset_label(worst['dataset'])}: mean regret "
-        f"{signed(worst['regret'])} (95 % CI {signed(worst['lo'])} to {signed(worst['hi'])})",
+        f"{interval_text(worst['regret'], worst['lo'], worst['hi'])} (95 % interval)",
         "het_feature_lines": "\n".join(
             f"- {dataset_label(r.dataset)}: rule p {split_counts(r.rule_ps)}, oracle p "
             f"{split_counts(r.oracle_ps)}; PLayer-FL {r.playerfl:.3f} vs Local {r.local:.3f} and "
