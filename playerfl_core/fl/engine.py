@@ -35,6 +35,7 @@ from tqdm import tqdm
 
 from playerfl_core.fl.client import Client, adam_implementation, has_dropout, mode_matters
 from playerfl_core.fl.config import EVAL_TIMINGS, LR_MAX, RunConfig, default_device
+from playerfl_core.fl.determinism import deterministic_kernels
 from playerfl_core.fl.errors import DivergenceError
 from playerfl_core.fl.models import UnitModel, model_for
 from playerfl_core.fl.schema import COLUMNS
@@ -246,8 +247,14 @@ def drive(run: Run, algorithm, observers: Sequence[Observer] = (), start: int = 
 
     ``start`` > 0 resumes a run restored as it was after round ``start - 1`` (the server's
     rows, global parameters and algorithm; the clients' state, restored by whoever holds it):
-    the one-off setup and the round-0 rows are then not repeated.
+    the one-off setup and the round-0 rows are then not repeated. On CUDA the run uses
+    deterministic kernels only (:mod:`playerfl_core.fl.determinism`).
     """
+    with deterministic_kernels(run.config.device):
+        return _round_loop(run, algorithm, observers, start)
+
+
+def _round_loop(run: Run, algorithm, observers: Sequence[Observer], start: int) -> Run:
     config, link = run.config, run.link
     if not (isinstance(start, int) and 0 <= start <= config.rounds):
         raise ValueError(f"drive: start must be a round in 0 … {config.rounds}, got {start!r}.")

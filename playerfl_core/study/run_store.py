@@ -96,6 +96,7 @@ RUN_MODULES = (
     "stats/results",
     "fl/scoring",
     "fl/losses",
+    "fl/determinism",  # CUDA kernels (the CPU's are deterministic already)
 )
 """Modules of ``playerfl_core`` (paths under the package) whose code decides a run's numbers
 (besides ``fl/algorithms/``)."""
