@@ -8,6 +8,10 @@
    deterministic run to run; the book promises "same seed, same machine, same numbers").
 3. CUDA vs CPU, same seed: the largest difference of each score. Float32 kernels differ between
    devices, so this is measured and printed, not required to be zero.
+4. CUDA vs CPU over seeds (``--seeds``): each run's headline score (the clients' weighted mean
+   test macro-F1 at their best-validation round) on both devices, full rounds of the profile;
+   the mean paired difference beside the seed-to-seed spread says whether the devices differ
+   more than seeds do (printed, not required).
 
 Without CUDA it prints "not checked: no GPU" and exits 0. Exits 1 if check 1 or 2 fails.
 
@@ -22,6 +26,7 @@ import time
 
 import numpy as np
 import torch
+from scipy.stats import t as t_dist
 
 
 def scores_match_sklearn(count: int = 300, device: str = "cuda") -> list[str]:
@@ -60,6 +65,29 @@ def one_table(dataset: str, algorithm: str, profile: str, rounds: int, device: s
     return table, time.perf_counter() - start
 
 
+def headline(dataset: str, algorithm: str, profile: str, seed: int, device: str) -> float:
+    from data_prep import load
+    from playerfl_core import make_config, run_federated
+    from playerfl_core.fl.algorithms import get_algorithm
+    from playerfl_core.stats.metrics import run_scores
+
+    data = load(dataset, profile=profile, seed=seed)
+    cfg = make_config(dataset, profile, device=device, seed=seed, progress=False)
+    return float(run_scores(run_federated(data, get_algorithm(algorithm), cfg).table())["value"][0])
+
+
+def devices_over_seeds(dataset: str, algorithm: str, profile: str, seeds: int) -> str:
+    cuda = np.array([headline(dataset, algorithm, profile, s, "cuda") for s in range(seeds)])
+    cpu = np.array([headline(dataset, algorithm, profile, s, "cpu") for s in range(seeds)])
+    gap = cuda - cpu
+    half = t_dist.ppf(0.975, seeds - 1) * gap.std(ddof=1) / np.sqrt(seeds)
+    return (
+        f"4. {dataset} {algorithm}, {seeds} seeds: mean score CUDA {cuda.mean():.4f}, CPU "
+        f"{cpu.mean():.4f}; CUDA − CPU {gap.mean():+.4f} (95 % t-interval ±{half:.4f}; largest "
+        f"|gap| of a seed {np.abs(gap).max():.4f}); seed-to-seed SD {cpu.std(ddof=1):.4f}"
+    )
+
+
 def largest_differences(a, b) -> str:
     """The largest |difference| of each metric's values, rows matched by position."""
     gap = (a["value"] - b["value"]).abs().groupby(a["metric"]).max()
@@ -74,6 +102,8 @@ def main() -> int:
     parser.add_argument("--algorithms", default="all")
     parser.add_argument("--cpu-algorithms", default="fedavg,playerfl")
     parser.add_argument("--augment", action="store_true", help="the authors' augmentation on")
+    parser.add_argument("--seeds", type=int, default=0, help="check 4 on seeds 0..N-1 (N ≥ 2)")
+    parser.add_argument("--seed-algorithms", default="fedavg,playerfl")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("not checked: no GPU")
@@ -108,6 +138,10 @@ def main() -> int:
                     f" (CPU {cpu_seconds:.1f} s)"
                 )
             print(line, flush=True)
+    if args.seeds:
+        for dataset in args.datasets.split(","):
+            for name in args.seed_algorithms.split(","):
+                print(devices_over_seeds(dataset, name, args.profile, args.seeds), flush=True)
     print("FAILED" if failed else "all CUDA checks passed")
     return 1 if failed else 0
 

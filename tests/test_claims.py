@@ -234,6 +234,16 @@ def test_c1_and_scorecard():
         C.unit_profiles(_analytics(0.1), ["cka_dissimilarity"], "local", "final")
 
 
+def test_datasets_keep_the_chapters_order_not_the_alphabets():
+    named = [_analytics(0.1).assign(dataset=name) for name in ("heart", "digits", "fmnist")]
+    analytics = pd.concat(named, ignore_index=True)
+    profiles = C.unit_profiles(analytics, ["cka_dissimilarity"], "local", "first")
+    assert list(pd.unique(profiles["dataset"])) == ["heart", "digits", "fmnist"]
+    assert profiles.groupby("dataset", sort=False)["depth"].apply(list).map(len).eq(15).all()
+    per_seed, evidence = C.depth_trend_tests(analytics, "cka_dissimilarity")
+    assert [e.part for e in evidence] == ["heart", "digits", "fmnist"]
+
+
 # -- timings -------------------------------------------------------------------------------------
 def test_timed_warms_up_and_repeats():
     from playerfl_core.measure import layer_studies as S
@@ -314,6 +324,28 @@ def test_c3_c5_from_results_table():
     assert c4.verdict.verdict in C.VERDICTS
     with pytest.raises(ValueError, match="C5 needs runs of"):
         C.c5_beats_random(better[better["algorithm"] != "playerfl_random"])
+
+
+def test_c3_rank_table_shows_the_verdicts_ranks_best_first_with_nemenyi_p():
+    from playerfl_core.book.reports.comparison import c3_block_table
+
+    better = _results(0.05)
+    ranks = C.c3_rank_table(better)
+    assert ranks.attrs["blocks"] == 24 and len(ranks) == 6
+    assert ranks["mean_rank"].is_monotonic_increasing
+    assert ranks["algorithm"].iloc[0] == "playerfl" and ranks["mean_rank"].iloc[0] == 1.0
+    assert ranks["nemenyi_p"].isna().tolist() == [True, False, False, False, False, False]
+    assert (ranks["nemenyi_p"].dropna() <= C.ALPHA).all()  # supported: ahead of every other
+    shown = c3_block_table(better)
+    assert list(shown.columns) == [
+        "mean rank over 24 (dataset, seed) runs",
+        "Nemenyi p against PLayer-FL",
+    ]
+    assert shown.index[0] == "PLayer-FL" and shown.iloc[0, 1] == "–"
+    # no Friedman rejection: no Nemenyi p anywhere, as the verdict runs none
+    flat = _results(0.0, seeds=2)
+    assert "cannot tell" in C.c3_best_rank(flat).parts["reason"].iloc[0]
+    assert C.c3_rank_table(flat)["nemenyi_p"].isna().all()
 
 
 # -- the split study's verdicts: per-seed Wilcoxon tests, Holm over the family ------------------

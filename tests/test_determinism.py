@@ -21,7 +21,7 @@ def test_cuda_runs_use_deterministic_kernels_and_restore_the_settings(monkeypatc
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
     before = settings()
     with deterministic_kernels("cuda:0"):
-        assert settings() == (True, False, True, False)
+        assert settings() == (True, True, True, False)
     assert settings() == before
 
 

@@ -115,6 +115,13 @@ def test_each_claims_parts_read_the_same_in_chapter_04_and_on_the_scorecard(monk
     from playerfl_core.book.reports import comparison
 
     chapter_05 = comparison.paired_with_random(tuned, "standard")["c5"].parts  # its C5 table
+    # the chapter's dataset order, not the alphabet's, in its C5 table and paired figure
+    reader = pd.concat([tuned[tuned["dataset"] == d] for d in ("heart", "fmnist", "digits")])
+    shown = comparison.paired_with_random(reader, "standard")
+    assert list(dict.fromkeys(shown["diffs"]["dataset"])) == ["heart", "fmnist", "digits"]
+    one_rate = [p.split(": ")[1].split(",")[0] for p in shown["c5_table"].index
+                if p.startswith("one rate")]  # fmt: skip
+    assert list(dict.fromkeys(one_rate)) == ["Heart", "Fashion-MNIST", "Digits"]
     got = sorted(zip(chapter_05["p_holm"].round(12), chapter_05["verdict"], strict=True))
     assert got == sorted(zip(card["C5"].parts["p_holm"].round(12), card["C5"].parts["verdict"],
                              strict=True))  # fmt: skip

@@ -305,13 +305,14 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
     )
     # names apart by semicolons: 'paper (t = 1), paper, median pooling' reads as three rules
     assert RF.follow_up_headline(verdicts) == (
-        "On quantity skew, of the 4 first-epoch entries 1 is within δ = 0.02: averaging cost "
-        "(tuned τ). 2 are beyond it: paper (t = 1); paper, median pooling. 1 is undecided."
+        f"On quantity skew, of the 4 first-epoch entries (not counting {probe}, which trains "
+        "every split) 1 is within δ = 0.02: averaging cost (tuned τ). 2 are beyond it: "
+        "paper (t = 1); paper, median pooling. 1 is undecided."
     )
     nothing = verdicts.assign(verdict="undecided")
     assert RF.follow_up_headline(nothing) == (
-        "On quantity skew, of the 4 first-epoch entries none is within δ = 0.02. None is beyond "
-        "it. 4 are undecided."
+        f"On quantity skew, of the 4 first-epoch entries (not counting {probe}, which trains "
+        "every split) none is within δ = 0.02. None is beyond it. 4 are undecided."
     )
     # the second-order rule, tested in a family of its own, is counted too (of its kinds, only
     # the follow-up's)
@@ -319,8 +320,9 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
     added = pd.DataFrame({"entry": [second, second], "kind": ["quantity skew", "base federation"],
                           "verdict": [P.WITHIN, P.BEYOND]})  # fmt: skip
     assert RF.follow_up_headline(verdicts, added=added).startswith(
-        f"On quantity skew, of the 5 first-epoch entries 2 are within δ = 0.02: averaging cost "
-        f"(tuned τ); {second}. 2 are beyond"
+        f"On quantity skew, of the 5 first-epoch entries (not counting {probe}, which trains "
+        f"every split) 2 are within δ = 0.02: averaging cost (tuned τ); {second}. 2 are "
+        "beyond"
     )
 
 

@@ -94,6 +94,9 @@ def test_captions_conclude_with_the_values_of_their_figure():
     assert split_choice.client_caption(reg, curves) == (
         "At the rule's most frequent split, clients that gain over Local: Heart 2 of 3 (p = 1)"
     )
+    both = pd.concat([curves.assign(dataset="fmnist"), curves], ignore_index=True)
+    reg_both = pd.concat([reg, reg.assign(dataset="fmnist")], ignore_index=True)
+    assert split_choice.client_lines(reg_both, both).splitlines()[0].startswith("- Heart")
 
 
 def test_regret_numbers_are_glued_at_the_precision_they_are_quoted():

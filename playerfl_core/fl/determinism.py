@@ -3,8 +3,10 @@
 Every kernel the engine uses on the CPU is deterministic. On CUDA, cuDNN may pick convolution
 algorithms that accumulate with atomics, so two runs of one seed drift apart from the first
 backward pass: on an H200 every Fashion-MNIST algorithm did (``bench/cuda_check.py``), while
-Heart's all-linear model did not. Inside :func:`deterministic_kernels` PyTorch uses deterministic
-kernels only, and raises (naming the operation) where one has none, instead of drifting silently.
+Heart's all-linear model did not. Inside :func:`deterministic_kernels` PyTorch picks
+deterministic kernels wherever it has one, and warns, naming the operation, where it has none
+(adaptive pooling's backward pass, for one): a run that cannot repeat bit for bit says so, and a
+model that needs such an operation still trains.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ before cuBLAS starts, so it stays set after the run; a value the user set is kep
 
 @contextlib.contextmanager
 def deterministic_kernels(device):
-    """On CUDA: deterministic algorithms, cuDNN deterministic and not benchmarking; the previous
-    settings come back on exit. On the CPU: nothing to do."""
+    """On CUDA: deterministic algorithms (a warning where an operation has none), cuDNN
+    deterministic and not benchmarking; the previous settings come back on exit. On the CPU:
+    nothing to do."""
     if not str(device).startswith("cuda"):
         yield
         return
@@ -34,7 +37,7 @@ def deterministic_kernels(device):
         cudnn.deterministic,
         cudnn.benchmark,
     )
-    torch.use_deterministic_algorithms(True)
+    torch.use_deterministic_algorithms(True, warn_only=True)
     cudnn.deterministic, cudnn.benchmark = True, False
     try:
         yield

@@ -248,7 +248,7 @@ def drive(run: Run, algorithm, observers: Sequence[Observer] = (), start: int = 
     ``start`` > 0 resumes a run restored as it was after round ``start - 1`` (the server's
     rows, global parameters and algorithm; the clients' state, restored by whoever holds it):
     the one-off setup and the round-0 rows are then not repeated. On CUDA the run uses
-    deterministic kernels only (:mod:`playerfl_core.fl.determinism`).
+    deterministic kernels (:mod:`playerfl_core.fl.determinism`).
     """
     with deterministic_kernels(run.config.device):
         return _round_loop(run, algorithm, observers, start)

@@ -204,7 +204,8 @@ def _claim(cid: str, parts: Sequence[Evidence], profile: str = "") -> Claim:
 def unit_profiles(
     analytics: pd.DataFrame, metrics: Sequence[str], algorithm: str, stage: str
 ) -> pd.DataFrame:
-    """Client-averaged per-unit values of ``metrics`` per (dataset, seed, depth), wide."""
+    """Client-averaged per-unit values of ``metrics`` per (dataset, seed, depth), wide; datasets
+    in the order ``analytics`` first lists them (the chapter's), not alphabetical."""
     from playerfl_core.stats.seed_stats import NO_OTHER
 
     sub = analytics[
@@ -220,8 +221,10 @@ def unit_profiles(
         )
     wide = sub.pivot_table(
         index=["dataset", "seed", "depth"], columns="metric", values="value", aggfunc="mean"
-    )
-    return wide.reset_index()
+    ).reset_index()
+    first_listed = {ds: i for i, ds in enumerate(pd.unique(analytics["dataset"]))}
+    by_listing = wide["dataset"].map(first_listed)
+    return wide.iloc[by_listing.argsort(kind="stable")].reset_index(drop=True)
 
 
 def depth_trend_tests(
@@ -369,6 +372,25 @@ def stage_agreement_tests(
                 }
             )
     return pd.DataFrame(rows)
+
+
+def c3_rank_table(
+    results: pd.DataFrame, control: str = "playerfl", alpha: float = ALPHA
+) -> pd.DataFrame:
+    """C3's test as a table, best first: every algorithm's mean macro-F1 rank over the
+    (dataset, seed) blocks and Nemenyi's p against ``control`` (NaN for the control itself, and
+    for every row when the Friedman test does not reject: the verdict then runs no Nemenyi)."""
+    from playerfl_core.stats.metrics import rank_table
+
+    complete = _blocks_wide(results).dropna(axis=0, how="any")
+    _, nem = best_rank_evidence(
+        complete, control, True, "macro-F1 runs", alpha, "(dataset, seed) blocks"
+    )
+    ranks = rank_table(complete, True)["mean_rank"]
+    out = pd.DataFrame({"algorithm": ranks.index, "mean_rank": ranks.to_numpy()})
+    out["nemenyi_p"] = out["algorithm"].map(nem.set_index("other")["p"]).astype(float)
+    out.attrs["blocks"] = complete.shape[1]
+    return out.sort_values("mean_rank", kind="stable").reset_index(drop=True)
 
 
 def _blocks_wide(results: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:

@@ -14,7 +14,7 @@ from playerfl_core.book.reports.claim_answers import (
     c5_answer,
     rank_outcome,
 )
-from playerfl_core.book.reports.tables import interval_text, p_text
+from playerfl_core.book.reports.tables import MISSING, interval_text, p_text
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.fl.names import tied_text
 from playerfl_core.stats import claims as C
@@ -214,7 +214,8 @@ def within_numbers(within: pd.DataFrame) -> dict:
 def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
     """PLayer-FL against PLayer-FL-Random paired by seed: differences, both splits, per-dataset
     summary, claim C5 and its glue values."""
-    diffs = M.paired_differences(table, PLAYER, RANDOM, "macro_f1")
+    shown = list(dict.fromkeys(table["dataset"]))  # the order the reader asked for
+    diffs = _in_order(M.paired_differences(table, PLAYER, RANDOM, "macro_f1"), shown)
     splits = table[
         (table["client"] == SERVER)
         & (table["metric"] == "split_p")
@@ -256,7 +257,6 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
                  "P(rope)": "P(practically equal)", "P(opposite)": "P(Random better)",
                  "min_p": "smallest p"}
     )  # fmt: skip
-    shown = list(dict.fromkeys(table["dataset"]))  # the order the reader asked for
     return {
         "diffs": diffs,
         "paired": paired.reindex(shown, level="dataset").rename(
@@ -301,9 +301,32 @@ def committed_c5(profile: str, datasets) -> pd.DataFrame | None:
     committed = O.committed_scores(profile)
     if committed is None:
         return None
-    c5 = O.c5_table(*committed)
-    c5 = c5[c5["dataset"].isin(list(datasets))]
+    c5 = _in_order(O.c5_table(*committed), list(datasets))
     return c5 if set(datasets) <= set(c5["dataset"]) else None
+
+
+def _in_order(frame: pd.DataFrame, datasets: list) -> pd.DataFrame:
+    """``frame``'s rows of ``datasets``, in that order (the chapter's), rows within a dataset
+    as they were."""
+    kept = frame[frame["dataset"].isin(datasets)]
+    rank = kept["dataset"].map({d: i for i, d in enumerate(datasets)})
+    return kept.iloc[rank.argsort(kind="stable")].reset_index(drop=True)
+
+
+def c3_block_table(table) -> pd.DataFrame:
+    """C3's test for the reader: each algorithm's mean macro-F1 rank over the (dataset, seed)
+    runs, best first, and Nemenyi's p against PLayer-FL ('–' where none was computed)."""
+    ranks = C.c3_rank_table(table, PLAYER)
+    n = ranks.attrs["blocks"]
+    return pd.DataFrame(
+        {
+            "algorithm": ranks["algorithm"].map(algorithm_label),
+            f"mean rank over {n} (dataset, seed) runs": ranks["mean_rank"].map("{:.2f}".format),
+            "Nemenyi p against PLayer-FL": [
+                MISSING if pd.isna(p) else p_value_text(p) for p in ranks["nemenyi_p"]
+            ],
+        }
+    ).set_index("algorithm")
 
 
 def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5, order):

@@ -223,6 +223,10 @@ def follow_up_headline(
     if added is not None:
         verdicts = pd.concat([verdicts, added[added["kind"] == kind]], ignore_index=True)
     rows = verdicts[~verdicts["entry"].isin(probe)]
+    probes = verdicts.loc[verdicts["entry"].isin(probe), "entry"].drop_duplicates().tolist()
+    aside = ""
+    if probes:
+        aside = f" (not counting {'; '.join(probes)}, which trains every split)"
     within = rows[rows["verdict"] == P.WITHIN]["entry"].tolist()
     beyond = rows[rows["verdict"] == P.BEYOND]["entry"].tolist()
     undecided = len(rows) - len(within) - len(beyond)
@@ -234,7 +238,7 @@ def follow_up_headline(
 
     beyond_text = group(beyond, "beyond it")
     return (
-        f"On {kind}, of the {len(rows)} first-epoch entries "
+        f"On {kind}, of the {len(rows)} first-epoch entries{aside} "
         f"{group(within, f'within δ = {P.TOLERANCE:g}')}. "
         f"{beyond_text[0].upper()}{beyond_text[1:]}. "
         f"{undecided} {'is' if undecided == 1 else 'are'} undecided."
@@ -635,15 +639,15 @@ def advice(study: RuleStudy) -> str:
         )
     bad = ev[(ev["entry"] == best) & (ev["verdict"] == P.BEYOND)]["kind"].tolist()
     lines.append(
-        f"- Among the first-epoch rules, {best} has the smallest largest mean regret "
-        f"({tally.loc[best, 'worst']:.3f}, {_on(tally.loc[best, 'worst_kind'])}; "
+        f"- Among the first-epoch rules, {best} has the smallest largest mean regret on the "
+        f"evaluation set ({tally.loc[best, 'worst']:.3f}, {_on(tally.loc[best, 'worst_kind'])}; "
         f"{int(tally.loc[best, 'within'])} of "
         f"{int(tally.loc[best, 'kinds'])} kinds decided within δ)"
         + (f"; it is beyond δ on {', '.join(bad)}." if bad else ".")
     )
     lines.append(
         f"- If 2·(L+1) local epochs of probing are affordable, probe every split for two rounds "
-        f"and choose on validation data: its largest mean regret is "
+        f"and choose on validation data: its largest mean regret on the evaluation set is "
         f"{tally.loc[probe, 'worst']:.3f}, {_on(tally.loc[probe, 'worst_kind'])} "
         f"({int(tally.loc[probe, 'within'])} of "
         f"{int(tally.loc[probe, 'kinds'])} kinds decided within δ, "

@@ -81,13 +81,18 @@ def client_names(datasets, profile: str, seed: int) -> dict[str, list[str]]:
 
 
 def _gains_at_rule(regrets: pd.DataFrame, curves: pd.DataFrame):
-    """Per dataset: the rule's most frequent p and the clients' mean gains over Local there."""
-    rule_mode = regrets.groupby("dataset")["p_rule"].agg(lambda v: int(v.mode().iloc[0]))
+    """Per dataset, in the order ``regrets`` lists them: the rule's most frequent p and the
+    clients' mean gains over Local there."""
+    rule_mode = regrets.groupby("dataset", sort=False)["p_rule"].agg(
+        lambda v: int(v.mode().iloc[0])
+    )
     at_rule = curves.merge(
         rule_mode.rename("p_rule"), left_on=["dataset", "p"], right_on=["dataset", "p_rule"]
     )
-    for ds, g in at_rule.groupby("dataset"):
-        yield ds, rule_mode[ds], int((g["gain"] > 0).sum()), int((g["gain"] < 0).sum()), len(g)
+    for ds, p in rule_mode.items():
+        gain = at_rule.loc[at_rule["dataset"] == ds, "gain"]
+        if len(gain):
+            yield ds, p, int((gain > 0).sum()), int((gain < 0).sum()), len(gain)
 
 
 def client_lines(regrets: pd.DataFrame, curves: pd.DataFrame) -> str:
