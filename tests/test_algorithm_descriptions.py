@@ -1,5 +1,7 @@
 """The book's table of algorithms is read from the classes: every one must describe itself."""
 
+import re
+
 import pytest
 
 from playerfl_core.fl.algorithms import ALGORITHMS, Algorithm, describe_algorithms
@@ -33,6 +35,12 @@ def test_table_rows_follow_the_registry_and_carry_the_defaults():
 
     shown = algorithm_table()["key hyper-parameter (default)"]
     assert shown["Local"] == "none" and "nan" not in " ".join(shown)  # no "nan = nan"
+    # one way to write a number: chapter 00 had "t = 1" for PLayer-FL beside "t = 1.0"
+    assert shown["PLayer-FL-Random"].endswith("t = 1") and shown["pFedMe"].endswith("= 15")
+    # the table defines no letters: PLayer-FL-Random's "1..L−1, never PLayer-FL's p*" did not say
+    # what L and p* were
+    assert not re.search(r"\bp\*|\bL\b|\bR\b", " ".join(row["shares"] + row["deploys"]
+                                                        for row in by_name.values()))  # fmt: skip
     assert by_name["local"]["shares"] == "nothing"
     for name, row in by_name.items():  # the docstring's columns: shares, deploys, paper
         cls = ALGORITHMS[name]

@@ -403,6 +403,22 @@ def test_split_verdicts_on_per_seed_values():
         C.split_verdicts(regrets, c5, het, tolerance=0)
 
 
+def test_a_rescored_federations_verdict_line_names_its_test_sets():
+    """Chapter 04's verdict bullet gave Fashion-MNIST's regret on 2,000 test images per client
+    without saying so, beside the sweep's other value of the same regret on the same page."""
+    regrets = pd.DataFrame(
+        {"dataset": ["a"] * 6 + ["b"] * 6, "regret": [0.0] * 12,
+         "rescored": [True] * 6 + [True] * 3 + [False] * 3})  # fmt: skip
+    c5 = pd.DataFrame({"dataset": ["a"] * 6, "other": ["random (drawn)"] * 6, "diff": [0.05] * 6})
+    out = C.split_verdicts(regrets, c5, tolerance=0.02).set_index(["claim", "dataset"])
+    assert out.loc[("oracle", "a"), "rescored"] and not out.loc[("oracle", "b"), "rescored"]
+    lines = C.split_verdict_lines(out.reset_index(), large_test="2,000 test images").splitlines()
+    a, b = (next(x for x in lines if x.startswith(f"- {d},")) for d in "ab")
+    assert "(0.000–0.000) on 2,000 test images; Holm" in a, a
+    assert "2,000" not in b, b  # half its seeds on the book's sets: not named as rescored
+    assert "2,000" not in C.split_verdict_lines(out.reset_index())
+
+
 def test_tolerance_curve_moves_from_beyond_to_within_as_delta_grows():
     regrets = pd.DataFrame({"dataset": ["a"] * 10, "regret": [0.03 + 0.001 * i for i in range(10)]})
     curve = C.tolerance_curve(regrets, [0.01, 0.035, 0.1]).set_index("tolerance")["verdict"]

@@ -80,7 +80,7 @@ def test_compare_names_a_verdict_that_moves():
     assert not c.loc["a", "differs"] and c.loc["b", "differs"]
     assert c.loc["b", "own_oracle"] == 3 and c.loc["b", "own"] == pytest.approx(0.08)
     fair = FR.FairSweep(pd.DataFrame(), own, c.reset_index(), 0, 0.0)
-    assert FR.r1_note(fair).endswith("the verdict moves on b (within δ → beyond δ)")
+    assert FR.r1_note(fair).endswith("the verdict moves on b (from within δ to beyond δ)")
     # a one-rate sweep with more seeds than the own-rate one (rotated: 30 against 10): the
     # regrets set side by side are those of the same seeds
     more = pd.concat([one, _regrets("a", np.r_[zeros, np.full(10, 0.3)])[20:]])
@@ -105,7 +105,7 @@ def test_the_scorecards_r1_names_a_federation_whose_verdict_moves(monkeypatch):
     assert claim.verdict.reason.endswith(
         ". With every split trained at its own tuned rate (2 "
         "federations, on the book's test sets; chapter 04), "
-        "the verdict moves on Heart (within δ → beyond δ)"
+        "the verdict moves on Heart (from within δ to beyond δ)"
     )
     plain = reproduction._r1_with_own_rates(one, pd.DataFrame(), "quick", own_rates=False)
     assert "own tuned rate" not in plain.verdict.reason
@@ -117,8 +117,12 @@ def test_the_rates_table_explains_only_the_marks_it_shows():
     rates = pd.DataFrame({"dataset": ["heart", "heart", "fmnist", "fmnist", "fmnist"],
                           "p": [0, 1, 0, 1, 2], "lr": [0.1, 0.03, 0.001, 0.003, 0.003],
                           "at_edge": False})  # fmt: skip
-    fair = FR.FairSweep(rates, pd.DataFrame(), pd.DataFrame(), 0, 0.0)
+    # the comparison table's order (the chapter's), so the two tables read row for row
+    fair = FR.FairSweep(
+        rates, pd.DataFrame(), pd.DataFrame({"dataset": ["fmnist", "heart"]}), 0, 0.0
+    )
     table = FR.rates_table(fair)
+    assert list(table.index) == ["Fashion-MNIST", "Heart"]
     assert table.loc["Heart", "p = 2"] == "–" and not table.isin(["", "0.1*"]).any().any()
     assert "*" not in FR.rates_caption(fair) and "none of the 5 tuned rates" in FR.rates_caption(
         fair

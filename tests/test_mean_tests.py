@@ -92,6 +92,10 @@ def test_each_claims_parts_read_the_same_in_chapter_04_and_on_the_scorecard(monk
     seeds = [0, 1, 2, 3, 4]
     table = O.sweeps(datasets, seeds, "standard", stored=stored, progress=False)
     sweep = R.analyse_sweep(table, datasets)
+    # the chapter's dataset order, not the alphabet's, in its curves (Fig. 16) and C5 table (39)
+    c5_summary = O.c5_summary(O.c5_table(sweep.scores, sweep.rules))
+    for frame in (sweep.scores, sweep.summary, c5_summary):
+        assert list(dict.fromkeys(frame["dataset"])) == datasets
     kinds = "rotate,invert,noise,quantity,swap"
     plan = R.heterogeneity_plan("digits,fmnist", "0.05,0.1,0.3,1,10", kinds, "rotate:0.1,noise:0.1")
     assert set(plan["dataset"]) | set(datasets) <= set(stored["dataset"])  # nothing to train

@@ -57,3 +57,18 @@ def test_any_other_run_is_left_to_the_chapter_to_train(monkeypatch):
     monkeypatch.setattr(V, "equivalent_codes", lambda code, path=None: {code})
     R._archive.cache_clear()
     assert R.committed_run("heart", "playerfl", _config(), {}, "quick") is None  # unchecked code
+
+
+def test_a_close_decision_is_named_with_the_rise_that_set_it():
+    """Chapter 01 gave Heart's split as firm while the rise that set it, 1.03, was 3 % above
+    t = 1: one run's split must not read as firm when a rise the rule looked at is near t."""
+    # F = 1, 2.03, 2.5: rises 1.03 (l = 1, above t = 1: p = 1) and 0.23
+    sens = pd.DataFrame({"dataset": "heart", "unit": ["a", "b", "c"], "unit_index": [1, 2, 3],
+                         "sensitivity": [1.0, 1.03, 0.47]})  # fmt: skip
+    table = R.split_table(sens, {"heart": 1})
+    assert table.loc["Heart", "rise at p"] == 1.03 and table.loc["Heart", "federated units"] == "a"
+    text = R.close_calls(sens, {"heart": 1}, threshold=1.0)
+    assert text.startswith("A decision here was close (on Heart a rise of 1.03 against t = 1,")
+    assert R.close_calls(sens, {"heart": 1}, threshold=0.5).startswith("No decision here was close")
+    far = sens.assign(sensitivity=[1.0, 3.0, 0.1])  # rise 3.0 at l = 1: far from t = 1
+    assert R.close_calls(far, {"heart": 1}, threshold=1.0).startswith("No decision")

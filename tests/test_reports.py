@@ -238,10 +238,23 @@ def test_paired_verdict_lines_write_intervals_and_p_values_the_books_way():
     )  # fmt: skip
     both = split_choice.variant_comparison(regrets).set_index("variant")
     assert both.loc["median", "verdict"] == "the same regret", both
-    assert both.loc["geomean", "verdict"] == "undecided", both
+    # one seed differs: no test could reach α, and the verdict says so (Table 34 showed a bare
+    # "undecided" beside a missing p)
+    assert both.loc["geomean", "verdict"] == "undecided: too few seeds differ to test", both
     assert "median pooling against the paper's mean: the same regret on every one of the 2" in (
         split_choice.variant_lines(both.reset_index())
     )
+
+
+def test_the_variant_comparison_keeps_the_chapters_dataset_order():
+    """Chapter 04's Table 34 listed Digits, Fashion-MNIST, Heart (pivot_table's alphabet) while
+    every other table of the page lists Heart first."""
+    regrets = pd.DataFrame(
+        {"dataset": ["heart"] * 4 + ["digits"] * 4, "seed": [0, 1] * 4,
+         "variant": (["paper"] * 2 + ["median"] * 2) * 2,
+         "regret": [0.1, 0.0, 0.0, 0.0, 0.2, 0.1, 0.0, 0.1]}
+    )  # fmt: skip
+    assert list(split_choice.variant_comparison(regrets)["dataset"]) == ["heart", "digits"]
 
 
 def test_a_follow_up_of_one_kind_is_shown_as_a_column_and_negative_regrets_with_minus_signs():
@@ -410,6 +423,9 @@ def test_a_claims_sentence_opens_with_its_verdict():
     text = split_choice.claim_sentence(rows, "oracle")
     assert text.startswith("**Claim R1 is contradicted** (strong evidence). It says the rule's")
     assert "(1 supported, 1 contradicted" in text
+    # one part (a federation of your own): its count, not an empty "( , one family ...)"
+    one = split_choice.claim_sentence(rows.iloc[:1], "oracle")
+    assert "(1 supported of 1 part, one family" in one, one
 
 
 def test_c2s_measures_that_order_the_units_alike_are_named():
@@ -494,3 +510,18 @@ def test_rises_between_neighbouring_units_are_listed_in_depth_order():
     )
     wide = rises_by_stage(rises)
     assert list(wide.index) == rows and list(wide.columns) == ["first", "final"]
+
+
+def test_the_timing_effect_lists_datasets_in_the_chapters_order(monkeypatch):
+    """Chapter 06's Table 70 listed Digits, Fashion-MNIST, Heart while the chapter's other tables
+    follow its dataset parameter (Fashion-MNIST, Heart, Digits)."""
+    from playerfl_core.book.reports import reproduction as RP
+
+    monkeypatch.setattr(RP.M, "run_scores", lambda table, metric: table)  # runs' scores as given
+    rows = [(d, "fedavg", 0.1, s, 0.5) for d in ("digits", "fmnist", "heart") for s in (0, 1)]
+    runs = pd.DataFrame(rows, columns=["dataset", "algorithm", "lr", "seed", "value"])
+    effect = RP.timing_effect(
+        runs, runs.assign(value=0.6), ["fedavg"], ["fmnist", "heart", "digits"]
+    )
+    assert list(effect.index.get_level_values("dataset")) == ["fmnist", "heart", "digits"]
+    assert effect["median_diff"].round(6).eq(0.1).all()

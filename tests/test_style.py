@@ -223,6 +223,18 @@ def _line_colours(fig) -> dict[str, str]:
     return out
 
 
+def test_a_line_shared_by_several_algorithms_differs_from_locals_in_shape():
+    """Chapter 02's black "Local = FedAvg, first" line and Local's dark grey one had the same
+    filled circles: readers could not tell black from dark grey."""
+    shared = _profile_summary()
+    first = shared[shared["algorithm"] == "local"].assign(stage="first")
+    both = pd.concat([shared, first, first.assign(algorithm="fedavg")], ignore_index=True)
+    fig = analysis_plots.unit_profiles(both, ["sensitivity"])
+    lines = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    one, local = lines["Local = FedAvg, first"], lines["Local, final"]
+    assert one.get_marker() != local.get_marker()
+
+
 def test_the_same_algorithm_has_the_same_colour_in_every_chapter_figure():
     """Chapter 02's profile lines, chapter 05's summary and client medians, chapter 01's bars."""
     profiles = _line_colours(analysis_plots.unit_profiles(_profile_summary(), ["sensitivity"]))

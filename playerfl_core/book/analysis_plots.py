@@ -53,7 +53,7 @@ def _units(frame: pd.DataFrame) -> list[str]:
 
 def _band(ax, x, mean, lo, hi, log: bool, **style):
     """A line with its CI band; on a log axis non-positive bounds are dropped from the band."""
-    (line,) = ax.plot(x, mean, marker="o", ms=4, **style)
+    (line,) = ax.plot(x, mean, **{"marker": "o", "ms": 4, **style})
     lo, hi = np.asarray(lo, float), np.asarray(hi, float)
     ok = np.isfinite(lo) & np.isfinite(hi)
     if log:
@@ -116,6 +116,9 @@ def unit_profiles(
                     log,
                     color=marker_color("shared") if shared else _line_color(algos[0]),
                     ls=STAGE_STYLES.get(stage, ":"),
+                    # hollow squares: the shared black line is told from Local's dark grey by
+                    # shape, not by two near-black shades (issue 35)
+                    **({"marker": "s", "mfc": "white"} if shared else {}),
                     label=f"{' = '.join(algorithm_label(a) for a in algos)}, {stage}",
                 )
             if log:

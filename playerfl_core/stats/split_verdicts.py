@@ -189,15 +189,17 @@ def c5_family(
     return out
 
 
-def _row(claim, dataset, family, values, ev: Evidence) -> tuple:
+def _row(claim, dataset, family, values, ev: Evidence, rescored: bool = False) -> tuple:
     m, lo, hi = bootstrap_interval(values, seed=0) if len(values) else (np.nan,) * 3
     return (claim, dataset, family, m, lo, hi, float(np.median(values)) if len(values) else
             np.nan, len(values), ev.pvalue, ev.p_adjusted, ev.verdict, ev.strength,
-            ev.reason)  # fmt: skip
+            ev.reason, rescored)  # fmt: skip
 
 
 COLUMNS = ["claim", "dataset", "family", "estimate", "lo", "hi", "median", "n_seeds", "p",
-           "p_holm", "verdict", "strength", "reason"]  # fmt: skip
+           "p_holm", "verdict", "strength", "reason", "rescored"]  # fmt: skip
+"""``rescored``: every seed's regret of the federation has both test terms on the large test
+sets (``study.r1_rescore``), so its lines name them."""
 
 
 def split_verdicts(
@@ -216,15 +218,20 @@ def split_verdicts(
     ``heterogeneity``: per seed regrets of the heterogeneity federations, with a ``family``
     column; ``tuned``: the comparison grid's results, for C5's part at tuned learning rates
     (without it C5's family is the sweep's parts alone). Estimate: mean over seeds, with its
-    bootstrap interval; the verdict comes from the family's tests. Columns: :data:`COLUMNS`.
+    bootstrap interval; the verdict comes from the family's tests. A ``rescored`` column of
+    ``regrets`` or ``heterogeneity`` (``study.r1_rescore.r1_regrets``) marks the federations
+    whose every regret is on the large test sets. Columns: :data:`COLUMNS`.
     """
     if not tolerance > 0:
         raise ValueError(f"tolerance must be a positive score difference, got {tolerance!r}.")
     het = heterogeneity if heterogeneity is not None else pd.DataFrame(columns=["dataset"])
     family = dict.fromkeys(regrets["dataset"], "sweep")
     family.update(zip(het["dataset"], het.get("family", het["dataset"]), strict=True))
-    every = pd.concat([regrets[["dataset", "regret"]], het.reindex(columns=["dataset", "regret"])])
-    rows = [_row("oracle", ds, family[ds], r, e) for ds, r, e in r1_family(every, tolerance)]
+    columns = ["dataset", "regret", "rescored"]
+    every = pd.concat([regrets.reindex(columns=columns), het.reindex(columns=columns)])
+    large = every["rescored"].eq(True).groupby(every["dataset"]).all()
+    rows = [_row("oracle", ds, family[ds], r, e, bool(large[ds]))
+            for ds, r, e in r1_family(every[["dataset", "regret"]], tolerance)]  # fmt: skip
     rows += [_row("C5", ds, other, d, e) for ds, other, d, e in c5_family(tuned, c5)]
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -284,11 +291,12 @@ def _interval(value: float, lo: float, hi: float) -> str:
     return f"{_signed(value)} ({_signed(lo)}{sep}{_signed(hi)})"
 
 
-def split_verdict_lines(verdicts: pd.DataFrame, label=str) -> str:
+def split_verdict_lines(verdicts: pd.DataFrame, label=str, large_test: str = "") -> str:
     """Markdown bullet lines of :func:`split_verdicts`: each claim's family first (how many
     parts Holm adjusts over), then one line per sweep dataset and claim, C5's tuned part, and
     one count over the heterogeneity federations. ``label`` maps a dataset name to display
-    text."""
+    text; ``large_test`` names the large test sets (e.g. "2,000 test images per client") after
+    a rescored federation's regret, so that it is not read as the sweep's."""
     r1 = verdicts[verdicts["claim"] == "oracle"]
     c5 = verdicts[verdicts["claim"] == "C5"]
     lines = [
@@ -307,10 +315,11 @@ def split_verdict_lines(verdicts: pd.DataFrame, label=str) -> str:
             continue
         what = "regret" if r.claim == "oracle" else "difference"
         versus = f" ({r.family})" if r.claim == "C5" else ""
+        on = f" on {large_test}" if large_test and r.rescored else ""
         lines.append(
             f"- {label(r.dataset)}, {'C5' + versus + ': ' if r.claim == 'C5' else ''}"
             f'"{SPLIT_CLAIMS[r.claim]}": **{r.verdict}** ({strength}{r.n_seeds} seeds; mean '
-            f"{what} {_interval(r.estimate, r.lo, r.hi)}; Holm-adjusted p {_p(r.p_holm)})"
+            f"{what} {_interval(r.estimate, r.lo, r.hi)}{on}; Holm-adjusted p {_p(r.p_holm)})"
         )
     het = verdicts[~_shown(verdicts)]
     if len(het):

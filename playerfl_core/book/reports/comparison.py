@@ -14,7 +14,7 @@ from playerfl_core.book.reports.claim_answers import (
     c5_answer,
     rank_outcome,
 )
-from playerfl_core.book.reports.tables import MISSING, interval_text, p_text
+from playerfl_core.book.reports.tables import MISSING, in_order, interval_text, p_text
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.fl.names import tied_text
 from playerfl_core.stats import claims as C
@@ -143,7 +143,7 @@ def rank_test_table(fried, cd: float) -> pd.DataFrame:
                 "algorithms": fried.n_treatments,
                 "datasets (blocks)": fried.n_blocks,
                 "χ²": round(fried.statistic, 3),
-                "p": f"{p_value_text(fried.pvalue, 3)}",
+                "p": p_value_text(fried.pvalue),  # the book's two significant digits
                 "Nemenyi CD (level 0.05, ranks)": round(cd, 2),
                 "note": fried.message or "",
             }
@@ -215,7 +215,7 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
     """PLayer-FL against PLayer-FL-Random paired by seed: differences, both splits, per-dataset
     summary, claim C5 and its glue values."""
     shown = list(dict.fromkeys(table["dataset"]))  # the order the reader asked for
-    diffs = _in_order(M.paired_differences(table, PLAYER, RANDOM, "macro_f1"), shown)
+    diffs = in_order(M.paired_differences(table, PLAYER, RANDOM, "macro_f1"), shown)
     splits = table[
         (table["client"] == SERVER)
         & (table["metric"] == "split_p")
@@ -301,16 +301,8 @@ def committed_c5(profile: str, datasets) -> pd.DataFrame | None:
     committed = O.committed_scores(profile)
     if committed is None:
         return None
-    c5 = _in_order(O.c5_table(*committed), list(datasets))
+    c5 = in_order(O.c5_table(*committed), list(datasets))
     return c5 if set(datasets) <= set(c5["dataset"]) else None
-
-
-def _in_order(frame: pd.DataFrame, datasets: list) -> pd.DataFrame:
-    """``frame``'s rows of ``datasets``, in that order (the chapter's), rows within a dataset
-    as they were."""
-    kept = frame[frame["dataset"].isin(datasets)]
-    rank = kept["dataset"].map({d: i for i, d in enumerate(datasets)})
-    return kept.iloc[rank.argsort(kind="stable")].reset_index(drop=True)
 
 
 def c3_block_table(table) -> pd.DataFrame:

@@ -22,6 +22,7 @@ def plan_table(plan: dict) -> pd.DataFrame:
                 "rounds": p.rounds or "profile's",
                 "Hessian samples per client": p.settings.hessian_samples or "all",
                 "Hutchinson probes": p.settings.hutchinson_probes,
+                "CKA probe inputs per client": p.settings.probe_per_client,
             }
             for name, p in plan.items()
         ]

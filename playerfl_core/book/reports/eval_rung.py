@@ -113,7 +113,7 @@ def eval_summary(ev: EvalRung | None) -> str:
     changed = c[c["differs"]]
     which = (
         "; ".join(
-            f"{dataset_label(r.dataset)} {r.one_verdict} → {r.own_verdict}"
+            f"{dataset_label(r.dataset)} from {r.one_verdict} to {r.own_verdict}"
             for r in changed.itertuples()
         )
         or "none"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from playerfl_core.book.reports.tables import interval_text
+from playerfl_core.book.reports.tables import in_order, interval_text
 from playerfl_core.book.style import dataset_label
 from playerfl_core.stats.split_verdicts import VERDICT_WORDS, r1_family
 from playerfl_core.study import fair_sweeps as F
@@ -67,9 +67,7 @@ def compare(one_rate: pd.DataFrame, own_rate: pd.DataFrame) -> pd.DataFrame:
         )
     out = pd.DataFrame(rows)
     out["differs"] = out["one_verdict"] != out["own_verdict"]
-    order = {ds: k for k, ds in enumerate(F.DATASETS)}
-    out = out.sort_values("dataset", key=lambda d: d.map(order).fillna(len(order)), kind="stable")
-    return out.reset_index(drop=True)
+    return in_order(out, one_rate["dataset"].unique())  # the chapter's order, as its other tables
 
 
 def analyse(one_rate_regrets: pd.DataFrame, rules: pd.DataFrame) -> FairSweep | None:
@@ -123,7 +121,9 @@ def rates_table(fair: FairSweep) -> pd.DataFrame:
     wide = r.pivot(index="dataset", columns="p", values="shown").fillna("–")
     wide.columns = [f"p = {p}" for p in wide.columns]
     wide["one rate"] = [f"{F.sweep_lr(ds):g}" for ds in wide.index]
-    wide = wide.loc[[d for d in F.DATASETS if d in wide.index]]
+    wide = wide.loc[
+        [d for d in fair.comparison["dataset"] if d in wide.index]
+    ]  # as the table above
     wide.index = wide.index.map(dataset_label).rename("federation")
     return wide
 
@@ -196,7 +196,7 @@ def r1_note(fair: FairSweep | None) -> str:
     if differs.empty:
         return f"{head} no verdict changes"
     moved = [
-        f"{dataset_label(r['dataset'])} ({r['one_verdict']} → {r['own_verdict']})"
+        f"{dataset_label(r['dataset'])} (from {r['one_verdict']} to {r['own_verdict']})"
         for _, r in differs.iterrows()
     ]
     listed = moved[0] if len(moved) == 1 else f"{', '.join(moved[:-1])} and {moved[-1]}"

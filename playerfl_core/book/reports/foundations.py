@@ -31,12 +31,17 @@ def wide_scores(scores: pd.DataFrame, algorithms=("local", "fedavg")) -> pd.Data
     return scores.pivot(index="client_name", columns="algorithm", values="value")[list(algorithms)]
 
 
+def _default_text(value) -> str:
+    """A default as a reader writes it: ``1`` not ``1.0``, text as it is."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def algorithm_table(names=None) -> pd.DataFrame:
     """What each algorithm shares, deploys, its key hyper-parameter (default) and its paper,
     indexed by display name; read from the algorithm classes, so it cannot drift from the code."""
     rows = pd.DataFrame(describe_algorithms(names))
     rows["key hyper-parameter (default)"] = [
-        "none" if pd.isna(k) else f"{hyperparameter_label(k)} = {v}"
+        "none" if pd.isna(k) else f"{hyperparameter_label(k)} = {_default_text(v)}"
         for k, v in zip(rows["key_hyperparameter"], rows["default"], strict=True)
     ]
     table = rows.assign(algorithm=rows["algorithm"].map(algorithm_label)).rename(

@@ -193,13 +193,15 @@ def middle_summary(summary: pd.DataFrame | None) -> str:
         return ""
     moves = R.what_moves(summary)
     middle = summary[summary["rung"] == "middle"].set_index("dataset")
+    book = summary[summary["rung"] == "book"].set_index("dataset")
 
     def which(column: str) -> str:
         moved = [dataset_label(d) for d in moves.loc[moves[column], "dataset"]]
         return f"moves on {' and '.join(moved)}" if moved else "moves on neither"
 
-    regrets = " and ".join(
-        f"{signed(middle.loc[d, 'mean'])} on {dataset_label(d)}{', above δ' if above else ''}"
+    regrets = "; ".join(  # both rungs' means, on the same seeds: not the sweep's 10 or 30
+        f"{dataset_label(d)}: {signed(book.loc[d, 'mean'])} at the book's sizes, "
+        f"{signed(middle.loc[d, 'mean'])} at the larger{', above δ' if above else ''}"
         for d, above in zip(moves["dataset"], moves["above_delta"], strict=True)
     )
     seeds = int(middle["n_seeds"].min())
@@ -208,7 +210,7 @@ def middle_summary(summary: pd.DataFrame | None) -> str:
         f"the CNN at width {M.WIDTH:g}, {M.ROUNDS} rounds, {seeds} seeds, no test), the rule's "
         "most frequent split "
         f"{which('rule_moves')}, the oracle's {which('oracle_moves')}, and the mean regret "
-        f"{which('regret_moves')} ({regrets})."
+        f"{which('regret_moves')} (mean regret on those seeds: {regrets})."
     )
 
 

@@ -11,14 +11,47 @@ from playerfl_core.stats.results import client_scores
 
 
 def split_table(sens: pd.DataFrame, splits: dict[str, int]) -> pd.DataFrame:
-    """Per dataset (display name): the split p and the federated units, in order."""
+    """Per dataset (display name): the split p, the federated units in order, and the relative
+    rise F_{p+1}/F_p − 1 of the server's profile at p (the one that set the split when it
+    exceeds t)."""
     rows = []
     for name, p in splits.items():
         units = list(sens[sens["dataset"] == name]["unit"])
         rows.append(
-            {"dataset": dataset_label(name), "p": p, "federated units": ", ".join(units[:p])}
-        )
+            {"dataset": dataset_label(name), "p": p, "federated units": ", ".join(units[:p]),
+             "rise at p": round(float(_rises(sens, name)[p - 1]), 2)}
+        )  # fmt: skip
     return pd.DataFrame(rows).set_index("dataset")
+
+
+def _rises(sens: pd.DataFrame, name: str):
+    """F_{l+1}/F_l − 1, l = 1 … L−1, of the server's averaged profile of ``name``."""
+    from playerfl_core.fl.sensitivity import relative_rises
+
+    return relative_rises(sens[sens["dataset"] == name].sort_values("unit_index")["sensitivity"])
+
+
+def close_calls(sens: pd.DataFrame, splits: dict[str, int], threshold: float,
+                margin: float = 0.25) -> str:  # fmt: skip
+    """One sentence: the datasets whose decision was close (a rise the rule looked at, l ≤ p,
+    within ``margin``·t of t, chapter 04's reading), so that one run's split is not read as
+    firm."""
+    close = []
+    for name, p in splits.items():
+        rises = _rises(sens, name)[:p]
+        near = [r for r in rises if abs(r - threshold) <= margin * threshold]
+        if near:
+            close.append(f"on {dataset_label(name)} a rise of {near[0]:.2f} against t = "
+                          f"{threshold:g}")  # fmt: skip
+    if not close:
+        return (f"No decision here was close: every rise the rule looked at lies more than "
+                f"{margin:g}·t from t.")  # fmt: skip
+    return (
+        f"A decision here was close ({'; '.join(close)}, within {margin:g}·t of t): another "
+        "first epoch (another seed, or another CPU's last bits) could put that split elsewhere. "
+        "Chapter 03 counts how often the split moves over seeds, and chapter 04 what close "
+        "decisions cost."
+    )
 
 
 def per_client_scores(results: pd.DataFrame, federations: dict) -> pd.DataFrame:

@@ -160,7 +160,7 @@ def summary(res: Rescore | None) -> str:
             if moved.empty
             else f" {CURVATURE} changes on "
             + "; ".join(
-                f"{r.set} ({r.verdict_book} → {r.verdict_large})" for r in moved.itertuples()
+                f"{r.set} (from {r.verdict_book} to {r.verdict_large})" for r in moved.itertuples()
             )  # fmt: skip
             + "."
         )

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from playerfl_core.book.reports.tables import MISSING, signed, signed_change
+from playerfl_core.book.reports.tables import MISSING, in_order, signed, signed_change
 from playerfl_core.book.style import algorithm_label, dataset_label, score_label
 from playerfl_core.fl.names import tied_text
 from playerfl_core.fl.profiles import training_settings
@@ -107,12 +107,14 @@ def ordering_agreement(ours: dict, both) -> tuple[pd.DataFrame, dict]:
     return shown.rename(index=dataset_label), {f"rho_{ds}": signed(r, 2) for ds, r in rho.items()}
 
 
-def timing_effect(table: pd.DataFrame, before: pd.DataFrame, algorithms) -> pd.DataFrame:
-    """Per dataset and algorithm: median macro-F1 scored after aggregation (default) and
-    before it (the authors' timing), and the median paired difference."""
+def timing_effect(table: pd.DataFrame, before: pd.DataFrame, algorithms, datasets) -> pd.DataFrame:
+    """Per dataset (in ``datasets``' order, the chapter's) and algorithm: median macro-F1
+    scored after aggregation (default) and before it (the authors' timing), and the median
+    paired difference."""
     dep = M.run_scores(table[table["algorithm"].isin(algorithms)], "macro_f1")
     aut = M.run_scores(before, "macro_f1")
     pair = dep.merge(aut, on=["dataset", "algorithm", "lr", "seed"], suffixes=("_after", "_before"))
+    pair = in_order(pair, datasets)
     pair["diff"] = pair["value_before"] - pair["value_after"]
     return pair.groupby(["dataset", "algorithm"], sort=False).agg(
         after=("value_after", "median"),
@@ -183,7 +185,7 @@ def timing_ranks(table: pd.DataFrame, before: pd.DataFrame, effect, algorithms, 
         else f"PLayer-FL's mean rank moves from {after:.2f} to {before_rank:.2f}"
     )
     others = ", ".join(
-        f"{algorithm_label(a)} {rank_dep[a]:.2f} → {rank_aut[a]:.2f}" for a in rescored
+        f"{algorithm_label(a)} from {rank_dep[a]:.2f} to {rank_aut[a]:.2f}" for a in rescored
     )
     out["timing_rank_text"] = pf_text + (f" (rescored baselines: {others})" if others else "")
     out["playerfl_rank_change"] = "none" if same else f"{after:.2f} → {before_rank:.2f}"

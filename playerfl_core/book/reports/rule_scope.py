@@ -169,7 +169,7 @@ def reanalysis_lines(re: pd.DataFrame) -> str:
             "none changed"
             if moved.empty
             else "; ".join(
-                f"{r.entry} on {r.kind}: {r.verdict_wilcoxon} → **{r.verdict_mean}**"
+                f"{r.entry} on {r.kind}: from {r.verdict_wilcoxon} to **{r.verdict_mean}**"
                 for r in moved.itertuples()
             )
         )

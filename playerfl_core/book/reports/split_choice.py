@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from data_prep import load
 from playerfl_core.book.prose import counted
-from playerfl_core.book.reports.tables import interval_text, p_text, signed
+from playerfl_core.book.reports.tables import in_order, interval_text, p_text, signed
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.study import split_oracle as O
 
@@ -35,14 +36,15 @@ class SweepAnalysis:
 
 
 def analyse_sweep(table: pd.DataFrame, datasets) -> SweepAnalysis:
-    scores = O.sweep_scores(table)
+    """Every result of the split sweep, each dataset's rows in ``datasets``' order."""
+    scores = in_order(O.sweep_scores(table), datasets)
     rules = O.rule_splits(O.table_sensitivities(table))
     reg = O.regrets(scores, rules)
     return SweepAnalysis(
         scores=scores,
         rules=rules,
         regrets=reg,
-        summary=O.sweep_summary(scores),
+        summary=in_order(O.sweep_summary(scores), datasets),
         regret_summary=O.regret_summary(reg[reg["variant"] == "paper"], by=["dataset"]),
         n_units={ds: int(scores.loc[scores["dataset"] == ds, "p"].max()) for ds in datasets},
         variant_regrets=O.variant_regrets(scores, rules),
@@ -128,7 +130,7 @@ def analyse_heterogeneity(het: pd.DataFrame, fed_table: pd.DataFrame):
     """Per heterogeneity federation: rule and oracle splits, regret, the three reference
     scores; each base's number of units; and the per-seed regrets (with the federation's
     family), which the verdicts are computed from."""
-    scores = O.sweep_scores(het)
+    scores = in_order(O.sweep_scores(het), fed_table["dataset"])  # the plan's order
     rules = O.rule_splits(O.table_sensitivities(het))
     summary = O.heterogeneity_summary(scores, rules, fed_table)
     base = scores["dataset"].map(fed_table.set_index("dataset")["base"])
@@ -279,7 +281,8 @@ def variant_comparison(regrets: pd.DataFrame) -> pd.DataFrame:
 
     wide = regrets.pivot_table(index=["dataset", "seed"], columns="variant", values="regret")
     rows, parts, same = [], [], []
-    for ds, g in wide.groupby(level="dataset", sort=False):
+    for ds in regrets["dataset"].unique():  # the regrets' order, not pivot_table's alphabet
+        g = wide.xs(ds, level="dataset", drop_level=False)
         for v in [c for c in g.columns if c != "paper"]:
             d = (g["paper"] - g[v]).dropna().to_numpy()
             rows.append((ds, v, *interval(d), len(d)))
@@ -290,7 +293,8 @@ def variant_comparison(regrets: pd.DataFrame) -> pd.DataFrame:
     out["p_holm"] = [e.p_adjusted for e in decided]
     words = {"supported": "better", "contradicted": "worse", "undecided": "undecided"}
     out["verdict"] = [
-        SAME_REGRET if s else words[e.verdict] for s, e in zip(same, decided, strict=True)
+        SAME_REGRET if s else TOO_FEW if np.isnan(e.pvalue) else words[e.verdict]
+        for s, e in zip(same, decided, strict=True)
     ]
     return out
 
@@ -298,6 +302,9 @@ def variant_comparison(regrets: pd.DataFrame) -> pd.DataFrame:
 SAME_REGRET = "the same regret"
 """A variant's verdict where its regret equals the paper's rule's on every seed: nothing differs,
 so there is nothing to test (not "undecided")."""
+TOO_FEW = "undecided: too few seeds differ to test"
+"""A variant's verdict where so few seeds' regrets differ from the paper's rule's that no test of
+them could reach α: no test is run (its p is shown as missing)."""
 
 
 def variant_lines(comparison: pd.DataFrame) -> str:
@@ -411,9 +418,10 @@ def claim_sentence(verdicts: pd.DataFrame, claim: str) -> str:
         for r in rows.itertuples()
     ]  # fmt: skip
     combined = C.combine(parts)
+    reason = combined.reason if len(parts) > 1 else f"1 {combined.verdict} of 1 part"
     cid, statement = CLAIM_WORDS[claim]
     strength = f" ({combined.strength} evidence)" if combined.strength != "none" else ""
     return (
         f"**Claim {cid} is {combined.verdict}**{strength}. It says {statement}; "
-        f"{MEANING[combined.verdict]} ({combined.reason}, one family with Holm's adjustment)."
+        f"{MEANING[combined.verdict]} ({reason}, one family with Holm's adjustment)."
     )

@@ -91,6 +91,15 @@ COLUMN_NAMES = {
 }
 
 
+def in_order(frame: pd.DataFrame, datasets) -> pd.DataFrame:
+    """``frame``'s rows of ``datasets``, in that order (the chapter's, not the alphabet's), rows
+    within a dataset as they were."""
+    datasets = list(datasets)
+    kept = frame[frame["dataset"].isin(datasets)]
+    rank = kept["dataset"].map({d: i for i, d in enumerate(datasets)})
+    return kept.iloc[rank.argsort(kind="stable")].reset_index(drop=True)
+
+
 def reader_name(name):
     """The reader-facing name of a column or index level (itself when it has none)."""
     return COLUMN_NAMES.get(name, name) if isinstance(name, str) else name

@@ -26,8 +26,8 @@ class FedBABU(Algorithm):
     key_hyperparameter = "finetune_epochs"
     paper = "Oh et al., 2022"
     deploys = (
-        "rounds 0..R-1: the federated body with the frozen initial head; round R: that model "
-        "fine-tuned (all units by default) on the client's own training data"
+        "every training round: the federated body with the frozen initial head; after the last: "
+        "that model fine-tuned (all units by default) on the client's own training data"
     )
 
     @classmethod

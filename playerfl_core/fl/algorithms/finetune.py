@@ -18,7 +18,8 @@ class FineTune(Algorithm):
     key_hyperparameter = "finetune_epochs"
     paper = "Wang et al., 2019 (local adaptation)"
     deploys = (
-        "rounds 0..R-1: the aggregated global model; round R: the final global model fine-tuned "
+        "every training round: the aggregated global model; after the last: the final global "
+        "model fine-tuned "
         "on the client's own training data"
     )
 

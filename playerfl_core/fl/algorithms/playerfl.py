@@ -95,7 +95,7 @@ class PLayerFL(PrefixFederation):
     name = "playerfl"
     shares = (
         "units 1..p, with p chosen after the first epoch from the clients' sensitivities "
-        "(L numbers each, once)"
+        "(one number per layer unit, once)"
     )
     key_hyperparameter = "threshold"
     key_default_text = "1 (the paper's rule; another rule has its own)"

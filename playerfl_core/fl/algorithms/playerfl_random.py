@@ -25,7 +25,10 @@ class PLayerFLRandom(PrefixFederation):
     """
 
     name = "playerfl_random"
-    shares = "units 1..p, with p drawn at random from 1..L−1, never PLayer-FL's p*"
+    shares = (
+        "units 1..p, with p drawn at random among the splits PLayer-FL could choose (from the "
+        "first unit alone to all but the head), never the one its rule chooses"
+    )
     key_hyperparameter = "threshold"
     paper = "Elhussein & Gürsoy, 2025 (ablation)"
 
