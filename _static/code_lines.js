@@ -5,10 +5,16 @@
 // so copying the code still gives it as written. A long name may break after an underscore, a
 // dot, a slash, a bracket, a comma or "=" (an invisible <wbr>), not in the middle of a word
 // ("scratch_m" / "odel" on a phone); the CSS still breaks anywhere when no such place fits.
+// Only a long name may break after its underscores: lines break greedily, so a short one such
+// as "per_client" would split ("per_" / "client") where a break at the space before it keeps it
+// whole.
 const BREAK_AFTER = /(?<=[_./(,=])/;
+const BREAK_AFTER_SHORT = /(?<=[./(,=])/;
+const LONG_NAME = 16;
 
 function withBreaks(piece) {
-  const parts = piece.textContent.split(BREAK_AFTER);
+  const long = piece.textContent.length >= LONG_NAME;
+  const parts = piece.textContent.split(long ? BREAK_AFTER : BREAK_AFTER_SHORT);
   if (parts.length < 2) return piece;
   const host = piece.nodeType === Node.TEXT_NODE ? document.createElement("span") : piece;
   host.textContent = "";

@@ -131,6 +131,28 @@ def test_a_shrunk_figure_opens_full_size_on_a_phone(built_book, chromium):
             browser.close()
 
 
+def test_code_breaks_inside_long_names_only(built_book, chromium):
+    """_static/code_lines.js: a wrapped code line may break after an underscore only inside a
+    long name; 03a on a phone split "per_" / "client" where the space before it was free."""
+    from playwright.sync_api import sync_playwright
+
+    names = """() => Array.from(document.querySelectorAll('article.bd-article div.highlight pre'))
+      .flatMap(pre => Array.from(pre.querySelectorAll('wbr')))
+      .map(w => [(w.previousSibling || {}).textContent + '|' + (w.nextSibling || {}).textContent,
+                 w.parentElement.textContent])"""
+    with serve(built_book) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": NARROW_VIEWPORT, "height": 900})
+            page.goto(base + "chapters/03a_the_algorithm_and_its_metric.html", wait_until="load")
+            breaks = page.evaluate(names)
+        finally:
+            browser.close()
+    at_underscore = [(b, name) for b, name in breaks if b.split("|")[0].endswith("_")]
+    assert at_underscore and "per_|client" not in [b for b, _ in breaks], breaks[:20]
+    assert all(len(name) >= 16 for _, name in at_underscore), at_underscore  # the whole name
+
+
 def test_the_checker_assumes_the_styles_smallest_font():
     from playerfl_core.book import style
 

@@ -7,7 +7,7 @@ import pytest
 from data_prep import load
 from playerfl_core import get_algorithm, make_config, run_federated
 from playerfl_core.book.reports import fedavg_from_scratch as scratch
-from playerfl_core.book.reports import split_choice
+from playerfl_core.book.reports import rule_variants, split_choice
 from playerfl_core.book.reports.tables import named
 
 
@@ -228,7 +228,7 @@ def test_paired_verdict_lines_write_intervals_and_p_values_the_books_way():
         [["heart", "median", -0.0102, -0.0204, 0.0011, 12, float("nan"), "undecided"]],
         columns=["dataset", "variant", "mean", "lo", "hi", "n_seeds", "p_holm", "verdict"],
     )
-    line = split_choice.variant_lines(comparison)
+    line = rule_variants.variant_lines(comparison)
     assert "\u22120.010 (\u22120.020 to 0.001) on average, 12 paired seeds" in line, line
     assert line.endswith("Holm-adjusted p not run)"), line
     # a variant whose regret is the paper's on every seed: nothing to test, not "undecided"
@@ -236,13 +236,13 @@ def test_paired_verdict_lines_write_intervals_and_p_values_the_books_way():
         {"dataset": "heart", "seed": [0, 1, 0, 1, 0, 1], "regret": [0.1, 0.0, 0.1, 0.0, 0.0, 0.0],
          "variant": ["paper"] * 2 + ["median"] * 2 + ["geomean"] * 2}
     )  # fmt: skip
-    both = split_choice.variant_comparison(regrets).set_index("variant")
+    both = rule_variants.variant_comparison(regrets).set_index("variant")
     assert both.loc["median", "verdict"] == "the same regret", both
     # one seed differs: no test could reach α, and the verdict says so (Table 34 showed a bare
     # "undecided" beside a missing p)
     assert both.loc["geomean", "verdict"] == "undecided: too few seeds differ to test", both
     assert "median pooling against the paper's mean: the same regret on every one of the 2" in (
-        split_choice.variant_lines(both.reset_index())
+        rule_variants.variant_lines(both.reset_index())
     )
 
 
@@ -254,7 +254,7 @@ def test_the_variant_comparison_keeps_the_chapters_dataset_order():
          "variant": (["paper"] * 2 + ["median"] * 2) * 2,
          "regret": [0.1, 0.0, 0.0, 0.0, 0.2, 0.1, 0.0, 0.1]}
     )  # fmt: skip
-    assert list(split_choice.variant_comparison(regrets)["dataset"]) == ["heart", "digits"]
+    assert list(rule_variants.variant_comparison(regrets)["dataset"]) == ["heart", "digits"]
 
 
 def test_a_follow_up_of_one_kind_is_shown_as_a_column_and_negative_regrets_with_minus_signs():
