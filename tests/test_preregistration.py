@@ -326,6 +326,67 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
     )
 
 
+def test_the_follow_ups_are_named_by_their_kind_wherever_the_book_shows_a_set():
+    """The stored roles name the two follow-ups by their order of declaration; every table,
+    list and sentence chapter 04b and the appendix show names them by their kind (issue 35)."""
+    from types import SimpleNamespace
+
+    from playerfl_core.book.reports import r2_rescore as RR2
+    from playerfl_core.book.reports import rule_family as RF
+    from playerfl_core.book.reports import rule_scope as RS
+    from playerfl_core.book.style import set_label
+    from playerfl_core.study import r2_rescore as R2
+
+    first, second = P.FOLLOW_UP[0], P.FOLLOW_UP_2[0]
+    quantity, concept = set_label(P.role_of(first)), set_label(P.role_of(second))
+    assert (quantity, concept) == ("quantity-skew follow-up", "concept-shift follow-up")
+    assert quantity.startswith(P.kind_of(first).replace(" ", "-"))
+    assert concept.startswith(P.kind_of(second).replace(" ", "-"))
+    assert set_label("follow-up, second-order rule") == f"{quantity}, second-order rule"
+    for kept in ("development", "evaluation", "evaluation, second-order rule", P.CONFIRMING):
+        assert set_label(kept) == kept
+
+    rows = [(ds, 0.01, seed, e.label, P.kind_of(ds), P.role_of(ds),
+             0.3 if seed < 3 and e in P.ENTRIES else 0.0, 1 + (seed < 3 and e in P.ENTRIES))
+            for ds in (first, second) for seed in range(30) for e in P.ALL_ENTRIES]  # fmt: skip
+    regrets = pd.DataFrame(
+        rows, columns=["dataset", "lr", "seed", "entry", "kind", "role", "regret", "p_rule"]
+    )
+    bare = {"follow-up", P.SECOND_FOLLOW_UP, "follow-up, second-order rule"}
+
+    def named(shown) -> set:
+        assert not bare & set(shown), shown
+        return set(shown)
+
+    re = P.reanalysis(regrets)
+    assert named(RS.reanalysis_table(re).index.get_level_values("family")) == {quantity, concept}
+    lines = RS.reanalysis_lines(re).splitlines()
+    assert [line.split(" (")[0] for line in lines] == [
+        f"- {quantity}",
+        f"- {quantity}, second-order rule",
+        f"- {concept}",
+    ]
+    assert named(RS.plan_table()["set"]) >= {quantity, concept, "evaluation", P.CONFIRMING}
+
+    added = {"follow-up": P.evaluate(regrets, "follow-up", added=True)}
+    study = SimpleNamespace(regrets=regrets, added=added)
+    assert RF.added_lines(study).startswith(f"- **{quantity} set**")
+    curvature = RF.curvature_lines(study).splitlines()
+    assert [line.split(":")[0] for line in curvature] == [f"- **{quantity}**", f"- **{concept}**"]
+    assert RF.follow_up_headline(None, "concept shift") == (
+        "The follow-up on concept shift is not computed in these sweeps."
+    )
+
+    comparison = R2.family_comparison(regrets.assign(rescored=False), regrets.assign(rescored=True))
+    res = RR2.Rescore(comparison, None, None, None, None, 0)
+    for table in (RR2.family_table(res), RR2.full_table(res)):
+        assert named(table.index.get_level_values("family")) == {
+            quantity,
+            f"{quantity}, second-order rule",
+            concept,
+        }
+
+
 def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2():
     from playerfl_core.book.reports import rule_family as RF
 

@@ -1,5 +1,6 @@
 """How the book looks, in one place: one colour and one display name per algorithm, dataset and
-per-layer measure, the colours of the chapters' markers, and the figure style (sizes, fonts, dpi).
+per-layer measure, a display name per set of the pre-registered study, the colours of the
+chapters' markers, and the figure style (sizes, fonts, dpi).
 
 Every figure and every table that shows an algorithm, a dataset or a measure takes its name and
 colour from here, so PLayer-FL is the same vermillion and Heart the same teal in every chapter.
@@ -246,6 +247,26 @@ def rule_variant_label(name) -> str:
 def score_label(name) -> str:
     """Display name of a score or a published table of one; anything else as it is."""
     return SCORE_NAMES.get(name, name)
+
+
+SET_NAMES = {
+    "follow-up": "quantity-skew follow-up",
+    "second follow-up": "concept-shift follow-up",
+}
+"""Display names of the pre-registered split-rule study's sets that its declarations name by
+their order (``study.preregistration.role_of``): by their kind of heterogeneity, which is what a
+reader needs to tell them apart (issue 35). The stored names stay; development, evaluation and
+confirmation read as they are."""
+
+
+def set_label(name):
+    """Display name of a set of the pre-registered study, or of one of its declared families
+    (``preregistration.FAMILIES``: "follow-up, second-order rule" reads "quantity-skew follow-up,
+    second-order rule"); anything else as it is."""
+    if not isinstance(name, str):
+        return name
+    role, sep, rest = name.partition(", ")
+    return f"{SET_NAMES.get(role, role)}{sep}{rest}"
 
 
 MUTED = "#c7c7c7"

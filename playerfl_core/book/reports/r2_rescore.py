@@ -11,6 +11,7 @@ import pandas as pd
 from playerfl_core.book.reports import r1_rescore as RR
 from playerfl_core.book.reports import rule_family as RF
 from playerfl_core.book.reports.tables import interval_text, signed
+from playerfl_core.book.style import set_label
 from playerfl_core.study import preregistration as P
 from playerfl_core.study import r1_rescore as R1
 from playerfl_core.study import r2_rescore as R2
@@ -66,7 +67,7 @@ def family_table(res: Rescore) -> pd.DataFrame:
     for family, g in res.comparison.groupby("family", sort=False):
         rows.append(
             {
-                "family": family,
+                "family": set_label(family),
                 "tests": len(g),
                 "regrets rescored": f"{int(g['rescored'].sum())} of {int(g['n'].sum())}",
                 "book's test sets (within / beyond / undecided)": _counts(g["verdict_book"]),
@@ -90,7 +91,7 @@ def changed_table(res: Rescore) -> pd.DataFrame:
     c = res.comparison[res.comparison["changed"]]
     return pd.DataFrame(
         {
-            "family": c["family"],
+            "family": c["family"].map(set_label),
             "rule": c["entry"],
             "kind": c["kind"],
             "seeds (rescored)": [f"{n} ({r})" for n, r in zip(c["n"], c["rescored"], strict=True)],
@@ -110,7 +111,7 @@ def full_table(res: Rescore) -> pd.DataFrame:
     c = res.comparison
     return pd.DataFrame(
         {
-            "family": c["family"],
+            "family": c["family"].map(set_label),
             "rule": c["entry"],
             "kind": c["kind"],
             "seeds": c["n"],
@@ -160,7 +161,8 @@ def summary(res: Rescore | None) -> str:
             if moved.empty
             else f" {CURVATURE} changes on "
             + "; ".join(
-                f"{r.set} (from {r.verdict_book} to {r.verdict_large})" for r in moved.itertuples()
+                f"{set_label(r.set)} (from {r.verdict_book} to {r.verdict_large})"
+                for r in moved.itertuples()
             )  # fmt: skip
             + "."
         )

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.book.reports.tables import interval_text, p_text, signed
-from playerfl_core.book.style import dataset_label, rule_label
+from playerfl_core.book.style import dataset_label, rule_label, set_label
 from playerfl_core.fl.split_rules import RULES, describe_rules
 from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.study import preregistration as P
@@ -176,7 +176,7 @@ def added_lines(study: RuleStudy) -> str:
         counts = v["verdict"].value_counts()
         family = f"Holm over its {len(v)} kinds" if len(v) > 1 else "one kind, one test"
         lines.append(
-            f"- **{role} set** ({family}): within δ on "
+            f"- **{set_label(role)} set** ({family}): within δ on "
             f"{int(counts.get(P.WITHIN, 0))}, beyond δ on {int(counts.get(P.BEYOND, 0))}, "
             f"undecided on {int(counts.get('undecided', 0))}; largest mean regret "
             f"{interval_text(worst['mean'], worst['lo'], worst['hi'])} on {worst['kind']}."
@@ -198,7 +198,7 @@ def curvature_lines(study: RuleStudy) -> str:
     comp = P.curvature_comparison(study.regrets)
     declared = P.curvature_comparison(study.regrets, "wilcoxon")
     return "\n".join(
-        f"- **{r.set}**: regret of the first order minus the second "
+        f"- **{set_label(r.set)}**: regret of the first order minus the second "
         f"{interval_text(r.mean, r.lo, r.hi)} over {r.n} seeds (the same split on {r.same_split}); "
         f"Holm-adjusted p {p_text(r.p_holm, _NO_P)}: {_CURVATURE_WORDS[r.verdict]}"
         + ("" if w == r.verdict else f" (the declared Wilcoxon test: {_CURVATURE_WORDS[w]})")
@@ -218,7 +218,7 @@ def follow_up_headline(
     second-order rule's verdicts in its own family on the same set, counted with the others so
     that every first-epoch rule is named."""
     if verdicts is None:
-        return "The follow-up is not computed in these sweeps."
+        return f"The follow-up on {kind} is not computed in these sweeps."
     probe = [e.label for e in P.ENTRIES if e.rule == R.PROBE]
     if added is not None:
         verdicts = pd.concat([verdicts, added[added["kind"] == kind]], ignore_index=True)

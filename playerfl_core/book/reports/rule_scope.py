@@ -1,18 +1,34 @@
-"""What the split-rule study's bottom line rests on (issue 34): how many distinct rules the
-entries are, which kinds decide claim R2, and the fifth declaration's re-analysis (the test
-declared until then beside the test of the mean). Reads a :class:`rule_family.RuleStudy`."""
+"""What the split-rule study's bottom line rests on (issue 34): the federations of each set, how
+many distinct rules the entries are, which kinds decide claim R2, and the fifth declaration's
+re-analysis (the test declared until then beside the test of the mean). Reads a
+:class:`rule_family.RuleStudy`."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from playerfl_core.book.reports.tables import p_text, signed
+from playerfl_core.book.style import set_label
 from playerfl_core.study import preregistration as P
 
 TESTED = ("evaluation", "follow-up", P.SECOND_FOLLOW_UP, P.CONFIRMING)
 """The sets whose seeds no threshold was tuned on."""
 SAME_RULE = 0.95
 """Two entries count as one rule when they choose the same split on this share of seeds."""
+
+
+def plan_table() -> pd.DataFrame:
+    """The federations of the study, as shown: per federation (the confirmation test's with its
+    fresh seeds), its set by display name (``style.set_label``), kind of heterogeneity and seeds."""
+    from playerfl_core.book.style import dataset_label
+
+    rows = [(dataset_label(d), P.role_of(d), P.kind_of(d), len(P.seeds_of(d)))
+            for d in [*P.DEVELOPMENT, *P.EVALUATION, *P.FOLLOW_UP, *P.FOLLOW_UP_2]]  # fmt: skip
+    fresh = f"seeds {P.CONFIRMATION_SEEDS[0]}–{P.CONFIRMATION_SEEDS[-1]}"
+    rows += [(f"{dataset_label(d)}, {fresh}", P.CONFIRMING, P.kind_of(d),
+              len(P.CONFIRMATION_SEEDS)) for d in P.CONFIRMATION]  # fmt: skip
+    plan = pd.DataFrame(rows, columns=["federation", "set", "kind of heterogeneity", "seeds"])
+    return plan.assign(set=plan["set"].map(set_label)).set_index("federation")
 
 
 def distinct_rules(regrets: pd.DataFrame) -> list[tuple[str, list[tuple[str, float]]]]:
@@ -143,7 +159,7 @@ def reanalysis_table(re: pd.DataFrame) -> pd.DataFrame:
     moved = re[re["changed"]]
     return pd.DataFrame(
         {
-            "family": moved["family"],
+            "family": moved["family"].map(set_label),
             "rule": moved["entry"],
             "kind": moved["kind"],
             "mean regret": [signed(m) for m in moved["mean"]],
@@ -174,7 +190,7 @@ def reanalysis_lines(re: pd.DataFrame) -> str:
             )
         )
         tests = "1 test" if len(g) == 1 else f"{len(g)} tests"
-        lines.append(f"- {family} ({tests}): {what}.")
+        lines.append(f"- {set_label(family)} ({tests}): {what}.")
     return "\n".join(lines)
 
 
