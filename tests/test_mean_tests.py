@@ -82,8 +82,8 @@ def test_each_claims_parts_read_the_same_in_chapter_04_and_on_the_scorecard(monk
     parts with the same Holm-adjusted p and verdict."""
     from playerfl_core.book.reports import reproduction as RP
     from playerfl_core.book.reports import split_choice as R
-    from playerfl_core.study import r1_rescore as RS
     from playerfl_core.study import split_oracle as O
+    from playerfl_core.study import val_rescore as V
     from playerfl_core.study.archive import archive_dir
 
     monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed archives, as chapters
@@ -104,7 +104,7 @@ def test_each_claims_parts_read_the_same_in_chapter_04_and_on_the_scorecard(monk
     tuned = R.tuned_runs("standard", datasets)
     regrets = sweep.regrets[sweep.regrets["variant"] == "paper"]
     c5 = O.c5_table(sweep.scores, sweep.rules)
-    chapter = C.split_verdicts(RS.r1_regrets(regrets), c5, RS.r1_regrets(het_regrets), tuned=tuned)
+    chapter = C.split_verdicts(V.r1_family(regrets), c5, V.r1_family(het_regrets), tuned=tuned)
 
     split = RP.split_evidence("standard", datasets)
     card = {"oracle": split["r1"], "C5": C.c5_beats_random(tuned, sweep_c5=split["c5"])}

@@ -121,8 +121,9 @@ def test_chapter_04b_says_which_verdicts_changed_and_what_became_of_claim_r2():
     # every mean regret at three decimals, as the intervals beside it (the appendix's table
     # showed 0.01 beside 0.029, issue 35)
     full = RR2.full_table(res)
-    means = full.filter(like="mean regret").to_numpy().ravel()
-    assert {len(m.partition(".")[2]) for m in means} == {3} and "0.100" in means
+    cells = full[["book's test sets", "2,000 images"]].to_numpy().ravel()
+    assert {len(c.partition(".")[2].split()[0]) for c in cells} == {3} and "0.100 ✗" in cells
+    assert "0.000 ✓" in cells  # the mark beside the mean: one short cell a protocol (phones)
 
 
 def test_the_committed_rescore_holds_every_run_item_16_needs_and_replaces_every_tested_regret(

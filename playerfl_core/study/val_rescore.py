@@ -118,6 +118,33 @@ def r1_regrets(regrets: pd.DataFrame, sweep: pd.DataFrame, rules: pd.DataFrame) 
     return _replace(regrets, large, ["dataset", "lr", "seed"])
 
 
+def r1_family(
+    regrets: pd.DataFrame, rescored: tuple | None = None, rung: tuple | None = None
+) -> pd.DataFrame:
+    """R1's regrets as every page reads them: ``regrets`` (the paper's rule's, on the book's
+    evaluation sets) with item 15's test terms on 2,000 images (``r1_rescore.r1_regrets``), and
+    item 17's regret in their place on each seed the large sweep holds (:func:`r1_regrets`, the
+    rule's split as ``regrets`` gives it). ``rescored`` marks the rows scored on large test sets,
+    ``large_val`` those whose oracle and rounds were chosen on large validation sets too.
+    ``rescored``, ``rung``: as :func:`large_sweep`."""
+    test_only = R1.r1_regrets(regrets)
+    sweep = large_sweep(rescored, rung)
+    if sweep is None or test_only.empty:
+        return test_only.assign(large_val=False)
+    rules = regrets[["dataset", "lr", "seed", "variant", "p_rule", "margin"]]
+    out = r1_regrets(test_only, sweep, rules)
+    before = test_only["rescored"].to_numpy()  # _replace keeps the rows' order
+    return out.assign(large_val=out["rescored"], rescored=out["rescored"].to_numpy() | before)
+
+
+def large_sets_text(regrets: pd.DataFrame) -> str:
+    """What the large evaluation sets of ``regrets`` (:func:`r1_family`) are, for a sentence."""
+    n = f"{R1.TEST_PER_CLIENT:,}"
+    if "large_val" in regrets and regrets["large_val"].any():
+        return f"{n} validation and test images per client"
+    return f"{n} test images per client"
+
+
 def r2_regrets(
     regrets: pd.DataFrame, sweep: pd.DataFrame, rules_table: pd.DataFrame
 ) -> pd.DataFrame:

@@ -1,6 +1,8 @@
-"""Chapter 04b's R2 at low evaluation noise (item 16 of ``study.preregistration``): every declared
-family's verdicts with the book's test sets and with 2,000 test images per client side by side,
-and claim R2 on both (``rule_family.RuleStudy``: ``study.book`` holds the book's test sets)."""
+"""Chapter 04b's R2 at low evaluation noise: every declared family's verdicts before and after a
+rescore side by side, and claim R2 on both. Item 16 of ``study.preregistration``
+(:func:`analyse`): the book's test sets against 2,000 test images per client (``study.book``
+against ``study.test_only``, or ``study`` when item 17 is not committed); item 17
+(:func:`analyse_validation`): 2,000 test images against 2,000 validation images too."""
 
 from __future__ import annotations
 
@@ -30,10 +32,22 @@ class Rescore:
     """Item 16's store record (its runs); None when every run came from item 15's store."""
     reused: int
     """Runs of item 15's store that the families read."""
+    before: str = "the book's test sets"
+    after: str = f"{R1.TEST_PER_CLIENT:,} test images per client"
+    """What the regrets were scored on before and after the rescore (for sentences)."""
+    oracle_moved: tuple[int, int] | None = None
+    """Item 17: (seeds whose validation oracle's split moved, seeds rescored); else None."""
 
     @property
     def images(self) -> str:
-        return f"{R1.TEST_PER_CLIENT:,} test images per client"
+        return self.after
+
+    @property
+    def columns(self) -> tuple[str, str]:
+        """The short column labels of the two sides."""
+        if self.oracle_moved is None:
+            return "book's test sets", f"{R1.TEST_PER_CLIENT:,} images"
+        return f"{R1.TEST_PER_CLIENT:,} test images", f"{R1.TEST_PER_CLIENT:,} validation too"
 
 
 def analyse(study: RF.RuleStudy) -> Rescore | None:
@@ -41,28 +55,52 @@ def analyse(study: RF.RuleStudy) -> Rescore | None:
     (a chapter run on other sweeps)."""
     if study.book is None:
         return None
-    comparison = R2.family_comparison(study.book.regrets, study.regrets)
-    curvature = None
-    if study.added is not None:
-        old = P.curvature_comparison(study.book.regrets)[["set", "verdict"]]
-        new = P.curvature_comparison(study.regrets)[["set", "verdict"]]
-        curvature = old.merge(new, on="set", suffixes=("_book", "_large"))
+    after = study.test_only or study
     committed = R2.load()
-    tested = study.regrets[study.regrets["role"].isin(R2.TESTED)]
+    tested = after.regrets[after.regrets["role"].isin(R2.TESTED)]
     reused = len(set(R1.tasks(tested)) & R2.runs_in(R1.load()))
-    return Rescore(
-        comparison,
-        RF.r2_verdict(study.book),
-        RF.r2_verdict(study),
-        curvature,
-        None if committed is None else committed[1],
-        reused,
-    )
+    record = None if committed is None else committed[1]
+    return _side_by_side(study.book, after, record, reused)
+
+
+def analyse_validation(study: RF.RuleStudy) -> Rescore | None:
+    """Item 17 read against item 16: every family with 2,000 test images per client and with
+    2,000 validation images too, and on how many seeds the oracle's split moved; None when
+    item 17 replaced none of the study's regrets."""
+    from playerfl_core.study import val_rescore as V
+
+    if study.test_only is None:
+        return None
+    keys = ["dataset", "lr", "seed"]
+    oracles = [s.regrets.drop_duplicates(keys)[[*keys, "p_oracle"]]
+               for s in (study.test_only, study)]  # fmt: skip
+    rescored = study.regrets.loc[study.regrets["rescored"], keys].drop_duplicates()
+    both = oracles[0].merge(oracles[1].merge(rescored, on=keys), on=keys)
+    moved = (int((both["p_oracle_x"] != both["p_oracle_y"]).sum()), len(both))
+    images = f"{R1.TEST_PER_CLIENT:,}"
+    committed = V.load()
+    return _side_by_side(
+        study.test_only, study, None if committed is None else committed[1], 0,
+        before=f"{images} test images per client",
+        after=f"{images} validation and test images per client", oracle_moved=moved,
+    )  # fmt: skip
+
+
+def _side_by_side(old: RF.RuleStudy, new: RF.RuleStudy, record, reused, **labels) -> Rescore:
+    curvature = None
+    if new.added is not None:
+        was = P.curvature_comparison(old.regrets)[["set", "verdict"]]
+        now = P.curvature_comparison(new.regrets)[["set", "verdict"]]
+        curvature = was.merge(now, on="set", suffixes=("_book", "_large"))
+    comparison = R2.family_comparison(old.regrets, new.regrets)
+    return Rescore(comparison, RF.r2_verdict(old), RF.r2_verdict(new), curvature, record,
+                   reused, **labels)  # fmt: skip
 
 
 def family_table(res: Rescore) -> pd.DataFrame:
     """Per declared family: its tests, the regrets rescored, and the verdict counts with the
     book's test sets and with the large ones."""
+    before, after = res.columns
     rows = []
     for family, g in res.comparison.groupby("family", sort=False):
         rows.append(
@@ -70,10 +108,8 @@ def family_table(res: Rescore) -> pd.DataFrame:
                 "family": set_label(family),
                 "tests": len(g),
                 "regrets rescored": f"{int(g['rescored'].sum())} of {int(g['n'].sum())}",
-                "book's test sets (within / beyond / undecided)": _counts(g["verdict_book"]),
-                f"{R1.TEST_PER_CLIENT:,} images (within / beyond / undecided)": _counts(
-                    g["verdict_large"]
-                ),
+                f"{before} (within / beyond / undecided)": _counts(g["verdict_book"]),
+                f"{after} (within / beyond / undecided)": _counts(g["verdict_large"]),
                 "verdicts changed": int(g["changed"].sum()),
             }
         )
@@ -89,39 +125,44 @@ def changed_table(res: Rescore) -> pd.DataFrame:
     """One row per verdict that changed: family, rule, kind, seeds, both mean regrets and
     verdicts (empty when none changed)."""
     c = res.comparison[res.comparison["changed"]]
+    before, after = res.columns
     return pd.DataFrame(
         {
             "family": c["family"].map(set_label),
             "rule": c["entry"],
             "kind": c["kind"],
             "seeds (rescored)": [f"{n} ({r})" for n, r in zip(c["n"], c["rescored"], strict=True)],
-            "mean regret, book's test sets": c["mean_book"].map(signed),
-            "verdict, book's test sets": c["verdict_book"],
-            f"mean regret, {R1.TEST_PER_CLIENT:,} images": [
+            f"mean regret, {before}": c["mean_book"].map(signed),
+            f"verdict, {before}": c["verdict_book"],
+            f"mean regret, {after}": [
                 interval_text(*r) for r in c[["mean_large", "lo_large", "hi_large"]].to_numpy()
             ],
-            f"verdict, {R1.TEST_PER_CLIENT:,} images": c["verdict_large"],
+            f"verdict, {after}": c["verdict_large"],
         }
     ).set_index(["family", "rule", "kind"])
 
 
-def full_table(res: Rescore) -> pd.DataFrame:
-    """Every (family, rule, kind): seeds, seeds rescored, both mean regrets (three decimals
-    each, as the intervals beside them) and verdicts."""
+def full_table(res: Rescore, then: Rescore | None = None) -> pd.DataFrame:
+    """Every (family, rule, kind): the seeds, how many were rescored, and per evaluation protocol
+    the mean regret (three decimals, as the intervals elsewhere) with its verdict's mark (✓
+    within δ, ✗ beyond, ? undecided): the book's test sets and 2,000 test images (``res``,
+    item 16) and, with ``then`` (item 17), 2,000 validation images too. One short cell per
+    protocol keeps the table narrow enough for a phone."""
     c = res.comparison
-    return pd.DataFrame(
-        {
-            "family": c["family"].map(set_label),
-            "rule": c["entry"],
-            "kind": c["kind"],
-            "seeds": c["n"],
-            "rescored": c["rescored"],
-            "mean regret, book's": c["mean_book"].map(signed),
-            "verdict, book's": c["verdict_book"],
-            f"mean regret, {R1.TEST_PER_CLIENT:,}": c["mean_large"].map(signed),
-            f"verdict, {R1.TEST_PER_CLIENT:,}": c["verdict_large"],
-        }
-    ).set_index(["family", "rule", "kind"])
+    keys = ["family", "entry", "kind"]
+    before, after = res.columns
+    out = c[keys].assign(seeds=c["n"], rescored=c["rescored"])
+    out[before] = _cells(c["mean_book"], c["verdict_book"])
+    out[after] = _cells(c["mean_large"], c["verdict_large"])
+    if then is not None:
+        t = then.comparison.set_index(keys).loc[pd.MultiIndex.from_frame(c[keys])]
+        out[then.columns[1]] = _cells(t["mean_large"], t["verdict_large"])
+    out["family"] = out["family"].map(set_label)
+    return out.rename(columns={"entry": "rule"}).set_index(["family", "rule", "kind"])
+
+
+def _cells(means: pd.Series, verdicts: pd.Series) -> list[str]:
+    return [f"{signed(m)} {RF.verdict_mark(v)}" for m, v in zip(means, verdicts, strict=True)]
 
 
 CURVATURE = (
@@ -143,15 +184,22 @@ def summary(res: Rescore | None) -> str:
     changed = c[c["changed"]]
     lower = int((c["mean_large"] < c["mean_book"]).sum())
     b, g = res.claim_book, res.claim_large
+    if res.oracle_moved is None:
+        what, moved, sizes = f"Scoring R2's regrets on {res.images}", "", "test sizes"
+    else:
+        what = ("Choosing every split and every client's round on "
+                f"{R1.TEST_PER_CLIENT:,} validation images per client too")  # fmt: skip
+        moved = "; the oracle's split moves on {} of {} seeds".format(*res.oracle_moved)
+        sizes = "validation sizes"
     claim = (
-        f"Claim R2 is {g.verdict} ({g.strength}) with both test sizes."
+        f"Claim R2 is {g.verdict} ({g.strength}) with both {sizes}."
         if (b.verdict, b.strength) == (g.verdict, g.strength)
-        else f"Claim R2 is {b.verdict} ({b.strength}) with the book's test sets and "
+        else f"Claim R2 is {b.verdict} ({b.strength}) with {res.before} and "
         f"{g.verdict} ({g.strength}) with {res.images}."
     )
     text = (
-        f"Scoring R2's regrets on {res.images} changes {len(changed)} of the {len(c)} declared "
-        f"verdicts{' (the second table below names them)' if len(changed) else ''}; the mean "
+        f"{what} changes {len(changed)} of the {len(c)} declared verdicts"
+        f"{' (the second table below names them)' if len(changed) else ''}{moved}; the mean "
         f"regret is lower on {lower} of the {len(c)} (rule, kind) pairs. {claim}"
     )
     if res.curvature is not None:
@@ -173,6 +221,11 @@ def cost(res: Rescore | None) -> str:
     """The runs trained again for item 16 and those read from item 15's store."""
     if res is None:
         return "nothing here (not computed)"
+    if res.oracle_moved is not None:  # item 17: one store for R1's and R2's families
+        return (
+            "chapter 04's runs (the eleventh declaration trained every split of R1's and R2's "
+            "Fashion-MNIST seeds again in one store; chapter 04 gives its cost)"
+        )
     if res.record is None:
         return f"no run of its own: all {res.reused} runs it reads are chapter 04's rescore's"
     return (

@@ -486,14 +486,14 @@ def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> di
 
 
 def _r1_with_own_rates(regrets: pd.DataFrame, rules: pd.DataFrame, profile: str, own_rates: bool):
-    """R1 from its one-rate family, its regrets on large test sets where the committed rescore
-    holds them (item 15, ``r1_rescore.r1_regrets``); with ``own_rates`` and the fair sweep
-    committed, its reason also names every federation whose verdict differs with each split at
-    its own rate (item 12, both on the book's test sets)."""
+    """R1 from its one-rate family, its regrets on large evaluation sets where the committed
+    rescores hold them (items 15 and 17, ``val_rescore.r1_family``); with ``own_rates`` and the
+    fair sweep committed, its reason also names every federation whose verdict differs with each
+    split at its own rate (item 12, both on the book's test sets)."""
     from playerfl_core.book.reports import fair_sweeps as FS
-    from playerfl_core.study.r1_rescore import r1_regrets
+    from playerfl_core.study.val_rescore import r1_family
 
-    claim = C.r1_rule_finds_oracle(r1_regrets(regrets), label=dataset_label, profile=profile)
+    claim = C.r1_rule_finds_oracle(r1_family(regrets), label=dataset_label, profile=profile)
     note = FS.r1_note(FS.analyse(regrets, rules) if own_rates else None)
     if not note:
         return claim

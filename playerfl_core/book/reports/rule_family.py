@@ -4,7 +4,7 @@ family, the pre-registered test on federations not used to design them, and thei
 Everything is read from two committed tables: the split sweeps (``stores/standard``) and the
 rules table of their replayed first epochs (``stores/rules/standard.parquet``).
 
-About 560 lines in one module: every function reads the same :class:`RuleStudy`, and the
+About 700 lines in one module: every function reads the same :class:`RuleStudy`, and the
 chapter's glued sentences (the first test, the follow-ups, the second-order rule, the
 confirmation, the advice) cite one another's numbers, so they are kept side by side, in the
 chapter's order.
@@ -58,6 +58,9 @@ class RuleStudy:
     book: RuleStudy | None = None
     """The same study with every regret on the book's test sets, when item 16's rescore
     replaced any of :attr:`regrets` (their ``rescored`` column says which); None otherwise."""
+    test_only: RuleStudy | None = None
+    """The same study with items 15 and 16's regrets (2,000 test images, the book's validation
+    sets), when item 17 replaced any of :attr:`regrets` (``rescored`` says which); else None."""
 
     @property
     def headline(self) -> list[str]:
@@ -86,9 +89,10 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame, rescore: bool = True) -> R
     the third declaration's rule, when the sweeps and the rules table hold every seed they
     declare). With ``rescore``, every regret whose runs items 15 and 16 rescored reads its
     test terms on 2,000 images per client (``study.r2_rescore``), and :attr:`RuleStudy.book`
-    keeps the study on the book's test sets."""
-    from dataclasses import replace
-
+    keeps the study on the book's test sets; where item 17's store holds the seed, its regret
+    (every split and round chosen on 2,000 validation images too, ``study.val_rescore``) takes
+    their place, and :attr:`RuleStudy.test_only` keeps the study before it."""
+    from playerfl_core.study import val_rescore as V
     from playerfl_core.study.r2_rescore import r2_regrets
 
     datasets = [*P.DEVELOPMENT, *P.EVALUATION]
@@ -133,7 +137,15 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame, rescore: bool = True) -> R
     new = r2_regrets(book) if rescore else on_book.regrets
     if not new["rescored"].any():
         return on_book
-    return replace(study_of(new, tuning=on_book.tuning, replay=on_book.replay), book=on_book)
+    fixed = {"tuning": on_book.tuning, "replay": on_book.replay, "book": on_book}
+    test_only = study_of(new, **fixed)
+    large = V.large_sweep() if rescore else None
+    if large is None:
+        return test_only
+    newer = V.r2_regrets(new, large, rules)
+    if not newer["rescored"].any():
+        return test_only
+    return study_of(newer, **fixed, test_only=test_only)
 
 
 def _has_follow_up(
@@ -365,7 +377,7 @@ def verdict_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     the regret figure and the glued lines; nine interval cells a row would not fit the page).
     A set of one kind (a follow-up) is shown entries × kind: eight entry columns would not fit
     the page either, and one row is read more easily as a column."""
-    cell = [f"{signed(r.mean)} {_mark(r.verdict)}" for r in verdicts.itertuples()]
+    cell = [f"{signed(r.mean)} {verdict_mark(r.verdict)}" for r in verdicts.itertuples()]
     shown = verdicts.assign(cell=cell).pivot(index="kind", columns="entry", values="cell")
     entries = list(dict.fromkeys(verdicts["entry"]))
     kinds = [k for k in P.KIND_ORDER if k in shown.index]
@@ -373,7 +385,8 @@ def verdict_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     return table.T if len(kinds) == 1 else table
 
 
-def _mark(verdict: str) -> str:
+def verdict_mark(verdict: str) -> str:
+    """✓ within δ, ✗ beyond it, ? undecided."""
     return {P.WITHIN: "✓", P.BEYOND: "✗"}.get(verdict, "?")
 
 
@@ -600,17 +613,27 @@ def result_details(study: RuleStudy) -> str:
 
 def _rescore_sentence(study: RuleStudy) -> str:
     """Where the regrets were scored: on 2,000 test images per client where item 16 rescored
-    them, with how many verdicts that changed (empty when nothing was rescored)."""
+    them (and with every split and round chosen on 2,000 validation images where item 17 did),
+    with how many verdicts that changed (empty when nothing was rescored)."""
     from playerfl_core.study.r1_rescore import TEST_PER_CLIENT
     from playerfl_core.study.r2_rescore import family_comparison
 
     if study.book is None:
         return ""
     comparison = family_comparison(study.book.regrets, study.regrets)
+    n = f"{TEST_PER_CLIENT:,}"
+    where, sets = (
+        (f"scored on {n} test images per client (the tenth declaration)", "test sets")
+        if study.test_only is None
+        else (
+            f"chosen on {n} validation images and scored on {n} test images per client (the "
+            "tenth and eleventh declarations)",
+            "validation and test sets",
+        )  # fmt: skip
+    )
     return (
-        f" Fashion-MNIST's regrets are scored on {TEST_PER_CLIENT:,} test images per client "
-        f"(the tenth declaration): {int(comparison['changed'].sum())} of the {len(comparison)} "
-        "verdicts differ from those on the book's test sets."
+        f" Fashion-MNIST's regrets are {where}: {int(comparison['changed'].sum())} of the "
+        f"{len(comparison)} verdicts differ from those on the book's {sets}."
     )
 
 
