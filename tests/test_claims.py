@@ -234,6 +234,18 @@ def test_c1_and_scorecard():
         C.unit_profiles(_analytics(0.1), ["cka_dissimilarity"], "local", "final")
 
 
+def test_every_badge_names_its_strength_none_too():
+    """Chapter 06's C4 badge read "undecided" alone where every other card, and chapter 05's
+    table, give a strength: "undecided · none"."""
+    from dataclasses import replace
+
+    up = C.c1_divergence_grows(_analytics(0.1))
+    none = replace(up, id="C4", verdict=C.Verdict("undecided", "none", "2 undecided of 2 parts"))
+    html = C.scorecard_html(C.scorecard([up, none]))
+    assert f"{up.verdict.verdict} · {up.verdict.strength}</span>" in html
+    assert "undecided · none</span>" in html
+
+
 def test_datasets_keep_the_chapters_order_not_the_alphabets():
     named = [_analytics(0.1).assign(dataset=name) for name in ("heart", "digits", "fmnist")]
     analytics = pd.concat(named, ignore_index=True)

@@ -186,12 +186,47 @@ def test_traffic_is_kilobytes_per_silo_per_round_by_purpose():
             ("reports", 0, 1, 0, 40, 4),
         ],
         columns=["call", "round", "silo", "bytes_to_silo", "bytes_from_silo", "numbers_from_silo"],
-    ).assign(algorithm="fedlama", messages=6)
+    ).assign(algorithm="fedlama", messages=12)  # per silo: 4 asks, the opening and the closing
     row = traffic(wire, rounds=2).loc["fedlama"]
     assert row["up kB/round"] == pytest.approx(3.0)
     assert row["down kB/round"] == pytest.approx(1.0)
     assert row["scoring kB/round"] == pytest.approx(0.5)  # (500 + 500) B over 2 rounds
-    assert row["numbers reported"] == 4 and row["messages/round"] == pytest.approx(1.5)
+    assert row["numbers reported"] == 4 and row["messages/round"] == pytest.approx(3.0)
+    assert row["messages"] == 6 and row["outside rounds"] == 2
+
+
+def test_messages_per_round_say_why_fedavgs_one_a_round_reads_more():
+    """Chapter 07 said a FedAvg round costs one message per silo while its Table 87 gave 1.10
+    (the run's opening and closing messages, over 20 rounds), and its first column had no name
+    where Table 86 calls it "algorithm"."""
+    from playerfl_core.book.reports.silos import messages_note, shown_traffic, traffic, wire_facts
+
+    def wire(name, extra_asks):  # 2 silos, 20 rounds: one "uploads" ask per round and silo
+        calls = [("uploads", r, s) for r in range(20) for s in (0, 1)] + extra_asks
+        frame = pd.DataFrame(calls, columns=["call", "round", "silo"])
+        per_silo = len(calls) // 2 + 2  # with the opening and the closing message
+        return frame.assign(algorithm=name, messages=2 * per_silo, bytes_to_silo=0,
+                            bytes_from_silo=0, numbers_from_silo=0)  # fmt: skip
+
+    table = traffic(
+        pd.concat([wire("fedavg", []),
+                   wire("playerfl", [("reports", 0, s) for s in (0, 1)]),
+                   wire("fedlama", [("deployment uploads", r, s) for r in range(20)
+                                    for s in (0, 1)])]),
+        rounds=20,
+    )  # fmt: skip
+    assert table["messages/round"].round(2).tolist() == [1.1, 1.15, 2.1]
+    assert table["outside rounds"].tolist() == [2, 2, 2]
+    shown = shown_traffic(table)
+    assert shown.index.name == "algorithm" and "outside rounds" not in shown.columns
+    assert messages_note(table, 20).endswith(
+        "the 2 that open and close the run included, so FedAvg's one message a round reads 1.10"
+    )
+    sentence = wire_facts(table, 20)["messages_sentence"]
+    assert sentence.startswith("A FedAvg silo gets 22 messages over the 20 rounds: one a round")
+    assert "so the table reads 1.10 a round" in sentence
+    assert "PLayer-FL's silo gets 1 more (one in round 0" in sentence
+    assert "FedLAMA's 20 more (one a round" in sentence
 
 
 def test_the_tuning_caption_names_each_kept_threshold_ties_to_the_smaller():
@@ -525,3 +560,80 @@ def test_the_timing_effect_lists_datasets_in_the_chapters_order(monkeypatch):
     )
     assert list(effect.index.get_level_values("dataset")) == ["fmnist", "heart", "digits"]
     assert effect["median_diff"].round(6).eq(0.1).all()
+
+
+def test_the_authors_options_list_datasets_in_the_chapters_order(monkeypatch):
+    """Chapter 06's Table 77 listed Heart before Fashion-MNIST while the chapter's other tables
+    follow its dataset parameter (Fashion-MNIST, Heart, Digits)."""
+    from types import SimpleNamespace
+
+    from playerfl_core.book.reports import reproduction as RP
+
+    monkeypatch.setattr(RP.M, "run_scores", lambda table: table)  # runs' scores as given
+    rows = [(d, a, 0.1, s, 0.5) for d in ("fmnist", "heart", "digits")
+            for a in ("fedavg", "playerfl") for s in (0, 1)]  # fmt: skip
+    runs = pd.DataFrame(rows, columns=["dataset", "algorithm", "lr", "seed", "value"])
+    monkeypatch.setattr(
+        RP, "run_grid",
+        lambda names, *a, **k: SimpleNamespace(
+            table=runs[runs["dataset"].isin(names)].assign(value=0.6)),
+    )  # fmt: skip
+    grid = SimpleNamespace(chosen=runs[["dataset", "algorithm", "lr"]].drop_duplicates())
+    options, biggest = RP.option_effects(
+        runs, grid, ["fmnist", "heart", "digits"], ["fedavg", "playerfl"], "quick"
+    )
+    assert list(dict.fromkeys(options.index.get_level_values("dataset"))) == [
+        "Fashion-MNIST", "Heart"]  # fmt: skip
+    assert options["median paired change"].eq(0.1).all() and "+0.100" in biggest
+
+
+def test_our_splits_name_the_profile_they_come_from():
+    """Chapter 06's "our p (all seeds)" gave Heart p = 1 where chapter 05's standard profile
+    shows p = 2 on some seeds: the column names the profile, so no one reads a contradiction."""
+    from playerfl_core.book.reports import reproduction as RP
+    from playerfl_core.stats.results import SERVER
+
+    rows = [(d, "playerfl", s, SERVER, "split_p", p)
+            for d, ps in {"fmnist": (3, 3), "heart": (1, 1)}.items()
+            for s, p in enumerate(ps)]  # fmt: skip
+    table = pd.DataFrame(
+        rows, columns=["dataset", "algorithm", "seed", "client", "metric", "value"]
+    )
+    shown = RP.split_comparison(table, "quick")
+    assert list(shown.columns) == ["our p (quick profile, every seed)", "authors' p"]
+    assert list(shown.index) == ["Fashion-MNIST", "Heart"]
+
+
+def test_the_bottom_line_opens_on_every_claim_and_links_its_terms_first():
+    """Chapter 06's Result box named no verdict for M1, used "validation oracle" and "regret"
+    before the page defines them, and pointed to "R2's card below" (the cards stand at the end)."""
+    import re
+    from pathlib import Path
+
+    from playerfl_core.book.reports import reproduction as RP
+
+    verdicts = {"C1": "supported", "C2": "undecided", "M1": "contradicted", "C3": "undecided",
+                "C4": "undecided", "C5": "undecided", "R1": "contradicted",
+                "R2": "contradicted"}  # fmt: skip
+    card = pd.DataFrame({"claim": list(verdicts), "verdict": list(verdicts.values())})
+    text = RP.bottom_line(card)
+    plain = re.sub(r"<[^>]+>", "", text)
+    assert plain.startswith(
+        "The book tests 8 claims, the paper's 5 (C1–C5) and 3 of its own (M1, R1 and R2): its "
+        "evidence supports C1; contradicts M1, R1 and R2; and cannot decide C2–C5."
+    ), plain
+    assert "(M1)." in plain and "does not rank a model's layers" in plain
+    assert "card below" not in plain and "its card in the scorecard" in plain
+    for word in ("oracle", "regret", "δ"):  # the first use of each is a glossary link
+        first = text.index(word)
+        assert text.rfind("<a ", 0, first) > text.rfind("</a>", 0, first), word
+    glossary = (Path(__file__).parents[1] / "chapters" / "glossary.md").read_text()
+    terms = {re.sub(r"[^A-Za-z0-9]+", "-", line.strip()).strip("-")
+             for line in glossary.splitlines() if re.match(r"^\S", line)}  # fmt: skip
+    for anchor in re.findall(r'href="glossary\.html#term-([^"]+)"', text):
+        assert anchor in terms, anchor
+    lean = RP.bottom_line(card[card["claim"].str.startswith("C")])
+    assert re.sub(r"<[^>]+>", "", lean) == (
+        "The book tests 5 claims, the paper's 5 (C1–C5): its evidence supports C1 and cannot "
+        "decide C2–C5."
+    )

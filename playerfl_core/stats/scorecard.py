@@ -59,7 +59,8 @@ too, since the badge also carries the word."""
 def scorecard_html(card: pd.DataFrame, titles: dict[str, str] | None = None) -> str:
     """The scorecard as an HTML block for glue across pages (where only HTML and plain text are
     pasted): one card per claim, stacked, so it reads on a phone as well as at 1280 px: the
-    claim's id and statement, a coloured verdict badge with its strength, the one-line reason
+    claim's id and statement, a coloured verdict badge with its strength (always, "none" too:
+    chapter 05's tables print it, and a badge without one read as a missing value), the reason
     and a link to the chapter by its title (``titles``: chapter → title; the file name
     otherwise)."""
     import html
@@ -72,7 +73,7 @@ def scorecard_html(card: pd.DataFrame, titles: dict[str, str] | None = None) -> 
         badge = (
             f'<span style="background:{color};color:#fff;border-radius:0.8em;padding:0.1em '
             f'0.6em;font-weight:600;white-space:nowrap">{html.escape(r.verdict)}'
-            f"{' · ' + html.escape(r.strength) if r.strength != 'none' else ''}</span>"
+            f" · {html.escape(r.strength)}</span>"
         )
         link = f'<a href="{html.escape(doc)}.html">{html.escape(titles.get(doc, doc))}</a>'
         items.append(

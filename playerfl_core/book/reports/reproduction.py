@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from playerfl_core.book.reports.bottom_line import bottom_line  # noqa: F401 (the chapter's R.)
 from playerfl_core.book.reports.tables import MISSING, in_order, signed, signed_change
 from playerfl_core.book.style import algorithm_label, dataset_label, score_label
 from playerfl_core.fl.names import tied_text
@@ -321,8 +322,10 @@ def interval_widths(table: pd.DataFrame, n_boot: int) -> pd.DataFrame:
     return few.round(4).rename(index=dataset_label)
 
 
-def split_comparison(table: pd.DataFrame) -> pd.DataFrame:
-    """PLayer-FL's splits over seeds against the authors' hard-coded ones."""
+def split_comparison(table: pd.DataFrame, profile: str) -> pd.DataFrame:
+    """PLayer-FL's splits over seeds against the authors' hard-coded ones. The column names
+    ``profile``: the splits are those of this chapter's grid, and another profile's (chapter
+    05's standard one) can differ on the same dataset, which read as a contradiction unnamed."""
     sp = table[
         (table["client"] == SERVER)
         & (table["metric"] == "split_p")
@@ -331,7 +334,7 @@ def split_comparison(table: pd.DataFrame) -> pd.DataFrame:
     out = (
         sp.groupby("dataset", sort=False)["value"]
         .agg(lambda v: ", ".join(str(int(x)) for x in sorted(set(v))))
-        .rename("our p (all seeds)")
+        .rename(f"our p ({profile} profile, every seed)")
         .to_frame()
     )
     refs = S.REFERENCE_SPLITS  # the authors' hard-coded splits (appendix §6.11)
@@ -369,7 +372,7 @@ def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
             change = g["value_option"] - g["value_default"]
             rows.append(
                 {
-                    "dataset": dataset_label(ds),
+                    "dataset": ds,
                     "option": name,
                     "algorithm": algorithm_label(alg),
                     "seeds": len(g),
@@ -379,7 +382,8 @@ def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
                 }
             )
     columns = ["dataset", "option", "algorithm", "seeds", "default", "with option"]
-    options = pd.DataFrame(rows, columns=[*columns, "median paired change"])
+    options = in_order(pd.DataFrame(rows, columns=[*columns, "median paired change"]), datasets)
+    options["dataset"] = options["dataset"].map(dataset_label)  # the chapter's order, as above
     options = options.set_index(["dataset", "option", "algorithm"])
     if not len(options):
         return options, "not measured (no federation with one of the authors' options selected)"
@@ -522,58 +526,3 @@ def chapter_titles() -> dict[str, str]:
                 titles[path.stem] = text.splitlines()[0].removeprefix("# ").strip()
                 break
     return titles
-
-
-def bottom_line(card: pd.DataFrame) -> str:
-    """Three sentences a reader can repeat, from the scorecard's verdicts: the paper's claims,
-    the rule against the oracle (R1) and the pre-registered test of other rules (R2). R2's scope
-    (the distinct rules, the deciding federation) is on its card, shown right below: written
-    here too, it stood twice on the page."""
-    verdicts = card.set_index("claim")["verdict"]
-    paper = verdicts[[c for c in verdicts.index if c.startswith("C")]]
-    groups = {v: [c for c, w in paper.items() if w == v] for v in C.VERDICTS}
-    parts = [
-        f"{word} {', '.join(ids)}" for word, ids in (
-            ("supports", groups["supported"]), ("contradicts", groups["contradicted"]),
-            ("cannot decide", groups["undecided"]),
-        ) if ids
-    ]  # fmt: skip
-    lines = [
-        f"Of the paper's {len(paper)} claims, the book's evidence "
-        + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
-        + "."
-    ]
-    r1 = verdicts.get("R1")
-    if r1 is not None:
-        lines.append(
-            {
-                "supported": "The paper's rule picks a split as good as the validation oracle's "
-                "(regret within 0.02 macro-F1) on every federation swept.",
-                "contradicted": "The paper's rule does not pick a split as good as the validation "
-                "oracle's on every federation swept: on some, its regret is beyond 0.02 "
-                "macro-F1.",
-            }.get(
-                r1,
-                "Whether the paper's rule finds the validation oracle's split cannot be "
-                "decided with the seeds at hand.",
-            )  # fmt: skip
-        )
-    r2 = card.set_index("claim").loc["R2"] if "R2" in verdicts.index else None
-    if r2 is not None:
-        lines.append(
-            {
-                "supported": f"In a pre-registered test, a rule that reads only the first epoch "
-                f"kept the regret within 0.02 everywhere ({r2['evidence']}).",
-                "contradicted": "In pre-registered tests on federations not used to design them, "
-                "every rule tested that reads only the first epoch was shown to lose more than "
-                "0.02 macro-F1 against the validation oracle's split on at least one kind of "
-                "heterogeneity; R2's card below names the distinct rules and the federation "
-                "that decides it.",
-            }.get(
-                r2["verdict"],
-                "A pre-registered test of rules that read only the first "
-                "epoch could not decide whether any keeps the regret within "
-                "0.02 everywhere.",
-            )  # fmt: skip
-        )
-    return " ".join(lines)

@@ -20,6 +20,10 @@ TRAINING_UP, TRAINING_DOWN = ("uploads",), ("send",)
 SCORING_UP, SCORING_DOWN = ("deployment uploads",), ("deploy",)
 """Wire calls by purpose: training traffic, and traffic that only serves the per-round scoring
 of a model no client holds (FedLAMA's global average)."""
+ASKS = ("uploads", "deployment uploads", "reports", "checkpoint")
+"""Calls the server waits for: each sends a silo one message (with the calls queued before it).
+A silo's other messages are outside the rounds: the opening one that asks for its training size
+and model, and the closing one that collects the last evaluation's rows."""
 
 
 def equivalence(in_process: dict[str, pd.DataFrame], flower: pd.DataFrame) -> pd.DataFrame:
@@ -51,7 +55,10 @@ def equivalence(in_process: dict[str, pd.DataFrame], flower: pd.DataFrame) -> pd
 
 def traffic(wire: pd.DataFrame, rounds: int) -> pd.DataFrame:
     """Per algorithm (internal name): mean kB one silo sends and receives per round, for
-    training and for scoring only, the numbers it reports, and its messages per round."""
+    training and for scoring only, the numbers it reports, and its messages per round (all of
+    them over the run, divided by the rounds), with ``messages`` (over the run) and ``outside
+    rounds`` (those no call of a round asked for, :data:`ASKS`) to say why that mean is not a
+    whole number."""
     rows = []
     for name, w in wire.groupby("algorithm", sort=False):
         silos = w["silo"].nunique()
@@ -68,17 +75,41 @@ def traffic(wire: pd.DataFrame, rounds: int) -> pd.DataFrame:
                 + kb(SCORING_DOWN, "bytes_to_silo"),
                 "numbers reported": int(w["numbers_from_silo"].sum() / silos),
                 "messages/round": w["messages"].iloc[0] / silos / rounds,
+                "messages": int(w["messages"].iloc[0] / silos),
+                "outside rounds": int((w["messages"].iloc[0] - w["call"].isin(ASKS).sum()) / silos),
             }
         )
     return pd.DataFrame(rows).set_index("algorithm")
 
 
 def shown_traffic(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`traffic` with display names, rounded for the page."""
-    out = table.round({"up kB/round": 1, "down kB/round": 1, "scoring kB/round": 1})
+    """:func:`traffic` with display names, rounded for the page; the rows named "algorithm", as
+    every other table of the chapter (the counts over the run are the text's)."""
+    out = table.drop(columns=["messages", "outside rounds"])
+    out = out.round({"up kB/round": 1, "down kB/round": 1, "scoring kB/round": 1})
     out["messages/round"] = out["messages/round"].round(2)
-    out.index = [algorithm_label(n) for n in out.index]
+    out.index = pd.Index([algorithm_label(n) for n in out.index], name="algorithm")
     return out
+
+
+def messages_note(table: pd.DataFrame, rounds: int) -> str:
+    """The caption's words on messages per round: why FedAvg's one message a round reads more."""
+    if "fedavg" not in table.index:
+        return f"a silo's messages over the run divided by its {rounds} rounds"
+    f = table.loc["fedavg"]
+    return (
+        f"a silo's messages over the run divided by its {rounds} rounds, the "
+        f"{int(f['outside rounds'])} that open and close the run included, so FedAvg's one "
+        f"message a round reads {f['messages/round']:.2f}"
+    )
+
+
+EXTRA = {
+    "playerfl": "one in round 0 that collects its sensitivities",
+    "playerfl_random": "one in round 0 that collects its sensitivities",
+    "fedlama": "one a round for the uploads that only scoring its global average needs",
+}
+"""Why an algorithm's silo gets more messages than FedAvg's (the count is measured)."""
 
 
 def plot_traffic(table: pd.DataFrame):
@@ -121,8 +152,37 @@ def plot_traffic(table: pd.DataFrame):
     return fig
 
 
-def wire_facts(table: pd.DataFrame) -> dict[str, str]:
-    """The glued sentence comparing PLayer-FL's traffic with FedAvg's (what the table shows)."""
+def _messages_sentence(table: pd.DataFrame, rounds: int) -> str:
+    if "fedavg" not in table.index:
+        return ""
+    f = table.loc["fedavg"]
+    outside = int(f["outside rounds"])
+    which = (
+        " (the opening one, which asks for the silo's training size and model, and the closing "
+        "one, which collects the last round's evaluation)"
+        if outside == 2
+        else ""
+    )
+    text = (
+        f"A FedAvg silo gets {int(f['messages'])} messages over the {rounds} rounds: one a "
+        f"round, which carries the round's calls and asks for its upload, and {outside} outside "
+        f"the rounds{which}, so the table reads {f['messages/round']:.2f} a round."
+    )
+    more = [
+        f"{algorithm_label(name)}'s {int(n)} more ({EXTRA[name]})"
+        for name, n in (table["messages"] - f["messages"]).items()
+        if n > 0 and name in EXTRA
+    ]
+    if more:
+        more[0] = more[0].replace("'s ", "'s silo gets ", 1)
+        text += " " + (", ".join(more[:-1]) + " and " if len(more) > 1 else "") + more[-1] + "."
+    return text
+
+
+def wire_facts(table: pd.DataFrame, rounds: int | None = None) -> dict[str, str]:
+    """The glued sentences comparing PLayer-FL's traffic with FedAvg's (what the table shows)
+    and, with ``rounds``, saying what a silo's messages are."""
+    facts = {"messages_sentence": _messages_sentence(table, rounds)} if rounds else {}
     parts = []
     if "playerfl" in table.index and "fedavg" in table.index:
         p, f = table.loc["playerfl"], table.loc["fedavg"]
@@ -142,4 +202,4 @@ def wire_facts(table: pd.DataFrame) -> dict[str, str]:
             f"round) but scoring its global model every round moves "
             f"{table.loc['fedlama', 'scoring kB/round']:.1f} kB more."
         )
-    return {"wire_sentence": " ".join(parts) or "(No algorithm to compare here.)"}
+    return {**facts, "wire_sentence": " ".join(parts) or "(No algorithm to compare here.)"}

@@ -1,0 +1,124 @@
+"""The bottom line of the scorecard: a few sentences a reader can repeat, glued as HTML into the
+Result box of chapter 06 and the intro's Bottom line box.
+
+Both boxes stand before any definition on their page, and glued HTML cannot hold MyST roles, so
+each term is linked to the glossary (``glossary.html``, a page of the same folder) and, where the
+sentence needs it, defined in a few words at its first use. The first sentence covers every claim
+of the scorecard, the book's own (M1, R1, R2) as well as the paper's: a box that named only some
+read as if the others had no verdict. Reads the verdicts; decides nothing."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pandas as pd
+
+from playerfl_core.stats import claims as C
+from playerfl_core.stats.split_verdicts import TOLERANCE
+
+DOING = {"supported": "supports", "contradicted": "contradicts", "undecided": "cannot decide"}
+"""What the evidence does to the claims of each verdict, in the first sentence."""
+
+
+def glossary_link(text: str, term: str) -> str:
+    """``text`` linked to ``term``'s entry in the glossary (Sphinx's anchor of a glossary term:
+    ``term-`` and the term with every run of other characters than ASCII letters and digits
+    made one hyphen, so "tolerance δ" is ``term-tolerance``)."""
+    anchor = re.sub(r"[^A-Za-z0-9]+", "-", term).strip("-")
+    return f'<a href="glossary.html#term-{anchor}">{html.escape(text)}</a>'
+
+
+def _listed(items) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _span(ids) -> str:
+    """C2–C5 when three or more ids of one letter run on without a gap, else listed."""
+    ids = list(ids)
+    numbers = [int(i[1:]) if i[1:].isdigit() else None for i in ids]
+    run = (
+        len(ids) > 2
+        and len({i[0] for i in ids}) == 1
+        and numbers == list(range(numbers[0] or 0, (numbers[-1] or 0) + 1))
+    )
+    return f"{ids[0]}–{ids[-1]}" if run else _listed(ids)
+
+
+def opening(verdicts: pd.Series) -> str:
+    """One sentence over every claim: how many the book tests, whose they are, and which the
+    evidence supports, contradicts or cannot decide."""
+    ids = list(verdicts.index)
+    paper = [c for c in ids if c.startswith("C")]
+    own = [c for c in ids if not c.startswith("C")]
+    whose = [f"the paper's {len(paper)} ({_span(paper)})"] if paper else []
+    whose += [f"{len(own)} of its own ({_listed(own)})"] if own else []
+    doing = [
+        f"{DOING[v]} {_span(c for c in ids if verdicts[c] == v)}"
+        for v in C.VERDICTS
+        if (verdicts == v).any()
+    ]
+    if len(doing) > 1 and any(", " in g or " and " in g for g in doing):
+        doing = ["; ".join(doing[:-1]) + ";", doing[-1]]  # "and" within a group: groups apart
+    doing = _listed(doing)
+    return (
+        f"The book tests {len(ids)} {glossary_link('claims', 'claim')}, {_listed(whose)}: its "
+        f"evidence {doing}."
+    )
+
+
+def bottom_line(card: pd.DataFrame) -> str:
+    """The opening sentence over every claim, then one sentence per claim of the book's own
+    (M1, R1, R2) in words: what the paper's metric and rule do, with the terms linked to the
+    glossary and the oracle and the regret defined at their first use. R2's scope (the distinct
+    rules, the deciding federation) is on its card: written here too, it stood twice in the
+    intro."""
+    verdicts = card.set_index("claim")["verdict"]
+    delta = f"{glossary_link('tolerance δ', 'tolerance δ')} = {TOLERANCE:g} macro-F1"
+    oracle = (
+        f"the {glossary_link('validation oracle', 'oracle split')}'s split (the split that "
+        "scores best on validation data, among all splits trained)"
+    )
+    regret = f"{glossary_link('regret', 'regret')} (the test macro-F1 lost against that split)"
+    lines = [opening(verdicts)]
+    sensitivity = glossary_link("federation sensitivity", "federation sensitivity")
+    m1 = {
+        "supported": f"The paper's metric, {sensitivity}, ranks a model's layers like the "
+        "measured cost of averaging them (M1).",
+        "contradicted": f"The paper's metric, {sensitivity}, does not rank a model's layers like "
+        "the measured cost of averaging them on every federation tested (M1).",
+        "undecided": f"Whether the paper's metric, {sensitivity}, ranks a model's layers like "
+        "the measured cost of averaging them cannot be decided with the seeds at hand (M1).",
+    }
+    if "M1" in verdicts.index:
+        lines.append(m1[verdicts["M1"]])
+    rule = glossary_link("split rule", "split rule")
+    r1 = {
+        "supported": f"The paper's {rule} picks a split as good as {oracle} on every federation "
+        f"swept: its {regret} stays within the {delta} (R1).",
+        "contradicted": f"The paper's {rule} does not pick a split as good as {oracle} on every "
+        f"federation swept: on some, its {regret} is beyond the {delta} (R1).",
+        "undecided": f"Whether the paper's {rule} picks a split as good as {oracle}, its {regret} "
+        f"within the {delta}, cannot be decided with the seeds at hand (R1).",
+    }
+    if "R1" in verdicts.index:
+        lines.append(r1[verdicts["R1"]])
+        oracle, regret, delta = "the oracle's split", "regret", f"δ = {TOLERANCE:g}"
+    registered = glossary_link("pre-registered", "pre-registration")
+    tested = f"{registered} tests"
+    r2 = {
+        "supported": f"In {tested}, a rule that reads only the first epoch kept its {regret} "
+        f"against {oracle} within {delta} on every kind of heterogeneity (R2; its card in the "
+        "scorecard names the rule).",
+        "contradicted": f"In {tested} on federations not used to design them, every rule tested "
+        f"that reads only the first epoch lost more than {delta} against {oracle} on at least "
+        "one kind of heterogeneity (R2; its card in the scorecard names the distinct rules and "
+        "the federation that decides it).",
+        "undecided": f"{registered.replace('>pre-', '>Pre-', 1)} tests of rules that read only "
+        "the first epoch could not "
+        f"decide whether any keeps its {regret} against {oracle} within {delta} everywhere (R2).",
+    }
+    if "R2" in verdicts.index:
+        lines.append(r2[verdicts["R2"]])
+    return " ".join(lines)
