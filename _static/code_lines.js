@@ -7,9 +7,10 @@
 // ("scratch_m" / "odel" on a phone); the CSS still breaks anywhere when no such place fits.
 // Only a long name may break after its underscores: lines break greedily, so a short one such
 // as "per_client" would split ("per_" / "client") where a break at the space before it keeps it
-// whole.
-const BREAK_AFTER = /(?<=[_./(,=])/;
-const BREAK_AFTER_SHORT = /(?<=[./(,=])/;
+// whole. A dot followed by a digit is a decimal point, never a break: the primer's docstring read
+// "(0.01 at α = 0." / "05)".
+const BREAK_AFTER = /(?<=[_/(,=])|(?<=\.)(?!\d)/;
+const BREAK_AFTER_SHORT = /(?<=[/(,=])|(?<=\.)(?!\d)/;
 const LONG_NAME = 16;
 
 function withBreaks(piece) {

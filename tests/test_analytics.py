@@ -276,6 +276,9 @@ def test_depth_trend_correlation_and_splits():
     sens = _fake({0: [1.0, 1.0, 1.0, 9.0]}, "sensitivity")
     splits = S.server_splits(sens, thresholds=[0.5, 1.0, 2.5, 5.0])
     assert splits["p"].tolist() == [1, 3, 3, 3]
+    # at t = 5 no rise passes: p = 3 is the rule's fallback (L − 1), not the rise it found at
+    # t = 1 and 2.5, though p is the same; chapter 03 read Digits' fallback as a rise
+    assert splits["fallback"].tolist() == [False, False, False, True]
 
 
 def test_probe_set_is_seeded_and_shared(heart):

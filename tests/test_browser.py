@@ -19,6 +19,7 @@ when _build/html is missing.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -133,7 +134,8 @@ def test_a_shrunk_figure_opens_full_size_on_a_phone(built_book, chromium):
 
 def test_code_breaks_inside_long_names_only(built_book, chromium):
     """_static/code_lines.js: a wrapped code line may break after an underscore only inside a
-    long name; 03a on a phone split "per_" / "client" where the space before it was free."""
+    long name; 03a on a phone split "per_" / "client" where the space before it was free. Never
+    inside a number: the primer's constants read "(0.01 at α = 0." / "05)" at 1280 px."""
     from playwright.sync_api import sync_playwright
 
     names = """() => Array.from(document.querySelectorAll('article.bd-article div.highlight pre'))
@@ -146,11 +148,15 @@ def test_code_breaks_inside_long_names_only(built_book, chromium):
             page = browser.new_page(viewport={"width": NARROW_VIEWPORT, "height": 900})
             page.goto(base + "chapters/03a_the_algorithm_and_its_metric.html", wait_until="load")
             breaks = page.evaluate(names)
+            page.goto(base + "chapters/statistics_primer.html", wait_until="load")
+            primer = page.evaluate(names)
         finally:
             browser.close()
     at_underscore = [(b, name) for b, name in breaks if b.split("|")[0].endswith("_")]
     assert at_underscore and "per_|client" not in [b for b, _ in breaks], breaks[:20]
     assert all(len(name) >= 16 for _, name in at_underscore), at_underscore  # the whole name
+    in_number = [b for b, _ in breaks + primer if re.search(r"\.\|\d", b)]
+    assert primer and not in_number, in_number  # "0.|05" splits a number
 
 
 def test_the_checker_assumes_the_styles_smallest_font():

@@ -442,10 +442,69 @@ def test_the_split_lines_list_each_seeds_split_in_words_not_a_python_list():
     """Chapter 03's Result box read "seeds: [3, 3, 3]" (a Python list, issue 35)."""
     from playerfl_core.book.reports.sensitivity_study import split_numbers
 
-    splits = pd.DataFrame({"dataset": ["heart"] * 3, "p": [1, 1, 2]})
+    splits = pd.DataFrame({"dataset": ["heart"] * 3, "p": [1, 1, 2], "threshold": 1.0})
+    splits["fallback"] = False
     units = {"heart": ["fc1", "fc2", "fc3", "fc4"]}
     lines = split_numbers(splits, units)["split_lines"]
     assert lines == "- Heart: p = 1 of 4 units (federate fc1; per seed: 1, 1, 2)"
+
+
+def test_the_split_lines_say_where_the_split_is_the_rules_fallback():
+    """Chapter 03 read "Digits: p = 3 of 4 units" as a rise the rule found; no rise passed t, so
+    it was the fallback p = L − 1 (the same p), and the page never said so (issue 35)."""
+    from playerfl_core.book.reports.sensitivity_study import fallback_thresholds, split_numbers
+
+    splits = pd.DataFrame({"dataset": ["heart"] * 2 + ["digits"] * 2, "seed": [0, 1] * 2,
+                           "threshold": 1.0, "p": [1, 1, 3, 3],
+                           "fallback": [False, False, True, True]})  # fmt: skip
+    units = {"heart": ["fc1", "fc2", "fc3", "fc4"], "digits": ["c1", "c2", "fc1", "fc2"]}
+    out = split_numbers(splits, units)
+    assert out["split_lines"].splitlines()[1] == (
+        "- Digits: p = 3 of 4 units (federate c1, c2, fc1; per seed: 3, 3; no rise above t in "
+        "any seed: the rule's fallback)"
+    )
+    assert "fallback" not in out["split_lines"].splitlines()[0]
+    assert out["split_fallback"].startswith("At t = 1 no relative rise exceeds t on Digits in any")
+    assert out["split_fallback"].endswith("; on Heart it is the first rise above t.")
+    by_t = pd.concat([splits, splits.assign(threshold=4.0, fallback=[True, False, True, True])])
+    assert fallback_thresholds(by_t) == (
+        "The split is the rule's fallback p = L − 1 in every seed at t ∈ {1, 4} on Digits."
+    )
+
+
+def test_c2s_table_says_which_way_weak_evidence_leans():
+    """Chapter 03's C2 table called ρ = −0.80 "weak", which read as weak support (issue 35)."""
+    from playerfl_core.book.reports.sensitivity_study import c2_table
+
+    corr = pd.DataFrame({"dataset": "Digits", "measure": "hessian_trace",
+                         "estimate": [-0.8, 0.8, 0.9, 0.1], "n": 3, "p": 0.01,
+                         "p_holm": [0.14, 0.14, 0.01, 0.9],
+                         "verdict": ["undecided", "undecided", "supported", "undecided"],
+                         "strength": ["weak", "weak", "moderate", "none"]})  # fmt: skip
+    assert c2_table(corr)["strength"].tolist() == [
+        "weak, against the claim", "weak, for the claim", "moderate", "none"
+    ]  # fmt: skip
+
+
+def test_the_cost_sentences_name_every_ratio_in_the_chapters_order_at_one_precision():
+    """Chapter 03 listed Fashion-MNIST, Heart, digits, then "312, 230 and 217" unnamed, and
+    printed 12.47 as 12 beside a table's 12.5 (issue 35)."""
+    from playerfl_core.book.reports.sensitivity_study import batch_table, cost_numbers
+
+    costs = pd.DataFrame({"dataset": ["heart", "digits", "fmnist"], "probes": [12, 8, 4],
+                          "ratio": [27.6257, 17.3507, 12.4701], "ratio_q1": [26.34, 16.75, 12.17],
+                          "ratio_q3": [29.79, 18.38, 12.88], "repeats": 21})  # fmt: skip
+    out = cost_numbers(costs)
+    assert out["cost_measured"] == (
+        "27.6 times the sensitivity on Heart (quartiles of the per-repeat ratio 26.3–29.8), 17.4 "
+        "times on Digits (16.8–18.4) and 12.5 times on Fashion-MNIST (12.2–12.9)"
+    )
+    assert out["cost_extrapolated"] == (
+        "230 times on Heart, 217 times on Digits and 312 times on Fashion-MNIST"
+    )
+    assert out["cost_summary"] == "27.6× (Heart), 17.4× (Digits) and 12.5× (Fashion-MNIST)"
+    agree = pd.DataFrame({"dataset": "heart", "batches": [1, 2, 4], "agree": [0.7, 0.5, 0.9]})
+    assert list(batch_table(agree).columns) == ["m = 1", "m = 2", "m = 4"]
 
 
 def test_a_claims_sentence_opens_with_its_verdict():

@@ -292,6 +292,20 @@ def test_a_columns_decimals_line_up():
     assert all(f">{v}<" in shares for v in ("0.67", "1.00", "0.00")), shares  # not 1 and 0
 
 
+def test_lining_up_decimals_never_shows_a_digit_rounding_removed():
+    """Chapter 03's timings at three significant digits read 0.0228, 0.0624 and 0.1666: lined up
+    to four decimals, the last gained a fourth digit. Padding zeros (0.910) is fine, digits not;
+    and its columns say seconds, not "(s)", on the page where s is the sensitivity."""
+    frame = pd.DataFrame(
+        {"hessian_trace_s": [0.022814, 0.062435, 0.166584], "x": [0.91, 0.925, 0.9]}
+    )
+    html = show(frame, sig=3)._repr_html_()
+    assert all(f">{v}<" in html for v in ("0.0228", "0.0624", "0.167")), html
+    assert ">0.1666<" not in html
+    assert all(f">{v}<" in html for v in ("0.910", "0.925", "0.900")), html
+    assert ">Hessian trace (seconds)<" in html and "(s)" not in html
+
+
 def test_a_caption_written_as_prose_shows_emphasis_and_code_not_asterisks():
     from playerfl_core.book.reports.tables import caption_html, captioned
 

@@ -21,6 +21,7 @@ from playerfl_core.fl.sensitivity import (
     federation_sensitivity,
     full_gradient,
     pooled_sensitivities,
+    relative_rises,
     server_split,
 )
 from playerfl_core.fl.units import unit_params
@@ -101,7 +102,9 @@ def server_splits(
     every threshold t. The server averages the clients' s_k with ``weights``: a mapping
     client → weight, or a function of the group (a dict of the ``by`` values) returning one,
     e.g. the clients' training sizes of that dataset and seed; default equal weights.
-    Columns: ``by`` + threshold, p."""
+    Columns: ``by`` + threshold, p, fallback: True where no relative rise F_{l+1}/F_l − 1 of
+    the pooled sensitivities exceeds t, so that p is the rule's fallback L − 1 (every unit but
+    the head) rather than a rise the rule found; the two can give the same p."""
     by = list(by)
     sub = table[table["metric"] == "sensitivity"]
     out = []
@@ -113,8 +116,12 @@ def server_splits(
         }
         w = weights(dict(zip(by, key, strict=True))) if callable(weights) else weights or {}
         w = {c: w.get(c, 1.0) for c in per_client}
-        out.extend((*key, float(t), server_split(per_client, w, t)) for t in thresholds)
-    return pd.DataFrame(out, columns=[*by, "threshold", "p"])
+        rises = relative_rises(list(pooled_sensitivities(per_client, w).values()))
+        out.extend(
+            (*key, float(t), server_split(per_client, w, t), not bool((rises > t).any()))
+            for t in thresholds
+        )
+    return pd.DataFrame(out, columns=[*by, "threshold", "p", "fallback"])
 
 
 def reference_agreement(

@@ -161,6 +161,15 @@ def decide(ev: Evidence, pvalue: float | None = None, equivalence: bool = False)
     )
 
 
+def strength_text(verdict: str, strength: str, estimate: float) -> str:
+    """A part's strength as a table shows it beside its verdict. A decided verdict names its
+    direction (supported, contradicted); an undecided one does not, so its *weak* (leaning,
+    rule 3) says which way it leans: "weak, against the claim" must not read as weak support."""
+    if verdict == "undecided" and strength == "weak" and np.isfinite(estimate) and estimate != 0:
+        return f"weak, {'for' if estimate > 0 else 'against'} the claim"
+    return strength
+
+
 def holm_decide(parts: Sequence[Evidence], equivalence: bool = False) -> list[Evidence]:
     """Decide every part on its Holm-adjusted p-value, over the parts that were run."""
     from playerfl_core.stats.metrics import holm

@@ -1,5 +1,6 @@
 """Numbers, tables and sentences of chapter 03 ("The federation-sensitivity metric", claim C2,
-the split's stability, the threshold and the metric's cost)."""
+the split's stability, the threshold and the metric's cost). About 470 lines, one module: every
+sentence the chapter glues is written here, from the same tables its cells show."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.book.analysis_plots import metric_label
-from playerfl_core.book.reports.tables import signed
+from playerfl_core.book.reports.tables import number_text, signed
 from playerfl_core.book.style import algorithm_label, client_label, dataset_label
 from playerfl_core.fl.profiles import make_config
 from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import claims as C
+from playerfl_core.stats.decisions import strength_text
 
 REFERENCE_NAMES = {
     "paper_transition": "the paper's transition layers",
@@ -121,20 +123,75 @@ def split_table(splits: pd.DataFrame, units_of: dict) -> pd.DataFrame:
 
 
 def split_numbers(splits: pd.DataFrame, units_of: dict) -> dict:
-    """Glue values: the modal split per dataset, its units, and a Markdown list of all."""
+    """Glue values: the modal split per dataset, its units, a Markdown list of all, and
+    ``split_fallback``, where the split is the rule's fallback (no rise above t) rather than a
+    rise it found: the two can give the same p, and only the data tell them apart."""
     out, lines = {}, []
     for name, units in units_of.items():
-        ps = splits[splits["dataset"] == name]["p"]
+        rows = splits[splits["dataset"] == name]
+        ps = rows["p"]
         modal = int(ps.mode().iloc[0])
         out[f"{name}_p"] = modal
         out[f"{name}_L"] = len(units)
         out[f"{name}_p_units"] = ", ".join(units[:modal])
+        fallback = _fallback_note(rows)
         lines.append(
             f"- {dataset_label(name)}: p = {modal} of {len(units)} units "
-            f"(federate {', '.join(units[:modal])}; per seed: {', '.join(map(str, ps.tolist()))})"
+            f"(federate {', '.join(units[:modal])}; per seed: {', '.join(map(str, ps.tolist()))}"
+            f"{'; ' + fallback if fallback else ''})"
         )
     out["split_lines"] = "\n".join(lines)
+    out["split_fallback"] = fallback_text(splits, units_of)
     return out
+
+
+def _fallback_note(rows: pd.DataFrame) -> str:
+    """ "no rise above t in any seed: the rule's fallback", "… in 2 of 3 seeds" or ""."""
+    if "fallback" not in rows or not rows["fallback"].any():
+        return ""
+    k, n = int(rows["fallback"].sum()), len(rows)
+    return (
+        f"no rise above t in {'any seed' if k == n else f'{k} of {n} seeds'}: the rule's fallback"
+    )
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def fallback_text(splits: pd.DataFrame, units_of: dict) -> str:
+    """One sentence: on which datasets (and in how many seeds) no relative rise exceeds t, so
+    that the split is the rule's fallback p = L − 1, and on which it is a rise the rule found."""
+    t = ", ".join(f"{v:g}" for v in sorted(splits["threshold"].unique()))
+    fell, found = [], []
+    for name in units_of:
+        rows = splits[splits["dataset"] == name]
+        k, n = int(rows["fallback"].sum()), len(rows)
+        if k:
+            fell.append(f"{dataset_label(name)} in {'any seed' if k == n else f'{k} of {n} seeds'}")
+        else:
+            found.append(dataset_label(name))
+    if not fell:
+        return f"At t = {t} every split above is the first rise above t; none is the fallback."
+    text = (
+        f"At t = {t} no relative rise exceeds t on {_and(fell)}: there the split is the "
+        "rule's fallback, every unit but the head (p = L − 1), not a rise the rule found"
+    )
+    return text + (f"; on {_and(found)} it is the first rise above t." if found else ".")
+
+
+def fallback_thresholds(by_t: pd.DataFrame) -> str:
+    """One sentence: per dataset, the thresholds of the grid at which every seed's split is the
+    rule's fallback (a flat stretch of the threshold figure can be either a rise or no rise)."""
+    every = by_t.groupby(["dataset", "threshold"], sort=False)["fallback"].all()
+    parts = [
+        f"{_ts(ts)} on {dataset_label(name)}"
+        for name, g in every.groupby(level="dataset", sort=False)
+        if (ts := sorted(g[g].index.get_level_values("threshold")))
+    ]
+    if not parts:
+        return "At no threshold of the grid is any dataset's split the fallback in every seed."
+    return f"The split is the rule's fallback p = L − 1 in every seed at {_and(parts)}."
 
 
 def c2_parts(c2) -> pd.DataFrame:
@@ -144,10 +201,15 @@ def c2_parts(c2) -> pd.DataFrame:
 
 
 def c2_table(corr: pd.DataFrame) -> pd.DataFrame:
-    """The C2 tests as shown: dataset, measure, mean ρ, seeds, p, Holm p, verdict, strength."""
+    """The C2 tests as shown: dataset, measure, mean ρ, seeds, p, Holm p, verdict, strength
+    (an undecided part's *weak* with the direction it leans, :func:`strength_text`)."""
     shown = corr[["dataset", "measure", "estimate", "n", "p", "p_holm", "verdict", "strength"]]
+    strength = [
+        strength_text(v, s, e)
+        for v, s, e in zip(shown["verdict"], shown["strength"], shown["estimate"], strict=True)
+    ]
     return shown.rename(columns={"estimate": "mean ρ", "n": "seeds"}).assign(
-        measure=shown["measure"].map(metric_label)
+        measure=shown["measure"].map(metric_label), strength=strength
     )
 
 
@@ -316,6 +378,14 @@ def batch_agreement(batches: pd.DataFrame) -> pd.DataFrame:
     return batches.groupby(["dataset", "batches"], sort=False)["agree"].mean().reset_index()
 
 
+def batch_table(agreement: pd.DataFrame) -> pd.DataFrame:
+    """dataset × m: the share of draws equal to the full-data split, the columns headed
+    "m = 1", "m = 2", … (a bare 1 2 4 does not say what it counts)."""
+    table = agreement.pivot_table(index="dataset", columns="batches", values="agree", sort=False)
+    table.columns = [f"m = {m}" for m in table.columns]
+    return table.round(2)
+
+
 def _ts(ts) -> str:
     return "t ∈ {" + ", ".join(f"{t:g}" for t in ts) + "}"
 
@@ -382,11 +452,36 @@ def metric_costs(datasets, plan, data, models_by_key, device) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+COST_SPEC = ".3g"
+"""Every timing ratio of the chapter, in its table and its prose, at three significant digits."""
+
+
 def cost_numbers(costs: pd.DataFrame) -> dict:
-    out = {"cost_repeats": int(costs["repeats"].iloc[0])}
-    for r in costs.itertuples():
-        out[f"{r.dataset}_cost_ratio"] = float(r.ratio)
-        out[f"{r.dataset}_cost_ratio_q1"] = float(r.ratio_q1)
-        out[f"{r.dataset}_cost_ratio_q3"] = float(r.ratio_q3)
-        out[f"{r.dataset}_cost_ratio_100"] = float(r.ratio * 100 / r.probes)
-    return out
+    """Glue values of the cost paragraph, each ratio named by its dataset, in the table's (the
+    chapter's) order: ``cost_measured`` (median ratio with its quartiles), ``cost_extrapolated``
+    (at 100 probes), ``cost_summary`` (medians, "27.6× (Heart)") and ``cost_probes``."""
+
+    def x(v) -> str:
+        return number_text(float(v), COST_SPEC)
+
+    rows = list(costs.itertuples())
+    names = [dataset_label(r.dataset) for r in rows]
+    measured = [
+        f"{x(r.ratio)} times the sensitivity on {n} (quartiles of the per-repeat ratio "
+        f"{x(r.ratio_q1)}–{x(r.ratio_q3)})"
+        if i == 0
+        else f"{x(r.ratio)} times on {n} ({x(r.ratio_q1)}–{x(r.ratio_q3)})"
+        for i, (r, n) in enumerate(zip(rows, names, strict=True))
+    ]
+    return {
+        "cost_repeats": int(costs["repeats"].iloc[0]),
+        "cost_measured": _and(measured),
+        "cost_extrapolated": _and(
+            [
+                f"{x(r.ratio * 100 / r.probes)} times on {n}"
+                for r, n in zip(rows, names, strict=True)
+            ]
+        ),
+        "cost_summary": _and([f"{x(r.ratio)}× ({n})" for r, n in zip(rows, names, strict=True)]),
+        "cost_probes": _and([f"{int(r.probes)} on {n}" for r, n in zip(rows, names, strict=True)]),
+    }

@@ -1,7 +1,7 @@
 """Tables as the reader sees them: display names for algorithms, datasets and metrics, reader-
 facing column names (:data:`COLUMN_NAMES`, one map for the whole book), intervals as one cell,
 the best value in bold where "best" means something, numbers rounded to what the data support,
-no index column when it carries nothing, and a caption that says what to read. About 430 lines,
+no index column when it carries nothing, and a caption that says what to read. About 490 lines,
 one module: every rule for how a number or a label appears in a table lives here, so that every
 chapter's tables follow the same ones."""
 
@@ -72,8 +72,8 @@ COLUMN_NAMES = {
     # costs and settings
     "batch_size": "batch size",
     "lr": "learning rate",
-    "sensitivity_s": "sensitivity (s)",
-    "hessian_trace_s": "Hessian trace (s)",
+    "sensitivity_s": "sensitivity (seconds)",  # not "(s)": s is the sensitivity on its page
+    "hessian_trace_s": "Hessian trace (seconds)",
     "ratio": "ratio",
     "ratio_q1": "ratio, 1st quartile",
     "ratio_q3": "ratio, 3rd quartile",
@@ -341,17 +341,24 @@ def _counts(column: pd.Series) -> bool:
 def _column_spec(values: pd.Series, spec: str) -> str:
     """One number of decimals for a column shown to significant digits (``spec`` ".Ng"): the
     most any of its values needs (at most 6), so that its decimals line up (0.925, 0.910, not
-    0.925, 0.91); ``spec`` as it is where a value needs an exponent or where the values lie
-    an order of magnitude or more apart."""
+    0.925, 0.91); ``spec`` as it is where a value needs an exponent, where the values lie an
+    order of magnitude or more apart, or where lining up would show a digit that rounding to N
+    significant digits removed (0.0228 beside 0.1666, not 0.167): padding zeros, never digits."""
     if not spec.endswith("g"):
         return spec
-    texts = [format(v, spec) for v in values.dropna()]
+    kept = values.dropna()
+    texts = [format(v, spec) for v in kept]
     if not texts or any(c in t for t in texts for c in "ein"):  # 1e-05, inf, nan
         return spec
-    sizes = values.dropna().abs()
+    sizes = kept.abs()
     if (sizes > 0).any() and sizes.max() >= 10 * sizes[sizes > 0].min():
         return spec  # orders of magnitude apart: lined up, 0.0186 would read 0.018600
-    return f".{min(max(len(t.partition('.')[2]) for t in texts), 6)}f"
+    aligned = f".{min(max(len(t.partition('.')[2]) for t in texts), 6)}f"
+    if any(
+        format(v, aligned) != format(float(t), aligned) for v, t in zip(kept, texts, strict=True)
+    ):
+        return spec  # lined up, a value would gain a digit beyond N significant ones
+    return aligned
 
 
 def _is_p_column(column) -> bool:
