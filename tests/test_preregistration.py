@@ -326,6 +326,84 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
     )
 
 
+def test_equal_regrets_with_different_verdicts_are_put_down_to_the_family_size():
+    """The second-order cost picks the first-order cost's split on every quantity-skew seed,
+    yet read "within δ" beside "undecided": its own family of one test against Holm over seven.
+    The pages say so, by the data (a sentence only where the regrets are equal seed by seed)."""
+    from types import SimpleNamespace
+
+    from playerfl_core.book.reports import rule_scope as RS
+
+    costs = [e.label for e in P.ALL_ENTRIES if e.rule in ("cost", "cost2")]
+    rows = [(ds, 0.01, seed, e.label, P.kind_of(ds), P.role_of(ds),
+             (0.05 * (seed % 4 == 0)) if e.label in costs else 0.04 * (seed % 2))
+            for ds in P.FOLLOW_UP for seed in P.seeds_of(ds) for e in P.ALL_ENTRIES]  # fmt: skip
+    regrets = pd.DataFrame(
+        rows, columns=["dataset", "lr", "seed", "entry", "kind", "role", "regret"]
+    )
+
+    def study(reg):
+        added = {"follow-up": P.evaluate(reg, "follow-up", added=True)}
+        return SimpleNamespace(regrets=reg, evaluation=None, added=added,
+                               follow_up=P.evaluate(reg, "follow-up"), second_follow_up=None,
+                               confirmation=None)  # fmt: skip
+
+    s = study(regrets)
+    pairs = RS.same_regret_pairs(s)
+    assert len(pairs) == 1
+    pair = pairs.iloc[0]
+    assert (pair["entry_a"], pair["tests_a"], pair["verdict_a"]) == (costs[1], 1, P.WITHIN)
+    assert (pair["entry_b"], pair["tests_b"], pair["verdict_b"]) == (costs[0], 7, "undecided")
+    note = RS.family_size_note(s)
+    assert note.startswith("On quantity skew (the quantity-skew follow-up)"), note
+    assert "its own family of one test" in note and "a family of 7" in note
+    assert "differ by the size of the families" in note
+    assert RS.family_size_note(s, sets=["evaluation"]) == ""
+    one_seed = (regrets["entry"] == costs[1]) & (regrets["seed"] == 1)
+    assert (
+        RS.family_size_note(study(regrets.assign(regret=regrets["regret"].mask(one_seed, 0.001))))
+        == ""
+    )
+
+
+def test_each_table_says_which_test_sets_its_regrets_were_scored_on():
+    """The appendix's tables read Fashion-MNIST's regrets on 2,000 test images and Digits' on
+    the book's test sets, and said so only in a later caption; its disclosure gave the paper's
+    rule 0.010 beside the table's 0.029 with no word of the rescoring between them."""
+    from types import SimpleNamespace
+
+    from playerfl_core.book.reports import rule_scope as RS
+
+    rows = [(ds, 0.01, seed, P.ENTRIES[0].label, P.role_of(ds), P.base_of(ds) == "fmnist")
+            for ds in P.FOLLOW_UP for seed in P.seeds_of(ds)]  # fmt: skip
+    regrets = pd.DataFrame(rows, columns=["dataset", "lr", "seed", "entry", "role", "rescored"])
+    study = SimpleNamespace(regrets=regrets, test_only=None)
+    assert RS.scoring_text(study, "follow-up") == (
+        "Regrets scored: Fashion-MNIST on 2,000 test images per client (the tenth declaration); "
+        "Digits on the book's test sets."
+    )
+    later = regrets.assign(rescored=regrets["rescored"] & (regrets["seed"] < 5))  # item 17's
+    text = RS.scoring_text(SimpleNamespace(regrets=later, test_only=study), "follow-up")
+    assert text.startswith(
+        "Regrets scored: Fashion-MNIST 5 with 2,000 validation and 2,000 test images per client "
+        "(the eleventh declaration), 15 on 2,000 test images per client (the tenth declaration); "
+    ), text
+
+    def verdicts(mean):
+        return pd.DataFrame({"entry": [P.ENTRIES[0].label], "kind": ["base federation"],
+                             "mean": [mean]})  # fmt: skip
+
+    book = SimpleNamespace(evaluation=verdicts(0.0104))
+    now = SimpleNamespace(book=book, evaluation=verdicts(0.0291), test_only=None)
+    assert RS.disclosed_regret_text(now) == (
+        "mean regret 0.010 on the book's test sets of about 80 images per client, the only "
+        "scoring at the time; the evaluation table below reads 0.029 for the same seeds, scored "
+        "on 2,000 test images per client (the tenth declaration)"
+    )
+    unrescored = SimpleNamespace(book=None, evaluation=verdicts(0.0104), test_only=None)
+    assert RS.disclosed_regret_text(unrescored).endswith("the only scoring at the time")
+
+
 def test_the_follow_ups_are_named_by_their_kind_wherever_the_book_shows_a_set():
     """The stored roles name the two follow-ups by their order of declaration; every table,
     list and sentence chapter 04b and the appendix show names them by their kind (issue 35)."""
@@ -422,6 +500,8 @@ def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2()
     head = RF.confirmation_headline(study)
     assert f"every one of the {len(P.FIRST_EPOCH)} first-epoch entries is beyond δ" in head
     assert "none is within δ on both" in head and "is contradicted (strong evidence)" in head
+    # glued as plain text, it cannot link the scorecard: the page names and links it after it
+    assert "scorecard" not in head and head.endswith("(strong evidence).")
 
 
 def test_rule_costs_read_to_three_significant_digits():

@@ -701,6 +701,51 @@ def test_close_colours_in_a_rule_figure_differ_in_shape_too():
     assert not same, "\n".join(same)
 
 
+def test_every_entry_of_the_regret_figure_has_its_own_marker_and_visible_dashes():
+    """Fig. 28 drew every rule's mean as a circle (markers told only verdicts) over legend
+    handles shorter than a dash-dot period: "paper, median pooling" (dark brown, dotted) read as
+    the black probe and the geometric-mean pooling as solid. Each entry has its own marker, in
+    the legend and at every mean whatever its verdict; the paper's four forms have their own
+    dashes, each shown at least twice over its legend handle; colours are distinct under the
+    deuteranopia simulation."""
+    from playerfl_core.book import rule_plots
+    from playerfl_core.study import preregistration as P
+
+    entries = [e.label for e in P.ENTRIES]
+    marks = (P.WITHIN, P.BEYOND, "undecided")
+    verdicts = pd.DataFrame(
+        [
+            (e, k, 0.0, 0.04, 0.02, v)
+            for e in entries
+            for k, v in zip(P.KIND_ORDER[:3], marks, strict=True)
+        ],
+        columns=["entry", "kind", "lo", "hi", "mean", "verdict"],
+    )
+    fig = rule_plots.regret_by_kind(verdicts, P.TOLERANCE)
+    legend = fig.legends[0]
+    handle_pt = legend.handlelength * legend.prop.get_size_in_points()
+    shown = {
+        t.get_text(): h for t, h in zip(legend.get_texts(), legend.legend_handles, strict=True)
+    }
+    assert list(shown) == entries
+    markers = [shown[e].get_marker() for e in entries]
+    assert "None" not in markers and len(set(markers)) == len(entries), markers
+    paper = [e.label for e in P.ENTRIES if e.rule.startswith("paper")]
+    dashes = [shown[e].get_linestyle() for e in paper]
+    assert len(set(dashes)) == len(paper), dashes
+    short = [e for e in paper if 2 * sum(shown[e]._dash_pattern[1] or [0]) > handle_pt]
+    assert not short, f"dashes longer than half the legend handle ({handle_pt:.0f} pt): {short}"
+    for entry in entries:  # every mean wears its entry's marker, filled or open by verdict
+        means = [ln for ln in fig.axes[0].get_lines() if ln.get_color() == shown[entry].get_color()
+                 and ln.get_marker() not in ("None", "")]  # fmt: skip
+        assert {ln.get_marker() for ln in means} == {shown[entry].get_marker()}, entry
+    colours = [to_hex(shown[e].get_color()) for e in entries]
+    close = [(a, b) for i, a in enumerate(colours) for b in colours[i + 1 :]
+             if _delta_e(a, b, deuteranope=True) < MIN_DELTA_E]  # fmt: skip
+    plt.close(fig)
+    assert not close, close
+
+
 def test_the_key_algorithms_differ_in_shape_in_chapter_05s_client_dots():
     """Local's dark grey and Random's dark brown dots read alike in Fig. 23 (issue 35): every
     key algorithm's legend entry has its own marker shape."""

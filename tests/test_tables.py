@@ -160,6 +160,13 @@ def test_a_value_that_rounds_to_zero_has_no_minus_sign():
     assert signed(-0.0004) == "0.000" and signed(-0.0006) == "\u22120.001"
     assert signed_change(-0.0004) == "+0.000" and signed_change(-0.02) == "\u22120.020"
     assert interval_text(-0.0002, -0.006, -0.0004) == "0.000 (\u22120.006 to 0.000)"
+    # the separator follows the printed bounds: 04b's "0.008 (0.000 to 0.020)" beside
+    # "0.013 (0.007–0.022)" had a lower bound of −0.0002
+    assert interval_text(0.0076, -0.0002, 0.0199) == "0.008 (0.000–0.020)"
+    from playerfl_core.stats.split_verdicts import _interval  # the stats layer's copy
+
+    for args in [(0.0076, -0.0002, 0.0199), (-0.0002, -0.006, -0.0004), (-0.02, -0.036, 0.01)]:
+        assert _interval(*args) == interval_text(*args), args
 
 
 def test_p_values_read_as_prose_writes_them():

@@ -91,34 +91,42 @@ def tuning_curves(tuning: pd.DataFrame):
     return fig
 
 
+LEGEND_HANDLE = 4.0
+"""Legend handles' length (font sizes) in the rule figures: the dash-dot pattern of a 1.6-pt line
+repeats every 17 pt, so matplotlib's default 2 (18 pt at 9 pt) showed one dash, read as solid."""
+
+
 def regret_by_kind(verdicts: pd.DataFrame, tolerance: float):
-    """Per kind of heterogeneity (rows) and entry (colours and dashes): mean regret with its
-    95 % interval; the dashed vertical line is the tolerance δ, filled markers are verdicts
-    within δ, crosses beyond, open circles undecided; the legend shows each entry as a line, so
-    its markers mean only verdicts."""
+    """Per kind of heterogeneity (rows) and entry: mean regret with its 95 % interval; the
+    dashed vertical line is the tolerance δ. Each entry has its own colour, marker shape and (the
+    paper's four forms) dashes, so no entry rests on colour alone (Fig. 28 drew every mean as a
+    circle, and its dark-brown and black entries read alike); a filled marker is a decided
+    verdict (within δ left of the line, beyond it right of it: the test of the mean decides
+    only on that side), an open one undecided. The legend shows each entry's line and marker
+    over a handle long enough for its dashes."""
     kinds = [k for k in P.KIND_ORDER if k in set(verdicts["kind"])]
     entries = list(dict.fromkeys(verdicts["entry"]))
-    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.5 * len(kinds) + 2.0), layout="constrained")
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.5 * len(kinds) + 2.2), layout="constrained")
     step = 0.8 / len(entries)
     for j, entry in enumerate(entries):
         e = verdicts[verdicts["entry"] == entry].set_index("kind")
-        color, ls = entry_color(entry), entry_linestyle(entry)
+        style = {"color": entry_color(entry), "ls": entry_linestyle(entry), "lw": 1.6}
+        marker = entry_marker(entry)
         for i, kind in enumerate(kinds):
             if kind not in e.index:
                 continue
             r = e.loc[kind]
             y = len(kinds) - 1 - i + 0.4 - (j + 0.5) * step
-            ax.plot([r["lo"], r["hi"]], [y, y], color=color, lw=1.6, ls=ls)
-            marker = {P.WITHIN: "o", P.BEYOND: "X"}.get(r["verdict"], "o")
-            face = color if r["verdict"] != "undecided" else "white"
-            ax.plot(r["mean"], y, marker, color=color, mfc=face, ms=5.5)
-        ax.plot([], [], color=color, lw=2.5, ls=ls, label=entry)  # markers tell verdicts
+            ax.plot([r["lo"], r["hi"]], [y, y], **style)
+            face = style["color"] if r["verdict"] != "undecided" else "white"
+            ax.plot(r["mean"], y, marker, color=style["color"], mfc=face, ms=6)
+        ax.plot([], [], **style, marker=marker, ms=6, mfc="white", label=entry)
     ax.axvline(tolerance, color="k", ls="--", lw=1)
     ax.axvline(0, color="grey", lw=0.6)
     ax.set_yticks(range(len(kinds)), kinds[::-1])
     ax.set_xlabel("regret: test macro-F1 of the oracle's p − of the rule's p")
     ax.grid(axis="x", alpha=0.3)
-    fig.legend(loc="outside lower center", ncol=2, frameon=False)
+    fig.legend(loc="outside lower center", ncol=2, frameon=False, handlelength=LEGEND_HANDLE)
     return fig
 
 
@@ -141,7 +149,7 @@ def tolerance_plot(curve: pd.DataFrame):
     ax.set_xlabel("tolerance δ (macro-F1)")
     ax.set_ylabel(f"kinds within δ (of {n_kinds})")
     ax.grid(alpha=0.3)
-    fig.legend(loc="outside lower center", ncol=2, frameon=False)
+    fig.legend(loc="outside lower center", ncol=2, frameon=False, handlelength=LEGEND_HANDLE)
     return fig
 
 

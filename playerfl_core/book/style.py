@@ -141,9 +141,11 @@ SPLIT_RULE_COLORS = {
     "probe": PALETTE["black"],
 }
 """The split rules of ``fl.split_rules`` (chapter 04b): the paper's in warm colours (vermillion,
-the tuned threshold orange, its poolings as in :data:`RULE_VARIANT_COLORS`), the new rules in
-cool ones (the second-order cost a lighter blue than the first-order one, the update
-disagreement reddish purple), the validation probe black; the oracle stays bluish green."""
+the tuned threshold orange, its poolings as in :data:`RULE_VARIANT_COLORS`), the averaging costs
+in blues (the second order the lighter), the update disagreement reddish purple, the validation
+probe black; the oracle stays bluish green. Nine colours leave little room under deuteranopia
+(the median's dark brown and the probe's black, ΔE 45, still read alike as thin lines), so every
+rule also has its own marker shape (:data:`SPLIT_RULE_MARKERS`)."""
 
 SPLIT_RULE_LINESTYLES = {
     "paper": "-",
@@ -169,8 +171,8 @@ SPLIT_RULE_MARKERS = {
     "disagreement": "X",
     "probe": "h",
 }
-"""Marker shapes of the split rules where a figure marks each rule's points (the oracle's are
-circles): every rule its own shape, a second channel besides colour."""
+"""Marker shapes of the split rules in every figure that marks a rule's points or means (the
+oracle's are circles): every rule its own shape, a second channel besides colour."""
 
 RULE_NAMES = {
     "paper": "paper",

@@ -281,14 +281,16 @@ def tolerance_curve(
 
 
 def _signed(x: float) -> str:
-    return f"{x:.3f}".replace("-", "−")
+    return f"{0.0 if round(x, 3) == 0 else x:.3f}".replace("-", "−")
 
 
 def _interval(value: float, lo: float, hi: float) -> str:
-    """``−0.006 (−0.018 to 0.002)``, the book's way: true minus signs, "to" beside a negative
-    bound (``book.reports.tables.interval_text``, which this layer does not import)."""
-    sep = " to " if min(lo, hi) < 0 else "–"
-    return f"{_signed(value)} ({_signed(lo)}{sep}{_signed(hi)})"
+    """``−0.006 (−0.018 to 0.002)``, the book's way: true minus signs, none on a value that
+    rounds to zero, "to" beside a bound printed with a minus sign
+    (``book.reports.tables.interval_text``, which this layer does not import)."""
+    bounds = _signed(lo), _signed(hi)
+    sep = " to " if any(b.startswith("−") for b in bounds) else "–"
+    return f"{_signed(value)} ({bounds[0]}{sep}{bounds[1]})"
 
 
 def split_verdict_lines(verdicts: pd.DataFrame, label=str, large_test: str = "") -> str:

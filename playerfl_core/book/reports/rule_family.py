@@ -307,7 +307,7 @@ def r2_verdict(study: RuleStudy):
 
 def confirmation_headline(study: RuleStudy) -> str:
     """One sentence: how many first-epoch entries the confirmation found beyond δ somewhere,
-    and what that makes of claim R2."""
+    and what that makes of claim R2 (the page links the scorecard after it: glued text cannot)."""
     v = study.confirmation
     if v is None:
         return "The confirmation test is not computed in these sweeps."
@@ -328,8 +328,7 @@ def confirmation_headline(study: RuleStudy) -> str:
     return (
         f"On fresh seeds of the two kinds where they failed worst, {found} beyond δ = "
         f"{P.TOLERANCE:g} on at least one kind, and {both} within δ on both. So claim R2 (some "
-        f"first-epoch rule within δ on every kind) is {r2.verdict}{strength}; the scorecard "
-        "says what that rests on."
+        f"first-epoch rule within δ on every kind) is {r2.verdict}{strength}."
     )
 
 

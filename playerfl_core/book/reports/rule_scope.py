@@ -1,6 +1,7 @@
 """What the split-rule study's bottom line rests on (issue 34): the federations of each set, how
-many distinct rules the entries are, which kinds decide claim R2, and the fifth declaration's
-re-analysis (the test declared until then beside the test of the mean). Reads a
+many distinct rules the entries are, which kinds decide claim R2, the fifth declaration's
+re-analysis (the test declared until then beside the test of the mean), the verdicts that differ
+only by their family's size, and which test sets each table's regrets were scored on. Reads a
 :class:`rule_family.RuleStudy`."""
 
 from __future__ import annotations
@@ -197,3 +198,155 @@ def reanalysis_lines(re: pd.DataFrame) -> str:
 def reanalysis_count(re: pd.DataFrame) -> str:
     """ "8 of the 104" verdicts changed."""
     return f"{int(re['changed'].sum())} of the {len(re)}"
+
+
+# -- one regret, two verdicts ----------------------------------------------------------------------
+def _families(study) -> list[tuple[str, str, pd.DataFrame]]:
+    """The declared families of :data:`preregistration.FAMILIES` the study holds: (name, set,
+    verdicts)."""
+    sets = {
+        "evaluation": study.evaluation,
+        "follow-up": study.follow_up,
+        P.SECOND_FOLLOW_UP: study.second_follow_up,
+        P.CONFIRMING: study.confirmation,
+    }
+    out = []
+    for name, role, added in P.FAMILIES:
+        verdicts = (study.added or {}).get(role) if added else sets.get(role)
+        if verdicts is not None:
+            out.append((name, role, verdicts))
+    return out
+
+
+def same_regret_pairs(study, sets=None) -> pd.DataFrame:
+    """Pairs of entries of two declared families of one set (``sets``: default every tested
+    one) whose regrets on a kind are equal seed by seed but whose verdicts differ: the same test,
+    so only the families' sizes (Holm's adjustment) set them apart. Columns: set, kind, seeds,
+    and per side (``_a`` the smaller family) entry, tests, p, p_holm, verdict."""
+    keys = ["kind", "dataset", "lr", "seed"]
+    families = [f for f in _families(study) if sets is None or f[1] in sets]
+    out = []
+    for role in dict.fromkeys(r for _, r, _ in families):
+        rows = [(name, len(v), r) for name, rr, v in families if rr == role
+                for r in v.itertuples()]  # fmt: skip
+        part = study.regrets[study.regrets["role"] == role]
+        wide = part.pivot_table(index=keys, columns="entry", values="regret")
+        for i, one in enumerate(rows):
+            for other in rows[i + 1 :]:
+                (fa, ma, a), (fb, mb, b) = sorted([one, other], key=lambda t: t[1])
+                if fa == fb or a.kind != b.kind or a.verdict == b.verdict:
+                    continue
+                both = wide.loc[a.kind, [a.entry, b.entry]]
+                if both.isna().any().any() or not (both[a.entry] == both[b.entry]).all():
+                    continue
+                out.append((role, a.kind, len(both), a.entry, ma, a.p, a.p_holm, a.verdict,
+                            b.entry, mb, b.p, b.p_holm, b.verdict))  # fmt: skip
+    sides = [f"{c}_{s}" for s in "ab" for c in ("entry", "tests", "p", "p_holm", "verdict")]
+    return pd.DataFrame(out, columns=["set", "kind", "seeds", *sides])
+
+
+def family_size_note(study, sets=None) -> str:
+    """One sentence per pair of entries and families of :func:`same_regret_pairs` (the
+    second-order cost in its own family against the first-order cost with Holm over the first
+    seven entries): their regrets and test are the same, their verdicts differ only by the
+    families' sizes, which a reader must not take for a finding; "" when no pair is."""
+    pairs = same_regret_pairs(study, sets)
+    group = ["set", "entry_a", "tests_a", "verdict_a", "entry_b", "tests_b", "verdict_b"]
+    notes = []
+    for (role, a, ma, va, b, mb, vb), g in pairs.groupby(group, sort=False):
+        kinds = list(g["kind"])
+        kinds = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} and {kinds[-1]}"
+        where = {"evaluation": "the evaluation set", P.CONFIRMING: "the confirmation test"}
+        notes.append(
+            f"On {kinds} ({where.get(role, f'the {set_label(role)}')}), “{a}” and “{b}” have "
+            f"the same regret on every seed, so the same p before adjustment "
+            f"({_p_range(g['p_a'])}), yet “{a}” is {va} and “{b}” {vb}: the first is tested in "
+            f"{_family_words(ma)} (Holm-adjusted p {_p_range(g['p_holm_a'])}), the second in a "
+            f"family of {mb} (Holm-adjusted p {_p_range(g['p_holm_b'])}). The verdicts differ by "
+            "the size of the families, not by the rules."
+        )
+    return " ".join(notes)
+
+
+def _p_range(ps: pd.Series) -> str:
+    from playerfl_core.stats.p_values import p_value_text
+
+    lo, hi = p_value_text(ps.min()), p_value_text(ps.max())
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def _family_words(m: int) -> str:
+    return "its own family of one test" if m == 1 else f"its own family of {m} tests"
+
+
+# -- which test sets a table reads -----------------------------------------------------------------
+def scoring_text(study, role: str) -> str:
+    """Which test sets a set's regrets were scored on, per base federation, for its table's
+    caption ("Regrets scored: Fashion-MNIST on 2,000 test images per client (the tenth
+    declaration); Digits on the book's test sets."): each table says it, not a later caption."""
+    from playerfl_core.book.style import dataset_label
+
+    keys = ["dataset", "lr", "seed", "entry"]
+    rows = study.regrets[study.regrets["role"] == role][[*keys, "rescored"]]
+    if study.test_only is not None:  # item 17's rows are those its store replaced
+        before = study.test_only.regrets[[*keys, "rescored"]]
+        rows = rows.merge(before, on=keys, suffixes=("", "_test"))
+        level = 2 * rows["rescored"] + (rows["rescored_test"] & ~rows["rescored"])
+    else:
+        level = rows["rescored"].astype(int)
+    words = {level: _scored(level) for level in range(3)}
+    by_base = rows.assign(base=rows["dataset"].map(P.base_of), level=level.to_numpy())
+    merged: dict[str, list[str]] = {}
+    order = (
+        by_base.groupby("base", sort=False)["level"]
+        .max()
+        .sort_values(ascending=False, kind="stable")
+    )
+    for base in order.index:
+        counts = by_base.loc[by_base["base"] == base, "level"].value_counts().sort_index()[::-1]
+        what = (
+            words[int(counts.index[0])]
+            if len(counts) == 1
+            else ", ".join(f"{int(c)} {words[int(lv)]}" for lv, c in counts.items())
+        )
+        merged.setdefault(what, []).append(dataset_label(base))
+    text = "; ".join(f"{' and '.join(labels)} {what}" for what, labels in merged.items())
+    return f"Regrets scored: {text}."
+
+
+def _scored(level: int) -> str:
+    """How a regret was scored: 0 the book's test sets, 1 item 16's 2,000 test images per client,
+    2 item 17's 2,000 validation and test images."""
+    from playerfl_core.study.r1_rescore import TEST_PER_CLIENT
+
+    n = f"{TEST_PER_CLIENT:,}"
+    return (
+        "on the book's test sets",
+        f"on {n} test images per client (the tenth declaration)",
+        f"with {n} validation and {n} test images per client (the eleventh declaration)",
+    )[level]
+
+
+def disclosed_regret_text(study) -> str:
+    """The paper's rule's mean regret on the Fashion-MNIST base federation, which the fifth
+    declaration discloses as seen before the test: on the book's test sets, the only scoring then,
+    and beside it the value the evaluation table reads now (rescored), so the two are not read as
+    one number that changed."""
+    from playerfl_core.study.eval_rung import BOOK_TEST_IMAGES
+
+    def mean(verdicts) -> str:
+        row = verdicts[(verdicts["entry"] == P.ENTRIES[0].label)
+                       & (verdicts["kind"] == "base federation")]  # fmt: skip
+        return signed(float(row["mean"].iloc[0]))
+
+    then = (
+        f"mean regret {mean((study.book or study).evaluation)} on the book's test sets of about "
+        f"{BOOK_TEST_IMAGES} images per client, the only scoring at the time"
+    )
+    if study.book is None:
+        return then
+    level = 1 if study.test_only is None else 2
+    return (
+        f"{then}; the evaluation table below reads {mean(study.evaluation)} for the same seeds, "
+        f"scored {_scored(level)}"
+    )

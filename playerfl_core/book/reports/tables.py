@@ -145,14 +145,17 @@ def _no_negative_zero(x: float, decimals: int) -> float:
 
 
 def interval_text(value: float, lo: float, hi: float, decimals: int = 3) -> str:
-    """``0.925 (0.906–0.949)``; ``−0.020 (−0.036 to −0.006)`` when a bound is negative (an en
-    dash between two minus signs misreads); ``–`` when the value is missing."""
+    """``0.925 (0.906–0.949)``; ``−0.020 (−0.036 to −0.006)`` when a bound shows a minus sign
+    (an en dash beside a minus sign misreads); ``–`` when the value is missing. The separator
+    follows the bounds as printed: a bound of −0.0002 reads ``0.000``, so ``0.008 (0.000–0.020)``
+    stands beside ``0.013 (0.007–0.022)`` (it read ``0.000 to 0.020``)."""
     if pd.isna(value):
         return "–"
     if pd.isna(lo) or pd.isna(hi):
         return signed(value, decimals)
-    sep = " to " if min(lo, hi) < 0 else "–"
-    return f"{signed(value, decimals)} ({signed(lo, decimals)}{sep}{signed(hi, decimals)})"
+    bounds = signed(lo, decimals), signed(hi, decimals)
+    sep = " to " if any(b.startswith("\u2212") for b in bounds) else "–"
+    return f"{signed(value, decimals)} ({bounds[0]}{sep}{bounds[1]})"
 
 
 def p_text(p: float, missing: str = "not run") -> str:
