@@ -68,7 +68,31 @@ def test_a_close_decision_is_named_with_the_rise_that_set_it():
     table = R.split_table(sens, {"heart": 1})
     assert table.loc["Heart", "rise at p"] == 1.03 and table.loc["Heart", "federated units"] == "a"
     text = R.close_calls(sens, {"heart": 1}, threshold=1.0)
-    assert text.startswith("A decision here was close (on Heart a rise of 1.03 against t = 1,")
-    assert R.close_calls(sens, {"heart": 1}, threshold=0.5).startswith("No decision here was close")
+    # "A decision here was close" followed a sentence on Fashion-MNIST: "here" pointed there
+    assert text.startswith("One of this run's decisions was close (on Heart a rise of 1.03 ")
+    # chapter 04 counts the split over seeds (its section on stability), not chapter 03
+    assert "Chapter 04 counts {doc}`how often the split moves over seeds <04_does_the_rule" in text
+    none = R.close_calls(sens, {"heart": 1}, threshold=0.5)
+    assert none.startswith("None of this run's decisions was close")
     far = sens.assign(sensitivity=[1.0, 3.0, 0.1])  # rise 3.0 at l = 1: far from t = 1
-    assert R.close_calls(far, {"heart": 1}, threshold=1.0).startswith("No decision")
+    assert R.close_calls(far, {"heart": 1}, threshold=1.0).startswith("None of this run's")
+
+
+def test_every_datasets_split_is_stated_not_the_first_ones_only():
+    """Chapter 01's Result box counted Heart's clients in its share but named Fashion-MNIST's
+    split only."""
+    table = pd.DataFrame(
+        {
+            "p": [3, 1],
+            "federated units": ["layer1, layer2, layer3", "fc1"],
+            "rise at p": [2.75, 1.03],
+        },
+        index=pd.Index(["Fashion-MNIST", "Heart"], name="dataset"),
+    )
+    assert R.split_sentence(table) == (
+        "On Fashion-MNIST the rule federates the first three units (p = 3: layer1, layer2, "
+        "layer3); on Heart, the first unit (p = 1: fc1). Each client keeps the rest local."
+    )
+    assert R.split_sentence(table.iloc[1:]) == (
+        "On Heart the rule federates the first unit (p = 1: fc1). Each client keeps the rest local."
+    )

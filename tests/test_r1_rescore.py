@@ -144,3 +144,32 @@ def test_chapter_04_names_every_verdict_the_large_test_sets_change():
     )
     assert list(RR.comparison_table(res).columns)[-1] == "verdict, 2,000 images"
     assert RR.rescore_summary(None) == "" and "not computed" in RR.rescore_cost(None)
+
+
+def test_a_rescore_that_changes_no_verdict_says_so_in_words():
+    """Chapter 04 read "changes 0 of the 13 verdicts (none)" and then a list of one item, "- No
+    verdict changes …": an unfilled template, not a sentence."""
+    from playerfl_core.book.reports import r1_rescore as RR
+
+    comparison = pd.DataFrame(
+        {"dataset": ["fmnist", "fmnist_rotate", "fmnist_noise"], "n_seeds": [10, 30, 10],
+         "one": [0.01, 0.18, 0.03], "one_lo": [-0.01, 0.16, 0.01], "one_hi": [0.03, 0.2, 0.05],
+         "own": [0.002, 0.17, 0.04], "own_lo": [-0.004, 0.15, 0.02], "own_hi": [0.008, 0.19, 0.06],
+         "one_verdict": ["undecided", "beyond δ", "beyond δ"]}
+    )  # fmt: skip
+    comparison["own_verdict"] = comparison["one_verdict"]
+    comparison["differs"] = False
+    record = {"test_per_client": 2000, "val_per_client": 2000}
+    res = RR.Rescore(comparison, record, rescored_seeds=50)
+    assert RR.rescore_summary(res) == (
+        "Scoring the regrets on 2,000 test images per client changes none of the 3 verdicts; "
+        "the mean regret is lower on 2 of the 3 federations."
+    )
+    assert RR.rescore_lines(res) == (
+        "With the book's test sets and with 2,000 test images per client alike, the verdicts are "
+        "2 beyond δ and 1 undecided; the table below gives each federation's."
+    )
+    two = RR.Rescore(comparison.iloc[:2], record, 40, oracle_moved=3)  # item 17's reading
+    assert " changes neither of the two verdicts; the oracle's split moves on 3 of 40" in (
+        RR.rescore_summary(two)
+    )

@@ -433,8 +433,32 @@ def test_evaluation_noise_is_the_binomial_error_of_a_client_and_of_a_weighted_ru
     from playerfl_core.book.reports.evaluation_noise import noise_summary
 
     assert noise_summary(noise_table(pd.DataFrame(rows, columns=cols))) == (
-        "A run's score is at least as noisy as δ = 0.02 itself on: d; its standard error is "
-        "below δ/4 on: none."
+        "A run's score is at least as noisy as δ = 0.02 itself on d; its standard error is "
+        "below δ/4 on no dataset."
+    )
+
+
+def test_a_clients_test_images_are_their_mean_and_an_empty_group_reads_as_words():
+    """Chapter 04's Table 40 gave Fashion-MNIST's clients 78 test images (the median of sizes
+    that label skew makes unequal) where the text and the rung's tables say 80 (400 images per
+    client on average, 20 % for test); and "below δ/4 on: none." read as an unfilled template."""
+    from playerfl_core.book.reports.evaluation_noise import mean_sizes, noise_summary, noise_table
+
+    rows = []
+    for client, (v, n) in enumerate(((37, 46), (62, 78), (93, 116))):  # test: median 78, mean 80
+        run = ("d", "prefix_p1", 0.01, 0, client, 0)
+        rows += [(*run, "val", "loss", 0.5, v), (*run, "test", "accuracy", 0.5, n),
+                 (*run, "train", "weight", 1 / 3, 4 * n)]  # fmt: skip
+    cols = ["dataset", "algorithm", "lr", "seed", "client", "round", "split", "metric", "value",
+            "n_samples"]  # fmt: skip
+    table = pd.DataFrame(rows, columns=cols)
+    assert noise_table(table).iloc[0]["test_images"] == 80
+    assert mean_sizes([table, table.assign(dataset="other")], ["d"]) == (64, 80)
+    assert mean_sizes([table], ["other"]) is None
+    quiet = pd.DataFrame({"dataset": ["a", "b", "c"], "run_se_over_delta": [0.1, 0.2, 0.5]})
+    assert noise_summary(quiet) == (
+        "A run's score is at least as noisy as δ = 0.02 itself on no dataset; its standard "
+        "error is below δ/4 on a and b."
     )
 
 
@@ -520,6 +544,28 @@ def test_a_claims_sentence_opens_with_its_verdict():
     # one part (a federation of your own): its count, not an empty "( , one family ...)"
     one = split_choice.claim_sentence(rows.iloc[:1], "oracle")
     assert "(1 supported of 1 part, one family" in one, one
+
+
+def test_chapter_04s_result_box_answers_in_a_plain_sentence_before_any_term():
+    """Review: the box used "mean regret within δ", "validation oracle", R1 and C5 before saying
+    what they are. It now opens with the answer in words, defines the terms, then gives the
+    verdicts without restating the claims."""
+    verdicts = ["supported"] * 2 + ["contradicted"] + ["undecided"] * 3
+    rows = pd.DataFrame({"claim": "oracle", "dataset": list("abcdef"), "estimate": 0.0,
+                         "n_seeds": 10, "p": 0.01, "verdict": verdicts,
+                         "strength": "strong"})  # fmt: skip
+    same = "the rule's split is as good as the best split found by training every split"
+    assert split_choice.r1_answer(rows) == (
+        f"Not on every federation: on 2 of the 6 federations {same}, on 1 the rule's split is "
+        "clearly worse and on 3 the seeds cannot tell."
+    )
+    assert split_choice.r1_answer(rows.iloc[:2]) == f"Yes: on all 2 federations, {same}."
+    assert split_choice.r1_answer(rows.iloc[3:]) == (
+        "Not shown: on 3 of the 3 federations the seeds cannot tell."
+    )
+    short = split_choice.claim_sentence(rows, "oracle", restate=False)
+    assert short.startswith("**Claim R1 is contradicted** (strong evidence): some part of it")
+    assert "It says" not in short
 
 
 def test_c2s_measures_that_order_the_units_alike_are_named():
@@ -696,3 +742,45 @@ def test_the_bottom_line_opens_on_every_claim_and_links_its_terms_first():
         "The book tests 5 claims, the paper's 5 (C1–C5): its evidence supports C1 and cannot "
         "decide C2–C5."
     )
+
+
+def test_the_client_gain_figure_keeps_the_chapters_dataset_order(monkeypatch):
+    """Chapter 04's Fig. 18 ran Digits, Fashion-MNIST, Heart (the groupby's alphabet) while its
+    caption, the bullets under it and every other figure of the page run Heart first."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from playerfl_core.book import split_plots
+
+    per_seed = pd.DataFrame(
+        {"dataset": ["heart"] * 4 + ["digits"] * 4 + ["fmnist"] * 4, "seed": [0, 0, 1, 1] * 3,
+         "client": [0] * 12, "p": [0, 1] * 6, "gain": [0.0, 0.1] * 6}
+    )  # fmt: skip
+    monkeypatch.setattr(split_choice.O, "client_curves", lambda table: per_seed)
+    curves = split_choice.client_curves(None, ["heart", "digits", "fmnist"])
+    assert list(dict.fromkeys(curves["dataset"])) == ["heart", "digits", "fmnist"]
+    fig = split_plots.client_gain_lines(curves)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == ["Heart", "Digits", "Fashion-MNIST"]
+    plt.close(fig)
+
+
+def test_a_group_of_one_seed_has_no_interval():
+    """Chapter 04's table of close decisions showed "0.052 (0.052–0.052)" for one seed."""
+    from playerfl_core.study import split_oracle as O
+
+    reg = pd.DataFrame(
+        {"dataset": ["fmnist"] * 3, "margin": [0.1, 0.5, 0.6], "regret": [0.052, 0.0, 0.01]}
+    )
+    near = O.near_threshold_regret(reg, 0.25)
+    one = near[near["near"]].iloc[0]
+    assert one["n_seeds"] == 1 and pd.isna(one["lo"]) and pd.isna(one["hi"])
+    table = split_choice.near_threshold_table(near, 0.25)
+    body = table._repr_html_().split("</style>")[-1]
+    assert ">0.052 (–)<" in body and "0.052–0.052" not in body, body
+    assert ">0.005 (0.000–0.010)<" in body
+    assert "a single seed, which gives no interval" in table.caption
+    many = split_choice.near_threshold_table(near[~near["near"]], 0.25)
+    assert "single seed" not in many.caption

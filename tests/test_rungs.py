@@ -202,6 +202,11 @@ def test_the_evaluation_rung_reads_both_verdicts_and_its_noise_in_words():
         "on Fashion-MNIST, rotated"
     )
     assert ER.eval_summary(None) == "" and "Not computed" in ER.eval_lines(None)
+    assert "instead of the book's 64 and 80 on average," in ER.eval_summary(ev, (64, 80))
+    same = ER.EvalRung(ev.summary, ev.comparison.assign(differs=False), ev.record, ev.noise)
+    assert ER.eval_summary(same).endswith(  # not "0 of R1's 2 verdicts there change (none)"
+        "on Fashion-MNIST, rotated, and neither of R1's two verdicts there changes."
+    )
     assert ER.regret_noise_sentence(ev) == (
         "the error of the mean regret over 10 seeds is 0.47 δ and 0.10 δ at 80 test images per "
         "client and at 2,000 on Fashion-MNIST, rotated (below δ/4 at 2,000)"

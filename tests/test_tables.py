@@ -322,3 +322,16 @@ def test_a_caption_written_as_prose_shows_emphasis_and_code_not_asterisks():
     assert caption_html("(* at an edge), 2*3*4") == "(* at an edge), 2*3*4"  # marks stay
     html = captioned(pd.DataFrame({"a": [1]}), "beside *undecided*")._repr_html_()
     assert "<caption>beside <em>undecided</em></caption>" in html
+
+
+def test_a_quantity_at_a_split_p_is_not_read_as_a_p_value():
+    """Review: chapter 01's "rise at p" of 1.03 read 1.0 and chapter 04's stability shares 0,
+    0.060, 0.20, 1.0 and 1.00 in one column: named "… at p", they were formatted as p-values."""
+    frame = pd.DataFrame(
+        {"rise at p": [2.75, 1.03], "share at that p": [0.06, 1.0], "Holm-adjusted p": [0.2, 0.01]},
+        index=pd.Index(["Fashion-MNIST", "Heart"], name="dataset"),
+    )
+    body = captioned(frame, "c", decimals=2)._repr_html_().split("</style>")[-1]
+    assert ">1.03<" in body and ">2.75<" in body and ">1.0<" not in body, body
+    assert ">0.06<" in body and ">1.00<" in body and ">0.060<" not in body, body
+    assert ">0.20<" in body and ">0.010<" in body  # a p-value column is still one

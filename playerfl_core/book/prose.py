@@ -20,6 +20,27 @@ def counted(n: int, singular: str, plural: str | None = None) -> str:
     return f"{number_word(n)} {singular if int(n) == 1 else (plural or singular + 's')}"
 
 
+def listed(items) -> str:
+    """Items as a sentence lists them: "Heart", "Heart and Digits", "Heart, Digits and
+    Fashion-MNIST" (the caller words the empty case: "none" reads as an unfilled template)."""
+    items = [str(i) for i in items]
+    if len(items) < 2:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def changes_verdicts(changed, n: int) -> str:
+    """What a re-analysis does to ``n`` verdicts, naming the ``changed`` ones: "changes 2 of the
+    13 verdicts (Heart and Digits)"; none in words ("changes none of the 13 verdicts", "changes
+    neither of the two verdicts", "does not change the verdict"), not "0 of … (none)"."""
+    changed = list(changed)
+    if changed:
+        return f"changes {len(changed)} of the {n} verdicts ({listed(changed)})"
+    if n == 1:
+        return "does not change the verdict"
+    return "changes neither of the two verdicts" if n == 2 else f"changes none of the {n} verdicts"
+
+
 def first_units(p: int) -> str:
     """The federated prefix of split p in words: 'no unit', 'the first unit', 'the first three
     units'."""

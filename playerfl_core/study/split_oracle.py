@@ -233,11 +233,15 @@ def dataset_oracle(scores: pd.DataFrame, on: str = "val") -> dict[str, int]:
 
 def near_threshold_regret(reg: pd.DataFrame, margin: float = 0.25) -> pd.DataFrame:
     """Regret of seeds whose decision was close (a rise within ``margin``·t of t) against the
-    others. Columns: dataset, near, mean, lo, hi, n_seeds."""
+    others. Columns: dataset, near, mean, lo, hi, n_seeds; a group of one seed has no interval
+    (lo, hi NaN): the bootstrap's (v, v) would read as a certain value."""
     reg = reg.assign(near=reg["margin"] <= margin)
     rows = []
     for (ds, near), g in reg.groupby(["dataset", "near"], sort=False):
-        rows.append((ds, bool(near), *interval(g["regret"]), len(g)))
+        m, lo, hi = interval(g["regret"])
+        if len(g) < 2:
+            lo = hi = float("nan")
+        rows.append((ds, bool(near), m, lo, hi, len(g)))
     return pd.DataFrame(rows, columns=["dataset", "near", "mean", "lo", "hi", "n_seeds"])
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from playerfl_core.book.prose import counted
 from playerfl_core.book.reports import fair_sweeps as FS
 from playerfl_core.book.reports.ladder import rung_lines
 from playerfl_core.book.reports.tables import interval_text, p_text
@@ -104,28 +105,33 @@ def eval_lines(ev: EvalRung | None) -> str:
     return "\n".join(lines)
 
 
-def eval_summary(ev: EvalRung | None) -> str:
+def eval_summary(ev: EvalRung | None, book: tuple[int, int] | None = None) -> str:
     """One sentence for the Result box: how many of R1's verdicts change when the evaluation
-    noise falls, with the rung's mean regrets."""
+    noise falls, with the rung's mean regrets. ``book``: the book's validation and test images
+    per client on average (``evaluation_noise.mean_sizes``), read from the runs, not restated."""
     if ev is None:
         return ""
     c = ev.comparison
     changed = c[c["differs"]]
-    which = (
-        "; ".join(
-            f"{dataset_label(r.dataset)} from {r.one_verdict} to {r.own_verdict}"
-            for r in changed.itertuples()
-        )
-        or "none"
-    )
     regrets = " and ".join(
         f"{interval_text(r.own, r.own_lo, r.own_hi)} on {dataset_label(r.dataset)}"
         for r in c.itertuples()
     )
+    if len(changed):
+        which = "; ".join(
+            f"{dataset_label(r.dataset)} from {r.one_verdict} to {r.own_verdict}"
+            for r in changed.itertuples()
+        )
+        verdicts = f"{len(changed)} of R1's {len(c)} verdicts there change ({which})"
+    else:  # in words, not "0 of R1's 2 verdicts there change (none)"
+        none = "neither" if len(c) == 2 else "none"
+        verdicts = f"{none} of R1's {counted(len(c), 'verdict')} there changes"
+        if len(c) == 1:
+            verdicts = "R1's verdict there does not change"
+    instead = f"the book's {book[0]} and {book[1]} on average" if book else "the book's sets"
     return (
         f"Scored on {ev.record['eval_per_client']:,} validation and test images per client "
-        f"instead of 64 and 80, the mean regret is {regrets}, and {len(changed)} of R1's "
-        f"{len(c)} verdicts there change ({which})."
+        f"instead of {instead}, the mean regret is {regrets}, and {verdicts}."
     )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from playerfl_core.book.prose import changes_verdicts
 from playerfl_core.book.reports.tables import in_order, interval_text
 from playerfl_core.book.style import dataset_label
 from playerfl_core.stats.split_verdicts import VERDICT_WORDS, r1_family
@@ -167,11 +168,10 @@ def fair_summary(fair: FairSweep) -> str:
     c = fair.comparison
     up = int((c["own"] > c["one"]).sum())
     differs = c[c["differs"]]
-    which = ", ".join(dataset_label(d) for d in differs["dataset"]) or "none"
+    which = changes_verdicts([dataset_label(d) for d in differs["dataset"]], len(c))
     return (
-        f"Training every split at its own rate changes {len(differs)} of the {len(c)} verdicts "
-        f"({which}); the mean regret is larger at own rates on {up} of the {len(c)} "
-        f"federations."
+        f"Training every split at its own rate {which}; the mean regret is larger at own rates "
+        f"on {up} of the {len(c)} federations."
     )
 
 

@@ -228,8 +228,8 @@ def middle_noise(table: pd.DataFrame, het: pd.DataFrame) -> str:
     at_rung = noise_table(committed[0]).set_index("dataset")
     at_book = noise_table(book[book["dataset"].isin(M.DATASETS)]).set_index("dataset")
     return "; ".join(
-        f"{dataset_label(d)}: a client scores on {r.test_images:.0f} test images (at the book's "
-        f"sizes {at_book.loc[d, 'test_images']:.0f}), a run's standard error is "
+        f"{dataset_label(d)}: a client scores on {r.test_images:.0f} test images on average "
+        f"({at_book.loc[d, 'test_images']:.0f} at the book's sizes), a run's standard error is "
         f"{r.run_se:.3f}, {r.run_se_over_delta:.2f} times δ = {TOLERANCE:g} (at the book's "
         f"sizes {at_book.loc[d, 'run_se']:.3f})"
         for d, r in at_rung.iterrows()

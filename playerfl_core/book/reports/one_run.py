@@ -6,6 +6,7 @@ import functools
 
 import pandas as pd
 
+from playerfl_core.book.prose import first_units, number_word
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.stats.results import client_scores
 
@@ -22,6 +23,19 @@ def split_table(sens: pd.DataFrame, splits: dict[str, int]) -> pd.DataFrame:
              "rise at p": round(float(_rises(sens, name)[p - 1]), 2)}
         )  # fmt: skip
     return pd.DataFrame(rows).set_index("dataset")
+
+
+def split_sentence(table: pd.DataFrame) -> str:
+    """Every dataset's split in one sentence, from :func:`split_table` ("On Fashion-MNIST the
+    rule federates the first three units (p = 3: layer1, layer2, layer3); on Heart, the first
+    unit (p = 1: fc1). Each client keeps the rest local."): the box's share of clients counts
+    every dataset's clients, so it names every dataset's split, not the first one's only."""
+    parts = []
+    for name, r in table.iterrows():
+        units = f"p = {r['p']}: {r['federated units']}" if r["p"] else "p = 0"
+        verb = "the rule federates " if not parts else ""
+        parts.append(f"{name}{',' if parts else ''} {verb}{first_units(r['p'])} ({units})")
+    return f"On {'; on '.join(parts)}. Each client keeps the rest local."
 
 
 def _rises(sens: pd.DataFrame, name: str):
@@ -44,14 +58,21 @@ def close_calls(sens: pd.DataFrame, splits: dict[str, int], threshold: float,
             close.append(f"on {dataset_label(name)} a rise of {near[0]:.2f} against t = "
                           f"{threshold:g}")  # fmt: skip
     if not close:
-        return (f"No decision here was close: every rise the rule looked at lies more than "
-                f"{margin:g}·t from t.")  # fmt: skip
+        return (f"None of this run's decisions was close: every rise the rule looked at lies "
+                f"more than {margin:g}·t from t.")  # fmt: skip
+    n = number_word(len(close)).capitalize()
+    which = f"{n} of this run's decisions {'was' if len(close) == 1 else 'were'}"
     return (
-        f"A decision here was close ({'; '.join(close)}, within {margin:g}·t of t): another "
-        "first epoch (another seed, or another CPU's last bits) could put that split elsewhere. "
-        "Chapter 03 counts how often the split moves over seeds, and chapter 04 what close "
+        f"{which} close ({'; '.join(close)}, within {margin:g}·t of t): another first epoch "
+        "(another seed, or another CPU's last bits) could put that split elsewhere. Chapter 04 "
+        f"counts {{doc}}`how often the split moves over seeds <{STABILITY}>` and what close "
         "decisions cost."
     )
+
+
+STABILITY = "04_does_the_rule_pick_the_right_split"
+"""The chapter whose section "Stability: how often does the rule change its mind?" counts the
+split over seeds (MyST ``{doc}`` target: :func:`close_calls` is glued as Markdown)."""
 
 
 def per_client_scores(results: pd.DataFrame, federations: dict) -> pd.DataFrame:

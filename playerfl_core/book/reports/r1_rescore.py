@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from playerfl_core.book.prose import changes_verdicts, listed
 from playerfl_core.book.reports import fair_sweeps as FS
 from playerfl_core.book.reports.tables import interval_text
 from playerfl_core.book.style import dataset_label
@@ -120,7 +121,8 @@ def _short(res: Rescore) -> str:
 
 
 def rescore_lines(res: Rescore | None) -> str:
-    """One Markdown line per verdict that changed, or one saying none did."""
+    """One Markdown line per verdict that changed; when none did (:func:`rescore_summary` says
+    so), a sentence of what they are under both, not a list of one "no change" item."""
     if res is None:
         return (
             "- Not computed for these federations: the rescore covers the committed sweeps of "
@@ -128,7 +130,12 @@ def rescore_lines(res: Rescore | None) -> str:
         )
     changed = res.comparison[res.comparison["differs"]]
     if changed.empty:
-        return f"- No verdict changes with {res.images}."
+        counts = res.comparison["own_verdict"].value_counts()
+        kept = listed(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda i: (-i[1], i[0])))
+        return (
+            f"With {res.before} and with {res.images} alike, the verdicts are {kept}; the table "
+            "below gives each federation's."
+        )
     return "\n".join(
         f"- {dataset_label(r['dataset'])}: **{r['one_verdict']}** with {res.before} "
         f"(mean regret {interval_text(r['one'], r['one_lo'], r['one_hi'])}), "
@@ -144,7 +151,7 @@ def rescore_summary(res: Rescore | None) -> str:
         return ""
     c = res.comparison
     changed = c[c["differs"]]
-    which = ", ".join(dataset_label(d) for d in changed["dataset"]) or "none"
+    which = changes_verdicts([dataset_label(d) for d in changed["dataset"]], len(c))
     lower = int((c["own"] < c["one"]).sum())
     if res.oracle_moved is None:
         what, moved = f"Scoring the regrets on {res.images}", ""
@@ -153,8 +160,7 @@ def rescore_summary(res: Rescore | None) -> str:
                 f"{res.record['val_per_client']:,} validation images per client too")  # fmt: skip
         moved = f"; the oracle's split moves on {res.oracle_moved} of {res.rescored_seeds} seeds"
     return (
-        f"{what} changes {len(changed)} of the {len(c)} verdicts ({which}){moved}; the mean "
-        f"regret is lower on {lower} of the {len(c)} federations."
+        f"{what} {which}{moved}; the mean regret is lower on {lower} of the {len(c)} federations."
     )
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from data_prep import load
-from playerfl_core.book.prose import counted
+from playerfl_core.book.prose import counted, listed
 from playerfl_core.book.reports.tables import in_order, interval_text, signed
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.study import split_oracle as O
@@ -79,6 +79,13 @@ def regret_numbers(regret_sum: pd.DataFrame) -> dict:
 
 def client_names(datasets, profile: str, seed: int) -> dict[str, list[str]]:
     return {ds: [c.name for c in load(ds, profile=profile, seed=seed).clients] for ds in datasets}
+
+
+def client_curves(table: pd.DataFrame, datasets) -> pd.DataFrame:
+    """Each client's mean gain over Local per (dataset, client, p), the datasets in ``datasets``'
+    order: the figure draws its panels in the order it is given, and the summary's groupby
+    sorts them by name (Digits, Fashion-MNIST, Heart, unlike the chapter's other figures)."""
+    return in_order(O.client_curve_summary(O.client_curves(table)), datasets)
 
 
 def _gains_at_rule(regrets: pd.DataFrame, curves: pd.DataFrame):
@@ -249,6 +256,18 @@ def stability_caption(stab_summary: pd.DataFrame) -> str:
     return "The paper's rule picks " + "; ".join(parts)
 
 
+def near_threshold_table(near: pd.DataFrame, margin: float):
+    """The regret of seeds whose decision was close to t against the others' (descriptive; the
+    groups are what the seeds gave), the caption saying why a group of one seed has no interval."""
+    caption = (f"Regret of seeds whose decision was close to the rule's rise threshold t (a rise "
+               f"within {margin:g}·t of t) against the others")  # fmt: skip
+    if (near["n_seeds"] < 2).any():
+        caption += "; – where a group holds a single seed, which gives no interval"
+    shown = near.assign(near=near["near"].map({True: "yes", False: "no"}))
+    return by_dataset(shown, ["dataset", "near"], value_name="mean regret (95 % CI)",
+                      caption=caption)  # fmt: skip
+
+
 def sweep_caption(regrets: pd.DataFrame) -> str:
     """One line for a sweep figure of one dataset: the rule's and the oracle's splits over seeds
     (p×seeds) and the rule's mean regret (95 % CI)."""
@@ -340,6 +359,24 @@ def tuned_runs(profile: str, datasets) -> pd.DataFrame | None:
         return None
 
 
+def r1_answer(verdicts: pd.DataFrame) -> str:
+    """The chapter's question answered in one plain sentence, no test named, from R1's parts
+    (``split_verdicts`` rows of "oracle"): on how many federations the rule's split is as good
+    as the best split on validation data, clearly worse, or not told apart by the seeds."""
+    v = verdicts.loc[verdicts["claim"] == "oracle", "verdict"]
+    n = len(v)
+    same = "the rule's split is as good as the best split found by training every split"
+    if (v == "supported").all():
+        return f"Yes: on {'the one federation' if n == 1 else f'all {n} federations'}, {same}."
+    worse, open_ = "the rule's split is clearly worse", "the seeds cannot tell"
+    parts = []
+    for verdict, said in {"supported": same, "contradicted": worse, "undecided": open_}.items():
+        if k := int((v == verdict).sum()):
+            parts.append(f"on {f'{k} of the {n} federations' if not parts else k} {said}")
+    head = "Not on every federation" if (v == "contradicted").any() else "Not shown"
+    return f"{head}: {listed(parts)}."
+
+
 CLAIM_WORDS = {
     "oracle": ("R1", "the rule's split is as good as the validation oracle's on every federation "
                      "(mean regret within δ)"),
@@ -352,10 +389,11 @@ MEANING = {
 }
 
 
-def claim_sentence(verdicts: pd.DataFrame, claim: str) -> str:
+def claim_sentence(verdicts: pd.DataFrame, claim: str, restate: bool = True) -> str:
     """The claim's verdict in one plain sentence first ("Claim R1 is contradicted"), then what
-    the claim says and its parts (``split_verdicts`` rows of ``claim``), combined by the book's
-    rule for claims with several parts (``combine``)."""
+    the claim says (not when ``restate`` is false: the box has said it above) and its parts
+    (``split_verdicts`` rows of ``claim``), combined by the book's rule for claims with several
+    parts (``combine``)."""
     from playerfl_core.stats import claims as C
 
     rows = verdicts[verdicts["claim"] == claim]
@@ -368,7 +406,9 @@ def claim_sentence(verdicts: pd.DataFrame, claim: str) -> str:
     reason = combined.reason if len(parts) > 1 else f"1 {combined.verdict} of 1 part"
     cid, statement = CLAIM_WORDS[claim]
     strength = f" ({combined.strength} evidence)" if combined.strength != "none" else ""
+    said = f". It says {statement}; {MEANING[combined.verdict]}" if restate else (
+        f": {MEANING[combined.verdict]}")  # fmt: skip
     return (
-        f"**Claim {cid} is {combined.verdict}**{strength}. It says {statement}; "
-        f"{MEANING[combined.verdict]} ({reason}, one family with Holm's adjustment)."
+        f"**Claim {cid} is {combined.verdict}**{strength}{said} ({reason}, one family with "
+        "Holm's adjustment)."
     )

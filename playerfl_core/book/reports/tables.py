@@ -172,11 +172,14 @@ def with_intervals(
     name: str | None = None,
 ) -> pd.DataFrame:
     """A copy in which ``value``, ``lo`` and ``hi`` are one column of text, ``0.925
-    (0.906–0.949)``, named ``name`` (default: "<value> (95 % CI)"), where ``value`` was."""
+    (0.906–0.949)``, named ``name`` (default: "<value> (95 % CI)"), where ``value`` was; a value
+    without an interval (one seed) reads ``0.052 (–)``, so the column's promise of one is not
+    silently dropped."""
     out = frame.copy()
     label = name or f"{reader_name(value)} (95 % CI)"
     text = [
         interval_text(v, a, b, decimals)
+        + (f" ({MISSING})" if pd.notna(v) and (pd.isna(a) or pd.isna(b)) else "")
         for v, a, b in zip(out[value], out[lo], out[hi], strict=True)
     ]
     position = list(out.columns).index(value)
@@ -365,9 +368,13 @@ def _column_spec(values: pd.Series, spec: str) -> str:
 
 
 def _is_p_column(column) -> bool:
-    """A column of p-values, by its reader's name: "p", "Holm-adjusted p", "p (two-sided)"."""
+    """A column of p-values, by its reader's name: "p", "Holm-adjusted p", "p (two-sided)". A
+    quantity read at a split p ("rise at p", "share at most frequent p") is not one: shown as a
+    p-value, chapter 01's rise of 1.03 read 1.0 and chapter 04's shares 0.060 beside 0.20."""
     name = column[-1] if isinstance(column, tuple) else column
-    return isinstance(name, str) and (name == "p" or name.endswith(" p") or name.startswith("p "))
+    if not isinstance(name, str) or " at " in name:
+        return False
+    return name == "p" or name.endswith(" p") or name.startswith("p ")
 
 
 def _column_specs(out: pd.DataFrame, spec: str) -> dict:
