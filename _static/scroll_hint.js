@@ -6,8 +6,10 @@
 // table taller than most of the screen gets the line above it too: under it, the reader would
 // meet the line only after scrolling past every row.
 (() => {
-  const TEXT = "↑ Swipe the table above sideways for more →";
-  const TEXT_ABOVE = "Swipe the table below sideways for more →";
+  // "Swipe" where the reader has a finger, "Scroll" where a mouse or a trackpad moves the table.
+  const verb = window.matchMedia("(pointer: coarse)").matches ? "Swipe" : "Scroll";
+  const TEXT = `↑ ${verb} the table above sideways for more →`;
+  const TEXT_ABOVE = `${verb} the table below sideways for more →`;
   const scrolls = (el) => ["auto", "scroll"].includes(getComputedStyle(el).overflowX);
   const boxOf = (table) => {
     for (let a = table; a && a.tagName !== "ARTICLE"; a = a.parentElement) {

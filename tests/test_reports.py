@@ -492,7 +492,8 @@ def test_the_split_lines_say_where_the_split_is_the_rules_fallback():
     assert out["split_fallback"].endswith("; on Heart it is the first rise above t.")
     by_t = pd.concat([splits, splits.assign(threshold=4.0, fallback=[True, False, True, True])])
     assert fallback_thresholds(by_t) == (
-        "The split is the rule's fallback p = L − 1 in every seed at t ∈ {1, 4} on Digits."
+        "The split is the rule's fallback (every unit but the head) in every seed at t ∈ {1, 4} "
+        "on Digits."
     )
 
 

@@ -227,7 +227,10 @@ def test_r2s_scope_says_where_the_deciding_federation_was_run_beyond_the_books_s
     monkeypatch.delenv("PLAYERFL_STORES")  # the committed stores
     text = scale_text()
     assert text.startswith("beyond the book's sizes, on Fashion-MNIST, rotated, the federation")
-    assert "at 1,000 images per client with the CNN at half width (5 seeds, no test)" in text, text
+    assert (
+        "when each client trains on 1,000 images, the CNN at half width (5 seeds, too few " in text
+    )
+    assert "with 2,000 validation and 2,000 test images per client (10 seeds)" in text, text
     assert text.endswith(", against δ = 0.02 (chapter 04)"), text
 
 

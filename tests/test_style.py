@@ -811,3 +811,15 @@ def test_every_key_hyperparameter_has_a_readers_name():
     assert keys <= set(style.HYPERPARAMETER_LABELS), keys - set(style.HYPERPARAMETER_LABELS)
     shown = algorithm_table()["key hyper-parameter (default)"]
     assert shown["FedProx"] == "μ (proximal weight) = 0.1", shown["FedProx"]
+
+
+def test_every_split_rule_and_the_oracle_have_a_shape_no_other_has():
+    """Chapter 04b's Fig. 28 drew the probe as a hexagon beside the paper's circle, and the
+    oracle shared the paper's circle in the appendix's Fig. 33: at the figures' marker sizes a
+    hexagon or a pentagon reads as a circle (issue 35's second review)."""
+    from playerfl_core.book.style import ORACLE_MARKER, SPLIT_RULE_MARKERS
+
+    shapes = [*SPLIT_RULE_MARKERS.values(), ORACLE_MARKER]
+    assert len(set(shapes)) == len(shapes)
+    round_looking = {"o", "h", "H", "p", "8"}
+    assert len(round_looking & set(shapes)) <= 1, shapes

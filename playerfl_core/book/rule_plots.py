@@ -16,6 +16,7 @@ from playerfl_core.book.style import (
     FIGURE_WIDTH,
     MARKER_COLORS,
     MUTED,
+    ORACLE_MARKER,
     SPLIT_RULE_COLORS,
     SPLIT_RULE_LINESTYLES,
     SPLIT_RULE_MARKERS,
@@ -58,10 +59,10 @@ def entry_linestyle(label: str) -> str:
 
 
 def entry_marker(label: str) -> str:
-    """The marker shape of a pre-registered entry; the oracle's and an unknown label's a
-    circle."""
+    """The marker shape of a pre-registered entry; the oracle's and an unknown label's a star
+    (the paper's rule has the circle)."""
     key = _style_key(label)
-    return SPLIT_RULE_MARKERS[key] if key else "o"
+    return SPLIT_RULE_MARKERS[key] if key else ORACLE_MARKER
 
 
 def tuning_curves(tuning: pd.DataFrame):
@@ -155,7 +156,7 @@ def tolerance_plot(curve: pd.DataFrame):
 
 def split_dots(dist: pd.DataFrame, sources: Sequence[str]):
     """Per federation (rows, by kind): the split each source picks on each seed, dot area ∝
-    number of seeds; each source its own colour and shape, the oracle's bluish-green circles."""
+    number of seeds; each source its own colour and shape, the oracle's bluish-green stars."""
     feds = list(dict.fromkeys(dist.sort_values("kind", key=_kind_rank, kind="stable")["dataset"]))
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.36 * len(feds) + 1.2), layout="constrained")
     step = 0.8 / len(sources)

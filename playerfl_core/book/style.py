@@ -169,10 +169,13 @@ SPLIT_RULE_MARKERS = {
     "cost": "v",
     "cost2": "P",
     "disagreement": "X",
-    "probe": "h",
+    "probe": ">",
 }
 """Marker shapes of the split rules in every figure that marks a rule's points or means (the
-oracle's are circles): every rule its own shape, a second channel besides colour."""
+oracle's a star, :data:`ORACLE_MARKER`): every rule its own shape, a second channel besides
+colour; none a hexagon or pentagon, which read as circles at the figures' marker sizes."""
+
+ORACLE_MARKER = "*"
 
 RULE_NAMES = {
     "paper": "paper",

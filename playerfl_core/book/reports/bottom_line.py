@@ -87,7 +87,8 @@ def bottom_line(card: pd.DataFrame) -> str:
         "supported": f"The paper's metric, {sensitivity}, ranks a model's layers like the "
         "measured cost of averaging them (M1).",
         "contradicted": f"The paper's metric, {sensitivity}, does not rank a model's layers like "
-        "the measured cost of averaging them on every federation tested (M1).",
+        "the measured cost of averaging them: on at least one federation tested the ranking is "
+        "decided against it (M1).",
         "undecided": f"Whether the paper's metric, {sensitivity}, ranks a model's layers like "
         "the measured cost of averaging them cannot be decided with the seeds at hand (M1).",
     }

@@ -135,8 +135,16 @@ def scale_text(dataset: str | None = None) -> str:
     dataset = dataset or LADDER[-1]
     parts = []
     for module, words in (
-        (middle_rung, "at 1,000 images per client with the CNN at half width ({n} seeds, no test)"),
-        (eval_rung, "scored on 2,000 images per client ({n} seeds)"),
+        (
+            middle_rung,
+            "when each client trains on 1,000 images, the CNN at half width ({n} seeds, "
+            "too few for a test)",
+        ),
+        (
+            eval_rung,
+            "at the book's training sizes with 2,000 validation and 2,000 test images per "
+            "client ({n} seeds)",
+        ),  # fmt: skip
     ):
         committed = module.load()
         if committed is None or dataset not in committed[1]["datasets"]:

@@ -161,7 +161,8 @@ def _and(names: list[str]) -> str:
 
 def fallback_text(splits: pd.DataFrame, units_of: dict) -> str:
     """One sentence: on which datasets (and in how many seeds) no relative rise exceeds t, so
-    that the split is the rule's fallback p = L − 1, and on which it is a rise the rule found."""
+    that the split is the rule's fallback (every unit but the head), and on which it is a rise
+    the rule found."""
     t = ", ".join(f"{v:g}" for v in sorted(splits["threshold"].unique()))
     fell, found = [], []
     for name in units_of:
@@ -175,7 +176,7 @@ def fallback_text(splits: pd.DataFrame, units_of: dict) -> str:
         return f"At t = {t} every split above is the first rise above t; none is the fallback."
     text = (
         f"At t = {t} no relative rise exceeds t on {_and(fell)}: there the split is the "
-        "rule's fallback, every unit but the head (p = L − 1), not a rise the rule found"
+        "rule's fallback, every unit but the head (p = units − 1), not a rise the rule found"
     )
     return text + (f"; on {_and(found)} it is the first rise above t." if found else ".")
 
@@ -191,7 +192,10 @@ def fallback_thresholds(by_t: pd.DataFrame) -> str:
     ]
     if not parts:
         return "At no threshold of the grid is any dataset's split the fallback in every seed."
-    return f"The split is the rule's fallback p = L − 1 in every seed at {_and(parts)}."
+    return (
+        f"The split is the rule's fallback (every unit but the head) in every seed at "
+        f"{_and(parts)}."
+    )
 
 
 def c2_parts(c2) -> pd.DataFrame:
