@@ -111,6 +111,23 @@ def test_the_scorecards_r1_names_a_federation_whose_verdict_moves(monkeypatch):
     assert "own tuned rate" not in plain.verdict.reason
 
 
+def test_the_scorecards_r1_profile_says_what_its_regrets_were_scored_on(monkeypatch):
+    """The scorecard's R1 row named its sweep's seeds but not that its Fashion-MNIST regrets
+    were chosen and scored on 2,000 images per client (items 15 and 17)."""
+    from playerfl_core.book.reports import reproduction
+    from playerfl_core.study import val_rescore as V
+
+    one = _regrets("fmnist", np.zeros(20))
+    monkeypatch.setattr(V, "r1_family", lambda r: r.assign(rescored=True, large_val=True))
+    claim = reproduction._r1_with_own_rates(one, pd.DataFrame(), "standard: 1", own_rates=False)
+    assert claim.profile == (
+        "standard: 1; Fashion-MNIST regrets on 2,000 validation and test images per client"
+    )
+    monkeypatch.setattr(V, "r1_family", lambda r: r.assign(rescored=False, large_val=False))
+    claim = reproduction._r1_with_own_rates(one, pd.DataFrame(), "standard: 1", own_rates=False)
+    assert claim.profile == "standard: 1"
+
+
 def test_the_rates_table_explains_only_the_marks_it_shows():
     """Chapter 04's rates table promised "*" marks none of its cells showed, and left the splits
     a 5-unit model lacks blank (issue 35)."""

@@ -133,17 +133,18 @@ def test_chapter_04_names_every_verdict_the_large_test_sets_change():
     res = RR.Rescore(comparison, record, rescored_seeds=40)
     assert RR.rescore_summary(res) == (
         "Scoring the regrets on 2,000 test images per client changes 1 of the 2 verdicts "
-        "(Fashion-MNIST); the mean regret is lower on 2 of the 2 federations."
+        "(Fashion-MNIST); the mean regret is higher on 0 and lower on 2 of the 2 federations."
     )
     lines = RR.rescore_lines(res)
     assert lines.startswith("- Fashion-MNIST: **undecided** with the book's test sets")
     assert "**within δ** with 2,000 test images per client" in lines and "\n" not in lines
     assert RR.rescore_cost(res) == (
-        "4 runs trained again for 40 seeds, 2.0 CPU-hours on one core each; 3 of them identical "
-        "to their committed runs (largest difference 1e-07)"
+        "4 runs trained again for 40 seeds, 2.0 CPU-hours in all, each run on one core; 3 of them "
+        "identical to their committed runs (largest difference 1e-07)"
     )
     assert list(RR.comparison_table(res).columns)[-1] == "verdict, 2,000 images"
     assert RR.rescore_summary(None) == "" and "not computed" in RR.rescore_cost(None)
+    assert "study.val_rescore`" in RR.rescore_lines(None, "val_rescore")
 
 
 def test_a_rescore_that_changes_no_verdict_says_so_in_words():
@@ -163,7 +164,7 @@ def test_a_rescore_that_changes_no_verdict_says_so_in_words():
     res = RR.Rescore(comparison, record, rescored_seeds=50)
     assert RR.rescore_summary(res) == (
         "Scoring the regrets on 2,000 test images per client changes none of the 3 verdicts; "
-        "the mean regret is lower on 2 of the 3 federations."
+        "the mean regret is higher on 1 and lower on 2 of the 3 federations."
     )
     assert RR.rescore_lines(res) == (
         "With the book's test sets and with 2,000 test images per client alike, the verdicts are "

@@ -101,8 +101,9 @@ def test_chapter_04b_says_which_verdicts_changed_and_what_became_of_claim_r2():
                       curvature, record, reused=5)  # fmt: skip
     assert RR2.summary(res) == (
         "Scoring R2's regrets on 2,000 test images per client changes 1 of the 4 declared "
-        "verdicts (the second table below names them); the mean regret is lower on 0 of the 4 "
-        "(rule, kind) pairs. Claim R2 is undecided (weak) with the book's test sets and "
+        "verdicts (the second table below names them); the mean regret is higher on 1, lower "
+        "on 0 and unchanged on 3 of the 4 (rule, kind) pairs. Claim R2 is undecided (weak) "
+        "with the book's test sets and "
         "contradicted (moderate) with 2,000 test images per client. The curvature comparison "
         "(each second-order rule against its first-order form, one paired test per set, apart "
         "from the tolerance verdicts counted above) keeps its verdicts."
@@ -111,8 +112,8 @@ def test_chapter_04b_says_which_verdicts_changed_and_what_became_of_claim_r2():
                        Verdict("contradicted", "strong", ""), None, record, reused=5)  # fmt: skip
     assert "Claim R2 is contradicted (strong) with both test sizes." in RR2.summary(same)
     assert RR2.cost(res) == (
-        "2 runs trained again, 0.0 CPU-hours on one core each; every one identical to its "
-        "committed run, row for row; 5 more runs were read from chapter 04's rescore of R1's "
+        "2 runs trained again, 0.0 CPU-hours in all, each run on one core; every one identical to "
+        "its committed run, row for row; 5 more runs were read from chapter 04's rescore of R1's "
         "family (the ninth declaration), not trained again"
     )
     table = RR2.family_table(res)

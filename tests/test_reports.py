@@ -211,12 +211,13 @@ def test_messages_per_round_say_why_fedavgs_one_a_round_reads_more():
     table = traffic(
         pd.concat([wire("fedavg", []),
                    wire("playerfl", [("reports", 0, s) for s in (0, 1)]),
+                   wire("playerfl_random", [("reports", 0, s) for s in (0, 1)]),
                    wire("fedlama", [("deployment uploads", r, s) for r in range(20)
                                     for s in (0, 1)])]),
         rounds=20,
     )  # fmt: skip
-    assert table["messages/round"].round(2).tolist() == [1.1, 1.15, 2.1]
-    assert table["outside rounds"].tolist() == [2, 2, 2]
+    assert table["messages/round"].round(2).tolist() == [1.1, 1.15, 1.15, 2.1]
+    assert table["outside rounds"].tolist() == [2, 2, 2, 2]
     shown = shown_traffic(table)
     assert shown.index.name == "algorithm" and "outside rounds" not in shown.columns
     assert messages_note(table, 20).endswith(
@@ -225,8 +226,12 @@ def test_messages_per_round_say_why_fedavgs_one_a_round_reads_more():
     sentence = wire_facts(table, 20)["messages_sentence"]
     assert sentence.startswith("A FedAvg silo gets 22 messages over the 20 rounds: one a round")
     assert "so the table reads 1.10 a round" in sentence
-    assert "PLayer-FL's silo gets 1 more (one in round 0" in sentence
-    assert "FedLAMA's 20 more (one a round" in sentence
+    # one clause for two algorithms with the same extra message (chapter 07 repeated it)
+    assert "PLayer-FL's and PLayer-FL-Random's" in sentence
+    assert "1 more each (one in round 0" in sentence
+    assert sentence.count("collects the sensitivities") == 1
+    assert "FedLAMA's 20 more (one a round" in sentence or "FedLAMA's silo gets 20 more" in sentence
+    assert sentence.count(" get") == 2  # "gets" once, for FedAvg and for the first clause
 
 
 def test_the_tuning_caption_names_each_kept_threshold_ties_to_the_smaller():
@@ -785,3 +790,34 @@ def test_a_group_of_one_seed_has_no_interval():
     assert "a single seed, which gives no interval" in table.caption
     many = split_choice.near_threshold_table(near[~near["near"]], 0.25)
     assert "single seed" not in many.caption
+
+
+def test_the_thresholds_common_to_every_dataset_read_as_a_sentence():
+    """Chapter 03's Fig. 14 read "the paper's transition layers are reproduced on every dataset
+    in every seed by no threshold of the grid"; the subject now comes first."""
+    from playerfl_core.book.reports.sensitivity_study import threshold_numbers
+
+    rows = [("heart", "paper_transition", t, a) for t, a in ((1.0, 0.5), (2.0, 0.9))]
+    rows += [("heart", "authors_config", t, a) for t, a in ((1.0, 1.0), (2.0, 1.0))]
+    agreement = pd.DataFrame(rows, columns=["dataset", "reference", "threshold", "agreement"])
+    common = threshold_numbers(agreement, ["heart"])["threshold_common"]
+    assert common == (
+        "no threshold of the grid reproduces the paper's transition layers on every dataset in "
+        "every seed; t ∈ {1, 2} reproduces the authors' hard-coded splits on every dataset in "
+        "every seed"
+    )
+
+
+def test_the_averaging_lines_write_p_values_as_the_table_does():
+    """Chapter 03a's lines read "p = 0.00803" beside its table's 0.0080."""
+    from types import SimpleNamespace
+
+    from playerfl_core.book.reports.averaging import ranking_numbers
+
+    part = SimpleNamespace(part="Heart", estimate=0.72, n=5, p_adjusted=0.00803,
+                           verdict="supported", strength="strong")  # fmt: skip
+    verdict = SimpleNamespace(verdict="supported", strength="strong", reason="")
+    lines = ranking_numbers({"first_order": {"parts": [part], "verdict": verdict}})
+    assert lines["lines_first_order"] == (
+        "- Heart: mean ρ = 0.72 over 5 seeds, Holm-adjusted p = 0.0080: supported (strong)."
+    )

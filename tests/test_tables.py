@@ -335,3 +335,18 @@ def test_a_quantity_at_a_split_p_is_not_read_as_a_p_value():
     assert ">1.03<" in body and ">2.75<" in body and ">1.0<" not in body, body
     assert ">0.06<" in body and ">1.00<" in body and ">0.060<" not in body, body
     assert ">0.20<" in body and ">0.010<" in body  # a p-value column is still one
+
+
+def test_grid_notes_say_when_every_run_came_from_the_store():
+    """Chapter 06 read "132 runs (0 computed now)"; a grid read from its store says so."""
+    from types import SimpleNamespace
+
+    from playerfl_core.book.reports.tables import grid_notes
+
+    def grid(computed):
+        return SimpleNamespace(
+            status=pd.DataFrame({"run": range(3)}), computed=computed, failures=[], note=lambda: ""
+        )
+
+    assert "3 runs (every one read from the store)" in grid_notes(grid(0)).data
+    assert "3 runs (2 computed now)" in grid_notes(grid(2)).data

@@ -29,6 +29,17 @@ def listed(items) -> str:
     return f"{', '.join(items[:-1])} and {items[-1]}"
 
 
+def moved_text(after, before, what: str) -> str:
+    """Which way a rescore moved ``len(after)`` mean regrets: "the mean regret is higher on 13
+    and lower on 0 of the 13 federations" (with "unchanged on k" where some did not move), so
+    that a reader sees the direction, not "lower on 0 of 13"."""
+    higher, lower = int((after > before).sum()), int((after < before).sum())
+    same = len(after) - higher - lower
+    parts = [f"higher on {higher}", f"lower on {lower}"]
+    parts += [f"unchanged on {same}"] if same else []
+    return f"the mean regret is {listed(parts)} of the {len(after)} {what}"
+
+
 def changes_verdicts(changed, n: int) -> str:
     """What a re-analysis does to ``n`` verdicts, naming the ``changed`` ones: "changes 2 of the
     13 verdicts (Heart and Digits)"; none in words ("changes none of the 13 verdicts", "changes

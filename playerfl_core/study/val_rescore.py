@@ -17,11 +17,12 @@ they put item 17's regrets in place of the committed ones seed by seed, for R1's
 ``r2_rescore.family_comparison``.
 
 Computed by ``python -m playerfl_core.study.val_rescore`` and committed to
-``stores/ladder/val_rescore.parquet`` with its record. Its 1,020 runs take about 15 CPU-hours,
-more than one working session on 2 cores: each finished run waits in
+``stores/ladder/val_rescore.parquet`` with its record. Its 1,020 runs took 36,618 CPU-s (about
+10 CPU-hours), more than one working session on 2 cores: each finished run waited in
 ``stores/pending/val_rescore/`` (:func:`~playerfl_core.study.archive.pending_dir`), committed as
-it is, so that the command resumes on any machine; each run's record names the machine that
-computed it. No chapter reads that folder; the store is written once every run exists.
+it was, so that the command resumed on any machine; each run's record names the machine that
+computed it. No chapter reads that folder; the store was written once every run existed, and
+the folder then left the tree (git history keeps it).
 """
 
 from __future__ import annotations

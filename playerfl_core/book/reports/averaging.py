@@ -135,7 +135,7 @@ def ranking_numbers(tests: dict) -> dict:
         out[f"reason_{column}"] = v.reason
         out[f"lines_{column}"] = "\n".join(
             f"- {e.part}: mean ρ = {signed(e.estimate, 2)} over {e.n} seeds, Holm-adjusted "
-            f"p = {p_value_text(e.p_adjusted, 3)}: {e.verdict} ({e.strength})."
+            f"p = {p_value_text(e.p_adjusted)}: {e.verdict} ({e.strength})."
             for e in t["parts"]
         )
     return out

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from playerfl_core.book.prose import changes_verdicts, listed
+from playerfl_core.book.prose import changes_verdicts, listed, moved_text
 from playerfl_core.book.reports import fair_sweeps as FS
 from playerfl_core.book.reports.tables import interval_text
 from playerfl_core.book.style import dataset_label
@@ -120,13 +120,14 @@ def _short(res: Rescore) -> str:
     return f"{res.record['val_per_client']:,} validation images too"
 
 
-def rescore_lines(res: Rescore | None) -> str:
+def rescore_lines(res: Rescore | None, module: str = "r1_rescore") -> str:
     """One Markdown line per verdict that changed; when none did (:func:`rescore_summary` says
-    so), a sentence of what they are under both, not a list of one "no change" item."""
+    so), a sentence of what they are under both, not a list of one "no change" item. ``module``:
+    the study module that computes the rescore, named when it is missing."""
     if res is None:
         return (
             "- Not computed for these federations: the rescore covers the committed sweeps of "
-            "federations with held-out images (`python -m playerfl_core.study.r1_rescore`)."
+            f"federations with held-out images (`python -m playerfl_core.study.{module}`)."
         )
     changed = res.comparison[res.comparison["differs"]]
     if changed.empty:
@@ -152,16 +153,13 @@ def rescore_summary(res: Rescore | None) -> str:
     c = res.comparison
     changed = c[c["differs"]]
     which = changes_verdicts([dataset_label(d) for d in changed["dataset"]], len(c))
-    lower = int((c["own"] < c["one"]).sum())
     if res.oracle_moved is None:
         what, moved = f"Scoring the regrets on {res.images}", ""
     else:
         what = (f"Choosing the oracle's split and every client's round on "
                 f"{res.record['val_per_client']:,} validation images per client too")  # fmt: skip
         moved = f"; the oracle's split moves on {res.oracle_moved} of {res.rescored_seeds} seeds"
-    return (
-        f"{what} {which}{moved}; the mean regret is lower on {lower} of the {len(c)} federations."
-    )
+    return f"{what} {which}{moved}; {moved_text(c['own'], c['one'], 'federations')}."
 
 
 def rescore_cost(res: Rescore | None) -> str:
@@ -187,6 +185,6 @@ def cost_text(record: dict, what: str = "") -> str:
         f"(largest difference {r['max_abs_diff']:.2g})"
     )
     return (
-        f"{r['runs']} runs trained again{what}, "
-        f"{r['cpu_seconds'] / 3600:.1f} CPU-hours on one core each; {same}"
+        f"{r['runs']:,} runs trained again{what}, "
+        f"{r['cpu_seconds'] / 3600:.1f} CPU-hours in all, each run on one core; {same}"
     )

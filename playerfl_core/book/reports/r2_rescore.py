@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from playerfl_core.book.prose import moved_text
 from playerfl_core.book.reports import r1_rescore as RR
 from playerfl_core.book.reports import rule_family as RF
 from playerfl_core.book.reports.tables import interval_text, signed
@@ -182,7 +183,6 @@ def summary(res: Rescore | None) -> str:
         )
     c = res.comparison
     changed = c[c["changed"]]
-    lower = int((c["mean_large"] < c["mean_book"]).sum())
     b, g = res.claim_book, res.claim_large
     if res.oracle_moved is None:
         what, moved, sizes = f"Scoring R2's regrets on {res.images}", "", "test sizes"
@@ -199,8 +199,8 @@ def summary(res: Rescore | None) -> str:
     )
     text = (
         f"{what} changes {len(changed)} of the {len(c)} declared verdicts"
-        f"{' (the second table below names them)' if len(changed) else ''}{moved}; the mean "
-        f"regret is lower on {lower} of the {len(c)} (rule, kind) pairs. {claim}"
+        f"{' (the second table below names them)' if len(changed) else ''}{moved}; "
+        f"{moved_text(c['mean_large'], c['mean_book'], '(rule, kind) pairs')}. {claim}"
     )
     if res.curvature is not None:
         moved = res.curvature[res.curvature["verdict_book"] != res.curvature["verdict_large"]]

@@ -481,10 +481,12 @@ def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> di
             + (" and confirmation test" if study.confirmation is not None else "")
             + (
                 f"; Fashion-MNIST regrets on {TEST_PER_CLIENT:,} test images per client"
+                + (" (and splits and rounds chosen on as many validation images)"
+                   if study.test_only is not None else "")  # item 17
                 if study.book is not None
                 else ""
             )
-        )
+        )  # fmt: skip
         out["r2"] = rule_family.r2_claim(study, f"standard: {sets}")
     return out
 
@@ -495,9 +497,12 @@ def _r1_with_own_rates(regrets: pd.DataFrame, rules: pd.DataFrame, profile: str,
     fair sweep committed, its reason also names every federation whose verdict differs with each
     split at its own rate (item 12, both on the book's test sets)."""
     from playerfl_core.book.reports import fair_sweeps as FS
-    from playerfl_core.study.val_rescore import r1_family
+    from playerfl_core.study.val_rescore import large_sets_text, r1_family
 
-    claim = C.r1_rule_finds_oracle(r1_family(regrets), label=dataset_label, profile=profile)
+    family = r1_family(regrets)
+    if family["rescored"].any():  # the scorecard's profile column says what R1's regrets are
+        profile = f"{profile}; Fashion-MNIST regrets on {large_sets_text(family)}"
+    claim = C.r1_rule_finds_oracle(family, label=dataset_label, profile=profile)
     note = FS.r1_note(FS.analyse(regrets, rules) if own_rates else None)
     if not note:
         return claim

@@ -630,9 +630,10 @@ def _rescore_sentence(study: RuleStudy) -> str:
             "validation and test sets",
         )  # fmt: skip
     )
+    changed = int(comparison["changed"].sum())
     return (
-        f" Fashion-MNIST's regrets are {where}: {int(comparison['changed'].sum())} of the "
-        f"{len(comparison)} verdicts differ from those on the book's {sets}."
+        f" Fashion-MNIST's regrets are {where}: {changed} of the {len(comparison)} verdicts "
+        f"{'differs' if changed == 1 else 'differ'} from those on the book's {sets}."
     )
 
 

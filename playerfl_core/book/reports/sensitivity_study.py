@@ -416,8 +416,8 @@ def threshold_numbers(agreement: pd.DataFrame, datasets) -> dict:
         for ref, g in agreement.groupby("reference", sort=False)
     }
     text = "; ".join(
-        f"{REFERENCE_NAMES.get(ref, ref)} are reproduced on every dataset in every seed by "
-        + (_ts(ts) if ts else "no threshold of the grid")
+        f"{_ts(ts) if ts else 'no threshold of the grid'} reproduces "
+        f"{REFERENCE_NAMES.get(ref, ref)} on every dataset in every seed"
         for ref, ts in common.items()
     )
     return {

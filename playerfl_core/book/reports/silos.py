@@ -105,8 +105,8 @@ def messages_note(table: pd.DataFrame, rounds: int) -> str:
 
 
 EXTRA = {
-    "playerfl": "one in round 0 that collects its sensitivities",
-    "playerfl_random": "one in round 0 that collects its sensitivities",
+    "playerfl": "one in round 0 that collects the sensitivities",
+    "playerfl_random": "one in round 0 that collects the sensitivities",
     "fedlama": "one a round for the uploads that only scoring its global average needs",
 }
 """Why an algorithm's silo gets more messages than FedAvg's (the count is measured)."""
@@ -168,15 +168,25 @@ def _messages_sentence(table: pd.DataFrame, rounds: int) -> str:
         f"round, which carries the round's calls and asks for its upload, and {outside} outside "
         f"the rounds{which}, so the table reads {f['messages/round']:.2f} a round."
     )
+    alike: dict[tuple[int, str], list[str]] = {}  # one clause for the same count and reason
+    for name, n in (table["messages"] - f["messages"]).items():
+        if n > 0 and name in EXTRA:
+            alike.setdefault((int(n), EXTRA[name]), []).append(f"{algorithm_label(name)}'s")
     more = [
-        f"{algorithm_label(name)}'s {int(n)} more ({EXTRA[name]})"
-        for name, n in (table["messages"] - f["messages"]).items()
-        if n > 0 and name in EXTRA
+        f"{' and '.join(names)}{_verb(k, len(names))} {n} more{' each' if len(names) > 1 else ''}"
+        f" ({why})"
+        for k, ((n, why), names) in enumerate(alike.items())
     ]
     if more:
-        more[0] = more[0].replace("'s ", "'s silo gets ", 1)
         text += " " + (", ".join(more[:-1]) + " and " if len(more) > 1 else "") + more[-1] + "."
     return text
+
+
+def _verb(clause: int, names: int) -> str:
+    """The first clause says what gets the messages; the others leave it understood."""
+    if clause:
+        return ""
+    return " silos get" if names > 1 else " silo gets"
 
 
 def wire_facts(table: pd.DataFrame, rounds: int | None = None) -> dict[str, str]:

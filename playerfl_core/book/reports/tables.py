@@ -477,8 +477,11 @@ def grid_notes(grid, label: str = "the grid") -> object:
     every note (widened rates, exclusions, machines, code versions) inside."""
     widened = sum(line.startswith("WIDENED") for line in grid.note().splitlines())
     excluded = len(grid.failures)
+    fresh = (
+        "every one read from the store" if not grid.computed else f"{grid.computed} computed now"
+    )
     title = (
-        f"Notes on {label}: {len(grid.status)} runs ({grid.computed} computed now); "
+        f"Notes on {label}: {len(grid.status)} runs ({fresh}); "
         f"{widened} widened learning-rate grids, {excluded} excluded runs"
     )
     return run_notes(title, grid.note())
