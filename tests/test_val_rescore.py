@@ -281,3 +281,19 @@ def test_chapter_04b_reads_item_17_and_keeps_item_16_beside_it(rung_only):
     assert list(table.columns) == ["seeds", "rescored", *protocols]
     cells = table.iloc[:, 2:].to_numpy().ravel()
     assert all(re.fullmatch(r"[+−]?\d\.\d{3} [✓✗?]", c) for c in cells), cells[:3]
+
+
+def test_the_result_details_say_differs_for_one_changed_verdict(monkeypatch):
+    """Chapter 04b's Result details read "1 of the 104 verdicts differ"."""
+    from types import SimpleNamespace
+
+    from playerfl_core.book.reports import rule_family as RF
+    from playerfl_core.study import r2_rescore as R2
+
+    study = SimpleNamespace(book=SimpleNamespace(regrets=None), regrets=None, test_only=object())
+    for changed, words in (([True, False, False], "1 of the 3 verdicts differs from"),
+                           ([True, True, False], "2 of the 3 verdicts differ from")):  # fmt: skip
+        frame = pd.DataFrame({"changed": changed})
+        monkeypatch.setattr(R2, "family_comparison", lambda old, new, f=frame: f)
+        sentence = RF._rescore_sentence(study)
+        assert f"{words} those on the book's validation and test sets." in sentence
