@@ -33,6 +33,7 @@ from playerfl_core.stats.results import save_table
 from playerfl_core.study import machine
 from playerfl_core.study.archive import ArchiveError
 from playerfl_core.study.experiments import DamagedRunError
+from playerfl_core.study.workers import WorkerDied, interrupts_as_keyboard, stop_reason
 
 
 def add_training_options(parser: argparse.ArgumentParser) -> None:
@@ -296,7 +297,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_grid(args) -> int:
-    from playerfl_core.stats.results import save_table
     from playerfl_core.study.experiments import dry_run, run_grid
 
     if args.list_runs and not args.dry_run:
@@ -350,7 +350,7 @@ def cmd_grid(args) -> int:
         )
         return 3
     if out:
-        path = save_table(result.table, out)
+        path = _save_rows(result.table, out)
         print(f"wrote {path} ({len(result.table)} rows)")
     crashed = result.failures["status"].eq("error").any() if len(result.failures) else False
     return 3 if crashed else 0  # diverged LRs are an expected outcome of tuning
@@ -518,13 +518,16 @@ def cmd_run(args) -> int:
         make_config(args.dataset, args.profile, seed=seed, **settings)
     if args.backend == "flower":
         return _run_on_flower(args, names, seeds, settings, out)
-    from playerfl_core.study.workers import interrupts_as_keyboard
 
     tables, diverged = [], []
     jobs = [(seed, name) for seed in seeds for name in names]
+    seed = name = None
     try:
-        with interrupts_as_keyboard():
-            for seed, name in tqdm(jobs, desc=f"playerfl {args.dataset}", unit="run"):
+        with (
+            interrupts_as_keyboard(),
+            tqdm(jobs, desc=f"playerfl {args.dataset}", unit="run") as bar,
+        ):
+            for seed, name in bar:  # the bar closes before any message below
                 data = load(args.dataset, profile=args.profile, seed=seed)
                 config = make_config(args.dataset, args.profile, seed=seed, **settings)
                 try:
@@ -532,34 +535,102 @@ def cmd_run(args) -> int:
                     tables.append(check_table(run.table()))
                 except DivergenceError as err:  # the other runs' rows are kept
                     diverged.append(f"{name} seed {seed}: {err}")
-    except DataError as err:
-        print(f"playerfl: {err}", file=sys.stderr)
-        return 2
+    except DataError as err:  # e.g. a dataset file whose loader fails for this seed
+        return _keep_finished(tables, out, len(jobs), f"seed {seed} failed: {err}", 2, diverged)
     except KeyboardInterrupt as err:
-        return _keep_finished(tables, out, len(jobs), err)
+        return _keep_finished(tables, out, len(jobs), *stop_reason(err), diverged)
+    except Exception as err:  # noqa: BLE001 - a bug or a broken dataset file: keep the others
+        why = f"{name} seed {seed} failed: {type(err).__name__}: {err}"
+        return _keep_finished(tables, out, len(jobs), why, _failure_code(err), diverged)
     for line in diverged:
         print(f"playerfl: diverged (no rows written): {line}", file=sys.stderr)
     if not tables:
         print("playerfl: every run diverged; nothing written.", file=sys.stderr)
         return 3
-    path = save_table(pd.concat(tables, ignore_index=True), out)
+    path = _save_rows(pd.concat(tables, ignore_index=True), out)
     print(f"wrote {path} ({sum(len(t) for t in tables)} rows)")
     return 3 if diverged else 0
 
 
-def _keep_finished(tables, out, n_jobs: int, err: BaseException) -> int:
-    """Ctrl-C or SIGTERM in ``run`` or ``sweep``: write the runs that finished, and say so."""
-    why = str(err) or "interrupted (Ctrl-C)"
+def _failure_code(err: Exception) -> int:
+    """Exit code of a run that raised ``err``: 2 bad settings or data (as when refused before
+    any run), 1 the machine (a dead worker, a full disk), 3 the run itself failed."""
+    if isinstance(err, ValueError):
+        return 2
+    return 1 if isinstance(err, (WorkerDied, OSError)) else 3
+
+
+class RowsNotWritten(OSError):
+    """The results could not be written where asked (a full disk): where they went instead, or
+    that they are lost."""
+
+
+def _keep_finished(tables, out, n_jobs: int, why: str, code: int, diverged=()) -> int:
+    """``run`` or ``sweep`` stopped early (a signal, a failing dataset, a failed run): write the
+    runs that finished, and say in one line why it stopped, how many of how many finished and
+    where they are. Returns ``code``, the exit code of what stopped it."""
+    why = why.rstrip(". ")  # the reason is followed by what was kept
+    for line in diverged:
+        print(f"playerfl: diverged (no rows written): {line}", file=sys.stderr)
     if not tables:
-        print(f"playerfl: {why} before any run finished; nothing written.", file=sys.stderr)
-        return 130
-    path = save_table(pd.concat(tables, ignore_index=True), out)
+        print(f"playerfl: {why}; no run had finished, nothing written.", file=sys.stderr)
+        return code
+    runs = f"{len(tables)} finished run{'s' if len(tables) != 1 else ''} of {n_jobs}"
+    try:
+        path = _save_rows(pd.concat(tables, ignore_index=True), out)
+    except RowsNotWritten as err:
+        print(f"playerfl: {why}; {runs}, but {err.strerror}", file=sys.stderr)
+        return 1
+    again = "run again" if code in (129, 130) else "fix that and run again"
     print(
-        f"playerfl: {why} after {len(tables)} of {n_jobs} runs; wrote the finished runs' "
-        f"{sum(len(t) for t in tables)} rows to {path} (run again to compute all of them).",
+        f"playerfl: {why}; wrote the {runs} ({sum(len(t) for t in tables)} rows) to {path} "
+        f"({again} to compute all of them).",
         file=sys.stderr,
     )
-    return 130
+    return code
+
+
+def _save_rows(table: pd.DataFrame, out) -> str:
+    """:func:`save_table` to ``out``; when that fails (a full disk, a quota), once to a file in
+    the temporary folder, if it is on another file system or the failure was not lack of space,
+    and :class:`RowsNotWritten` says where the rows are, or that they could not be kept."""
+    import errno
+    import os
+    import tempfile
+    from pathlib import Path
+
+    try:
+        return str(save_table(table, out))
+    except OSError as err:
+        problem = (
+            f"could not write {out} ({err.strerror or err}): free space there or give "
+            f"another --out; the {len(table)} finished rows"
+        )
+        full = err.errno in (errno.ENOSPC, errno.EDQUOT)
+        folder = Path(tempfile.gettempdir())
+        if not full or _device(folder) != _device(Path(out).resolve().parent):
+            rescue = folder / f"playerfl-{os.getpid()}-{Path(out).name}"
+            try:
+                saved = save_table(table, rescue)
+            except OSError:
+                pass
+            else:
+                raise RowsNotWritten(
+                    err.errno, f"{problem} were written to {saved} instead."
+                ) from None
+        raise RowsNotWritten(err.errno, f"{problem} could not be kept.") from None
+
+
+def _device(path) -> int | None:
+    """The file system of ``path`` or of its nearest existing folder."""
+    import os
+
+    for folder in (path, *path.parents):
+        try:
+            return os.stat(folder).st_dev
+        except OSError:
+            continue
+    return None
 
 
 def _run_on_flower(args, names, seeds, settings, out) -> int:
@@ -572,7 +643,7 @@ def _run_on_flower(args, names, seeds, settings, out) -> int:
     from playerfl_core.flower.link import FlowerRunError, Job, simulate
 
     jobs, silos = [], 0
-    try:
+    try:  # every seed's data is loaded here, before any run: a failing seed stops all of them
         for seed in seeds:
             silos = len(load(args.dataset, profile=args.profile, seed=seed).clients)
             config = asdict(make_config(args.dataset, args.profile, seed=seed, **settings))
@@ -581,14 +652,18 @@ def _run_on_flower(args, names, seeds, settings, out) -> int:
                 Job(args.dataset, name, {}, config, args.profile, seed, modules) for name in names
             ]
     except DataError as err:
-        print(f"playerfl: {err}", file=sys.stderr)
+        print(f"playerfl: seed {seed} failed, before any run: {err}", file=sys.stderr)
         return 2
+
+    finished: list[pd.DataFrame] = []
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            result = simulate(jobs, silos, tmp)
+        with interrupts_as_keyboard(), tempfile.TemporaryDirectory() as tmp:
+            result = simulate(jobs, silos, tmp, finished=finished, progress=True)
+    except KeyboardInterrupt as err:
+        tables = [check_table(t) for t in finished]
+        return _keep_finished(tables, out, len(jobs), *stop_reason(err))
     except FlowerRunError as err:
-        print(f"playerfl: {err}", file=sys.stderr)
-        return 3
+        return _keep_finished([check_table(t) for t in finished], out, len(jobs), str(err), 3)
     for failure in result.failed:
         print(
             f"playerfl: failed (no rows written): {failure['run']}: {failure['error']}",
@@ -597,7 +672,7 @@ def _run_on_flower(args, names, seeds, settings, out) -> int:
     if result.table.empty:
         print("playerfl: every run failed; nothing written.", file=sys.stderr)
         return 3
-    path = save_table(check_table(result.table), out)
+    path = _save_rows(check_table(result.table), out)
     print(f"wrote {path} ({len(result.table)} rows)")
     return 3 if result.failed else 0
 
@@ -621,30 +696,32 @@ def cmd_sweep(args) -> int:
         device=device,
     )
     make_config(args.dataset, args.profile, **{**settings, "device": None})  # device: checked
-    from playerfl_core.study.workers import interrupts_as_keyboard
 
-    diverged, finished = [], []
+    diverged, finished, planned = [], [], []
     splits = checks.optional(checks.int_list, args.splits, "--splits")
     try:
         with interrupts_as_keyboard():
             table = run_sweep(
                 args.dataset, seeds, args.profile, **settings, splits=splits, workers=workers,
-                diverged=diverged, finished=finished, backend=backend,
+                diverged=diverged, finished=finished, backend=backend, planned=planned,
             )  # fmt: skip
     except DataError as err:
-        print(f"playerfl: {err}", file=sys.stderr)
-        return 2
+        return _keep_finished(finished, out, len(planned), str(err), 2, _split_lines(diverged))
     except KeyboardInterrupt as err:
-        return _keep_finished(finished, out, len(finished) + 1, err)
-    for ds, seed, p, reason in diverged:
-        print(
-            f"playerfl: diverged (no rows written): {ds} seed {seed}, split p = {p}: {reason}",
-            file=sys.stderr,
-        )
+        return _keep_finished(finished, out, len(planned), *stop_reason(err),
+                              _split_lines(diverged))  # fmt: skip
+    except Exception as err:  # noqa: BLE001 - a failed run or worker: keep the finished ones
+        if isinstance(err, ValueError) and not finished:  # refused before any run: one line
+            raise
+        why = f"the sweep failed: {type(err).__name__}: {err}"
+        return _keep_finished(finished, out, len(planned), why, _failure_code(err),
+                              _split_lines(diverged))  # fmt: skip
+    for line in _split_lines(diverged):
+        print(f"playerfl: diverged (no rows written): {line}", file=sys.stderr)
     if table.empty:
         print("playerfl: every run of the sweep diverged; nothing written.", file=sys.stderr)
         return 3
-    path = save_table(table, out)
+    path = _save_rows(table, out)
     print(f"wrote {path} ({len(table)} rows, algorithms {', '.join(table['algorithm'].unique())})")
     if diverged:
         print(
@@ -658,6 +735,10 @@ def cmd_sweep(args) -> int:
         print("playerfl: no rules table: a diverged split leaves the sweep incomplete.",
               file=sys.stderr)  # fmt: skip
     return 3 if diverged else 0
+
+
+def _split_lines(diverged) -> list[str]:
+    return [f"{ds} seed {seed}, split p = {p}: {reason}" for ds, seed, p, reason in diverged]
 
 
 def _rule_names(text: str | None) -> list[str] | None:
@@ -765,28 +846,40 @@ def _show_warning(message, category, *args, **kwargs) -> None:
 
 
 def _dispatch(args) -> int:
+    """Run the command; Ctrl-C, SIGTERM and SIGHUP anywhere in it stop it with one line (long
+    commands first keep what finished), exit 130 (129 for SIGHUP)."""
     try:
-        for path in args.dataset_module or []:
-            checks.dataset_module(path)
-        if args.command == "run":
-            return cmd_run(args)
-        if args.command == "grid":
-            return cmd_grid(args)
-        if args.command == "status":
-            return cmd_status(args)
-        if args.command == "archive":
-            return cmd_archive(args)
-        if args.command == "sweep":
-            return cmd_sweep(args)
-        if args.command == "rules":
-            return cmd_rules(args)
-    except KeyboardInterrupt as err:
-        print(f"playerfl: {err or 'interrupted'}", file=sys.stderr)
-        return 130
+        with interrupts_as_keyboard():
+            return _command(args)
+    except KeyboardInterrupt as err:  # a grid says what it kept; elsewhere nothing was lost
+        why, code = stop_reason(err)
+        print(f"playerfl: {why}.", file=sys.stderr)
+        return code
     except (ValueError, DataError, ArchiveError, DamagedRunError) as err:
         print(f"playerfl: {err}", file=sys.stderr)
         return 2
-    return 1
+    except (OSError, WorkerDied) as err:  # a full disk, a killed worker: said in one line
+        print(f"playerfl: {_message(err)}", file=sys.stderr)
+        return 1
+
+
+def _message(err: BaseException) -> str:
+    """An exception's text; an OSError(errno, text) prints as '[Errno 28] text' otherwise."""
+    return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+
+
+def _command(args) -> int:
+    for path in args.dataset_module or []:
+        checks.dataset_module(path)
+    commands = {
+        "run": cmd_run,
+        "grid": cmd_grid,
+        "status": cmd_status,
+        "archive": cmd_archive,
+        "sweep": cmd_sweep,
+        "rules": cmd_rules,
+    }
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

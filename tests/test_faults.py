@@ -7,6 +7,7 @@ or two rounds, grids of a few runs.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -728,14 +729,18 @@ def test_kill_9_of_a_grid_leaves_no_worker_and_a_restart_gives_the_same_table(tm
     assert len(whole.table) == len(resumed)
 
 
-def test_sigterm_stops_a_grid_cleanly_with_a_resume_hint(tmp_path):
+@pytest.mark.parametrize("how", ["sigterm", "sighup"])
+def test_sigterm_stops_a_grid_cleanly_with_a_resume_hint(how, tmp_path):
+    signum, said, exit_code = STOPS[how]
     store = tmp_path / "termed"
     proc = _start_grid(store)
     children = _wait_for_runs(proc, store)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert "SIGTERM" in err and "run the same command again to resume" in err
+    assert proc.returncode == exit_code, err
+    (line,) = _said(err)
+    assert line.startswith(f"playerfl: grid {said} after ") and f"stored in {store}; " in line
+    assert "run the same command again to resume" in line
     assert "Traceback" not in err
     deadline = time.monotonic() + 10
     while not _gone(children) and time.monotonic() < deadline:
@@ -923,19 +928,35 @@ def test_a_grid_whose_every_run_diverged_exits_non_zero_and_writes_nothing(tmp_p
 
 
 # -- interrupted or diverging work keeps what finished (issue 25, item 3) ---------------------
-@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+def _said(err: str) -> list[str]:
+    """The command's own lines on stderr (not its progress bars)."""
+    return [line for line in re.split(r"[\r\n]", err) if line.startswith("playerfl:")]
+
+
+STOPS = {  # how the third run is stopped: the line names it, the exit code follows it
+    "ctrl-c": (None, "stopped by SIGINT (Ctrl-C)", 130),  # Python's own KeyboardInterrupt
+    "sigint": (signal.SIGINT, "stopped by SIGINT (Ctrl-C)", 130),
+    "sigterm": (signal.SIGTERM, "stopped by SIGTERM", 130),
+    "sighup": (signal.SIGHUP, "stopped by SIGHUP", 129),
+}
+
+
+@pytest.mark.parametrize("how", list(STOPS))
 def test_an_interrupted_run_writes_the_finished_runs_and_says_so(
     how, tmp_path, monkeypatch, capsys
 ):
+    signum, said, exit_code = STOPS[how]
     calls = []
     real = cli.run_federated
 
     def stop_on_third(*args, **kwargs):
         calls.append(1)
         if len(calls) == 3:
-            if how == "sigterm":
-                os.kill(os.getpid(), signal.SIGTERM)  # turned into the same interrupt
-            raise KeyboardInterrupt
+            if signum is None:
+                raise KeyboardInterrupt
+            os.kill(os.getpid(), signum)  # its handler raises here
+            time.sleep(5)
+            raise AssertionError(f"{how} was not handled")
         return real(*args, **kwargs)
 
     monkeypatch.setattr(cli, "run_federated", stop_on_third)
@@ -943,10 +964,11 @@ def test_an_interrupted_run_writes_the_finished_runs_and_says_so(
     code = cli.main(["run", "--dataset", "heart", "--algorithms", "local,fedavg,playerfl",
                      "--rounds", "1", "--out", str(out)])  # fmt: skip
     err = capsys.readouterr().err
-    assert code == 130 and "after 2 of 3 runs" in err and str(out) in err, err
+    assert code == exit_code, err
+    (line,) = _said(err)
+    assert line.startswith(f"playerfl: {said}; "), err
+    assert "wrote the 2 finished runs of 3 (" in err and str(out) in err, err
     assert sorted(pd.read_csv(out)["algorithm"].unique()) == ["fedavg", "local"]
-    if how == "sigterm":
-        assert "SIGTERM" in err
 
 
 def test_an_interrupted_sweep_writes_the_finished_splits(tmp_path, monkeypatch, capsys):
@@ -962,9 +984,12 @@ def test_an_interrupted_sweep_writes_the_finished_splits(tmp_path, monkeypatch, 
 
     monkeypatch.setattr(split_sweeps, "_sweep_run", stop_on_third)
     out = tmp_path / "sweep.csv"
-    code = cli.main(["sweep", "--dataset", "heart", "--rounds", "1", "--out", str(out)])
+    argv = ["sweep", "--dataset", "heart", "--seeds", "0,1", "--rounds", "1", "--out", str(out)]
+    code = cli.main(argv)
     err = capsys.readouterr().err
-    assert code == 130 and "wrote the finished runs" in err, err
+    assert code == 130, err
+    # Heart's model has 4 units: splits p = 0..4 on two seeds, 10 runs planned
+    assert "stopped by SIGINT (Ctrl-C); wrote the 2 finished runs of 10 (" in err, err
     assert sorted(pd.read_csv(out)["algorithm"].unique()) == ["prefix_p0", "prefix_p1"]
 
 
@@ -979,6 +1004,299 @@ def test_a_diverged_split_is_named_and_the_other_splits_are_kept(tmp_path, capsy
     assert "no rules table" in err and not (tmp_path / "sweep.rules.csv").exists()
     kept = pd.read_csv(out)["algorithm"].unique()
     assert sorted(kept) == ["prefix_p1", "prefix_p2", "prefix_p3", "prefix_p4"]
+
+
+# -- long commands keep what finished whatever stops them ------------------------------------
+FLAKY = """from data_prep import DataError
+from data_prep.federation import Federation
+import minidigits_federation as base
+
+
+def load(root, seed, **kw):
+    if seed == 1:
+        raise DataError("seed 1's partition is missing (a test's dataset file)")
+    data = base.load(root, seed, **kw)
+    data.name = "flakydigits"
+    return data
+
+
+FEDERATION = Federation(
+    name="flakydigits", load=load, model="small_cnn",
+    training={"quick": {"rounds": 1, "batch_size": 32, "lr": 5e-3}},
+)
+"""
+
+
+def test_a_dataset_that_fails_for_a_later_seed_keeps_the_earlier_seeds_runs(
+    tmp_path, monkeypatch, capsys
+):
+    """The loader fails for seed 1: seed 0's two finished runs were discarded (exit 2, no
+    file); now they are written, and the line says so and why the rest is missing."""
+    from data_prep import registry
+
+    shutil.copy(REPO / "tests" / "fixtures" / "minidigits_federation.py", tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(registry.MODULES_ENV, "")  # --dataset-module sets it: undone after
+    monkeypatch.delenv(registry.MODULES_ENV)
+    module = tmp_path / "flaky_federation.py"
+    module.write_text(FLAKY)
+    out = tmp_path / "run.csv"
+    argv = ["run", "--dataset-module", str(module), "--dataset", "flakydigits"]
+    code = cli.main([*argv, "--algorithms", "local,fedavg", "--seeds", "0,1", "--out", str(out)])
+    (line,) = _said(capsys.readouterr().err)
+    assert code == 2, line
+    assert line.startswith("playerfl: seed 1 failed: flakydigits: load() in "), line
+    assert "failed: DataError: seed 1's partition is missing (a test's dataset file); " in line
+    assert "wrote the 2 finished runs of 4 (" in line and str(out) in line, line
+    table = pd.read_csv(out)
+    assert sorted(table["algorithm"].unique()) == ["fedavg", "local"]
+    assert set(table["seed"]) == {0}
+
+
+def test_an_unexpected_error_in_a_run_keeps_the_other_finished_runs(tmp_path, monkeypatch, capsys):
+    calls, real = [], cli.run_federated
+
+    def fail_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("CUDA error: an illegal memory access")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "run_federated", fail_second)
+    out = tmp_path / "run.csv"
+    code = cli.main(["run", "--dataset", "heart", "--algorithms", "local,fedavg,playerfl",
+                     "--rounds", "1", "--out", str(out)])  # fmt: skip
+    (line,) = _said(capsys.readouterr().err)
+    assert code == 3
+    assert line.startswith(
+        "playerfl: fedavg seed 0 failed: RuntimeError: CUDA error: an illegal memory access; "
+        "wrote the 1 finished run of 3 ("
+    ), line
+    assert list(pd.read_csv(out)["algorithm"].unique()) == ["local"]
+
+
+def _disk_full_on(path: Path, real):
+    """``save_table`` that fails for ``path`` as a full disk does, after writing part of it."""
+
+    def save(table, where):
+        if Path(where) == path:
+            _raise_enospc(where)
+        return real(table, where)
+
+    return save
+
+
+def _raise_enospc(where):
+    raise OSError(errno.ENOSPC, "No space left on device", str(where))
+
+
+@pytest.mark.parametrize("elsewhere", [True, False], ids=["temp-on-another-disk", "same-disk"])
+def test_a_full_disk_on_out_is_one_line_and_the_rows_are_kept_elsewhere_or_said_lost(
+    elsewhere, tmp_path, monkeypatch, capsys
+):
+    out = tmp_path / "full" / "run.csv"
+    monkeypatch.setattr(cli, "save_table", _disk_full_on(out, cli.save_table))
+    rescue = tmp_path / "other-disk"
+    monkeypatch.setattr("tempfile.gettempdir", lambda: str(rescue))
+    if elsewhere:
+        devices = {rescue: 1}
+        real_device = cli._device
+        monkeypatch.setattr(cli, "_device", lambda p: devices.get(p) or real_device(p))
+    code = cli.main(["run", "--dataset", "heart", "--algorithms", "local,fedavg", "--rounds",
+                     "1", "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    (line,) = _said(err)
+    assert code == 1 and "Traceback" not in err
+    assert line.startswith(f"playerfl: could not write {out} (No space left on device): free "
+                           "space there or give another --out; the ")  # fmt: skip
+    saved = list(rescue.glob("playerfl-*-run.csv"))
+    if elsewhere:
+        (kept,) = saved
+        assert line.endswith(f"finished rows were written to {kept} instead."), line
+        assert sorted(pd.read_csv(kept)["algorithm"].unique()) == ["fedavg", "local"]
+    else:
+        assert line.endswith("finished rows could not be kept."), line
+        assert saved == []
+
+
+def test_a_full_disk_mid_grid_is_one_line_and_the_store_stays_consistent(
+    tmp_path, monkeypatch, capsys
+):
+    """The second run's record cannot be written (its rows were): one line naming the store
+    and the fix; the store holds one whole run, no temporary file, nothing damaged; a second
+    grid computes only the missing run."""
+    from playerfl_core.study import run_store
+
+    real, records = run_store.atomic_write, []
+
+    def full_on_second_record(path, write):
+        if path.suffix == ".json":
+            records.append(path)
+            if len(records) == 2:
+                return real(path, lambda tmp: tmp.write_text('{"par') and _raise_enospc(tmp))
+        return real(path, write)
+
+    monkeypatch.setattr(run_store, "atomic_write", full_on_second_record)
+    store = tmp_path / "store"
+    argv = ["grid", "--datasets", "heart", "--algorithms", "local", "--lrs", "0.01", "--seeds",
+            "0,1", "--rounds", "1", "--workers", "1", "--store", str(store)]  # fmt: skip
+    code = cli.main(argv)
+    err = capsys.readouterr().err
+    (line,) = _said(err)
+    assert code == 1 and "Traceback" not in err, line
+    assert f"into the store {store} (No space left on device); the 1 runs written" in line, line
+    assert "Free space there (or give another --store), then run the same command again" in line
+    assert list((store / "runs").glob(".*.tmp")) == []
+    stored, damaged = Store(store).scan()
+    assert [r["status"] for r in stored] == [OK] and damaged == {}
+    code, shown = _run_cli(["status", "--store", str(store)], capsys)
+    assert code == 0 and "damaged" not in shown
+    monkeypatch.setattr(run_store, "atomic_write", real)
+    code, shown = _run_cli(argv, capsys)
+    assert code == 0 and f"store {store}: 1 runs computed now, 2 in this grid" in shown, shown
+
+
+@pytest.mark.parametrize("how", ["sigint", "sighup"])
+def test_a_signal_anywhere_in_a_command_is_one_line_naming_it(how, monkeypatch, capsys):
+    """Outside the runs' own handling (here: while `status` reads a store), the line said
+    'playerfl: ' and nothing more, and SIGHUP ended the command silently with 129."""
+    signum, said, exit_code = STOPS[how]
+
+    def hang_up(args):
+        os.kill(os.getpid(), signum)
+        time.sleep(5)
+        raise AssertionError(f"{how} was not handled")
+
+    monkeypatch.setattr(cli, "cmd_status", hang_up)
+    code = cli.main(["status"])
+    assert code == exit_code
+    assert _said(capsys.readouterr().err) == [f"playerfl: {said}."]
+
+
+def test_a_killed_sweep_worker_is_one_line_and_the_finished_splits_are_kept(
+    tmp_path, monkeypatch, capsys
+):
+    """`sweep --workers 2`: a worker killed (kill -9) once a split finished; the finished
+    splits are written and the line names the dead worker."""
+    from playerfl_core.study import split_oracle
+
+    real, victims = split_oracle.run_sweep, []
+
+    def kill_a_worker_after_the_first_split(*args, finished, **kwargs):
+        def watch():
+            while not finished:
+                time.sleep(0.05)
+            victim = _a_worker(psutil.Process().children())
+            victims.append(victim.pid)
+            victim.kill()
+
+        threading.Thread(target=watch, daemon=True).start()
+        return real(*args, finished=finished, **kwargs)
+
+    monkeypatch.setattr(split_oracle, "run_sweep", kill_a_worker_after_the_first_split)
+    out = tmp_path / "sweep.csv"
+    code = cli.main(["sweep", "--dataset", "heart", "--rounds", "30", "--workers", "2",
+                     "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err, err
+    (line,) = _said(err)
+    assert line.startswith(
+        f"playerfl: the sweep failed: WorkerDied: a worker process (pid {victims[0]}) killed "
+        "by SIGKILL; wrote the "
+    ), line
+    assert "__main__" not in line
+    kept = pd.read_csv(out)["algorithm"].nunique()
+    assert 1 <= kept < 5 and f"finished run{'s' if kept > 1 else ''} of 5 (" in line, line
+
+
+def _a_worker(processes: list[psutil.Process]) -> psutil.Process:
+    """A pool's worker among ``processes`` (not multiprocessing's resource tracker)."""
+    return next(p for p in processes if "spawn_main" in " ".join(p.cmdline()))
+
+
+def _read_stderr(proc) -> list[str]:
+    """Collect ``proc``'s stderr as it comes (progress bars end lines with \\r)."""
+    chunks: list[str] = []
+
+    def read():
+        while chunk := os.read(proc.stderr.fileno(), 4096):
+            chunks.append(chunk.decode(errors="replace"))
+
+    threading.Thread(target=read, daemon=True).start()
+    return chunks
+
+
+FLOWER_RUN = [
+    "run", "--dataset", "heart", "--algorithms", "local,fedavg,playerfl", "--backend",
+    "flower", "--seeds", "0,1", "--rounds", "30",
+]  # fmt: skip
+
+
+@pytest.mark.slow  # Ray's start and the first run: 40 s a signal
+@pytest.mark.parametrize("how", ["sigint", "sigterm", "sighup"])
+def test_a_flower_run_stopped_by_a_signal_keeps_its_finished_runs(how, tmp_path):
+    """Ctrl-C hung `run --backend flower` (an empty 'playerfl: ' line, then nothing: Flower's
+    server thread waited for silos that were gone) and SIGTERM ended in Ray's crash report,
+    exit 134; each now stops within seconds, Ray shut down, the finished runs written."""
+    signum, said, exit_code = STOPS[how]
+    out = tmp_path / "flower.csv"
+    env = {k: v for k, v in _cli_env().items() if k != "TQDM_DISABLE"}  # the bar shows progress
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "playerfl_core.cli", *FLOWER_RUN, "--out", str(out)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        chunks = _read_stderr(proc)
+        deadline = time.monotonic() + 240
+        while not re.search(r"\b[1-5]/6\b", "".join(chunks)):
+            assert proc.poll() is None and time.monotonic() < deadline, "".join(chunks)
+            time.sleep(0.1)
+        helpers = psutil.Process(proc.pid).children(recursive=True)  # Ray's processes
+        proc.send_signal(signum)
+        sent = time.monotonic()
+        proc.wait(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    err = "".join(chunks)
+    assert took <= 15, f"{took:.1f} s to stop"
+    assert proc.returncode == exit_code, err
+    (line,) = _said(err)
+    done = re.search(r"wrote the (\d) finished runs? of 6 \(\d+ rows\) to (\S+) ", line)
+    assert line.startswith(f"playerfl: {said}; ") and done and done[2] == str(out), err
+    assert "Traceback" not in err
+    table = pd.read_csv(out)
+    assert table.groupby(["algorithm", "seed"]).ngroups == int(done[1])
+    deadline = time.monotonic() + 15
+    while not _gone(helpers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _gone(helpers), [p.pid for p in helpers if p.is_running()]
+
+
+@pytest.mark.slow  # a grid, one worker killed, then the rest computed: 1 min
+def test_a_killed_grid_worker_is_one_line_and_the_grid_resumes(tmp_path):
+    """kill -9 of one of a grid's two workers ended in concurrent.futures' traceback, whose
+    advice (`if __name__ == '__main__'`) does not apply to the command line."""
+    store = tmp_path / "store"
+    proc = _start_grid(store)
+    children = _wait_for_runs(proc, store)
+    victim = _a_worker(children)
+    victim.kill()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    (line,) = _said(err)
+    assert f"a worker process (pid {victim.pid}) killed by SIGKILL while computing heart_" in line
+    assert f"are stored in {store}; run the same command again to resume" in line, line
+    assert "Traceback" not in err and "__main__" not in err
+    stored, damaged = Store(store).scan()
+    assert stored and damaged == {} and all(r["status"] == OK for r in stored)
+    assert list((store / "runs").glob(".*.tmp")) == []
+    restart = subprocess.run(
+        [sys.executable, "-m", "playerfl_core.cli", *KILL_GRID, "--store", str(store)],
+        env=_cli_env(), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert restart.returncode == 0, restart.stderr
+    assert f"{12 - len(stored)} runs computed now, 12 in this grid" in restart.stdout
 
 
 # -- two grids on one store (issue 25, item 5) --------------------------------------------------

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 import warnings
 from collections.abc import Sequence
@@ -50,6 +51,7 @@ from playerfl_core.flower.wire import (
     PROTOCOL,
     PULL_EVERY_S,
     FlowerRunError,
+    FlowerStopped,
     Job,
     SiloFailed,
     SiloLost,
@@ -63,6 +65,7 @@ __all__ = [  # the former flower_link's names, this module's and its two cut-out
     "FlowerLink",
     "FlowerResult",
     "FlowerRunError",
+    "FlowerStopped",
     "Job",
     "PROTOCOL",
     "PULL_EVERY_S",
@@ -88,8 +91,16 @@ class FlowerLink:
     the messages sent.
     """
 
-    def __init__(self, grid: Grid, job: Job, nodes: dict[int, int], timeout: float):
+    def __init__(
+        self,
+        grid: Grid,
+        job: Job,
+        nodes: dict[int, int],
+        timeout: float,
+        stop: threading.Event | None = None,
+    ):
         self.grid, self.job, self.nodes, self.timeout = grid, job, nodes, timeout
+        self.stop = stop
         self.run: Run | None = None
         self.algorithm = None
         self.wire: list[dict] = []
@@ -187,6 +198,8 @@ class FlowerLink:
         waiting = set(self.grid.push_messages(messages))
         replies, deadline = [], time.monotonic() + self.timeout
         while waiting and time.monotonic() < deadline:
+            if self.stop is not None and self.stop.is_set():
+                raise FlowerStopped("stopped while the silos computed")
             pulled = list(self.grid.pull_messages(sorted(waiting)))
             replies += pulled
             waiting -= {m.metadata.reply_to_message_id for m in pulled}
@@ -290,15 +303,17 @@ def serve(
     timeout: float = 600.0,
     observers: Sequence[Observer] = (),
     resume=None,
+    stop: threading.Event | None = None,
 ) -> tuple[Run, FlowerLink]:
     """Carry out ``job`` over ``silos`` Flower nodes; return the server's run and its link
     (``wire``, ``messages``). ``resume``: a
     :class:`~playerfl_core.flower.checkpoints.ServerCheckpoint` to continue from (each silo
-    restores its own session of that round)."""
+    restores its own session of that round). ``stop``: once set, the run stops at its next
+    wait for the silos (:class:`FlowerStopped`)."""
     from playerfl_core.fl.algorithms import get_algorithm
 
     nodes = _wait_for_nodes(grid, silos, timeout)
-    link = FlowerLink(grid, job, dict(enumerate(nodes)), timeout)
+    link = FlowerLink(grid, job, dict(enumerate(nodes)), timeout, stop)
     hello = link.hello(None if resume is None else resume.round)
     hello = {a["silo"]: (node, a) for node, a in hello.items()}
     if sorted(hello) != list(range(silos)):
@@ -340,9 +355,16 @@ def _wait_for_nodes(grid: Grid, silos: int, timeout: float) -> list[int]:
     return nodes[:silos]
 
 
-def server_app(jobs: Sequence[Job], silos: int, out_dir: str | Path) -> ServerApp:
+def server_app(
+    jobs: Sequence[Job],
+    silos: int,
+    out_dir: str | Path,
+    stop: threading.Event | None = None,
+    finished: list | None = None,
+) -> ServerApp:
     """A ServerApp that carries out ``jobs`` one after another and writes ``results.parquet``
-    (the long table) and ``wire.parquet`` (bytes per call and silo) to ``out_dir``."""
+    (the long table) and ``wire.parquet`` (bytes per call and silo) to ``out_dir``. ``stop``
+    and ``finished``: see :func:`simulate`."""
     app = ServerApp()
 
     @app.main()
@@ -350,7 +372,9 @@ def server_app(jobs: Sequence[Job], silos: int, out_dir: str | Path) -> ServerAp
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         try:
-            _carry_out(grid, jobs, silos, out)
+            _carry_out(grid, jobs, silos, out, stop, finished)
+        except FlowerStopped:  # the caller knows why: it set ``stop``
+            return
         except Exception as err:  # the caller reads it: Flower's own log is silenced
             (out / "error.txt").write_text(f"{type(err).__name__}: {err}")
             raise
@@ -358,16 +382,28 @@ def server_app(jobs: Sequence[Job], silos: int, out_dir: str | Path) -> ServerAp
     return app
 
 
-def _carry_out(grid: Grid, jobs: Sequence[Job], silos: int, out: Path) -> None:
-    """Carry out ``jobs`` one after another and write what :func:`read_result` reads."""
+def _carry_out(
+    grid: Grid,
+    jobs: Sequence[Job],
+    silos: int,
+    out: Path,
+    stop: threading.Event | None = None,
+    finished: list | None = None,
+) -> None:
+    """Carry out ``jobs`` one after another and write what :func:`read_result` reads; each
+    finished run's table is also appended to ``finished`` at once."""
     tables, wires, failed = [], [], []
     for job in jobs:
+        if stop is not None and stop.is_set():
+            raise FlowerStopped("stopped between runs")
         try:
-            run, link = serve(grid, job, silos)
+            run, link = serve(grid, job, silos, stop=stop)
         except SiloFailed as err:  # this run's rows are dropped, the others kept
             failed.append({"run": job.key, "error": str(err)})
             continue
         tables.append(run.table())
+        if finished is not None:
+            finished.append(tables[-1])
         wire = pd.DataFrame(link.wire).assign(
             algorithm=job.algorithm, seed=job.data_seed, messages=link.messages
         )
@@ -381,10 +417,64 @@ def _carry_out(grid: Grid, jobs: Sequence[Job], silos: int, out: Path) -> None:
     (out / "failed.json").write_text(json.dumps(failed, indent=1))
 
 
-def simulate(jobs: Sequence[Job], silos: int, out_dir: str | Path) -> FlowerResult:
+STOP_WITHIN_S = 30.0
+"""How long :func:`simulate` waits, once stopped, for Flower and Ray to shut down (measured:
+about 2 s on a 2-core machine) before it leaves them to end with the process."""
+
+
+def simulate(
+    jobs: Sequence[Job],
+    silos: int,
+    out_dir: str | Path,
+    finished: list | None = None,
+    progress: bool = False,
+) -> FlowerResult:
     """Run ``jobs`` on Flower's simulation engine (one SuperNode per silo, Ray actors, one CPU
-    each)."""
-    # Flower's and Ray's logs are silenced; errors reach the caller (SiloFailed, read_result).
+    each). ``finished``: a list that receives each run's table as the run finishes, so a caller
+    keeps them when the simulation stops early; ``progress``: a bar of finished runs.
+
+    The simulation runs in a thread of its own, and this (main) thread only waits for it, so a
+    signal (Ctrl-C, SIGTERM, SIGHUP, turned into ``KeyboardInterrupt`` by the caller, e.g. with
+    :func:`~playerfl_core.study.workers.interrupts_as_keyboard`) stops it cleanly: the server
+    stops at its next wait for the silos, Flower stops its SuperNodes and shuts Ray down, and
+    the ``KeyboardInterrupt`` is raised again here. Ray started from a thread other than the
+    main one also leaves this process's signal handlers alone (its own SIGTERM handler exits
+    at once and ended such runs with a crash report).
+    """
+    from tqdm import tqdm
+
+    out = Path(out_dir)
+    stop = threading.Event()
+    outcome: dict[str, BaseException] = {}
+    finished = [] if finished is None else finished
+
+    def run() -> None:
+        try:
+            _run_simulation(server_app(jobs, silos, out, stop, finished), silos)
+        except BaseException as err:  # noqa: BLE001 - raised again in the calling thread
+            outcome["error"] = err
+
+    thread = threading.Thread(target=run, name="flower-simulation", daemon=True)
+    thread.start()
+    bar = tqdm(total=len(jobs), desc="flower", unit="run", disable=not progress)
+    try:
+        while thread.is_alive():
+            thread.join(0.2)
+            bar.update(len(finished) - bar.n)
+    except KeyboardInterrupt:
+        stop.set()
+        thread.join(STOP_WITHIN_S)
+        raise
+    finally:
+        bar.close()
+    if "error" in outcome:
+        raise outcome["error"]
+    return read_result(out)
+
+
+def _run_simulation(app: ServerApp, silos: int) -> None:
+    """Flower's ``run_simulation`` with Flower's and Ray's logs silenced (errors reach the
+    caller: SiloFailed, read_result)."""
     loggers = {name: logging.getLogger(name) for name in ("flwr", "ray", "ray.widgets.util")}
     levels = {name: log.level for name, log in loggers.items()}
     for log in loggers.values():
@@ -396,13 +486,12 @@ def simulate(jobs: Sequence[Job], silos: int, out_dir: str | Path) -> FlowerResu
 
     for log in loggers.values():
         log.setLevel(logging.CRITICAL)
-    out = Path(out_dir)
     quiet = {"log_to_driver": False, "configure_logging": False, "include_dashboard": False}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Ray's notices (GPU variables, widgets)
             run_simulation(
-                server_app=server_app(jobs, silos, out),
+                server_app=app,
                 client_app=client_app(),
                 num_supernodes=silos,
                 backend_config={
@@ -413,7 +502,6 @@ def simulate(jobs: Sequence[Job], silos: int, out_dir: str | Path) -> FlowerResu
     finally:
         for name, log in loggers.items():
             log.setLevel(levels[name])
-    return read_result(out)
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,10 @@ class SiloLost(FlowerRunError):
     """A silo did not answer in time: the federation is incomplete and every run stops."""
 
 
+class FlowerStopped(FlowerRunError):
+    """The caller stopped the runs (a signal): the server ends without writing results."""
+
+
 @dataclass(frozen=True)
 class Job:
     """One run to carry out: what the server tells every silo before anything else."""

@@ -4,13 +4,17 @@ the time left.
 
 Runs execute with one CPU thread each by default. Wherever a run computes, it comes back to this
 process, which alone writes it into the store (atomically), so the store, the progress bar and
-``playerfl status`` are the same on every backend. Ctrl-C or SIGTERM stops the runs and raises
-:class:`GridInterrupted` (finished runs are stored, so calling again resumes).
+``playerfl status`` are the same on every backend. Ctrl-C, SIGTERM or SIGHUP stops the runs and
+raises :class:`GridInterrupted`; a worker that dies raises
+:class:`~playerfl_core.study.workers.WorkerDied`, and a store that cannot be written (a full
+disk) :class:`GridStoreFull`. Each says what stopped, with how many runs are stored, so calling
+again resumes.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
+import signal
 
 import torch
 from tqdm import tqdm
@@ -18,11 +22,17 @@ from tqdm import tqdm
 from playerfl_core.study.grid_cost import RunTimer
 from playerfl_core.study.ray_cluster import ClusterError, LostRun
 from playerfl_core.study.run_store import RunSpec, compute
-from playerfl_core.study.workers import interrupts_as_keyboard
+from playerfl_core.study.workers import Stopped, WorkerDied, interrupts_as_keyboard, stop_reason
+
+RESUME = "run the same command again to resume (nothing finished is recomputed)"
 
 
-class GridInterrupted(KeyboardInterrupt):
-    """Ctrl-C or SIGTERM stopped a grid; its message says how to resume."""
+class GridInterrupted(Stopped):
+    """A signal stopped a grid; its message says which, and how to resume."""
+
+
+class GridStoreFull(OSError):
+    """The store could not be written (a full disk, a quota); the runs stored before are whole."""
 
 
 def run_plan(
@@ -69,7 +79,7 @@ def run_plan(
                 if not pending:
                     break
                 finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
-                written = 0
+                written, died = 0, []
                 for fut in finished:
                     sp = pending.pop(fut)
                     try:
@@ -77,10 +87,19 @@ def run_plan(
                     except LostRun as err:
                         lost[sp] = str(err)
                         continue
+                    except WorkerDied as err:  # the runs that did finish are stored first
+                        died.append((sp, err))
+                        continue
                     written += 1
-                    plan.records[sp] = store.write_finished(run)
+                    plan.records[sp] = _write(store, run, computed)
                     computed += 1
                     timer.add(plan.records[sp])
+                if died:
+                    flying = sorted(sp.run_id for sp in [*(d for d, _ in died), *pending.values()])
+                    raise WorkerDied(
+                        f"{died[0][1]} while computing {', '.join(flying)}; the {computed} runs "
+                        f"finished now are stored in {store.root}; {RESUME}."
+                    )
                 plan.resolve()
                 ready, n_left = plan.todo()
                 left = dict.fromkeys([*pending.values(), *ready, *plan.unscheduled()])
@@ -92,11 +111,16 @@ def run_plan(
         interrupted = True
         if executor is not None:
             executor.stop()
+        why, _ = stop_reason(err)
         raise GridInterrupted(
-            f"grid stopped ({err or 'Ctrl-C'}). The runs finished so far are stored in "
-            f"{store.root}; run the same command again to resume (nothing finished is "
-            "recomputed)."
+            f"grid {why} after {computed} runs computed now; they and every run finished "
+            f"before are stored in {store.root}; {RESUME}.",
+            getattr(err, "signum", signal.SIGINT),
         ) from None
+    except (WorkerDied, GridStoreFull):
+        interrupted = True
+        executor.stop()
+        raise
     finally:
         if bar is not None:
             bar.close()
@@ -111,6 +135,19 @@ def run_plan(
             "to compute the lost ones (a larger --max-retries rides out an unstable cluster)."
         )
     return computed
+
+
+def _write(store, run, computed: int) -> dict:
+    """Store one finished run; a failed write (a full disk) is one message naming the store."""
+    try:
+        return store.write_finished(run)
+    except OSError as err:
+        raise GridStoreFull(
+            err.errno,
+            f"could not write run {run.spec.run_id} into the store {store.root} "
+            f"({err.strerror or err}); the {computed} runs written before it now are whole. Free "
+            f"space there (or give another --store), then {RESUME}.",
+        ) from None
 
 
 def _fmt(seconds: float) -> str:

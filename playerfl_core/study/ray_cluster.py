@@ -31,7 +31,9 @@ import concurrent.futures as cf
 import functools
 import math
 import os
+import signal
 import socket
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -141,6 +143,10 @@ def connect(address: str) -> bool:
 
 
 def _init(ray, address: str, **options) -> None:
+    """``ray.init``, keeping this process's SIGTERM handler: Ray's own exits at once, which
+    would skip a grid's cleanup (stop the runs, say how many are stored)."""
+    main = threading.current_thread() is threading.main_thread()
+    on_sigterm = signal.getsignal(signal.SIGTERM) if main else None
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Tip: In future versions of Ray")
         try:
@@ -149,6 +155,9 @@ def _init(ray, address: str, **options) -> None:
             raise ClusterError(
                 f"could not connect to Ray at {address} ({_first_line(err)}): {FIX}."
             ) from None
+        finally:
+            if main and on_sigterm is not None:
+                signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def _first_line(err: BaseException) -> str:

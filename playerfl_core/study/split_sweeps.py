@@ -62,17 +62,18 @@ def run_sweep(
     diverged: list | None = None,
     finished: list | None = None,
     backend="local",
+    planned: list | None = None,
 ) -> pd.DataFrame:
     """Every split p = 0 … L (or ``splits``) on every seed, at one learning rate (the
     profile's unless ``lr``): the long results table, one ``prefix_p{p}`` run per (seed, p).
-    ``diverged``, ``finished`` and ``backend``: see :func:`run_sweeps`.
+    ``diverged``, ``finished``, ``backend`` and ``planned``: see :func:`run_sweeps`.
 
     The data of seed s is ``data_loader(s)`` (default ``data_prep.load(dataset, profile,
     seed=s)``). Same arguments, same machine: the same table (see :func:`run_sweeps`).
     """
     return run_sweeps(
         [dataset], seeds, profile, lr, rounds, device, data_loader, splits, progress, workers,
-        diverged, finished, backend,
+        diverged, finished, backend, planned,
     )  # fmt: skip
 
 
@@ -90,6 +91,7 @@ def run_sweeps(
     diverged: list | None = None,
     finished: list | None = None,
     backend="local",
+    planned: list | None = None,
 ) -> pd.DataFrame:
     """:func:`run_sweep` for several datasets, with ``workers`` CPU processes sharing the runs,
     or, with ``backend="ray"`` (or a :class:`~playerfl_core.study.ray_cluster.RayBackend`), as
@@ -104,7 +106,9 @@ def run_sweeps(
     naming its dataset, seed and split, unless ``diverged`` is a list: then the run is appended
     to it as ``(dataset, seed, p, reason)`` and the other runs go on (``playerfl sweep``).
     ``finished``: a list that receives each run's table as it finishes, so a caller that is
-    interrupted keeps them.
+    interrupted keeps them; ``planned``: a list that receives every run of the sweep as
+    ``(dataset, seed, p)`` before the first computes, so such a caller can say how many of how
+    many finished.
     """
     import torch
 
@@ -134,6 +138,8 @@ def run_sweeps(
                     f"(units {', '.join(units)})."
                 )
             jobs += [(ds, profile, seed, p, lr, rounds, device) for p in ps]
+    if planned is not None:
+        planned += [(ds, seed, p) for ds, _, seed, p, *_ in jobs]
     bar = tqdm(total=len(jobs), desc="sweep", unit="run", disable=not progress)
     tables: list = [None] * len(jobs)
     finished = [] if finished is None else finished
@@ -149,18 +155,18 @@ def run_sweeps(
             diverged.append((ds, seed, p, str(err)))
         bar.update()
 
-    if local and workers <= 1:
-        previous = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            for i, job in enumerate(jobs):
-                loader = data_loader or (lambda s, ds=job[0]: _sweep_data(ds, profile, s))
-                done(i, lambda job=job, loader=loader: _sweep_run(*job, data=loader(job[2])))
-        finally:
-            torch.set_num_threads(previous)
-    else:
-        _run_elsewhere(jobs, backend, device, done)
-    bar.close()
+    with bar:  # closed however the sweep ends, so a message after it starts on its own line
+        if local and workers <= 1:
+            previous = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                for i, job in enumerate(jobs):
+                    loader = data_loader or (lambda s, ds=job[0]: _sweep_data(ds, profile, s))
+                    done(i, lambda job=job, loader=loader: _sweep_run(*job, data=loader(job[2])))
+            finally:
+                torch.set_num_threads(previous)
+        else:
+            _run_elsewhere(jobs, backend, device, done)
     kept = [t for t in tables if t is not None]
     if not kept:
         return pd.DataFrame(columns=COLUMNS)

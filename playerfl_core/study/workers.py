@@ -9,10 +9,12 @@ idle forever holding its memory. Each worker therefore
 2. runs a watchdog thread that exits the process once its parent's pid changes (the fallback
    where ``prctl`` is missing, and for the window before the ``prctl`` call),
 
-and ignores Ctrl-C, which the parent handles: :func:`interrupts_as_keyboard` turns SIGTERM into
-``KeyboardInterrupt`` too, and :func:`stop_workers` kills the workers at once (their unfinished
-runs leave no file under a run's name: writes are atomic), so a stopped grid keeps every
-finished run and resumes where it stopped.
+and ignores Ctrl-C and SIGHUP, which the parent handles: :func:`interrupts_as_keyboard` turns
+SIGINT, SIGTERM and SIGHUP into :class:`Stopped` (a ``KeyboardInterrupt`` naming the signal),
+and :func:`stop_workers` kills the workers at once (their unfinished runs leave no file under a
+run's name: writes are atomic), so a stopped grid keeps every finished run and resumes where it
+stopped. A worker that dies on its own (``kill -9``, out of memory) surfaces as
+:class:`WorkerDied`, naming how it ended.
 
 :class:`LocalExecutor` is the ``local`` backend's executor (:mod:`~playerfl_core.study.backends`):
 those worker processes, or the calling process itself for one worker.
@@ -40,6 +42,7 @@ def init_worker(threads: int, parent_pid: int) -> None:
     """Initializer of a grid worker: one thread per run, dies with ``parent_pid``."""
     torch.set_num_threads(threads)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal: the parent stops us
     die_with_parent(parent_pid)
 
 
@@ -74,22 +77,72 @@ def stop_workers(pool) -> None:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+EXIT_CODES = {signal.SIGHUP: 129}
+"""Exit code of a command a signal stopped: 128 + the signal's number for SIGHUP (129, as a
+shell reports a hung-up job), 130 for SIGINT and SIGTERM (the code of Ctrl-C, which scripts
+already test for)."""
+
+
+class Stopped(KeyboardInterrupt):
+    """A signal stopped the work (a ``KeyboardInterrupt``, so Ctrl-C's cleanup paths catch it);
+    ``signum`` says which, ``exit_code`` what the command exits with."""
+
+    def __init__(self, message: str = "", signum: int = signal.SIGINT):
+        super().__init__(message or f"stopped by {signal_name(signum)}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES.get(self.signum, 130)
+
+
+def signal_name(signum: int) -> str:
+    name = signal.Signals(signum).name
+    return f"{name} (Ctrl-C)" if signum == signal.SIGINT else name
+
+
+def stop_reason(err: BaseException) -> tuple[str, int]:
+    """What stopped the work, in words, and the exit code: Python's own ``KeyboardInterrupt``
+    (raised outside :func:`interrupts_as_keyboard`) has no text and means Ctrl-C."""
+    signum = getattr(err, "signum", signal.SIGINT)
+    text = str(err) or f"stopped by {signal_name(signum)}"
+    return text, EXIT_CODES.get(signum, 130)
+
+
 @contextlib.contextmanager
 def interrupts_as_keyboard():
-    """Within the block, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does (main thread only),
-    so one cleanup path handles both."""
+    """Within the block, SIGINT, SIGTERM and SIGHUP raise :class:`Stopped` naming the signal
+    (main thread only), so one cleanup path handles Ctrl-C, ``kill`` and a closed terminal."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def raise_interrupt(signum, frame):
-        raise KeyboardInterrupt(f"stopped by signal {signal.Signals(signum).name}")
+    def raise_stopped(signum, frame):
+        raise Stopped(signum=signum)
 
-    previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    previous = {signum: signal.signal(signum, raise_stopped) for signum in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended while it computed runs (killed, out of memory, or, from a script
+    without a ``__main__`` guard, failing to start)."""
+
+
+def how_it_ended(exitcode: int | None) -> str:
+    """A process's end in words: 'killed by SIGKILL' for -9."""
+    if exitcode is None:
+        return "ended (how is not known)"
+    if exitcode < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-exitcode).name}"
+        return f"killed by signal {-exitcode}"
+    return f"exited with code {exitcode}"
 
 
 class LocalExecutor:
@@ -105,6 +158,7 @@ class LocalExecutor:
 
     def __init__(self, workers: int, threads: int | None):
         self.workers = max(int(workers), 1)
+        self._seen: dict = {}  # every worker process started, by pid (to say how one ended)
         if self.workers == 1:
             self.pool = None
             return
@@ -117,7 +171,9 @@ class LocalExecutor:
 
     def submit(self, fn, *args) -> cf.Future:
         if self.pool is not None:
-            return self.pool.submit(fn, *args)
+            fut = self.pool.submit(fn, *args)
+            self._seen.update(getattr(self.pool, "_processes", None) or {})
+            return fut
         fut = cf.Future()
         try:
             fut.set_result(fn(*args))
@@ -129,11 +185,24 @@ class LocalExecutor:
         try:
             return fut.result()
         except cf.process.BrokenProcessPool as err:
-            raise RuntimeError(
-                "A worker process died. From a script, call the grid or sweep under "
-                "`if __name__ == '__main__':` (spawned workers re-import the script), or pass "
-                "workers=1. Finished runs are kept; calling again resumes."
-            ) from err
+            raise WorkerDied(self._death()) from err
+
+    def _death(self) -> str:
+        """Which worker died and how: the pool terminates the others (SIGTERM) once one died,
+        so the first end that is not the pool's own is the cause."""
+        for proc in self._seen.values():
+            with contextlib.suppress(Exception):
+                proc.join(timeout=2)
+        ends = [(pid, proc.exitcode) for pid, proc in self._seen.items()]
+        cause = [(pid, code) for pid, code in ends if code not in (None, 0, -signal.SIGTERM)]
+        if any(code == 1 for _, code in cause) and not any(code < 0 for _, code in cause):
+            return (
+                "a worker process failed to start (exit code 1). From a script, call the grid "
+                "or sweep under `if __name__ == '__main__':` (spawned workers re-import the "
+                "script), or pass workers=1"
+            )
+        pid, code = (cause or ends or [(None, None)])[0]
+        return f"a worker process (pid {pid}) {how_it_ended(code)}"
 
     def capacity(self) -> int:
         return self.workers
