@@ -853,7 +853,7 @@ def _dispatch(args) -> int:
             return _command(args)
     except KeyboardInterrupt as err:  # a grid says what it kept; elsewhere nothing was lost
         why, code = stop_reason(err)
-        print(f"playerfl: {why}.", file=sys.stderr)
+        print(f"playerfl: {why.rstrip('.')}.", file=sys.stderr)
         return code
     except (ValueError, DataError, ArchiveError, DamagedRunError) as err:
         print(f"playerfl: {err}", file=sys.stderr)

@@ -1273,7 +1273,6 @@ def test_a_flower_run_stopped_by_a_signal_keeps_its_finished_runs(how, tmp_path)
     assert _gone(helpers), [p.pid for p in helpers if p.is_running()]
 
 
-@pytest.mark.slow  # a grid, one worker killed, then the rest computed: 1 min
 def test_a_killed_grid_worker_is_one_line_and_the_grid_resumes(tmp_path):
     """kill -9 of one of a grid's two workers ended in concurrent.futures' traceback, whose
     advice (`if __name__ == '__main__'`) does not apply to the command line."""

@@ -18,7 +18,7 @@ assembles the same long table as the in-process engine, row for row and in the s
 
 This module is the server side (:class:`FlowerLink`, :func:`serve`, :func:`simulate`); the silo
 side is :mod:`~playerfl_core.flower.client`, what both agree on :mod:`~playerfl_core.flower.wire`
-(both re-exported here). About 530 lines: the server side is one class and the loop that drives
+(both re-exported here). About 545 lines: the server side is one class and the loop that drives
 it, and cutting between them would split one conversation in two.
 """
 
