@@ -1298,6 +1298,33 @@ def test_a_killed_grid_worker_is_one_line_and_the_grid_resumes(tmp_path):
     assert f"{12 - len(stored)} runs computed now, 12 in this grid" in restart.stdout
 
 
+@pytest.mark.parametrize("how", ["sigterm", "sighup"])  # a throw-away Ray: 11 s each
+def test_a_grid_on_ray_stopped_by_a_signal_keeps_its_runs_and_says_so(how, tmp_path):
+    """Ray's `init` installs its own SIGTERM handler (exit at once, no line); the grid keeps
+    its own, so both signals stop it as on the local backend."""
+    signum, said, exit_code = STOPS[how]
+    store = tmp_path / "store"
+    argv = [*KILL_GRID[: KILL_GRID.index("--workers")], "--backend", "ray", "--address", "local"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "playerfl_core.cli", *argv, "--store", str(store)],
+        env=_cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while not list(store.glob("runs/heart_*.json")):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.05)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == exit_code, err
+    (line,) = _said(err)
+    assert line.startswith(f"playerfl: grid {said} after ") and f"stored in {store}; " in line
+    stored, damaged = Store(store).scan()
+    assert stored and damaged == {} and all(r["status"] == OK for r in stored)
+
+
 # -- two grids on one store (issue 25, item 5) --------------------------------------------------
 def test_a_second_grid_on_a_busy_store_waits_and_a_dead_ones_lock_is_taken_over(tmp_path, capsys):
     """The CI failure of stop 31: two chapters computing into one store at once; the second
