@@ -865,7 +865,9 @@ def _dispatch(args) -> int:
 
 def _message(err: BaseException) -> str:
     """An exception's text; an OSError(errno, text) prints as '[Errno 28] text' otherwise."""
-    return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+    if isinstance(err, OSError) and err.strerror:
+        return f"{err.filename}: {err.strerror}" if err.filename else err.strerror
+    return str(err)
 
 
 def _command(args) -> int:
