@@ -1173,6 +1173,17 @@ def test_a_signal_anywhere_in_a_command_is_one_line_naming_it(how, monkeypatch, 
     assert _said(capsys.readouterr().err) == [f"playerfl: {said}."]
 
 
+def test_a_file_that_cannot_be_written_is_one_line_naming_it(monkeypatch, capsys):
+    """Any command's OSError (here a full disk under `status`) is one line with the path."""
+
+    def full(args):
+        raise OSError(errno.ENOSPC, "No space left on device", "/data/rules.csv")
+
+    monkeypatch.setattr(cli, "cmd_status", full)
+    assert cli.main(["status"]) == 1
+    assert capsys.readouterr().err == "playerfl: /data/rules.csv: No space left on device\n"
+
+
 def test_a_killed_sweep_worker_is_one_line_and_the_finished_splits_are_kept(
     tmp_path, monkeypatch, capsys
 ):
