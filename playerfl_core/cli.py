@@ -662,8 +662,12 @@ def _run_on_flower(args, names, seeds, settings, out) -> int:
     except KeyboardInterrupt as err:
         tables = [check_table(t) for t in finished]
         return _keep_finished(tables, out, len(jobs), *stop_reason(err))
-    except FlowerRunError as err:
+    except FlowerRunError as err:  # a silo lost or failing: every run stops
         return _keep_finished([check_table(t) for t in finished], out, len(jobs), str(err), 3)
+    except Exception as err:  # noqa: BLE001 - Flower or Ray crashed: keep the finished runs
+        why = f"the Flower run failed: {type(err).__name__}: {err}"
+        tables = [check_table(t) for t in finished]
+        return _keep_finished(tables, out, len(jobs), why, _failure_code(err))
     for failure in result.failed:
         print(
             f"playerfl: failed (no rows written): {failure['run']}: {failure['error']}",

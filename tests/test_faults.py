@@ -1225,6 +1225,41 @@ def _a_worker(processes: list[psutil.Process]) -> psutil.Process:
     return next(p for p in processes if "spawn_main" in " ".join(p.cmdline()))
 
 
+@pytest.mark.parametrize("fault", ["silo lost", "crash"])
+def test_a_flower_run_that_fails_midway_writes_the_finished_runs(
+    fault, two_runs, tmp_path, monkeypatch, capsys
+):
+    """A silo lost, or Flower's runtime crashing, after one run finished: that run's rows
+    are written (they were dropped: exit 3 and nothing written, or a traceback)."""
+    from playerfl_core.flower import link
+
+    def fails_after_one_run(jobs, silos, out_dir, finished, progress):
+        finished.append(two_runs[1])  # a finished Local run's table, as the server collects it
+        if fault == "silo lost":
+            raise link.SiloLost("silos [2] did not answer within 600 s")
+        raise RuntimeError("Simulation Runtime crashed.")
+
+    monkeypatch.setattr(link, "simulate", fails_after_one_run)
+    out = tmp_path / "flower.csv"
+    code = cli.main(["run", "--dataset", "heart", "--algorithms", "local,fedavg", "--backend",
+                     "flower", "--rounds", "3", "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    (line,) = _said(err)
+    why = {
+        "silo lost": "silos [2] did not answer within 600 s",
+        "crash": "the Flower run failed: RuntimeError: Simulation Runtime crashed",
+    }[fault]
+    assert code == 3 and "Traceback" not in err
+    assert line.startswith(f"playerfl: {why}; wrote the 1 finished run of 2 ("), line
+    pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(_csv(two_runs[1], tmp_path)))
+
+
+def _csv(table: pd.DataFrame, folder: Path) -> Path:
+    from playerfl_core.stats.results import save_table
+
+    return save_table(table, folder / "expected.csv")
+
+
 def _read_stderr(proc) -> list[str]:
     """Collect ``proc``'s stderr as it comes (progress bars end lines with \\r)."""
     chunks: list[str] = []
