@@ -657,13 +657,15 @@ KILL_GRID = [
 ]  # fmt: skip
 
 
-def _start_grid(store: Path) -> subprocess.Popen:
+def _start_grid(store: Path, own_group: bool = False) -> subprocess.Popen:
+    """``own_group``: in a process group of its own, as a terminal's job (see ``killpg``)."""
     return subprocess.Popen(
         [sys.executable, "-m", "playerfl_core.cli", *KILL_GRID, "--store", str(store)],
         env=_cli_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=own_group,
     )
 
 
@@ -729,13 +731,19 @@ def test_kill_9_of_a_grid_leaves_no_worker_and_a_restart_gives_the_same_table(tm
     assert len(whole.table) == len(resumed)
 
 
-@pytest.mark.parametrize("how", ["sigterm", "sighup"])
+@pytest.mark.parametrize("how", ["sigterm", "sighup", "sighup to the group"])
 def test_sigterm_stops_a_grid_cleanly_with_a_resume_hint(how, tmp_path):
-    signum, said, exit_code = STOPS[how]
+    """'sighup to the group': a closed terminal signals every process of its job; the
+    multiprocessing resource tracker died of it, and its restart printed a traceback per
+    worker."""
+    signum, said, exit_code = STOPS[how.split()[0]]
     store = tmp_path / "termed"
-    proc = _start_grid(store)
+    proc = _start_grid(store, own_group=how.endswith("group"))
     children = _wait_for_runs(proc, store)
-    proc.send_signal(signum)
+    if how.endswith("group"):
+        os.killpg(proc.pid, signum)
+    else:
+        proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == exit_code, err
     (line,) = _said(err)

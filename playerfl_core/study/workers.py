@@ -129,6 +129,23 @@ def interrupts_as_keyboard():
             signal.signal(signum, handler)
 
 
+@contextlib.contextmanager
+def _sighup_blocked():
+    """Processes started within the block (pool workers, multiprocessing's resource tracker)
+    start with SIGHUP blocked and keep it so: a closed terminal signals the whole process
+    group, and the tracker, which ignores only Ctrl-C and SIGTERM, died of it (its restart
+    printed a traceback per worker), as did a worker still importing torch. This process
+    handles SIGHUP, stops them and exits; they die with it."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 class WorkerDied(RuntimeError):
     """A worker process ended while it computed runs (killed, out of memory, or, from a script
     without a ``__main__`` guard, failing to start)."""
@@ -162,16 +179,18 @@ class LocalExecutor:
         if self.workers == 1:
             self.pool = None
             return
-        self.pool = cf.ProcessPoolExecutor(
-            max_workers=self.workers,
-            initializer=init_worker,
-            initargs=(threads, os.getpid()),
-            mp_context=multiprocessing.get_context("spawn"),
-        )
+        with _sighup_blocked():  # its queues' locks start multiprocessing's resource tracker
+            self.pool = cf.ProcessPoolExecutor(
+                max_workers=self.workers,
+                initializer=init_worker,
+                initargs=(threads, os.getpid()),
+                mp_context=multiprocessing.get_context("spawn"),
+            )
 
     def submit(self, fn, *args) -> cf.Future:
         if self.pool is not None:
-            fut = self.pool.submit(fn, *args)
+            with _sighup_blocked():  # the pool starts its processes here
+                fut = self.pool.submit(fn, *args)
             self._seen.update(getattr(self.pool, "_processes", None) or {})
             return fut
         fut = cf.Future()
