@@ -1127,6 +1127,33 @@ def test_a_full_disk_on_out_is_one_line_and_the_rows_are_kept_elsewhere_or_said_
         assert saved == []
 
 
+def test_a_stopped_run_on_a_full_disk_says_both_in_one_line(tmp_path, monkeypatch, capsys):
+    """SIGTERM, then --out cannot be written (temporary folder on the same disk)."""
+    calls, real = [], cli.run_federated
+
+    def stop_on_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        return real(*args, **kwargs)
+
+    out = tmp_path / "run.csv"
+    monkeypatch.setattr(cli, "run_federated", stop_on_second)
+    monkeypatch.setattr(cli, "save_table", _disk_full_on(out, cli.save_table))
+    monkeypatch.setattr("tempfile.gettempdir", lambda: str(tmp_path / "same-disk"))
+    code = cli.main(["run", "--dataset", "heart", "--algorithms", "local,fedavg", "--rounds",
+                     "1", "--out", str(out)])  # fmt: skip
+    (line,) = _said(capsys.readouterr().err)
+    assert code == 1
+    assert re.fullmatch(
+        re.escape(f"playerfl: stopped by SIGTERM; 1 finished run of 2, but could not write {out} "
+                  "(No space left on device): free space there or give another --out; the ")
+        + r"\d+ finished rows could not be kept\.",
+        line,
+    ), line  # fmt: skip
+
+
 def test_a_full_disk_mid_grid_is_one_line_and_the_store_stays_consistent(
     tmp_path, monkeypatch, capsys
 ):
