@@ -9,7 +9,7 @@ it also writes every split rule's choice on the sweep's seeds. ``playerfl rules`
 split rules with their cost, or computes their table for a stored sweep
 (:mod:`playerfl_core.study.split_rules_table`).
 
-Length (about 790 lines): the parser and one short function per command; each command reads
+Length (about 890 lines): the parser and one short function per command; each command reads
 the options the parser above defines, so they stay together.
 """
 

@@ -1313,7 +1313,7 @@ FLOWER_RUN = [
 ]  # fmt: skip
 
 
-@pytest.mark.slow  # Ray's start and the first run: 40 s a signal
+@pytest.mark.slow  # Ray's start and the first run: 23 to 47 s a signal, by load
 @pytest.mark.parametrize("how", ["sigint", "sigterm", "sighup"])
 def test_a_flower_run_stopped_by_a_signal_keeps_its_finished_runs(how, tmp_path):
     """Ctrl-C hung `run --backend flower` (an empty 'playerfl: ' line, then nothing: Flower's
