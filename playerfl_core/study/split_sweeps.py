@@ -266,6 +266,11 @@ def load_sweeps(path) -> pd.DataFrame | None:
         table = load_archive(path)[0]
     elif Path(path).is_dir() and (Path(path) / "runs").is_dir():
         table = _store_sweeps(Path(path))
+    elif Path(path).is_dir():
+        raise ValueError(
+            f"{path} is a folder that is neither an archive ({MANIFEST_FILE}) nor a grid store "
+            "(runs/); give a sweep table (.csv or .parquet), an archive folder or a store folder."
+        )
     else:
         table = load_table(path)
     return check_sweeps_complete(table, str(path))
