@@ -241,7 +241,7 @@ def check_arguments(data, algorithm, config) -> None:
     if not (hasattr(data, "clients") and hasattr(data, "num_classes")):
         raise TypeError(
             f"run_federated takes a federation as data, got {type(data).__name__}; load one with "
-            "data_prep.load('heart', seed=0) (a data_prep.FederatedData)."
+            "data_prep.load(<dataset>, seed=0) (a data_prep.FederatedData)."
         )
     if isinstance(algorithm, str):
         raise TypeError(
@@ -257,7 +257,7 @@ def check_arguments(data, algorithm, config) -> None:
     if not isinstance(config, RunConfig):
         raise TypeError(
             f"run_federated takes a RunConfig as config, got {type(config).__name__}; make one "
-            f"with make_config({getattr(data, 'name', 'heart')!r}, 'quick', seed=0) (from "
+            f"with make_config({getattr(data, 'name', '<dataset>')!r}, 'quick', seed=0) (from "
             "playerfl_core import make_config), which fills in the dataset's settings."
         )
 

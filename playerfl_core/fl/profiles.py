@@ -32,7 +32,7 @@ def make_config(dataset: str, profile: str = "quick", **overrides) -> RunConfig:
     for what, value in (("dataset", dataset), ("profile", profile)):
         if not isinstance(value, str):
             raise TypeError(
-                f"make_config takes the {what} by name (a str, e.g. make_config('heart', "
+                f"make_config takes the {what} by name (a str, e.g. make_config(<dataset>, "
                 f"'quick')), got {type(value).__name__} {value!r}."
             )
     if profile not in PROFILE_NAMES:
