@@ -33,7 +33,15 @@ def data_root() -> Path:
     `chapters/` find the same files as scripts run from the repository root.
     """
     env = os.environ.get("PLAYERFL_DATA")
-    return Path(env).expanduser().resolve() if env else REPO_ROOT / "data"
+    if not env:
+        return REPO_ROOT / "data"
+    path = Path(env).expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        raise DataError(
+            f"PLAYERFL_DATA={env!r} is a file, not a folder; set PLAYERFL_DATA to the data "
+            "folder, or unset it to use <repo>/data."
+        )
+    return path
 
 
 @dataclass
@@ -101,6 +109,7 @@ class FederatedData:
             raise DataError(
                 f"{self.name}: {len(self.class_names)} class names for {self.num_classes} classes"
             )
+        check_classes(self.name, self.clients, self.class_names)
 
     @property
     def n_clients(self) -> int:
@@ -188,6 +197,20 @@ def check_clients(
             )
 
 
+def check_classes(name: str, clients: list[ClientData], class_names: list[str]) -> None:
+    """Raise DataError when every label of the federation, over all clients and splits, is one
+    class: every prediction would be right, so macro-F1 and accuracy read 1.0 for every client
+    and algorithm whatever is learnt. One class on one client stays legal (label skew)."""
+    labels = torch.cat([c.split(s)[1] for c in clients for s in SPLITS]).unique()
+    if labels.numel() == 1:
+        k = int(labels[0])
+        raise DataError(
+            f"federation {name!r}: every label of every client and split is class {k} "
+            f"({class_names[k]!r}), so every score would be 1.0 whatever the model learns; check "
+            "the loader's labels (a constant label column?) or give data with at least two classes."
+        )
+
+
 def sha256sum(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -216,8 +239,9 @@ def download(url: str, dest: Path | str, sha256: str, timeout: float = 30.0) -> 
     atomically.
     """
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".part")
+    check_data_paths(dest.name, [dest, tmp])
+    dest.parent.mkdir(parents=True, exist_ok=True)
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r, open(tmp, "wb") as f:
             while chunk := r.read(1 << 20):
@@ -236,6 +260,20 @@ def download(url: str, dest: Path | str, sha256: str, timeout: float = 30.0) -> 
     return dest
 
 
+def check_data_paths(dataset: str, paths) -> None:
+    """Raise DataError when something other than a file (a folder, a device, a pipe) stands
+    where a data file goes: reading, copying or renaming onto it would fail half-way (and leave
+    a ``.part`` file behind) or read the wrong thing."""
+    for path in map(Path, paths):
+        if path.exists() and not path.is_file():
+            kind = "a folder" if path.is_dir() else "not a regular file"
+            fix = f"rm -r {path}" if path.is_dir() else f"rm {path}"
+            raise DataError(
+                f"{dataset}: {path} is {kind}, but the data file goes there; remove it ({fix}) "
+                "and put the file there, or run python -m data_prep.prepare to fetch it."
+            )
+
+
 def md5sum(path: Path) -> str:
     """MD5 of a file: the digest torchvision publishes for the EMNIST and CIFAR archives."""
     h = hashlib.md5(usedforsecurity=False)
@@ -247,6 +285,10 @@ def md5sum(path: Path) -> str:
 
 def missing_files(name: str, folder: Path, files: list[str], how: str) -> DataError:
     """The error a loader raises when raw files are absent: which, where, how to get them."""
+    try:
+        check_data_paths(name, [Path(folder) / f for f in files])
+    except DataError as err:
+        return err
     absent = [f for f in files if not (Path(folder) / f).exists()]
     return DataError(
         f"{name}: missing {', '.join(absent) or ', '.join(files)} in {folder} "

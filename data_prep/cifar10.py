@@ -25,7 +25,7 @@ from .augment import (
     random_hflip,
     random_reflect_crop,
 )
-from .base import DataError, FederatedData, md5sum, missing_files
+from .base import DataError, FederatedData, check_data_paths, md5sum, missing_files
 from .federation import Federation
 from .partition import dirichlet_label_skew, label_skew, split_clients
 
@@ -83,6 +83,7 @@ def prepare(root: Path) -> str:
     """Unpack the training batches from the official archive (MD5 checked); idempotent."""
     root = Path(root)
     dest = root / FOLDER
+    check_data_paths("cifar10", [*(dest / f for f in BATCH_MD5), root / ARCHIVE])
     if all((dest / f).is_file() for f in BATCH_MD5):
         return f"cifar10: present in {dest}"
     archive = root / ARCHIVE

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from .augment import random_affine_perspective
-from .base import DataError, FederatedData, md5sum, missing_files
+from .base import DataError, FederatedData, check_data_paths, md5sum, missing_files
 from .federation import Federation
 from .idx import read_idx
 from .partition import dirichlet_label_skew, label_skew, split_clients
@@ -53,6 +53,8 @@ def prepare(root: Path) -> str:
     `gzip.zip` there (MD5 checked first). Raises DataError naming the files when none exists.
     """
     dest = raw_dir(root)
+    parts = [f"{f}{end}" for f in FILES for end in ("", ".gz", ".part", ".gz.part")]
+    check_data_paths("emnist", [dest / f for f in (*parts, ARCHIVE)])
     if all((dest / f).is_file() for f in FILES):
         return f"emnist: present in {dest}"
     archive = dest / ARCHIVE

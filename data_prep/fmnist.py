@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from .augment import random_affine_perspective
-from .base import DataError, FederatedData, sha256sum
+from .base import DataError, FederatedData, check_data_paths, sha256sum
 from .federation import Federation
 from .partition import dirichlet_label_skew, label_skew, split_clients
 
@@ -74,6 +74,7 @@ def prepare(root: Path, debian_dir: Path = DEBIAN_DIR) -> str:
     files nor the Debian files exist.
     """
     dest = raw_dir(root)
+    check_data_paths("fmnist", [dest / f for f in FILES] + [dest / f"{f}.part" for f in FILES])
     if _have_raw(root):
         return f"fmnist: already present in {dest}"
     if not all((debian_dir / f"{f}.gz").is_file() for f in FILES):
@@ -108,6 +109,7 @@ def prepare(root: Path, debian_dir: Path = DEBIAN_DIR) -> str:
 
 def _acquire(root: Path) -> str:
     """Make sure the raw files exist; return where they came from (provenance)."""
+    check_data_paths("fmnist", [raw_dir(root) / f for f in FILES])
     if _have_raw(root):
         return f"idx files in {raw_dir(root)}"
     try:

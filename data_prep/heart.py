@@ -13,7 +13,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .base import REPO_ROOT, ClientData, DataError, FederatedData, download, sha256sum
+from .base import (
+    REPO_ROOT,
+    ClientData,
+    DataError,
+    FederatedData,
+    check_data_paths,
+    download,
+    sha256sum,
+)
 from .federation import Federation
 from .partition import train_val_test_split
 
@@ -68,6 +76,7 @@ def prepare(root: Path, shared_dir: Path | None = None) -> str:
     """
     shared_dir = SHARED_DIR if shared_dir is None else Path(shared_dir)
     dest = Path(root) / "heart"
+    check_data_paths("heart", [dest / f for f in SHA256] + [dest / f"{f}.part" for f in SHA256])
     done, failed = [], []
     for f in SHA256:
         target = dest / f

@@ -162,15 +162,28 @@ def device(value, option: str = "--device") -> str | None:
     return str(value)
 
 
-def output_file(path, option: str = "--out") -> Path | None:
-    """A file that can be written: not a directory, in a folder that exists or can be made
-    and is writable (checked by creating and removing a probe file there)."""
+def output_file(path, option: str = "--out", formats=(".csv", ".parquet")) -> Path | None:
+    """A file that can be written: ending in one of ``formats`` (the format follows the
+    extension; None: any), a regular file or a new name (never a directory, device, named pipe
+    or symbolic link, which writing would replace with a plain file), in a folder that exists
+    or can be made and is writable (checked by creating and removing a probe file there)."""
+    from playerfl_core.stats.results import not_a_file, write_fix
+
     if path is None:
         return None
-    path = Path(path).expanduser()
-    if path.is_dir():
+    path = Path(nonempty(path, option)).expanduser()
+    kind = not_a_file(path)
+    if kind == "a directory":
         raise OptionError(
             f"{option}: {str(path)!r} is a directory; give a file name, e.g. out.csv."
+        )
+    if kind:
+        raise OptionError(f"{option} {path} is {kind}; {write_fix(kind)}.")
+    suffix = path.suffix.lower()
+    if formats is not None and suffix not in formats:
+        raise OptionError(
+            f"{option}: {str(path)!r} ends in {suffix or 'no extension'}; give a file ending in "
+            f"{' or '.join(formats)} (the format follows the extension)."
         )
     parent = path.parent
     for folder in [parent, *parent.parents]:

@@ -16,6 +16,7 @@ the options the parser above defines, so they stay together.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 
@@ -155,7 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--profile", default="quick", choices=PROFILE_NAMES)
     run.add_argument("--seeds", default="0", help="comma-separated integers")
-    run.add_argument("--out", required=True, help="CSV file for the long results table")
+    run.add_argument(
+        "--out",
+        required=True,
+        help="file for the long results table: .csv or .parquet (the format follows the extension)",
+    )
     run.add_argument("--rounds", type=int, help="override the profile's number of rounds")
     run.add_argument("--lr", type=float, help="override the profile's learning rate")
     run.add_argument("--device", help="cpu or cuda (default: cuda when present)")
@@ -201,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument(
         "--list-runs", action="store_true", help="with --dry-run: also every run's name"
     )
-    grid.add_argument("--out", help="also write the evaluation table to this CSV")
+    grid.add_argument("--out", help="also write the evaluation table here (.csv or .parquet)")
     grid.add_argument("--fresh", action="store_true", help="recompute runs already stored")
     grid.add_argument(
         "--recompute-stale",
@@ -257,7 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.add_argument("--profile", default="quick", choices=PROFILE_NAMES)
     sweep.add_argument("--seeds", default="0", help="comma-separated integers")
-    sweep.add_argument("--out", required=True, help="CSV file for the long results table")
+    sweep.add_argument(
+        "--out", required=True, help="file for the long results table (.csv or .parquet)"
+    )
     sweep.add_argument(
         "--lr", type=float, help="learning rate for every split (default: the profile's)"
     )
@@ -271,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument(
         "--rules",
         help="also write every split rule's choice on the sweep's seeds, from its first epoch, "
-        "to <out>.rules.csv: 'all' or comma-separated rule names (see `playerfl rules`)",
+        "to <out>.rules.csv (or .rules.parquet): 'all' or comma-separated rule names (see "
+        "`playerfl rules`)",
     )
 
     rules = sub.add_parser(
@@ -440,7 +448,9 @@ def cmd_status(args) -> int:
     root = checks.optional(checks.existing_store, args.store, "--store")
     root = root or default_store(args.profile)
     if not root.is_dir():
-        print(f"{root}: no store yet (no grid has run with profile {args.profile!r})")
+        env = os.environ.get("PLAYERFL_RESULTS") if args.store is None else None
+        where = f" (PLAYERFL_RESULTS={env!r} chose this folder)" if env else ""
+        print(f"{root}: no store yet (no grid has run with profile {args.profile!r}){where}")
         return 0
     store = Store(root)
     records, damaged = store.scan()
@@ -691,7 +701,7 @@ def cmd_sweep(args) -> int:
     seeds = checks.int_list(args.seeds, "--seeds")
     out = checks.output_file(args.out)
     rule_names = _rule_names(args.rules)
-    rules_out = checks.output_file(_rules_path(args.out)) if rule_names is not None else None
+    rules_out = _rules_out(_rules_path(args.out)) if rule_names is not None else None
     workers = checks.positive_int(args.workers, "--workers") or 1
     backend, device = backend_from(args)
     settings = dict(
@@ -793,10 +803,20 @@ def _write_rules(sweep, profile, names, out, device=None, source: str = "") -> N
 
 
 def _rules_path(out: str) -> str:
+    """``<out>.rules.csv`` beside a sweep's table, in its format (``x.parquet``:
+    ``x.rules.parquet``)."""
     from pathlib import Path
 
     path = Path(out)
-    return str(path.with_name(path.name.removesuffix(".csv") + ".rules.csv"))
+    return str(path.with_name(f"{path.stem}.rules{path.suffix}"))
+
+
+def _rules_out(out):
+    """The rules file of ``--out`` (and its record beside a Parquet one), checked up front."""
+    path = checks.output_file(out, "--out")
+    if str(path).endswith(".parquet"):
+        checks.output_file(f"{path}.json", "--out (its record file)", formats=None)
+    return path
 
 
 def cmd_rules(args) -> int:
@@ -815,13 +835,19 @@ def cmd_rules(args) -> int:
         return 0
     if args.out is None:
         raise checks.OptionError("--out: give a file for the rules table (.csv or .parquet).")
-    out = args.out if args.out.endswith(".parquet") else checks.output_file(args.out)
+    out = _rules_out(args.out)
     sweep = load_sweeps(args.sweep)
     if sweep is None:
         raise checks.OptionError(f"--sweep: {args.sweep} does not exist.")
     if args.datasets:
         wanted = checks.dataset_list(args.datasets, "--datasets")
+        there = sorted(sweep["dataset"].astype(str).unique())
         sweep = sweep[sweep["dataset"].isin(wanted)]
+        if sweep.empty:
+            raise checks.OptionError(
+                f"--datasets: {args.datasets!r} matched none of the datasets in {args.sweep} "
+                f"({', '.join(there)}); give some of those, or leave --datasets out."
+            )
     profile = args.profile or _archive_profile(args.sweep)
     _write_rules(sweep, profile, _rule_names("all"), out, source=str(args.sweep))
     return 0

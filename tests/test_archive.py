@@ -413,6 +413,8 @@ def test_pack_refuses_runs_it_could_not_recompute_elsewhere(packed, tmp_path):
             [
                 "archive",
                 "pack",
+                "--profile",
+                "quick",  # the store's runs' profile (an archive holds one)
                 "--store",
                 str(store.root),
                 "--archive",

@@ -123,8 +123,8 @@ def test_empty_split_is_an_error_single_class_a_warning():
     with pytest.raises(DataError, match="'val' is empty"):
         FederatedData("t", [empty], **args)
     one = y == y[0]
-    with pytest.warns(UserWarning, match="single class"):
-        FederatedData("t", [_client(x[one], y[one])], **args)
+    with pytest.warns(UserWarning, match="client 'c' has a single class"):
+        FederatedData("t", [_client(x[one], y[one]), _client(x, y, "b")], **args)
     with pytest.raises(DataError, match="float32"):
         FederatedData("t", [_client(x.double(), y)], **args)
 

@@ -220,12 +220,7 @@ def run_federated(data, algorithm, config: RunConfig, observers: Sequence[Observ
     and draws its mini-batches from its own seeded generator. ``observers`` (:class:`Observer`)
     are called at fixed points of every round and must not change the run.
     """
-    if isinstance(algorithm, str):
-        raise TypeError(
-            f"run_federated takes an algorithm object, got the name {algorithm!r}; resolve it "
-            f"first: run_federated(data, get_algorithm({algorithm!r}), config) "
-            "(get_algorithm is in playerfl_core.fl.algorithms)."
-        )
+    check_arguments(data, algorithm, config)
     if not data.clients:
         raise ValueError(f"Dataset {data.name!r} has no clients.")
     config.check_data(data)
@@ -234,6 +229,37 @@ def run_federated(data, algorithm, config: RunConfig, observers: Sequence[Observ
     run = Run(data, config, clients, init, algorithm.name)
     run.link = LocalLink(run, algorithm)
     return drive(run, algorithm, observers)
+
+
+ALGORITHM_METHODS = ("setup", "local_update", "aggregate", "shared_units", "deployed_model")
+"""What the engine calls on an algorithm (every :class:`Algorithm` has them)."""
+
+
+def check_arguments(data, algorithm, config) -> None:
+    """A TypeError saying what :func:`run_federated` expected and how to make it, instead of an
+    AttributeError from deep inside a round."""
+    if not (hasattr(data, "clients") and hasattr(data, "num_classes")):
+        raise TypeError(
+            f"run_federated takes a federation as data, got {type(data).__name__}; load one with "
+            "data_prep.load(<dataset>, seed=0) (a data_prep.FederatedData)."
+        )
+    if isinstance(algorithm, str):
+        raise TypeError(
+            f"run_federated takes an algorithm object, got the name {algorithm!r}; resolve it "
+            f"first: run_federated(data, get_algorithm({algorithm!r}), config) "
+            "(get_algorithm is in playerfl_core.fl.algorithms)."
+        )
+    if not all(callable(getattr(algorithm, m, None)) for m in ALGORITHM_METHODS):
+        raise TypeError(
+            f"run_federated takes an algorithm object, got {type(algorithm).__name__}; make one "
+            "with get_algorithm('fedavg') (from playerfl_core import get_algorithm)."
+        )
+    if not isinstance(config, RunConfig):
+        raise TypeError(
+            f"run_federated takes a RunConfig as config, got {type(config).__name__}; make one "
+            f"with make_config({getattr(data, 'name', '<dataset>')!r}, 'quick', seed=0) (from "
+            "playerfl_core import make_config), which fills in the dataset's settings."
+        )
 
 
 def make_client(data, cid: int, config: RunConfig) -> Client:

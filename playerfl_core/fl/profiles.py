@@ -29,6 +29,12 @@ def make_config(dataset: str, profile: str = "quick", **overrides) -> RunConfig:
     ``device`` defaults to CUDA when present, else CPU. Unknown dataset or profile names raise
     a ValueError that lists the valid ones.
     """
+    for what, value in (("dataset", dataset), ("profile", profile)):
+        if not isinstance(value, str):
+            raise TypeError(
+                f"make_config takes the {what} by name (a str, e.g. make_config(<dataset>, "
+                f"'quick')), got {type(value).__name__} {value!r}."
+            )
     if profile not in PROFILE_NAMES:
         raise ValueError(f"Unknown profile {profile!r}; use one of {PROFILE_NAMES}.")
     try:

@@ -46,6 +46,7 @@ import pandas as pd
 import torch
 
 from playerfl_core.flower.credentials import Credentials, NodeKeys, make_credentials
+from playerfl_core.stats.results import folder_problem
 
 APP_DIR = Path(__file__).resolve().parents[2] / "silos"
 """The Flower App folder (``pyproject.toml``: components and run config)."""
@@ -491,6 +492,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     folder = Path(args.out).resolve()
+    problem = folder_problem(folder)
+    if problem:  # before any SuperNode starts
+        print(f"federation: --out: cannot write into {args.out}: {problem}.", file=sys.stderr)
+        return 2
     with Federation(folder, args.silos) as federation:
         print(f"SuperLink on 127.0.0.1:{federation.port} (TLS, SuperNode authentication)")
         print(f"{args.silos} SuperNodes online; logs in {folder / 'logs'}")

@@ -8,6 +8,7 @@ below the engine that writes it; it is re-exported here for readers of tables.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -22,14 +23,19 @@ __all__ = [
     "SCORED_SPLITS",
     "SELECTIONS",
     "SERVER",
+    "TABLE_FORMATS",
     "atomic_write",
     "chosen_splits",
     "client_scores",
+    "env_folder",
     "folder_problem",
     "load_table",
+    "not_a_file",
+    "read_table_file",
     "save_table",
     "select_rounds",
     "sensitivities",
+    "table_format",
 ]
 
 
@@ -131,10 +137,63 @@ def client_scores(
     return sel[[*RUN_KEYS, "client", "round", "value", "n_samples"]].reset_index(drop=True)
 
 
+TABLE_FORMATS = (".csv", ".parquet")
+"""The file formats of a results or rules table; the extension of the path decides."""
+
+
+def not_a_file(path: str | Path) -> str | None:
+    """What ``path`` is when something other than a regular file stands there (a directory, a
+    symbolic link, a device, a named pipe, a socket), or None (a regular file or nothing).
+    Writers refuse such paths: renaming a new file over them would replace a device or a link
+    with a plain file. A symbolic link is refused, never followed: give its target's path."""
+    path = Path(path)
+    if path.is_symlink():
+        return f"a symbolic link (to {os.readlink(path)})"
+    if not path.exists():
+        return None
+    mode = path.stat().st_mode
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    for test, kind in kinds:
+        if test(mode):
+            return kind
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def write_fix(kind: str) -> str:
+    """How to fix a write refused by :func:`not_a_file` because ``path`` is ``kind``."""
+    if kind.startswith("a symbolic link"):
+        return "give its target's path or another file (symbolic links are not followed)"
+    return "give a file path"
+
+
+def table_format(path: str | Path) -> str:
+    """The format of a table file, from its extension (``.csv`` or ``.parquet``); any other
+    extension is refused, so a table is never written as CSV under another format's name."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in TABLE_FORMATS:
+        raise ValueError(
+            f"{path}: a table file must end in {' or '.join(TABLE_FORMATS)} (the format follows "
+            f"the extension), not {suffix or 'no extension'}; rename it, e.g. "
+            f"{Path(path).with_suffix('.csv').name}."
+        )
+    return suffix
+
+
 def atomic_write(path: str | Path, write) -> Path:
     """``write(tmp)`` to a temporary file beside ``path``, then rename it over ``path``, so a
-    crash or a kill never leaves half a file under the real name."""
+    crash or a kill never leaves half a file under the real name. Refuses a ``path`` that is
+    not a regular file (:func:`not_a_file`): the rename would replace a device or a symbolic
+    link itself with a plain file."""
     path = Path(path)
+    kind = not_a_file(path)
+    if kind:
+        raise ValueError(f"cannot write {path}: it is {kind}; {write_fix(kind)}.")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         write(tmp)
@@ -159,7 +218,9 @@ def folder_problem(path: str | Path) -> str | None:
     for folder in [path, *path.parents]:
         if folder.exists():
             if not folder.is_dir():
-                return f"{folder} is a file, not a folder; move it or choose another folder"
+                kind = not_a_file(folder) or "a file"
+                fix = "move it or choose" if kind == "a file" else "choose"
+                return f"{folder} is {kind}, not a folder; {fix} another folder"
             break
     try:
         _probe(folder)
@@ -171,19 +232,74 @@ def folder_problem(path: str | Path) -> str | None:
     return None
 
 
+def env_folder(variable: str) -> Path | None:
+    """The folder the environment variable ``variable`` names (None when unset), refused with a
+    ValueError naming the variable when something other than a folder stands there."""
+    value = os.environ.get(variable)
+    if not value:
+        return None
+    path = Path(value).expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        kind = not_a_file(path) or "a file"
+        raise ValueError(
+            f"{variable}={value!r} is {kind}, not a folder; set {variable} to a folder, or unset "
+            "it to use the repository's default."
+        )
+    return path
+
+
 def save_table(table: pd.DataFrame, path: str | Path) -> Path:
-    """Write the table atomically (temp file + rename), so a crash never leaves half a file."""
+    """Write the table atomically (temp file + rename), so a crash never leaves half a file, in
+    the format its extension names (:data:`TABLE_FORMATS`)."""
     path = Path(path)
+    fmt = table_format(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == ".parquet":
+        return atomic_write(path, lambda p: table.to_parquet(p, index=False))
     return atomic_write(path, lambda p: table.to_csv(p, index=False))
 
 
+def read_table_file(path: str | Path) -> pd.DataFrame:
+    """A CSV or Parquet table file, by its extension; a file that cannot be read (cut off,
+    damaged, not a table) raises ValueError naming it and the fix, never a parser's trace."""
+    path = Path(path)
+    fmt = table_format(path)
+    kind = not_a_file(path.resolve())  # reading through a symbolic link is harmless
+    if kind:
+        raise ValueError(f"{path} is {kind}, not a table file; give the table's path.")
+    try:
+        if fmt == ".parquet":
+            return pd.read_parquet(path)
+        _check_csv_complete(path)
+        return pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError, ImportError) as err:
+        if isinstance(err, FileNotFoundError):
+            raise
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(
+            f"{path} is cut off or damaged and cannot be read ({first}); write it again (re-run "
+            "the command that made it) or restore it from git."
+        ) from None
+
+
+def _check_csv_complete(path: Path) -> None:
+    """A CSV whose last line has no newline was cut mid-row: pandas would read it silently."""
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            raise ValueError("the file is empty")
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) != b"\n":
+            raise ValueError("its last line is incomplete")
+
+
 def load_table(path: str | Path) -> pd.DataFrame:
-    """Read a results table written by :func:`save_table`, checking its columns."""
+    """Read a results table written by :func:`save_table` (CSV or Parquet), checking its
+    columns."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No results table at {path}; create it with `playerfl run`.")
-    table = pd.read_csv(path)
+    table = read_table_file(path)
     missing = set(COLUMNS) - set(table.columns)
     if missing:
         raise ValueError(f"{path} is not a results table: columns {sorted(missing)} are missing.")

@@ -37,7 +37,7 @@ import torch
 from tqdm import tqdm
 
 from data_prep.registry import is_declared
-from playerfl_core.stats.results import COLUMNS, atomic_write, folder_problem
+from playerfl_core.stats.results import COLUMNS, atomic_write, env_folder, folder_problem
 from playerfl_core.study import machine
 from playerfl_core.study.verification import BITWISE, STATISTICAL, compare_run, statistical_verdict
 
@@ -51,8 +51,7 @@ class ArchiveError(RuntimeError):
 
 def stores_dir() -> Path:
     """``<repo>/stores``, or the folder ``PLAYERFL_STORES`` names."""
-    env = os.environ.get("PLAYERFL_STORES")
-    return Path(env).expanduser().resolve() if env else ARCHIVE_DIR
+    return env_folder("PLAYERFL_STORES") or ARCHIVE_DIR
 
 
 PENDING = "pending"
@@ -128,7 +127,13 @@ def pack(
         )
     records, damaged = store.scan()
     if datasets is not None:
+        there = sorted({r["dataset"] for r in records})
         records = [r for r in records if r["dataset"] in set(datasets)]
+        if there and not records:
+            raise ArchiveError(
+                f"--datasets {','.join(datasets)} matched none of the datasets of {store.root} "
+                f"({', '.join(there)}); give some of those, or leave --datasets out."
+            )
     if run_ids is not None:
         records = [r for r in records if r["run_id"] in run_ids]
     foreign = sorted({r["dataset"] for r in records if not is_declared(r["dataset"])})
@@ -145,6 +150,14 @@ def pack(
         )
     if not records:
         raise ArchiveError(f"{store.root} holds no finished runs; run `playerfl grid` first.")
+    others = _other_profiles(records, profile)
+    if others:
+        listed = ", ".join(f"{n} of profile {p!r}" for p, n in others.items())
+        raise ArchiveError(
+            f"{store.root} holds {listed} of its {len(records)} runs, not {profile!r} (--profile): "
+            f"an archive holds one profile. Pack them with --profile {next(iter(others))}, or "
+            f"give the store of the {profile} runs (--store results/{profile})."
+        )
     tables, entries, machines = [], [], {}
     for rec in tqdm(records, desc=f"pack {profile}", unit="run"):
         entry = {k: v for k, v in rec.items() if k not in ("info", "error", "csv_sha256")}
@@ -206,7 +219,26 @@ def read_manifest(path: str | Path) -> dict:
         if lacking is None or lacking:
             what = "is not an object" if lacking is None else f"lacks {', '.join(lacking)}"
             raise _manifest_error(file, f"runs[{i}] {what}")
+    others = _other_profiles(runs, manifest.get("profile"))
+    if others:
+        listed = ", ".join(f"{n} of profile {p!r}" for p, n in others.items())
+        raise ArchiveError(
+            f"{file}: {listed} of its {len(runs)} runs, but the manifest says profile "
+            f"{manifest.get('profile')!r} (an archive holds one profile); restore it with "
+            f"`git checkout -- {Path(path)}` or pack each profile's store into its own archive."
+        )
     return manifest
+
+
+def _other_profiles(runs: list[dict], profile) -> dict[str, int]:
+    """How many ``runs`` (store records or manifest entries) record another data profile than
+    ``profile``: their numbers would be reported under the wrong one."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        other = run.get("profile")
+        if other is not None and other != profile:
+            counts[other] = counts.get(other, 0) + 1
+    return counts
 
 
 def _is_ok(entry) -> bool:
@@ -226,7 +258,12 @@ def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
     try:
         table = pd.read_parquet(path / TABLE_FILE)
     except (OSError, ValueError) as err:
-        raise ArchiveError(f"{path}: cannot read the archive ({err}).") from err
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ArchiveError(
+            f"{path / TABLE_FILE} is damaged and cannot be read ({first}); restore it with "
+            f"`git checkout -- {path / TABLE_FILE}` or delete the archive and re-pack it with "
+            "`playerfl archive pack`."
+        ) from None
     table["run_id"] = table["run_id"].astype(str)
     for col in ("dataset", "algorithm", "split", "metric"):
         table[col] = table[col].astype(str)

@@ -38,7 +38,7 @@ from playerfl_core.fl.divergence import check_table
 from playerfl_core.fl.engine import DivergenceError, RunConfig, run_federated
 from playerfl_core.fl.profiles import SIZE_OF, make_config
 from playerfl_core.fl.schema import COLUMNS
-from playerfl_core.stats.results import atomic_write, folder_problem
+from playerfl_core.stats.results import atomic_write, env_folder, folder_problem
 from playerfl_core.study import machine
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -53,8 +53,7 @@ def default_store(profile: str = "quick") -> Path:
 
     ``PLAYERFL_RESULTS`` replaces ``<repo>/results`` (as ``PLAYERFL_DATA`` does for the data).
     """
-    env = os.environ.get("PLAYERFL_RESULTS")
-    return (Path(env).expanduser().resolve() if env else RESULTS_DIR) / profile
+    return (env_folder("PLAYERFL_RESULTS") or RESULTS_DIR) / profile
 
 
 def code_fingerprint() -> str:

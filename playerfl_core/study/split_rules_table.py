@@ -25,9 +25,9 @@ from tqdm import tqdm
 
 from playerfl_core.fl.split_rules import RULES, FirstEpoch, get_rule
 from playerfl_core.stats.metrics import client_weights
-from playerfl_core.stats.results import SERVER
+from playerfl_core.stats.results import SERVER, atomic_write, read_table_file
 from playerfl_core.study.split_scores import oracle_splits, regrets, sweep_rows
-from playerfl_core.study.split_sweeps import RUN
+from playerfl_core.study.split_sweeps import RUN, check_sweeps_complete
 
 COLUMNS = [*RUN, "rule", "threshold", "p", "unit", "depth", "quantity", "value"]
 """The rules table: one row per (dataset, lr, seed, rule, unit)."""
@@ -135,6 +135,7 @@ def rules_for_sweep(
     the sweep's learning rate, every rule (default: all) applied, and the validation probe
     (``probe_rounds``; None leaves it out) read from the sweep. ``data_loader`` (seed → data)
     for a sweep of one dataset that is not registered."""
+    check_sweeps_complete(sweep)
     keys = sweep_rows(sweep)[RUN].drop_duplicates().sort_values(RUN)
     parts = []
     for (ds, lr), g in keys.groupby(["dataset", "lr"], sort=False):
@@ -185,8 +186,10 @@ def save_with_record(table: pd.DataFrame, path, extra: dict | None = None) -> Pa
     from playerfl_core.study.run_store import code_fingerprint
 
     path = Path(path)
+    if path.suffix != ".parquet":
+        raise ValueError(f"{path}: a rules table with its record is Parquet; end it in .parquet.")
     path.parent.mkdir(parents=True, exist_ok=True)
-    table.to_parquet(path, index=False)
+    atomic_write(path, lambda p: table.to_parquet(p, index=False))
     meta = {
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "code": code_fingerprint(),
@@ -195,7 +198,8 @@ def save_with_record(table: pd.DataFrame, path, extra: dict | None = None) -> Pa
         "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
         **(extra or {}),
     }
-    Path(f"{path}.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
+    atomic_write(Path(f"{path}.json"), lambda p: p.write_text(text))
     return path
 
 
@@ -209,7 +213,7 @@ def load_rules_table(path) -> tuple[pd.DataFrame, dict]:
     if not path.exists():
         raise FileNotFoundError(f"No rules table at {path}.")
     if path.suffix != ".parquet":
-        return pd.read_csv(path), {}
+        return read_table_file(path), {}
     record_path = Path(f"{path}.json")
     record = json.loads(record_path.read_text()) if record_path.exists() else {}
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -218,7 +222,7 @@ def load_rules_table(path) -> tuple[pd.DataFrame, dict]:
             f"{path} does not match the SHA-256 in {record_path} (the file was changed after it "
             "was written); recompute it with `playerfl rules --sweep ... --out ...`."
         )
-    return pd.read_parquet(path), record
+    return read_table_file(path), record
 
 
 def rethreshold(table: pd.DataFrame, rule: str, threshold: float) -> pd.DataFrame:

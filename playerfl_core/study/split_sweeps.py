@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from playerfl_core.fl.algorithms import get_algorithm
 from playerfl_core.fl.algorithms.prefix import parse_prefix_name, prefix_name
-from playerfl_core.stats.results import COLUMNS
+from playerfl_core.stats.results import COLUMNS, SERVER
 
 RUN = ["dataset", "lr", "seed"]
 """A sweep's run keys besides the split: every p of one (dataset, lr, seed) shares its data,
@@ -259,7 +259,8 @@ def load_sweeps(path) -> pd.DataFrame | None:
     """A stored sweep table (CSV or parquet, the long results table, a committed archive
     folder, verified on loading, or a grid's store folder, whose finished sweep runs it reads)
     or None when absent, so a chapter uses stored results when they exist and computes a small
-    version otherwise."""
+    version otherwise. A table whose sweeps lack splits, rounds or clients on some seeds is
+    refused (:func:`check_sweeps_complete`)."""
     from pathlib import Path
 
     from playerfl_core.stats.results import load_table
@@ -268,16 +269,67 @@ def load_sweeps(path) -> pd.DataFrame | None:
     if path is None or not Path(path).exists():
         return None
     if Path(path).is_dir() and (Path(path) / MANIFEST_FILE).exists():
-        return load_archive(path)[0]
-    if Path(path).is_dir() and (Path(path) / "runs").is_dir():
-        return _store_sweeps(Path(path))
-    if str(path).endswith(".parquet"):
-        table = pd.read_parquet(path)
-        missing = set(COLUMNS) - set(table.columns)
-        if missing:
-            raise ValueError(f"{path} is not a results table: columns {sorted(missing)} missing.")
-        return table
-    return load_table(path)
+        table = load_archive(path)[0]
+    elif Path(path).is_dir() and (Path(path) / "runs").is_dir():
+        table = _store_sweeps(Path(path))
+    elif Path(path).is_dir():
+        raise ValueError(
+            f"{path} is a folder that is neither an archive ({MANIFEST_FILE}) nor a grid store "
+            "(runs/); give a sweep table (.csv or .parquet), an archive folder or a store folder."
+        )
+    else:
+        table = load_table(path)
+    return check_sweeps_complete(table, str(path))
+
+
+def sweep_gaps(table: pd.DataFrame) -> list[str]:
+    """What the split sweeps of ``table`` lack, one line per dataset and kind of gap: seeds
+    without some splits p (every seed of a dataset should have the splits any seed has), and
+    runs that end before the dataset's last round or score fewer clients than its others.
+    Rows of other algorithms are ignored. Empty: complete."""
+    splits = {a: parse_prefix_name(a) for a in table["algorithm"].unique()}
+    prefix = {a: p for a, p in splits.items() if p is not None}
+    rows = table[table["algorithm"].isin(list(prefix)) & (table["split"] == "val")]
+    rows = rows.assign(p=rows["algorithm"].astype(str).map(prefix))
+    gaps = []
+    for ds, g in rows.groupby("dataset", sort=True):
+        every = set(g["p"].astype(int))
+        lacking = {}
+        for seed, h in g.groupby("seed", sort=True):
+            absent = sorted(every - set(h["p"].astype(int)))
+            if absent:
+                lacking[int(seed)] = absent
+        if lacking:
+            seeds = ", ".join(f"{s} (p = {', '.join(map(str, ps))})" for s, ps in lacking.items())
+            gaps.append(f"dataset {ds}: seeds {seeds} lack splits that other seeds have")
+        runs = g[g["client"] != SERVER].groupby(["algorithm", "lr", "seed"], sort=True)
+        last, clients = runs["round"].max(), runs["client"].nunique()
+        for what, sizes, full in (
+            ("end before round", last, last.max()),
+            ("score fewer clients than", clients, clients.max()),
+        ):
+            short = sizes[sizes < full]
+            if len(short):
+                seeds = sorted({int(k[2]) for k in short.index})
+                gaps.append(
+                    f"dataset {ds}: {len(short)} runs of seeds {', '.join(map(str, seeds))} "
+                    f"{what} {full} (e.g. {short.index[0][0]} seed {short.index[0][2]}: "
+                    f"{short.iloc[0]})"
+                )
+    return gaps
+
+
+def check_sweeps_complete(table: pd.DataFrame, source="the sweep table") -> pd.DataFrame:
+    """``table`` when its split sweeps are complete (:func:`sweep_gaps`); else a ValueError
+    naming the datasets, seeds and what is missing, and the fix: a rule or an oracle picked
+    from the splits a seed happens to have would be a wrong answer without a word."""
+    gaps = sweep_gaps(table)
+    if gaps:
+        raise ValueError(
+            f"{source} is incomplete: {'; '.join(gaps)}. Re-run the sweep for those seeds "
+            "(playerfl sweep --dataset ... --seeds ...), or leave them out of the table."
+        )
+    return table
 
 
 def _store_sweeps(root) -> pd.DataFrame:

@@ -86,6 +86,11 @@ def get_algorithm(name: str, **hyperparameters) -> Algorithm:
     ``playerfl-<rule>`` (e.g. ``playerfl-disagreement``) is PLayer-FL with another split rule
     (:mod:`playerfl_core.fl.split_rules`).
     """
+    if not isinstance(name, str):
+        raise TypeError(
+            f"get_algorithm takes an algorithm's name (a str, e.g. 'fedavg'), got "
+            f"{type(name).__name__} {name!r}."
+        )
     if parse_prefix_name(name) is not None:
         return Prefix(p=parse_prefix_name(name), **hyperparameters)
     if parse_rule_variant(name) is not None:
