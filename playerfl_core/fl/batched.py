@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -55,6 +56,11 @@ from playerfl_core.fl.scoring import score_many
 DRIVER = "batched"
 """``run.info["driver"]`` of a run computed here (one-by-one runs carry no driver)."""
 SPLITS = ("train", "val", "test")
+
+
+class OutOfTime(RuntimeError):
+    """A batch would end after its deadline (projected from the rounds done): stopped early,
+    nothing of it kept."""
 
 
 class StackedAdam:
@@ -245,13 +251,19 @@ def check_batchable(runs: Sequence[Run], algorithms: Sequence[Algorithm]) -> Non
             )
 
 
-def run_batch(jobs: Sequence[tuple[object, Algorithm, int]], config: RunConfig) -> list[Run]:
+def run_batch(
+    jobs: Sequence[tuple[object, Algorithm, int]],
+    config: RunConfig,
+    deadline: float | None = None,
+) -> list[Run]:
     """Run every ``(data, algorithm, seed)`` of ``jobs`` with ``config`` (its seed replaced by
     the job's) as one computation; returns the runs in the order given (``run.table()``).
 
     ``data`` is the job's federation as loaded for its seed (a partition may depend on it); all
     jobs are of one federation. A run whose loss becomes NaN/inf stops the batch with a
-    :class:`DivergenceError` naming it.
+    :class:`DivergenceError` naming it. ``deadline`` (a ``time.monotonic()`` value): after
+    every round, the batch's end is projected from the rounds done, and :class:`OutOfTime` is
+    raised as soon as it falls after the deadline.
     """
     if not jobs:
         raise ValueError("run_batch: no runs given.")
@@ -263,6 +275,7 @@ def run_batch(jobs: Sequence[tuple[object, Algorithm, int]], config: RunConfig) 
     check_batchable(runs, algorithms)
     for run in runs:
         run.info.update(driver=DRIVER, batch_runs=len(runs))
+    started = time.monotonic()
     with deterministic_kernels(config.device):
         template = runs[0].template
         stacks = [
@@ -278,9 +291,21 @@ def run_batch(jobs: Sequence[tuple[object, Algorithm, int]], config: RunConfig) 
                 _train(runs, stacks, rnd)
             elif phase == EVALUATE:
                 _evaluate(runs, stacks, rnd)
+                _check_time(started, rnd, config.rounds, deadline)
             else:
                 raise RuntimeError(f"run_batch: unexpected step {phase!r}.")
     return runs
+
+
+def _check_time(started: float, rnd: int, rounds: int, deadline: float | None) -> None:
+    if deadline is None:
+        return
+    end = started + (time.monotonic() - started) / (rnd + 1) * rounds
+    if end > deadline:
+        raise OutOfTime(
+            f"the batch would end {end - deadline:.0f} s after its deadline (projected from "
+            f"{rnd + 1} of {rounds} rounds)."
+        )
 
 
 def _train(runs: Sequence[Run], stacks: Sequence[StackedClient], rnd: int) -> None:
@@ -314,8 +339,11 @@ def _evaluate(runs: Sequence[Run], stacks: Sequence[StackedClient], rnd: int) ->
         log_scores(run, rnd, keys[part], rows[part])
 
 
-def run_prefix_batch(tasks: Sequence[tuple[object, int, int]], config: RunConfig) -> pd.DataFrame:
+def run_prefix_batch(
+    tasks: Sequence[tuple[object, int, int]], config: RunConfig, deadline: float | None = None
+) -> pd.DataFrame:
     """The split sweep's runs ``(data, seed, p)`` (``prefix_p{p}``) as one computation: the
     long results table of every run, in the order given, rows as the one-run engine logs them."""
     jobs = [(data, get_algorithm(prefix_name(p)), seed) for data, seed, p in tasks]
-    return pd.concat([run.table() for run in run_batch(jobs, config)], ignore_index=True)
+    runs = run_batch(jobs, config, deadline)
+    return pd.concat([run.table() for run in runs], ignore_index=True)
