@@ -19,8 +19,9 @@ from playerfl_core.stats.results import select_rounds
 # Batched runs sum in another order (vmapped matmuls and convolutions, the masked batch loss),
 # so float32 values differ in their last bits and the difference grows a little each round; on
 # these few rounds the largest seen is 4.5e-6 (a Fashion-MNIST loss). A difference that only
-# rounding explains stays far inside this bound; a run trained on another run's data, with
-# another run's optimizer state or without the server's average moves by 1e-2 or more.
+# rounding explains stays far inside this bound; a run trained on another run's data order, with
+# Adam stepping a run that has no batch, with shared Adam moments, with padding counted in the
+# loss or without the server's average each fall outside it (each tried: these tests turn red).
 RTOL, ATOL = 1e-4, 1e-5
 
 
