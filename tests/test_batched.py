@@ -97,7 +97,7 @@ def test_stacked_adam_is_torch_adam_per_run_with_its_own_steps():
     gen = torch.Generator().manual_seed(0)
     start = torch.randn(3, 4, 5, generator=gen)
     grads = [torch.randn(3, 4, 5, generator=gen) for _ in range(6)]
-    active = [torch.tensor([True, i % 2 == 0, i < 2]) for i in range(6)]
+    active = [np.array([True, i % 2 == 0, i < 2]) for i in range(6)]
     settings = {"lr": 1e-2, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 1e-4}
     stacked = start.clone().requires_grad_()
     adam = StackedAdam([stacked], {**settings, "amsgrad": True})

@@ -85,37 +85,43 @@ class StackedAdam:
         self.max_exp_avg_sq = [torch.zeros_like(p) for p in self.params]
 
     @torch.no_grad()
-    def step(self, active: torch.Tensor) -> None:
-        """One Adam step for the rows where ``active`` (bool, one per run) is True."""
-        on = active.cpu().numpy()
-        self.steps += on
+    def step(self, active: np.ndarray) -> None:
+        """One Adam step for the rows where ``active`` (bool, one per run, on the host: no
+        device synchronisation) is True."""
+        self.steps += active
         steps = np.maximum(self.steps, 1).astype(np.float64)
-        step_size = self.lr / (1 - self.beta1**steps)
-        bias2_sqrt = np.sqrt(1 - self.beta2**steps)
+        like = self.params[0]
+        step_size = _per_run(self.lr / (1 - self.beta1**steps), like)
+        bias2_sqrt = _per_run(np.sqrt(1 - self.beta2**steps), like)
+        keep = None if active.all() else torch.as_tensor(active, device=like.device)
         for i, p in enumerate(self.params):
             shape = (-1,) + (1,) * (p.ndim - 1)
-            keep = active.to(p.device).view(shape)
             grad = p.grad.add(p, alpha=self.weight_decay) if self.weight_decay else p.grad
             exp_avg = self.exp_avg[i].lerp(grad, 1 - self.beta1)
             exp_avg_sq = (
                 self.exp_avg_sq[i].mul(self.beta2).addcmul_(grad, grad, value=1 - self.beta2)
             )
-            second = exp_avg_sq
-            if self.amsgrad:
-                second = torch.maximum(self.max_exp_avg_sq[i], exp_avg_sq)
-                self.max_exp_avg_sq[i] = torch.where(keep, second, self.max_exp_avg_sq[i])
-            denom = second.sqrt().div_(_column(bias2_sqrt, p)).add_(self.eps)
-            moved = p - _column(step_size, p) * (exp_avg / denom)
-            self.exp_avg[i] = torch.where(keep, exp_avg, self.exp_avg[i])
-            self.exp_avg_sq[i] = torch.where(keep, exp_avg_sq, self.exp_avg_sq[i])
-            p.copy_(torch.where(keep, moved, p))
+            second = torch.maximum(self.max_exp_avg_sq[i], exp_avg_sq) if self.amsgrad else None
+            denom = (exp_avg_sq if second is None else second).sqrt()
+            denom = denom.div_(bias2_sqrt.view(shape)).add_(self.eps)
+            moved = p - step_size.view(shape) * (exp_avg / denom)
+            if keep is not None:  # rows without a batch keep their values
+                row = keep.view(shape)
+                exp_avg = torch.where(row, exp_avg, self.exp_avg[i])
+                exp_avg_sq = torch.where(row, exp_avg_sq, self.exp_avg_sq[i])
+                second = (
+                    None if second is None else torch.where(row, second, self.max_exp_avg_sq[i])
+                )
+                moved = torch.where(row, moved, p)
+            self.exp_avg[i], self.exp_avg_sq[i] = exp_avg, exp_avg_sq
+            if second is not None:
+                self.max_exp_avg_sq[i] = second
+            p.copy_(moved)
 
 
-def _column(values: np.ndarray, like: torch.Tensor) -> torch.Tensor:
-    """Per-run numbers as a tensor that broadcasts over a stacked parameter's rows."""
-    return torch.as_tensor(values, dtype=like.dtype, device=like.device).view(
-        (-1,) + (1,) * (like.ndim - 1)
-    )
+def _per_run(values: np.ndarray, like: torch.Tensor) -> torch.Tensor:
+    """Per-run numbers on ``like``'s device and dtype (one copy per step, not per tensor)."""
+    return torch.as_tensor(values, dtype=like.dtype, device=like.device)
 
 
 class StackedClient:
@@ -158,7 +164,9 @@ class StackedClient:
         for _ in range(self.config.local_epochs):
             index, valid = self._epoch_order()
             for start in range(0, index.shape[1], bs):
-                total += self._step(index[:, start : start + bs], valid[:, start : start + bs])
+                active = np.array([start < n for n in self.n["train"]])
+                batch = slice(start, start + bs)
+                total += self._step(index[:, batch], valid[:, batch], active)
         return (total / (n * self.config.local_epochs)).cpu()
 
     def _epoch_order(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -173,9 +181,9 @@ class StackedClient:
             index[k, : len(order)], valid[k, : len(order)] = order, True
         return index, valid
 
-    def _step(self, index: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-        """One optimizer step of every run that has a batch here; returns each run's summed
-        batch loss (0 for a run without one)."""
+    def _step(self, index: torch.Tensor, valid: torch.Tensor, active: np.ndarray) -> torch.Tensor:
+        """One optimizer step of every ``active`` run (one that has a batch here); returns each
+        run's summed batch loss (0 for a run without one)."""
         rows = torch.arange(len(index), device=index.device)[:, None]
         x, y = self.x["train"][rows, index], self.y["train"][rows, index]
         logits = self.forward(self.params, x)
@@ -186,7 +194,7 @@ class StackedClient:
         for p in self.params.values():
             p.grad = None
         loss.sum().backward()
-        self.adam.step(valid[:, 0])
+        self.adam.step(active)
         return summed.detach()
 
     @torch.no_grad()
