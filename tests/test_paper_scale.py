@@ -13,6 +13,7 @@ from playerfl_core.fl.algorithms import get_algorithm
 from playerfl_core.fl.algorithms.prefix import prefix_name
 from playerfl_core.fl.batched import OutOfTime, run_prefix_batch
 from playerfl_core.fl.engine import run_federated
+from playerfl_core.fl.errors import DivergenceError
 from playerfl_core.study import paper_scale as P
 
 
@@ -100,3 +101,20 @@ def test_bad_options_are_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit):
         P.main(["--out", str(tmp_path / "file"), "--tiny"])
     assert "is a file" in capsys.readouterr().err
+
+
+def test_a_diverged_run_is_isolated_and_recorded_the_others_kept(tmp_path, monkeypatch):
+    real = P.compute_chunk
+
+    def diverge_at_p1(study, tasks, device, deadline):
+        if any(p == 1 for *_, p in tasks):
+            raise DivergenceError("training loss became nan")
+        return real(study, tasks, device, deadline)
+
+    monkeypatch.setattr(P, "compute_chunk", diverge_at_p1)
+    summary, _ = tiny(tmp_path)
+    records = [json.loads(p.read_text()) for p in chunks(tmp_path) if p.suffix == ".json"]
+    status = {tuple(r["runs"]): r["status"] for r in records}
+    assert summary["computed"] == 2 and set(status.values()) == {"ok", "diverged"}
+    assert all(len(runs) == 1 for runs in status)
+    assert tiny(tmp_path)[0]["computed"] == 0  # a diverged run is not recomputed on every call
