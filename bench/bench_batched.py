@@ -9,6 +9,9 @@
    batch 128), ``--k`` runs (seeds × every split) batched for ``--gpu-rounds`` rounds, against
    ``--gpu-single`` of them one by one, deterministic kernels as the engine uses them; wall
    clock after a warm-up. Prints runs per GPU-hour and the implied seconds per 100-round run.
+
+Each line also says how far the batched numbers of the runs computed both ways are from the
+one-by-one numbers (largest difference per metric; split choices; best rounds).
    Without CUDA it prints "CUDA: not measured: no GPU".
 
 Usage: python bench/bench_batched.py [--heart-seeds 2] [--fmnist-seeds 1] [--fmnist-rounds 2]
@@ -21,6 +24,7 @@ import argparse
 import dataclasses
 import time
 
+import pandas as pd
 import torch
 
 from data_prep import load
@@ -29,6 +33,7 @@ from playerfl_core.fl.algorithms.prefix import prefix_name
 from playerfl_core.fl.batched import run_prefix_batch
 from playerfl_core.fl.engine import run_federated
 from playerfl_core.fl.profiles import make_config
+from playerfl_core.stats.results import select_rounds
 from playerfl_core.study.split_sweeps import model_units
 
 
@@ -47,29 +52,54 @@ def clock(device: str) -> float:
     return time.process_time()
 
 
-def one_by_one(tasks, cfg) -> float:
+def one_by_one(tasks, cfg) -> tuple[float, pd.DataFrame]:
     start = clock(cfg.device)
-    for data, seed, p in tasks:
-        run_federated(data, get_algorithm(prefix_name(p)), dataclasses.replace(cfg, seed=seed))
-    return clock(cfg.device) - start
+    tables = [
+        run_federated(
+            data, get_algorithm(prefix_name(p)), dataclasses.replace(cfg, seed=seed)
+        ).table()
+        for data, seed, p in tasks
+    ]
+    return clock(cfg.device) - start, pd.concat(tables, ignore_index=True)
 
 
-def batched(tasks, cfg) -> float:
+def batched(tasks, cfg) -> tuple[float, pd.DataFrame]:
     start = clock(cfg.device)
-    run_prefix_batch(tasks, cfg)
-    return clock(cfg.device) - start
+    table = run_prefix_batch(tasks, cfg)
+    return clock(cfg.device) - start, table
+
+
+def agreement(single: pd.DataFrame, batch: pd.DataFrame) -> str:
+    """How far the batched rows of the runs computed both ways are from the one-by-one rows:
+    the largest |difference| per metric, and whether split choices and best rounds agree."""
+    batch = batch.iloc[: len(single)].reset_index(drop=True)
+    keys = [c for c in single.columns if c != "value"]
+    if not batch[keys].equals(single[keys]):
+        return "rows differ in their keys (a bug)"
+    diff = (batch["value"] - single["value"]).abs().groupby(single["metric"]).max()
+    splits = single["metric"].isin(["split_p", "rule_split_p"])
+    same_splits = bool((batch.loc[splits, "value"] == single.loc[splits, "value"]).all())
+    cols = ["algorithm", "seed", "client", "split", "metric", "round"]
+    best = [select_rounds(t)[cols].sort_values(cols, ignore_index=True) for t in (batch, single)]
+    shown = ", ".join(f"{m} {diff[m]:.1e}" for m in ("loss", "accuracy", "macro_f1"))
+    return (
+        f"max |batched - one by one|: {shown}; split choices equal: {same_splits}; "
+        f"best rounds equal: {best[0].equals(best[1])}"
+    )
 
 
 def compare(label: str, tasks, cfg, single_tasks=None) -> tuple[float, float]:
-    """Seconds per run both ways (one-by-one on ``single_tasks``, default all) and the ratio."""
+    """Seconds per run both ways (one-by-one on ``single_tasks``, a prefix of ``tasks``,
+    default all), the ratio, and how far the two ways' numbers are apart."""
     single_tasks = single_tasks or tasks
-    t_single = one_by_one(single_tasks, cfg) / len(single_tasks)
-    t_batch = batched(tasks, cfg) / len(tasks)
+    t_single, single = one_by_one(single_tasks, cfg)
+    t_batch, batch = batched(tasks, cfg)
+    t_single, t_batch = t_single / len(single_tasks), t_batch / len(tasks)
     per_hour = 3600 / t_single, 3600 / t_batch
     print(
         f"{label}: K={len(tasks)} runs, {cfg.rounds} rounds: one by one {t_single:.3f} s/run "
         f"({per_hour[0]:.0f} runs/h), batched {t_batch:.3f} s/run ({per_hour[1]:.0f} runs/h); "
-        f"batched ÷ one by one = {t_single / t_batch:.2f}"
+        f"batched ÷ one by one = {t_single / t_batch:.2f}\n  {agreement(single, batch)}"
     )
     return t_single, t_batch
 
