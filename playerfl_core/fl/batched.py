@@ -7,7 +7,8 @@ with its own clients, seed, data order, initial model and algorithm object, driv
 engine's one definition of a round (:func:`~playerfl_core.fl.engine.round_phases`). Only the two
 steps that touch every client's model are done for all K runs at once:
 
-* **training**: client i's parameters of the K runs are stacked along a leading dimension and
+* **training**: one client of each of the K runs (the largest with the largest, and so on) has
+  its parameters stacked with the others' along a leading dimension, and they are
   trained with ``torch.func.vmap`` over ``functional_call``; each run draws its own batches
   (:meth:`~playerfl_core.fl.client.Client.epoch_order`); a run with fewer batches than another
   (its client holds fewer samples) sits the extra steps out; Adam is
@@ -125,8 +126,8 @@ def _per_run(values: np.ndarray, like: torch.Tensor) -> torch.Tensor:
 
 
 class StackedClient:
-    """Client i of K runs: its parameters and splits stacked along dimension 0 (zero-padded to
-    the longest run's split), its Adam; each run's client sees its own row as views."""
+    """One client of each of K runs: their parameters and splits stacked along dimension 0
+    (zero-padded to the longest split), one Adam; each client sees its own row as views."""
 
     def __init__(self, clients: Sequence[Client], template):
         self.clients, self.template = list(clients), template
@@ -286,10 +287,7 @@ def run_batch(
     started = time.monotonic()
     with deterministic_kernels(config.device):
         template = runs[0].template
-        stacks = [
-            StackedClient([run.clients[i] for run in runs], template)
-            for i in range(len(runs[0].clients))
-        ]
+        stacks = [StackedClient(clients, template) for clients in _slots(runs)]
         phases = [round_phases(run, alg) for run, alg in zip(runs, algorithms, strict=True)]
         while (steps := {next(p, None) for p in phases}) != {None}:
             if len(steps) != 1:
@@ -316,10 +314,25 @@ def _check_time(started: float, rnd: int, rounds: int, deadline: float | None) -
         )
 
 
+def _slots(runs: Sequence[Run]) -> list[list[Client]]:
+    """The clients stacked together: each run's largest client with the other runs' largest,
+    and so on. Clients train independently, so any pairing gives the same numbers; pairing by
+    size pads the fewest batches where a partition depends on the seed."""
+    by_size = [sorted(run.clients, key=lambda c: -c.n_train) for run in runs]
+    return [list(slot) for slot in zip(*by_size, strict=True)]
+
+
 def _train(runs: Sequence[Run], stacks: Sequence[StackedClient], rnd: int) -> None:
+    """Every run's local epochs, logged per run in client order (as the one-run engine)."""
+    losses = {}
     for stack in stacks:
-        losses = stack.train_epochs().tolist()
-        for run, client, loss in zip(runs, stack.clients, losses, strict=True):
+        for k, (client, loss) in enumerate(
+            zip(stack.clients, stack.train_epochs().tolist(), strict=True)
+        ):
+            losses[k, client.id] = loss
+    for k, run in enumerate(runs):
+        for client in run.clients:
+            loss = losses[k, client.id]
             if not math.isfinite(loss):
                 raise DivergenceError(
                     f"Client {client.name!r} of {run.algorithm_name} (seed {run.config.seed}): "
@@ -332,13 +345,17 @@ def _train(runs: Sequence[Run], stacks: Sequence[StackedClient], rnd: int) -> No
 def _evaluate(runs: Sequence[Run], stacks: Sequence[StackedClient], rnd: int) -> None:
     """Every run's clients on val and test: one :func:`score_many` and one host copy."""
     splits = ("val", "test")
-    per_split = {(i, s): stack.logits(s) for i, stack in enumerate(stacks) for s in splits}
+    found = {}
+    for stack in stacks:
+        for s in splits:
+            for k, (client, z) in enumerate(zip(stack.clients, stack.logits(s), strict=True)):
+                found[k, client.id, s] = z
     keys, logits, labels = [], [], []
     for k, run in enumerate(runs):
-        for i, c in enumerate(run.clients):
+        for c in run.clients:
             for s in splits:
                 keys.append((c, s))
-                logits.append(per_split[i, s][k])
+                logits.append(found[k, c.id, s])
                 labels.append(c.y[s])
     rows = score_many(logits, labels).cpu().numpy()
     per_run = len(keys) // len(runs)
