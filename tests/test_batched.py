@@ -66,6 +66,27 @@ def test_heart_sweep_and_rules_batched_equal_one_by_one():
     assert {r.info["driver"] for r in runs} == {DRIVER}
 
 
+def test_other_round_options_and_a_rule_with_uploads_batched_equal_one_by_one():
+    """Scoring before aggregation, two local epochs, and PLayer-FL with a rule that asks the
+    clients for their parameters and gradients once (uploads read the stacked rows)."""
+    cfg = make_config(
+        "heart",
+        "quick",
+        rounds=2,
+        device="cpu",
+        progress=False,
+        eval_timing="before_aggregation",
+        local_epochs=2,
+    )
+    data = {s: load("heart", profile="quick", seed=s) for s in (0, 1)}
+    names = [prefix_name(2), "playerfl-cost"]
+    jobs = [(data[s], name, s) for s in (0, 1) for name in names]
+    runs = run_batch([(d, get_algorithm(n), s) for d, n, s in jobs], cfg)
+    batched = pd.concat([r.table() for r in runs], ignore_index=True)
+    single = one_by_one([(d, get_algorithm(n), s) for d, n, s in jobs], cfg)
+    assert_same_runs(batched, single)
+
+
 def test_digits_sweep_batched_equals_one_by_one():
     """Digits (small CNN): seeds whose clients hold different numbers of samples, so runs sit
     out steps and pad their evaluation sets inside the batch."""
