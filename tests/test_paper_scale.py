@@ -118,3 +118,12 @@ def test_a_diverged_run_is_isolated_and_recorded_the_others_kept(tmp_path, monke
     assert summary["computed"] == 2 and set(status.values()) == {"ok", "diverged"}
     assert all(len(runs) == 1 for runs in status)
     assert tiny(tmp_path)[0]["computed"] == 0  # a diverged run is not recomputed on every call
+
+
+def test_the_command_says_what_it_did_in_one_line(tmp_path, capsys):
+    assert P.main(["--out", str(tmp_path), "--tiny", "--device", "cpu"]) == 0
+    assert P.main(["--out", str(tmp_path), "--tiny", "--device", "cpu"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    first, second = [line for line in lines if line.startswith("paper_scale (")]
+    assert "2 runs computed in 1 chunks" in first and "0 of 2 left" in first
+    assert "0 runs computed" in second and "2 already done" in second
