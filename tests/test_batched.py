@@ -54,10 +54,10 @@ def sweep_jobs(dataset, seeds, splits):
 
 def test_heart_sweep_and_rules_batched_equal_one_by_one():
     """Heart (MLP): splits 0, 1, L on two seeds, plus PLayer-FL and PLayer-FL-Random, whose
-    splits are chosen per run inside the batch."""
+    splits are chosen per run inside the batch, and FedLP (its own uploads and server step)."""
     cfg = make_config("heart", "quick", rounds=3, device="cpu", progress=False)
     data = {s: load("heart", profile="quick", seed=s) for s in (0, 1)}
-    names = [prefix_name(p) for p in (0, 1, 4)] + ["playerfl", "playerfl_random"]
+    names = [prefix_name(p) for p in (0, 1, 4)] + ["playerfl", "playerfl_random", "fedlp"]
     jobs = [(data[s], name, s) for s in (0, 1) for name in names]
     runs = run_batch([(d, get_algorithm(n), s) for d, n, s in jobs], cfg)
     batched = pd.concat([r.table() for r in runs], ignore_index=True)
@@ -141,8 +141,10 @@ def test_a_batch_refuses_what_it_does_not_compute_as_the_engine(heart, digits):
     mixed = [(heart, get_algorithm("local"), 0), (digits, get_algorithm("local"), 0)]
     with pytest.raises(ValueError, match="one federation"):
         run_batch(mixed, anywhere)
-    with pytest.raises(ValueError, match="fedprox trains, deploys or finishes"):
+    with pytest.raises(ValueError, match="fedprox has its own local_update"):
         run_batch([(heart, get_algorithm("fedprox"), 0)], cfg)
+    with pytest.raises(ValueError, match="ditto has its own"):
+        run_batch([(heart, get_algorithm("ditto"), 0)], cfg)
     focal = dataclasses.replace(cfg, loss="focal")
     with pytest.raises(ValueError, match="loss='cross_entropy'"):
         run_batch([(heart, get_algorithm("local"), 0)], focal)

@@ -2,17 +2,18 @@
 
 A paper-size run is too small to keep a GPU busy. This driver trains K runs at once (seeds ×
 splits, or any algorithms that train and deploy as FedAvg does: the prefix family, PLayer-FL,
-PLayer-FL-Random, Local, FedAvg): each run is an ordinary :class:`~playerfl_core.fl.engine.Run`
-with its own clients, seed, data order, initial model and algorithm object, driven through the
-engine's one definition of a round (:func:`~playerfl_core.fl.engine.round_phases`). Only the two
-steps that touch every client's model are done for all K runs at once:
+PLayer-FL-Random, Local, FedAvg, FedLP): each run is an ordinary
+:class:`~playerfl_core.fl.engine.Run` with its own clients, seed, data order, initial model and
+algorithm object, driven through the engine's one definition of a round
+(:func:`~playerfl_core.fl.engine.round_phases`). Only the two steps that touch every client's
+model are done for all K runs at once:
 
-* **training**: one client of each of the K runs (the largest with the largest, and so on) has
-  its parameters stacked with the others' along a leading dimension, and they are
-  trained with ``torch.func.vmap`` over ``functional_call``; each run draws its own batches
+* **training**: one client of each run (the largest with the largest, and so on) has its
+  parameters stacked with the others' along a leading dimension, trained with
+  ``torch.func.vmap`` over ``functional_call``; each run draws its own batches
   (:meth:`~playerfl_core.fl.client.Client.epoch_order`); a run with fewer batches than another
-  (its client holds fewer samples) sits the extra steps out; Adam is
-  :class:`StackedAdam`, ``torch.optim.Adam``'s update with one step count per run;
+  (its client holds fewer samples) sits the extra steps out; Adam is :class:`StackedAdam`,
+  ``torch.optim.Adam``'s update with one step count per run;
 * **evaluation**: every run's client models scored in one vmapped pass per client and split,
   one :func:`~playerfl_core.fl.scoring.score_many` and one host copy per round.
 
@@ -165,7 +166,7 @@ class StackedClient:
         for _ in range(self.config.local_epochs):
             index, valid = self._epoch_order()
             for start in range(0, index.shape[1], bs):
-                active = np.array([start < n for n in self.n["train"]])
+                active = np.array([start < size for size in self.n["train"]])
                 batch = slice(start, start + bs)
                 total += self._step(index[:, batch], valid[:, batch], active)
         return (total / (n * self.config.local_epochs)).cpu()
@@ -220,8 +221,9 @@ def _stack_padded(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
 def check_batchable(runs: Sequence[Run], algorithms: Sequence[Algorithm]) -> None:
     """Refuse, before any training, what the batched driver does not compute as the engine
     does: another federation or settings in one batch, a loss other than cross-entropy,
-    augmentation, dropout or batch norm, or an algorithm with its own local update, deployed
-    model or final step."""
+    augmentation, dropout or batch norm, or an algorithm with its own client setup, local
+    update, receiving, deployed model or final step (the stacked rows are the clients' models
+    only while the algorithm trains and installs them as FedAvg does)."""
     first = runs[0]
     for run in runs[1:]:
         if run.data.name != first.data.name or len(run.clients) != len(first.clients):
@@ -248,15 +250,17 @@ def check_batchable(runs: Sequence[Run], algorithms: Sequence[Algorithm]) -> Non
         )
     for alg in algorithms:
         kind = type(alg)
-        if (
-            kind.local_update is not Algorithm.local_update
-            or kind.deployed_model is not Algorithm.deployed_model
-            or alg.final_step
-        ):
+        own = [
+            hook
+            for hook in ("setup_client", "local_update", "receive", "deployed_model")
+            if getattr(kind, hook) is not getattr(Algorithm, hook)
+        ]
+        if own or alg.final_step:
             raise ValueError(
-                f"run_batch: {alg.name} trains, deploys or finishes in its own way; the batched "
-                "driver computes algorithms that train one plain local epoch and deploy the "
-                "client's model (the prefix family, PLayer-FL, Local, FedAvg). Run it one by one."
+                f"run_batch: {alg.name} has its own {', '.join(own) or 'final step'}; the "
+                "batched driver computes algorithms that train one plain local epoch, install "
+                "what they receive in place and deploy the client's model (the prefix family, "
+                "PLayer-FL, Local, FedAvg, FedLP). Run it one by one (run_federated)."
             )
 
 
