@@ -150,3 +150,17 @@ def test_a_batch_refuses_what_it_does_not_compute_as_the_engine(heart, digits):
         run_batch([(heart, get_algorithm("local"), 0)], focal)
     with pytest.raises(ValueError, match="no runs"):
         run_batch([], cfg)
+
+
+def test_a_batch_end_is_projected_from_the_rounds_after_the_first(monkeypatch):
+    """Round 0 (warm-up) is not extrapolated; later rounds are; the last never raises."""
+    from playerfl_core.fl import batched
+
+    times = iter([10.0, 30.0, 60.0])
+    monkeypatch.setattr(batched.time, "monotonic", lambda: next(times))
+    clock = batched._Deadline(deadline=100.0, rounds=5)
+    clock.after_round(0)  # 10 s for the first round: 50 s if extrapolated, not done
+    clock.after_round(1)  # 20 s per round since: ends at 30 + 3 × 20 = 90
+    with pytest.raises(batched.OutOfTime, match="10 s after its deadline"):
+        clock.after_round(2)  # 25 s per round since: ends at 60 + 2 × 25 = 110
+    batched._Deadline(deadline=0.0, rounds=5).after_round(4)  # the last round: kept

@@ -275,8 +275,8 @@ def run_batch(
     ``data`` is the job's federation as loaded for its seed (a partition may depend on it); all
     jobs are of one federation. A run whose loss becomes NaN/inf stops the batch with a
     :class:`DivergenceError` naming it. ``deadline`` (a ``time.monotonic()`` value): after
-    every round, the batch's end is projected from the rounds done, and :class:`OutOfTime` is
-    raised as soon as it falls after the deadline.
+    every round but the last, the batch's end is projected from the rounds done, and
+    :class:`OutOfTime` is raised as soon as it falls after the deadline.
     """
     if not jobs:
         raise ValueError("run_batch: no runs given.")
@@ -288,7 +288,7 @@ def run_batch(
     check_batchable(runs, algorithms)
     for run in runs:
         run.info.update(driver=DRIVER, batch_runs=len(runs))
-    started = time.monotonic()
+    clock = _Deadline(deadline, config.rounds)
     with deterministic_kernels(config.device):
         template = runs[0].template
         stacks = [StackedClient(clients, template) for clients in _slots(runs)]
@@ -301,21 +301,33 @@ def run_batch(
                 _train(runs, stacks, rnd)
             elif phase == EVALUATE:
                 _evaluate(runs, stacks, rnd)
-                _check_time(started, rnd, config.rounds, deadline)
+                clock.after_round(rnd)
             else:
                 raise RuntimeError(f"run_batch: unexpected step {phase!r}.")
     return runs
 
 
-def _check_time(started: float, rnd: int, rounds: int, deadline: float | None) -> None:
-    if deadline is None:
-        return
-    end = started + (time.monotonic() - started) / (rnd + 1) * rounds
-    if end > deadline:
-        raise OutOfTime(
-            f"the batch would end {end - deadline:.0f} s after its deadline (projected from "
-            f"{rnd + 1} of {rounds} rounds)."
-        )
+class _Deadline:
+    """Projects a batch's end after every round: from the rounds after the first (which pays
+    for warming up kernels and the allocator), and at once when the deadline has passed."""
+
+    def __init__(self, deadline: float | None, rounds: int):
+        self.deadline, self.rounds, self.first_done = deadline, rounds, None
+
+    def after_round(self, rnd: int) -> None:
+        if self.deadline is None or rnd >= self.rounds - 1:  # none, or the batch is done
+            return
+        now = time.monotonic()
+        if rnd == 0:
+            self.first_done = now
+        end = now
+        if rnd > 0:
+            end += (now - self.first_done) / rnd * (self.rounds - 1 - rnd)
+        if end > self.deadline:
+            raise OutOfTime(
+                f"the batch would end {end - self.deadline:.0f} s after its deadline "
+                f"(projected after {rnd + 1} of {self.rounds} rounds)."
+            )
 
 
 def _slots(runs: Sequence[Run]) -> list[list[Client]]:
