@@ -296,6 +296,8 @@ def compute(
         if per_run and time.monotonic() + per_run * len(tasks) > deadline:
             stopped, queue = "the next chunk would end after the budget", [tasks, *queue]
             break
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()  # what a chunk stopped for memory or time left behind
         try:
             table, seconds = compute_chunk(study, tasks, device, deadline)
             status, error = "ok", ""
