@@ -96,3 +96,11 @@ EVAL_SEEDS = tuple(range(10))
 """The seeds of the ladder's evaluation rung (``study.eval_rung``): the book's sweep of both
 ``LADDER`` federations, scored on 2,000 validation and 2,000 test images per client; the seeds
 of the book's one-rate sweeps of both federations."""
+
+
+# -- the paper-scale study (study.paper_scale): declared before any of its runs was computed ----
+PAPER_SCALE = ("fmnist", "fmnist_rotate")
+"""Fashion-MNIST and its rotated federation, swept at the paper's sizes (``study.paper_scale``)."""
+PAPER_SCALE_SEEDS = tuple(range(10))
+"""Ten seeds per federation and learning rate: the ladder's seeds, so each paper-scale sweep
+pairs with the book's sweep and the evaluation rung on the same partitions' seeds."""

@@ -115,15 +115,23 @@ class Client:
         """
         n, bs = self.n_train, self.config.batch_size
         x_all, y_all = self.x["train"], self.y["train"]
-        order = torch.randperm(n, generator=self.generator).to(x_all.device)
-        aug = None
-        if self.config.augment:
-            seed = int(torch.randint(0, 2**62, (1,), generator=self.generator))
-            aug = torch.Generator(device=x_all.device).manual_seed(seed)
+        order, aug = self.epoch_order()
         for start in range(0, n, bs):
             idx = order[start : start + bs]
             x = x_all[idx]
             yield (self.augmentation(x, aug) if aug is not None else x), y_all[idx]
+
+    def epoch_order(self) -> tuple[torch.Tensor, torch.Generator | None]:
+        """One epoch's shuffled order of the training split (on its device), drawn from the
+        client's own generator, and the epoch's augmentation generator (None without
+        ``augment``). The batched driver draws each run's order here too."""
+        x_all = self.x["train"]
+        order = torch.randperm(self.n_train, generator=self.generator).to(x_all.device)
+        aug = None
+        if self.config.augment:
+            seed = int(torch.randint(0, 2**62, (1,), generator=self.generator))
+            aug = torch.Generator(device=x_all.device).manual_seed(seed)
+        return order, aug
 
     @contextmanager
     def seeded_dropout(self, model: nn.Module):

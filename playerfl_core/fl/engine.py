@@ -55,6 +55,8 @@ __all__ = [
     "default_device",
     "drive",
     "make_client",
+    "new_run",
+    "round_phases",
     "run_federated",
     "adam_implementation",
     "has_dropout",
@@ -172,8 +174,7 @@ class LocalLink:
 
     def train(self, rnd: int) -> None:
         for c in self.run.clients:
-            loss = self.algorithm.local_update(self.run, c, rnd)
-            self.run.log(c.id, rnd, "train", "loss", loss, c.n_train)
+            log_training_loss(self.run, c, rnd, self.algorithm.local_update(self.run, c, rnd))
 
     def evaluate(self, rnd: int) -> None:
         """Score every client's deployed model on val and test: one confusion-matrix pass and
@@ -184,15 +185,25 @@ class LocalLink:
             logits += c.logits(self.algorithm.deployed_model(run, c), splits)
             labels += [c.y[s] for s in splits]
             keys += [(c, s) for s in splits]
-        rows = score_many(logits, labels).cpu().numpy()
-        for (c, split), row in zip(keys, rows, strict=True):
-            scores = summarise(row)
-            for metric in METRICS:
-                run.log(c.id, rnd, split, metric, scores[metric], len(c.y[split]))
+        log_scores(run, rnd, keys, score_many(logits, labels).cpu().numpy())
 
     def finish(self) -> None:
         for c in self.run.clients:
             self.algorithm.finish_client(self.run, c)
+
+
+def log_training_loss(run: Run, client: Client, rnd: int, loss: float) -> None:
+    """The row of one client's local epoch: its mean task loss."""
+    run.log(client.id, rnd, "train", "loss", loss, client.n_train)
+
+
+def log_scores(run: Run, rnd: int, keys, rows) -> None:
+    """The rows of one evaluation: per ``(client, split)`` of ``keys``, the metrics of its
+    host copy of a :func:`~playerfl_core.fl.scoring.score_many` row."""
+    for (c, split), row in zip(keys, rows, strict=True):
+        scores = summarise(row)
+        for metric in METRICS:
+            run.log(c.id, rnd, split, metric, scores[metric], len(c.y[split]))
 
 
 class Observer:
@@ -223,12 +234,20 @@ def run_federated(data, algorithm, config: RunConfig, observers: Sequence[Observ
     check_arguments(data, algorithm, config)
     if not data.clients:
         raise ValueError(f"Dataset {data.name!r} has no clients.")
+    return drive(new_run(data, algorithm, config), algorithm, observers)
+
+
+def new_run(data, algorithm, config: RunConfig) -> Run:
+    """A :class:`Run` of ``algorithm`` on ``data`` before round 0: its settings checked against
+    the data, its clients built from the common initial model, reached through a
+    :class:`LocalLink`. The one-run engine and the batched driver
+    (:mod:`playerfl_core.fl.batched`) both start here."""
     config.check_data(data)
     clients = [make_client(data, i, config) for i in range(len(data.clients))]
     init = {n: p.detach().clone() for n, p in clients[0].model.named_parameters()}
     run = Run(data, config, clients, init, algorithm.name)
     run.link = LocalLink(run, algorithm)
-    return drive(run, algorithm, observers)
+    return run
 
 
 ALGORITHM_METHODS = ("setup", "local_update", "aggregate", "shared_units", "deployed_model")
@@ -281,7 +300,28 @@ def drive(run: Run, algorithm, observers: Sequence[Observer] = (), start: int = 
 
 
 def _round_loop(run: Run, algorithm, observers: Sequence[Observer], start: int) -> Run:
-    config, link = run.config, run.link
+    for phase, rnd in round_phases(run, algorithm, observers, start):
+        if phase == TRAIN:
+            run.link.train(rnd)
+        elif phase == EVALUATE:
+            run.link.evaluate(rnd)
+        else:
+            run.link.finish()
+    return run
+
+
+TRAIN, EVALUATE, FINISH = "train", "evaluate", "finish"
+"""The steps of a round that touch every client's model; :func:`round_phases` yields them."""
+
+
+def round_phases(run: Run, algorithm, observers: Sequence[Observer] = (), start: int = 0):
+    """The round loop's server side, pausing at each step that touches every client's model:
+    yields ``(TRAIN, rnd)`` (every client trains), ``(EVALUATE, rnd)`` (every client scores
+    its deployed model) and ``(FINISH, None)`` (the final step). Whoever drives it does the
+    step and resumes it: :func:`drive` one run through its link, the batched driver
+    (:mod:`playerfl_core.fl.batched`) many runs at once, so both run one definition of a round.
+    """
+    config = run.config
     if not (isinstance(start, int) and 0 <= start <= config.rounds):
         raise ValueError(f"drive: start must be a round in 0 … {config.rounds}, got {start!r}.")
     run.info.update(
@@ -292,7 +332,7 @@ def _round_loop(run: Run, algorithm, observers: Sequence[Observer], start: int) 
     )
     if start == 0:
         algorithm.setup(run)
-        link.setup()
+        run.link.setup()
         weights = run.weights
         for cid, n in run.sizes.items():
             run.log(cid, 0, "train", "n_samples", n, n)
@@ -305,25 +345,22 @@ def _round_loop(run: Run, algorithm, observers: Sequence[Observer], start: int) 
     )
     for rnd in bar:
         algorithm.before_training(run, rnd)
-        link.train(rnd)
+        yield TRAIN, rnd
         if config.eval_timing == "before_aggregation":
-            _evaluate(run, algorithm, rnd)
+            algorithm.prepare_deployment(run, rnd)
+            yield EVALUATE, rnd
         for obs in observers:
             obs.after_local_updates(run, rnd)
         algorithm.server_step(run, rnd)
         if config.eval_timing == "after_aggregation":
-            _evaluate(run, algorithm, rnd)
+            algorithm.prepare_deployment(run, rnd)
+            yield EVALUATE, rnd
         for obs in observers:
             obs.on_round_end(run, rnd)
     if algorithm.final_step:
-        link.finish()
-        _evaluate(run, algorithm, config.rounds)
-    return run
-
-
-def _evaluate(run: Run, algorithm, rnd: int) -> None:
-    algorithm.prepare_deployment(run, rnd)
-    run.link.evaluate(rnd)
+        yield FINISH, None
+        algorithm.prepare_deployment(run, config.rounds)
+        yield EVALUATE, config.rounds
 
 
 def _fresh(data, config: RunConfig) -> UnitModel:

@@ -8,7 +8,8 @@ learning-rate tuning (``tuning``), archives of stores and their verification (``
 ``verification``; ``code_versions``: which earlier code gives today's runs bit for bit), the
 split sweeps (``split_sweeps`` runs or loads them, ``split_scores`` scores them and the rule's
 regret, ``split_oracle`` judges C5, stability and heterogeneity and is the one import for
-chapters), and ``experiments``, the one import for a study.
+chapters), ``paper_scale``, the paper-size sweep declared as data and computed in
+chunks with the batched driver, and ``experiments``, the one import for a study.
 
 May import: ``measure``, ``stats``, ``fl`` and ``data_prep``. Imported by ``flower``, ``book``
 and the entry points.

@@ -1,0 +1,385 @@
+"""The paper's sizes, declared before any run is computed: the split sweep of Fashion-MNIST and
+its rotated federation at 2,000 images per client, the CNN at width 1.0, batch 128, 100 rounds,
+at the paper's learning rate for FMNIST and one neighbour, every split, ten seeds, each client
+scored on 2,000 validation and 2,000 test images (``data_prep.eval_sets``).
+
+The study is data (:class:`Study`, :data:`PAPER_SCALE`), so a study registry can take it over.
+It is computed on a GPU in chunks by the batched driver (:mod:`playerfl_core.fl.batched`)::
+
+    python -m playerfl_core.study.paper_scale --out $OUT --budget-s 480 --device cuda
+
+computes what fits in the budget, K runs of one federation and learning rate at a time,
+skipping every run already finished (committed chunks in ``stores/paper_scale/`` and chunks in
+``--out``). Each chunk is written as ``<out>/paper_scale/<chunk>.parquet`` (its rows) and then
+``<chunk>.json`` (its record: runs, rows' SHA-256, seconds, machine, torch, code fingerprint,
+``driver: batched``), each by temporary file and rename; a chunk without its record, or whose
+rows do not match it, is refused and its runs computed again. ``--tiny`` runs a two-run
+stand-in on the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from data_prep import preregistered
+from playerfl_core.fl import batched
+from playerfl_core.fl.config import RunConfig, default_device
+from playerfl_core.fl.errors import DivergenceError
+from playerfl_core.fl.profiles import make_config
+from playerfl_core.stats.results import atomic_write
+from playerfl_core.study import machine
+
+
+@dataclass(frozen=True)
+class Study:
+    """A sweep declared as data: which federations, seeds, learning rates and splits (None:
+    every split 0 … L), the sizes (the loader's ``profile`` with ``loader`` keyword arguments,
+    the training settings that replace the profile's), when and on which commit it was
+    declared and why, and the folder of ``stores/`` its chunks are committed to."""
+
+    name: str
+    federations: tuple[str, ...]
+    seeds: tuple[int, ...]
+    learning_rates: tuple[float, ...]
+    splits: tuple[int, ...] | None
+    profile: str
+    loader: tuple[tuple[str, object], ...]
+    training: tuple[tuple[str, object], ...]
+    declared: str
+    commit: str
+    why: str
+    store: str
+
+    def key(self) -> str:
+        """12 hex digits naming what decides the study's runs (not its name or prose)."""
+        decisive = {k: v for k, v in asdict(self).items() if k not in ("name", "why", "store")}
+        return hashlib.sha256(json.dumps(decisive, default=str).encode()).hexdigest()[:12]
+
+    def config(self, dataset: str, lr: float, device: str) -> RunConfig:
+        return make_config(
+            dataset, self.profile, lr=lr, device=device, progress=False, **dict(self.training)
+        )
+
+    def tasks(self) -> list[tuple[str, float, int, int]]:
+        """Every run ``(federation, lr, seed, p)``, seed-major within a federation and rate
+        (the order chunks are cut in)."""
+        from playerfl_core.study.split_sweeps import model_units
+
+        out = []
+        for dataset in self.federations:
+            width = self.config(dataset, self.learning_rates[0], "cpu").width
+            n_units = len(model_units(federation(self, dataset, self.seeds[0]), width))
+            splits = self.splits if self.splits is not None else range(n_units + 1)
+            out += [
+                (dataset, lr, s, p)
+                for lr in self.learning_rates
+                for s in self.seeds
+                for p in splits
+            ]
+        return out
+
+
+PAPER_SCALE = Study(
+    name="paper_scale",
+    federations=preregistered.PAPER_SCALE,
+    seeds=preregistered.PAPER_SCALE_SEEDS,
+    learning_rates=(1e-3, 5e-4),
+    splits=None,
+    profile="paper",
+    loader=(("eval_per_client", 2000),),
+    training=(("rounds", 100), ("batch_size", 128), ("width", 1.0)),
+    declared="2026-12-05",
+    commit="92dabcc",
+    why=(
+        "Every verdict of the book is decided at reduced sizes (400 images per client, the CNN "
+        "at a quarter width, 10 rounds). This sweep asks whether the rule's split, the "
+        "validation oracle and the regret hold at the paper's sizes (appendix §1.1): 2,000 "
+        "images per client, width 1.0, batch 128, 100 rounds, at the paper's FMNIST learning "
+        "rate for PLayer-FL and Local (1e-3, appendix §9.1) and its neighbour in the paper's "
+        "grid (5e-4, FedAvg's), on 2,000-image evaluation sets so a run's score is not the "
+        "draw of a few test images."
+    ),
+    store="paper_scale",
+)
+"""The study as declared, before any of its runs was computed."""
+
+TINY = replace(
+    PAPER_SCALE,
+    name="paper_scale_tiny",
+    federations=PAPER_SCALE.federations[:1],
+    seeds=(0,),
+    learning_rates=PAPER_SCALE.learning_rates[:1],
+    splits=(0, 1),
+    profile="quick",
+    loader=(("samples_per_client", 100), ("eval_per_client", 50)),
+    training=(("rounds", 2), ("batch_size", 32), ("width", 0.25)),
+    why="A CPU stand-in: the chunking and resuming of the study, not its numbers.",
+    store="paper_scale_tiny",
+)
+"""Two runs at small sizes: tries the chunked command on the CPU in seconds."""
+
+
+@lru_cache(maxsize=4)
+def federation(study: Study, dataset: str, seed: int):
+    """The study's federation of one seed (its partition depends on the seed)."""
+    from data_prep import load
+
+    return load(dataset, study.profile, seed=seed, **dict(study.loader))
+
+
+def run_name(dataset: str, lr: float, seed: int, p: int) -> str:
+    return f"{dataset}_lr{lr:g}_s{seed}_p{p}"
+
+
+def committed_dir(study: Study) -> Path:
+    from playerfl_core.study.archive import stores_dir
+
+    return stores_dir() / study.store
+
+
+# -- chunks on disk ---------------------------------------------------------------------------
+def chunk_stem(tasks) -> str:
+    names = [run_name(*t) for t in tasks]
+    digest = hashlib.sha256("\n".join(names).encode()).hexdigest()[:8]
+    return f"{names[0]}_{len(names)}runs_{digest}"
+
+
+def write_chunk(folder: Path, stem: str, table: pd.DataFrame | None, record: dict) -> dict:
+    """Rows first (parquet), record last (JSON, which marks the chunk as finished), each by
+    temporary file and rename."""
+    folder.mkdir(parents=True, exist_ok=True)
+    record = dict(record)
+    if table is not None:
+        data = _parquet_bytes(table)
+        record.update(rows=len(table), parquet_sha256=hashlib.sha256(data).hexdigest())
+        atomic_write(folder / f"{stem}.parquet", lambda p: p.write_bytes(data))
+    text = json.dumps(record, indent=1, sort_keys=True, default=str) + "\n"
+    atomic_write(folder / f"{stem}.json", lambda p: p.write_text(text))
+    return record
+
+
+def _parquet_bytes(table: pd.DataFrame) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    table.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+def finished_chunks(folder: Path, study: Study, say=print) -> dict[str, dict]:
+    """The intact chunks of ``study`` in ``folder``, by stem. A record that cannot be read,
+    belongs to another declaration, or whose rows are missing or differ from their recorded
+    SHA-256 is refused with one line; its runs are computed again."""
+    out = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        problem = None
+        try:
+            rec = json.loads(path.read_text())
+            if rec.get("study_key") != study.key():
+                problem = f"declared for another study ({rec.get('study_key')})"
+            elif rec.get("status") == "ok":
+                rows = path.with_suffix(".parquet")
+                data = rows.read_bytes() if rows.exists() else b""
+                if hashlib.sha256(data).hexdigest() != rec.get("parquet_sha256"):
+                    problem = f"its rows {rows.name} are missing or differ from the record"
+        except (OSError, ValueError) as err:
+            problem = f"unreadable ({err})"
+        if problem:
+            say(f"paper_scale: refusing chunk {path}: {problem}; its runs are computed again.")
+        else:
+            out[path.stem] = rec
+    return out
+
+
+def done_runs(folders, study: Study, say=print) -> set[str]:
+    """Names of the runs finished (or diverged) in any intact chunk of ``folders``."""
+    return {
+        name
+        for folder in folders
+        for rec in finished_chunks(folder, study, say).values()
+        for name in rec["runs"]
+    }
+
+
+def load(study: Study = PAPER_SCALE, folders=None) -> pd.DataFrame:
+    """The long results table of every finished run of ``study`` (committed chunks unless
+    ``folders`` are given), sorted by federation, rate, seed and split."""
+    tables = [
+        pd.read_parquet(folder / f"{stem}.parquet")
+        for folder in folders or [committed_dir(study)]
+        for stem, rec in finished_chunks(folder, study).items()
+        if rec.get("status") == "ok"
+    ]
+    if not tables:
+        raise ValueError(f"No finished chunk of {study.name}; compute it: {COMMAND}.")
+    table = pd.concat(tables, ignore_index=True)
+    return table.sort_values(["dataset", "lr", "seed", "algorithm"], kind="stable")
+
+
+COMMAND = "python -m playerfl_core.study.paper_scale --out $OUT --budget-s 480 --device cuda"
+
+
+# -- computing --------------------------------------------------------------------------------
+def _record(study: Study, tasks, device: str, seconds: float, status: str, error: str) -> dict:
+    from playerfl_core.study.run_store import code_fingerprint
+
+    return {
+        "study": study.name,
+        "study_key": study.key(),
+        "declared": study.declared,
+        "runs": [run_name(*t) for t in tasks],
+        "status": status,
+        "error": error,
+        "driver": batched.DRIVER,
+        "batch_runs": len(tasks),
+        "seconds": round(seconds, 2),
+        "device": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
+        "torch": torch.__version__,
+        "code": code_fingerprint(),
+        "batched_code": hashlib.sha256(Path(batched.__file__).read_bytes()).hexdigest()[:12],
+        "machine": machine.fingerprint(),
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def compute_chunk(study: Study, tasks, device: str, deadline: float | None):
+    """One chunk's table as one batched computation, and its seconds."""
+    dataset, lr = tasks[0][:2]
+    start = time.monotonic()
+    table = batched.run_prefix_batch(
+        [(federation(study, dataset, s), s, p) for _, _, s, p in tasks],
+        study.config(dataset, lr, device),
+        deadline,
+    )
+    return table, time.monotonic() - start
+
+
+def compute(
+    study: Study,
+    out: Path,
+    budget_s: float,
+    device: str,
+    k: int,
+    max_chunks: int | None = None,
+    say=print,
+) -> dict:
+    """Compute the runs of ``study`` missing from its committed chunks and from ``out``, K at a
+    time, writing each chunk as it ends; stop before a chunk would end after ``budget_s``
+    seconds (a first chunk projected too long is retried at half the size). Returns counts."""
+    start = time.monotonic()
+    deadline = start + budget_s
+    folder = Path(out) / study.name
+    for orphan in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
+        if not orphan.with_suffix(".json").exists():  # cut off before its record: recompute
+            say(f"paper_scale: removing {orphan}, a chunk cut off before its record.")
+            orphan.unlink()
+    done = done_runs([committed_dir(study), folder], study, say)
+    todo = [t for t in study.tasks() if run_name(*t) not in done]
+    computed, chunks, per_run, stopped = 0, 0, None, ""
+    queue = _cut(todo, k)
+    while queue and not stopped:
+        tasks = queue.pop(0)
+        if max_chunks is not None and chunks >= max_chunks:
+            stopped, queue = f"--max-chunks {max_chunks} written", [tasks, *queue]
+            break
+        if per_run and time.monotonic() + per_run * len(tasks) > deadline:
+            stopped, queue = "the next chunk would end after the budget", [tasks, *queue]
+            break
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()  # what a chunk stopped for memory or time left behind
+        try:
+            table, seconds = compute_chunk(study, tasks, device, deadline)
+            status, error = "ok", ""
+        except (batched.OutOfTime, torch.cuda.OutOfMemoryError) as err:
+            if chunks == 0 and len(tasks) > 1:
+                say(f"paper_scale: {len(tasks)} runs at once: {str(err)[:120]}; trying halves.")
+                k = max(1, len(tasks) // 2)
+                queue = _cut([t for c in [tasks, *queue] for t in c], k)
+                continue
+            stopped, queue = f"out of time or memory ({str(err)[:120]})", [tasks, *queue]
+            break
+        except DivergenceError as err:
+            if len(tasks) > 1:  # find the run that diverged; keep the others
+                half = len(tasks) // 2
+                queue = [tasks[:half], tasks[half:], *queue]
+                continue
+            table, seconds, status, error = None, 0.0, "diverged", str(err)
+        stem = chunk_stem(tasks)
+        write_chunk(folder, stem, table, _record(study, tasks, device, seconds, status, error))
+        chunks += 1
+        computed += len(tasks)
+        per_run = seconds / len(tasks) if seconds else per_run
+        say(f"paper_scale: {stem}: {len(tasks)} runs in {seconds:.1f} s ({status}).")
+    left = sum(len(c) for c in queue)
+    return {
+        "computed": computed,
+        "chunks": chunks,
+        "already_done": len(done),
+        "left": left,
+        "seconds": round(time.monotonic() - start, 1),
+        "stopped": stopped,
+    }
+
+
+def _cut(tasks, k: int) -> list[list]:
+    """Chunks of at most ``k`` runs, each of one federation and learning rate."""
+    chunks, current = [], []
+    for t in tasks:
+        if current and (len(current) == k or current[-1][:2] != t[:2]):
+            chunks.append(current)
+            current = []
+        current.append(t)
+    return chunks + ([current] if current else [])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m playerfl_core.study.paper_scale", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--out", required=True, type=Path, help="folder for finished chunks")
+    parser.add_argument("--budget-s", type=float, default=480.0, help="seconds to stop within")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
+    parser.add_argument("--k", type=int, default=None, help="runs per chunk (cuda 30, cpu 2)")
+    parser.add_argument("--max-chunks", type=int, default=None, help="stop after this many")
+    parser.add_argument("--tiny", action="store_true", help="the two-run CPU stand-in")
+    args = parser.parse_args(argv)
+    device = args.device or default_device()
+    if args.budget_s <= 0 or (args.k is not None and args.k < 1):
+        parser.error("--budget-s must be > 0 seconds and --k ≥ 1 runs.")
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out} is a file; give a folder.")
+    try:
+        RunConfig(rounds=1, lr=1e-3, batch_size=1, device=device)
+    except ValueError as err:
+        parser.error(f"--device: {err}")
+    study = TINY if args.tiny else PAPER_SCALE
+    k = args.k or (30 if device.startswith("cuda") else 2)
+    summary = compute(study, args.out, args.budget_s, device, k, args.max_chunks)
+    total = summary["computed"] + summary["already_done"] + summary["left"]
+    print(
+        f"paper_scale ({study.name}): {summary['computed']} runs computed in "
+        f"{summary['chunks']} chunks ({summary['seconds']} s), {summary['already_done']} "
+        f"already done, {summary['left']} of {total} left"
+        + (f"; stopped: {summary['stopped']}" if summary["stopped"] else "")
+        + (
+            f". Commit {args.out / study.name}/* to stores/{study.store}/."
+            if summary["chunks"]
+            else "."
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
