@@ -36,7 +36,7 @@ from data_prep.registry import federation, is_registered
 from playerfl_core.fl.algorithms import get_algorithm
 from playerfl_core.fl.divergence import check_table
 from playerfl_core.fl.engine import DivergenceError, RunConfig, run_federated
-from playerfl_core.fl.profiles import SIZE_OF, make_config
+from playerfl_core.fl.profiles import SIZE_OF, authors_settings, make_config
 from playerfl_core.fl.schema import COLUMNS
 from playerfl_core.stats.results import atomic_write, folder_problem
 from playerfl_core.study import machine
@@ -127,6 +127,15 @@ class RunSpec:
     loss: str = "cross_entropy"
     augment: bool = False
     protocol: str = "book"
+
+    def __post_init__(self):
+        """Under the authors' protocol the spec holds the settings it implies (scoring time,
+        loss, augmentation), so its name and record say what ran."""
+        if self.protocol == "authors":
+            chosen = {"eval_timing": self.eval_timing, "loss": self.loss, "augment": self.augment}
+            implied = {**chosen, **authors_settings(self.dataset, chosen)}
+            for key, value in implied.items():
+                object.__setattr__(self, key, value)
 
     def config(self, device: str | None = None) -> RunConfig:
         return make_config(
