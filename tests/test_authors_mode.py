@@ -221,3 +221,18 @@ def test_this_engines_fedlp_and_pfedla_do_not_depend_on_the_hash_seed():
     first = _python(ENGINE_RUN, 0)
     assert [line.split()[0] for line in first.splitlines()] == ["fedlp", "pfedla"]
     assert _python(ENGINE_RUN, 1) == first
+
+
+def test_a_run_spec_of_the_authors_protocol_names_what_runs():
+    from playerfl_core.study.run_store import RunSpec
+
+    spec = RunSpec("heart", "fedavg", 0.1, 0, protocol="authors")
+    assert (spec.eval_timing, spec.loss, spec.augment) == ("before_aggregation", "focal", False)
+    assert "_before_aggregation_focal_authors_" in spec.run_id
+    config = spec.config("cpu")
+    assert (config.protocol, config.loss, config.eval_timing) == (
+        "authors",
+        "focal",
+        "before_aggregation",
+    )
+    assert RunSpec("heart", "fedavg", 0.1, 0).run_id != spec.run_id

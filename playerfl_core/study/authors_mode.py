@@ -110,7 +110,8 @@ def load_comparison(path: Path | None = None) -> pd.DataFrame:
     if not path.exists():
         raise FileNotFoundError(
             f"No authors'-mode comparison at {path}; compute it with "
-            "python -m playerfl_core.study.authors_mode (about 30 CPU-minutes)."
+            "python -m playerfl_core.study.authors_mode DATASET:N_SEEDS ... (the committed "
+            "one: heart:20 fmnist:5, about 30 CPU-minutes)."
         )
     return pd.read_parquet(path)
 
@@ -139,5 +140,20 @@ def _commit() -> str:
         return "unknown"
 
 
+def _parse(args: list[str]) -> dict[str, tuple[int, ...]]:
+    """``DATASET:N`` arguments → seeds 0 … N−1 per dataset."""
+    seeds = {}
+    for arg in args:
+        name, _, n = arg.partition(":")
+        if not n.isdigit() or int(n) < 1:
+            raise SystemExit(f"authors_mode: give DATASET:N_SEEDS (e.g. heart:20), got {arg!r}")
+        seeds[name] = tuple(range(int(n)))
+    if not seeds:
+        raise SystemExit("authors_mode: give DATASET:N_SEEDS for each dataset, e.g. heart:20")
+    return seeds
+
+
 if __name__ == "__main__":
-    print(compute({"heart": tuple(range(20)), "fmnist": tuple(range(5))}))
+    import sys
+
+    print(compute(_parse(sys.argv[1:])))
