@@ -60,8 +60,7 @@ def compute(seeds: dict[str, tuple[int, ...]], store: Path | None = None) -> Pat
     from playerfl_core.study.grid import run_grid  # the grid pulls in the whole study wing
 
     store = Path(store) if store is not None else RESULTS_DIR / "authors_mode"
-    cpu_before = _stored_cpu(store)
-    tables, failed = [], []
+    tables, failed, run_ids = [], [], []
     for dataset, run_seeds in seeds.items():
         rates = published_rates(dataset)
         for protocol in PROTOCOLS:
@@ -82,6 +81,7 @@ def compute(seeds: dict[str, tuple[int, ...]], store: Path | None = None) -> Pat
                 for r in result.failures.itertuples()
             ]
             tables.append(result.table.assign(protocol=protocol))
+            run_ids += list(result.status["run_id"])
     table = pd.concat(tables, ignore_index=True)
     path = store_path()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -93,8 +93,9 @@ def compute(seeds: dict[str, tuple[int, ...]], store: Path | None = None) -> Pat
         "profile": PROFILE,
         "seeds": {d: list(s) for d, s in seeds.items()},
         "learning_rates": {d: published_rates(d) for d in seeds},
-        "cpu_seconds": round(_stored_cpu(store), 1),
-        "cpu_seconds_this_call": round(_stored_cpu(store) - cpu_before, 1),
+        "runs": len(run_ids),
+        "cpu_seconds": round(_cpu_seconds(store, run_ids), 1),
+        "machines": sorted(_machines(store, run_ids)),
         "machine": machine.fingerprint(threads=1),
         "rows": len(table),
         "failed_runs": failed,
@@ -116,14 +117,18 @@ def load_comparison(path: Path | None = None) -> pd.DataFrame:
     return pd.read_parquet(path)
 
 
-def _stored_cpu(store: Path) -> float:
-    """CPU seconds of every run in the run store (each run's record keeps its own)."""
-    runs = Path(store) / "runs"
-    return (
-        sum(json.loads(p.read_text()).get("cpu_seconds", 0.0) for p in runs.glob("*.json"))
-        if runs.is_dir()
-        else 0.0
-    )
+def _records(store: Path, run_ids: list[str]) -> list[dict]:
+    return [json.loads((Path(store) / "runs" / f"{r}.json").read_text()) for r in run_ids]
+
+
+def _cpu_seconds(store: Path, run_ids: list[str]) -> float:
+    """CPU seconds the study's runs took, each as its own record kept them."""
+    return sum(rec.get("cpu_seconds", 0.0) for rec in _records(store, run_ids))
+
+
+def _machines(store: Path, run_ids: list[str]) -> set[str]:
+    """Keys of the machines that computed the study's runs."""
+    return {rec.get("machine", {}).get("key", "unknown") for rec in _records(store, run_ids)}
 
 
 def _commit() -> str:

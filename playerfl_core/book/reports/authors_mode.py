@@ -12,6 +12,7 @@ import pandas as pd
 
 from playerfl_core.book.reports.tables import MISSING
 from playerfl_core.book.style import algorithm_label, dataset_label
+from playerfl_core.fl.algorithms import ALGORITHMS
 from playerfl_core.stats import metrics as M
 from playerfl_core.stats import published as P
 
@@ -20,6 +21,10 @@ DOCUMENTED_CHOICES = {
     "ditto": "Ditto: the global models averaged here, the personal ones there (§6.5)",
     "fedlama": "FedLAMA: the published global model scored here, local progress lost there (§6.9)",
     "pfedla": "pFedLA: a trained hypernetwork here, a frozen one there (§6.10)",
+    "fedbabu": "FedBABU: the whole model fine-tuned at the end here, the head only (kept if it "
+    "helps) there (§6.7)",
+    "finetune": "Fine-tuning: the extra epoch scored as one more round here, kept only if it "
+    "helps there (§6.6)",
     "playerfl_random": "PLayer-FL-Random: a split drawn below the rule's here (§6.12)",
     "playerfl": "PLayer-FL: the rule's split here, a hard-coded one there (§6.11)",
 }
@@ -78,7 +83,9 @@ def comparison(table: pd.DataFrame, dataset: str, n_boot: int = 2000) -> pd.Data
                 ),
             }
         )
-    return pd.DataFrame(rows)
+    order = {a: k for k, a in enumerate(ALGORITHMS)}
+    out = pd.DataFrame(rows)
+    return out.sort_values("algorithm", key=lambda a: a.map(order), ignore_index=True)
 
 
 def gap_shares(frame: pd.DataFrame) -> dict:
@@ -105,23 +112,29 @@ def gap_shares(frame: pd.DataFrame) -> dict:
 def gap_sentence(frame: pd.DataFrame, dataset: str) -> str:
     """The plain sentence: how much of the gap is protocol, algorithms, noise."""
     g = gap_shares(frame)
-    remaining = ", ".join(algorithm_label(a) for a in g["remaining"]) or "none"
+    n = len(g["remaining"])
+    remaining = ", ".join(algorithm_label(a) for a in g["remaining"])
     unexplained = ", ".join(algorithm_label(a) for a in g["unexplained"])
+    if not n:
+        algorithms = "none stays outside its authors'-mode interval"
+    elif unexplained:
+        algorithms = (
+            f"{n} stay outside their authors'-mode interval ({remaining}); "
+            f"{unexplained} without a documented algorithm choice to explain it"
+        )
+    else:
+        algorithms = (
+            f"{n} stay outside their authors'-mode interval ({remaining}), each an algorithm "
+            "the book implements differently on purpose"
+        )
     return (
         f"On {dataset_label(dataset)} the book's protocol lies {g['published_vs_book']:.1f} "
-        f"accuracy points from the published medians on average; run the authors' way it lies "
-        f"{g['published_vs_authors']:.1f}, so the protocol moves the numbers by "
-        f"{g['authors_vs_book']:.1f} points on average (intervals apart for "
-        f"{g['protocol_apart']} of {g['algorithms']} algorithms), against a typical 95 % "
-        f"half-width of {g['half_width']:.1f} points (noise). The published value stays outside "
-        f"the authors'-mode interval for {len(g['remaining'])} algorithms ({remaining})"
-        + (
-            f"; of these, {unexplained} have no documented algorithm choice to explain them."
-            if unexplained
-            else ", each an algorithm the book implements differently on purpose."
-            if g["remaining"]
-            else "."
-        )
+        f"accuracy points from the published medians on average. Protocol: run the authors' "
+        f"way, the numbers move by {g['authors_vs_book']:.1f} points (intervals apart for "
+        f"{g['protocol_apart']} of {g['algorithms']} algorithms) and come to "
+        f"{g['published_vs_authors']:.1f} points of the published ones. Noise: a typical 95 % "
+        f"interval is ± {g['half_width']:.1f} points. Algorithms: of the published values, "
+        f"{algorithms}."
     )
 
 
