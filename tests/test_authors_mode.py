@@ -20,6 +20,7 @@ from data_prep.partition import authors_dirichlet
 from playerfl_core import get_algorithm, run_federated
 from playerfl_core.fl.profiles import make_config
 from playerfl_core.fl.schema import TRAINING_LOSS
+from playerfl_core.stats.metrics import best_val_loss
 from playerfl_core.stats.results import select_rounds
 
 REPO = Path(__file__).resolve().parents[1]
@@ -150,6 +151,11 @@ def test_rounds_are_selected_by_the_validation_value_of_the_training_loss():
         by_ce.loc[by_ce.groupby("client")["value"].idxmin(), ["client", "round"]].values
     )
     assert ce_rounds != dict(expected.values.tolist())
+    # learning rates are tuned by the same loss: the weighted mean of each client's best value
+    n = table[(table["split"] == "train") & (table["metric"] == "n_samples")]
+    weights = n.set_index("client")["value"] / n["value"].sum()
+    tuned = (by_focal.groupby("client")["value"].min() * weights).sum()
+    assert best_val_loss(table)["value"].item() == pytest.approx(tuned, rel=1e-12)
 
 
 def test_book_runs_log_no_training_loss_and_stay_selected_by_cross_entropy():

@@ -29,6 +29,7 @@ __all__ = [
     "load_table",
     "save_table",
     "select_rounds",
+    "selection_losses",
     "sensitivities",
 ]
 
@@ -89,7 +90,7 @@ def select_rounds(table: pd.DataFrame, selection: str = "best_val") -> pd.DataFr
     keys = [*RUN_KEYS, "client"]
     scored = _scored_rows(table)
     if selection == "best_val":
-        val_loss = _selection_losses(scored[scored["split"] == "val"])
+        val_loss = selection_losses(scored[scored["split"] == "val"])
         if val_loss.empty:
             raise ValueError(
                 "The table holds no validation losses ('val' split, 'loss' metric), so "
@@ -113,7 +114,7 @@ def select_rounds(table: pd.DataFrame, selection: str = "best_val") -> pd.DataFr
     return out.assign(selection=selection)
 
 
-def _selection_losses(val: pd.DataFrame) -> pd.DataFrame:
+def selection_losses(val: pd.DataFrame) -> pd.DataFrame:
     """Each run's validation rows of the loss it is selected by: ``training_loss`` where the
     run logged it, ``loss`` (cross-entropy) otherwise."""
     trained = val["metric"] == TRAINING_LOSS
