@@ -22,6 +22,7 @@ GRID_PROFILES = ("quick", "standard", "paper")
 TRAINING_KEYS = {"rounds", "batch_size", "lr", "width", "local_epochs", "weight_decay"}
 GRID_KEYS = {"lrs", "seeds", "tune_seeds", "widen"}
 ANALYTICS_KEYS = {"seeds", "rounds", "settings"}
+AUTHORS_TRAINING_KEYS = {"loss", "augment"}
 NAME = re.compile(r"^[a-z][a-z0-9]*$")
 """Lower-case letters and digits: ``_`` separates a base name from its variant suffixes."""
 
@@ -73,6 +74,9 @@ class Federation:
     """Published numbers of federated units p, by source (e.g. ``paper_transition``)."""
     hypernetwork: tuple[int, int] = DEFAULT_HYPERNETWORK
     """pFedLA's (embedding, hidden) sizes (appendix §1.2)."""
+    authors_training: Mapping[str, object] = field(default_factory=dict)
+    """What the authors trained it with beyond the book's defaults (``loss``, ``augment``):
+    ``RunConfig(protocol="authors")`` applies it (``profiles.make_config``)."""
     seconds_per_run: float = 5.0
     """A first guess at one quick run's CPU time, for a grid's time estimate before it has any."""
     run_by_default: bool = False
@@ -108,6 +112,12 @@ class Federation:
         _check_keys(self, "training", self.training, SIZES, TRAINING_KEYS)
         _check_keys(self, "grids", self.grids, GRID_PROFILES, GRID_KEYS)
         _check_keys(self, "analytics", self.analytics, SIZES, ANALYTICS_KEYS)
+        unknown = sorted(set(self.authors_training) - AUTHORS_TRAINING_KEYS)
+        if unknown:
+            raise DataError(
+                f"{self.name}{where}: authors_training has unknown entries {unknown}; valid: "
+                f"{', '.join(sorted(AUTHORS_TRAINING_KEYS))}."
+            )
         for profile, lrs in self.lr_grid.items():
             _check_keys(self, "lr_grid", {profile: {}}, GRID_PROFILES, None)
             if not lrs or not all(isinstance(r, int | float) and 0 < r < math.inf for r in lrs):

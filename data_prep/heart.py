@@ -23,7 +23,7 @@ from .base import (
     sha256sum,
 )
 from .federation import Federation
-from .partition import train_val_test_split
+from .partition import authors_split, check_protocol, train_val_test_split
 
 SITES = ("cleveland", "hungarian", "switzerland", "va")
 SHA256 = {  # as recorded with the host copy of the UCI files (shared/data/heart/README.md)
@@ -143,16 +143,40 @@ FOCAL_LOSS = {"gamma": 3.0, "alpha": (0.12939189, 0.18108108, 0.22331081, 0.2236
 """The authors' focal loss for Heart (appendix §4.1): γ = 3 and one α per class 0-4."""
 
 
-def load(root: Path, seed: int, split_seed: int | None = None) -> FederatedData:
+AUTHORS_SCALER = {
+    "age": (53.0872973, 70.1459463),
+    "cp": (3.23702703, 0.817756772),
+    "trestbps": (132.74405405, 345.493057),
+    "chol": (220.23648649, 4884.30934),
+    "restecg": (0.64513514, 0.592069868),
+    "thalach": (138.75459459, 529.172208),
+    "oldpeak": (0.89532432, 1.11317517),
+}
+"""The authors' hard-coded (mean, variance) per scaled column (reference §2.7); the other three
+kept columns (sex, fbs, exang) stay 0/1."""
+
+
+def load(
+    root: Path, seed: int, split_seed: int | None = None, protocol: str = "book"
+) -> FederatedData:
     """Four hospitals, 5-class label, per-site 64/16/20 split.
 
     Imputation medians and z-score statistics come from the pooled *training* rows only
     (in a federation: shared counts, sums and sums of squares), so val/test never leak.
     `split_seed` fixes the splits independently of `seed` (the authors always used 42).
+    ``protocol="authors"``: the authors' pipeline instead (:func:`load_authors`).
     """
+    check_protocol(protocol)
     root = Path(root)
     origin = prepare(root)
     sites = read_sites(root)
+    if protocol == "authors":
+        if split_seed is not None:
+            raise DataError(
+                "heart: protocol='authors' fixes the split seed at 42 (reference §2.1); drop "
+                f"split_seed={split_seed}."
+            )
+        return load_authors(sites, origin)
     rng = np.random.default_rng(seed if split_seed is None else split_seed)
     splits = {s: train_val_test_split(len(df), rng) for s, df in sites.items()}
     train_raw = pd.concat([_features(sites[s].iloc[splits[s][0]], None) for s in SITES])
@@ -207,6 +231,45 @@ def load(root: Path, seed: int, split_seed: int | None = None) -> FederatedData:
     )
 
 
+def load_authors(sites: dict[str, pd.DataFrame], origin: str) -> FederatedData:
+    """The authors' Heart pipeline (reference §2.7), so their numbers can be reproduced.
+
+    Their 10 raw features in file order; 7 columns z-scored with their hard-coded pooled
+    constants (categorical cp and restecg too), zero-as-missing values kept; and ONE split per
+    site with seed 42 (:func:`~data_prep.partition.authors_split`), identical for every run
+    seed, so every run sees the same (hard) Cleveland test set.
+    """
+    clients = []
+    for s in SITES:
+        df = sites[s].copy()
+        for c, (mean, var) in AUTHORS_SCALER.items():
+            df[c] = (df[c] - mean) / np.sqrt(var)
+        x = torch.tensor(df[KEPT].to_numpy(), dtype=torch.float32)
+        y = torch.tensor(df["num"].to_numpy(), dtype=torch.int64)
+        parts = [(x[idx], y[idx]) for idx in map(torch.from_numpy, authors_split(len(df)))]
+        clients.append(ClientData(s, *parts[0], *parts[1], *parts[2]))
+    return FederatedData(
+        name="heart",
+        clients=clients,
+        focal_loss=dict(FOCAL_LOSS),
+        num_classes=5,
+        input_shape=(len(KEPT),),
+        class_names=list(CLASS_NAMES),
+        source=f"UCI Heart Disease, processed.*.data from {URL}, SHA-256 verified; {origin}",
+        notes=(
+            "The authors' pipeline (reference §2.7): features "
+            f"{KEPT} as in the files, {list(AUTHORS_SCALER)} z-scored with their hard-coded "
+            "pooled mean/variance (categorical cp and restecg included), zeros used as missing "
+            "codes kept; one shuffled 64/16/20 split per site with seed 42 for every run."
+        ),
+        params={
+            "protocol": "authors",
+            "rows": {s: len(df) for s, df in sites.items()},
+            "features": list(KEPT),
+        },
+    )
+
+
 FEDERATION = Federation(
     name="heart",
     paper_name="Heart",
@@ -235,6 +298,7 @@ FEDERATION = Federation(
     analytics={"quick": {"seeds": 3, "rounds": 20}, "paper": {"seeds": 5}},
     reference_splits={"paper_transition": 2, "authors_config": 1},
     hypernetwork=(16, 16),
+    authors_training={"loss": "focal"},
     seconds_per_run=0.8,
     prepare=prepare,
 )

@@ -134,3 +134,53 @@ def iid_partition(n: int, n_clients: int, rng: np.random.Generator) -> list[np.n
             f"n_clients must be in 1..{n} (the number of samples) for an IID split, got {n_clients}"
         )
     return [np.sort(part) for part in np.array_split(rng.permutation(n), n_clients)]
+
+
+AUTHORS_SPLIT_SEED = 42
+"""The authors' fixed train/val/test split seed (reference §1.3, §2.1), the same in every run."""
+
+PROTOCOLS = ("book", "authors")
+"""How a loader builds a federation: the book's pipeline, or the authors' (``protocol="authors"``,
+where a declaration's loader has it: Heart and Fashion-MNIST)."""
+
+
+def check_protocol(protocol: str) -> None:
+    if protocol not in PROTOCOLS:
+        raise DataError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
+
+
+def authors_split(n: int, seed: int = AUTHORS_SPLIT_SEED) -> tuple[np.ndarray, ...]:
+    """The authors' per-client split: 20 % test, then 20 % of the rest validation (reference §2.1).
+
+    The reference says only "shuffled, not stratified, split seed 42"; scikit-learn's
+    ``train_test_split(test_size=0.2, random_state=42)``, applied twice, is how their code
+    does it, so that is what is called here (the indices, not the sizes, depend on it).
+    """
+    from sklearn.model_selection import train_test_split  # deferred: a heavy import
+
+    idx = np.arange(n)
+    rest, test = train_test_split(idx, test_size=0.2, random_state=seed, shuffle=True)
+    train, val = train_test_split(rest, test_size=0.2, random_state=seed, shuffle=True)
+    return train, val, test
+
+
+def authors_dirichlet(
+    labels: np.ndarray, n_clients: int, alpha: float, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """The authors' label-skew partition (reference §2.1), with an explicit generator.
+
+    For each class in ascending order: shares ~ Dirichlet(alpha); client k gets
+    floor(share_k × class count) samples, the last client also the rounding remainder; the
+    class's samples, in stored order, are cut into consecutive slices for clients 1 … K. No
+    minimum size (unlike :func:`dirichlet_label_skew`): an empty or tiny client is refused by
+    the loader, naming the seed. Their draws came from numpy's global RNG; here from ``rng``.
+    """
+    labels = np.asarray(labels)
+    parts: list[list[np.ndarray]] = [[] for _ in range(n_clients)]
+    for c in np.unique(labels):
+        idx = np.flatnonzero(labels == c)
+        counts = np.floor(rng.dirichlet(np.full(n_clients, float(alpha))) * len(idx)).astype(int)
+        counts[-1] += len(idx) - counts.sum()
+        for k, chunk in enumerate(np.split(idx, np.cumsum(counts)[:-1])):
+            parts[k].append(chunk)
+    return [np.concatenate(p) for p in parts]

@@ -39,6 +39,7 @@ from . import (
 )
 from .base import DataError, FederatedData
 from .federation import Federation
+from .partition import check_protocol
 
 BUILT_IN = (fmnist, heart, digits, emnist, cifar10, isic2019, sent140, mimic3)
 PROFILES = ("quick", "standard", "paper")
@@ -202,6 +203,7 @@ def load(
     profile: str = "quick",
     seed: int = 0,
     data_root: Path | str | None = None,
+    protocol: str = "book",
     **overrides,
 ) -> FederatedData:
     """Build the federation `name` at size `profile`; same arguments give identical tensors.
@@ -209,10 +211,20 @@ def load(
     `overrides` (e.g. `n_clients`, `samples_per_client`, `alpha`) replace the profile's
     values; the accepted keys are the keyword arguments of the declaration's `load`, and
     `eval_per_client` for a declaration with `held_out` images (``data_prep.eval_sets``).
+    ``protocol="authors"``: the authors' data pipeline, where the declaration's loader has one.
     """
     eval_per_client = overrides.pop("eval_per_client", None)
     fed = federation(name)
     variant = parse_variant(name)
+    check_protocol(protocol)
+    if protocol != "book":
+        if variant is not None or "protocol" not in inspect.signature(fed.load).parameters:
+            having = [f.name for f in declarations() if "protocol" in _parameters(f.load)]
+            raise DataError(
+                f"{name} has no {protocol}' data pipeline (federations with one: "
+                f"{', '.join(having)}); use protocol='book'."
+            )
+        overrides["protocol"] = protocol
     if profile not in PROFILES:
         raise DataError(f"unknown profile {profile!r}; available: {', '.join(PROFILES)}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
@@ -244,6 +256,10 @@ def load(
     fd.model = fd.model or fed.model
     fd.params = {"profile": profile, "seed": int(seed), **fd.params}
     return fd
+
+
+def _parameters(fn) -> list[str]:
+    return list(inspect.signature(fn).parameters)
 
 
 def _eval_sets(fed: Federation, name: str, n, root: Path, seed: int, params: dict):

@@ -208,6 +208,7 @@ SPECS: dict[str, dict[str, Callable]] = {
         "claims_datasets": _datasets,
         "metric_datasets": lambda v, n: None if v in ("", None) else _datasets(v, n),
         "n_boot": _integer(100),
+        "authors_store": _opt(_existing_table),
     },
     "07_from_notebook_to_silos": {
         "dataset": _one_dataset,

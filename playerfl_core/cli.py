@@ -27,6 +27,7 @@ from data_prep.base import DataError
 from data_prep.registry import default_datasets
 from playerfl_core import checks
 from playerfl_core.fl.algorithms import ALGORITHMS, get_algorithm
+from playerfl_core.fl.config import PROTOCOLS
 from playerfl_core.fl.engine import EVAL_TIMINGS, LR_MAX, DivergenceError, run_federated
 from playerfl_core.fl.losses import LOSSES
 from playerfl_core.fl.profiles import PROFILE_NAMES, make_config
@@ -57,6 +58,14 @@ def add_training_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="augment training batches as the authors did (Fashion-MNIST, EMNIST, CIFAR-10, "
         "Fed-ISIC-2019; appendix §2; the dataset's notes list the differences)",
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default="book",
+        help="book (default) or authors: their data pipeline (Heart, Fashion-MNIST), loss, "
+        "augmentation, scoring before aggregation and round selection by the validation value "
+        "of their training loss (sets --eval-timing, --loss, --augment; engine docstring)",
     )
 
 
@@ -325,6 +334,7 @@ def cmd_grid(args) -> int:
         eval_timing=args.eval_timing,
         loss=args.loss,
         augment=args.augment,
+        protocol=args.protocol,
         rounds=checks.positive_int(args.rounds, "--rounds"),
         fresh=args.fresh,
         recompute_stale=args.recompute_stale,
@@ -520,10 +530,13 @@ def cmd_run(args) -> int:
         eval_timing=args.eval_timing,
         loss=args.loss,
         augment=args.augment,
+        protocol=args.protocol,
         progress=False,
     )
     if args.backend == "flower":
         settings["device"] = "cpu"
+        if args.protocol != "book":
+            raise checks.OptionError("--protocol authors: in-process runs only; drop --backend.")
     for seed in seeds:  # every RunConfig field checked before any training
         make_config(args.dataset, args.profile, seed=seed, **settings)
     if args.backend == "flower":
@@ -538,7 +551,7 @@ def cmd_run(args) -> int:
             tqdm(jobs, desc=f"playerfl {args.dataset}", unit="run") as bar,
         ):
             for seed, name in bar:  # the bar closes before any message below
-                data = load(args.dataset, profile=args.profile, seed=seed)
+                data = load(args.dataset, profile=args.profile, seed=seed, protocol=args.protocol)
                 config = make_config(args.dataset, args.profile, seed=seed, **settings)
                 try:
                     run = run_federated(data, get_algorithm(name), config)

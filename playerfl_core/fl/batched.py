@@ -220,8 +220,8 @@ def _stack_padded(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
 
 def check_batchable(runs: Sequence[Run], algorithms: Sequence[Algorithm]) -> None:
     """Refuse, before any training, what the batched driver does not compute as the engine
-    does: another federation or settings in one batch, a loss other than cross-entropy,
-    augmentation, dropout or batch norm, or an algorithm with its own client setup, local
+    does: another federation or settings in one batch, the authors' protocol, a loss other than
+    cross-entropy, augmentation, dropout or batch norm, or an algorithm with its own client setup, local
     update, receiving, deployed model or final step (the stacked rows are the clients' models
     only while the algorithm trains and installs them as FedAvg does)."""
     first = runs[0]
@@ -237,6 +237,11 @@ def check_batchable(runs: Sequence[Run], algorithms: Sequence[Algorithm]) -> Non
                 "one RunConfig."
             )
     config = first.config
+    if config.protocol != "book":
+        raise ValueError(
+            f"run_batch computes the book's protocol only; run protocol={config.protocol!r} "
+            "one by one (run_federated)."
+        )
     if config.loss != "cross_entropy" or config.augment:
         raise ValueError(
             "run_batch computes loss='cross_entropy' without augmentation only; run runs with "

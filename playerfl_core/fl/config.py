@@ -14,6 +14,9 @@ import torch
 from playerfl_core.fl.losses import LOSSES
 
 EVAL_TIMINGS = ("after_aggregation", "before_aggregation")
+PROTOCOLS = ("book", "authors")
+"""``RunConfig.protocol``: the book's, or the authors' (their data pipeline, loss, scoring time,
+augmentation and round selection by the validation value of the loss they train with)."""
 
 
 def default_device() -> str:
@@ -34,6 +37,11 @@ class RunConfig:
     eval_timing: str = "after_aggregation"
     loss: str = "cross_entropy"
     augment: bool = False
+    protocol: str = "book"
+    """``"authors"``: run as the authors' code does where the book can reproduce it; set it with
+    ``make_config(..., protocol="authors")``, which also sets their loss, scoring time and
+    augmentation; the data must come from ``data_prep.load(..., protocol="authors")``. The
+    engine then logs each split's ``training_loss``, by which rounds are selected."""
     weight_decay: float = 1e-4
     local_epochs: int = 1
     eval_batch_size: int = 1024
@@ -71,6 +79,13 @@ class RunConfig:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}.")
         if not isinstance(self.augment, bool):
             raise ValueError(f"augment must be True or False, got {self.augment!r}.")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}.")
+        if self.protocol == "authors" and self.eval_timing != "before_aggregation":
+            raise ValueError(
+                "protocol='authors' scores clients before aggregation, as their code; drop "
+                f"eval_timing={self.eval_timing!r} (make_config sets it)."
+            )
 
     def check_data(self, data) -> None:
         """Raise a ValueError when an option needs something ``data`` does not define, or when
@@ -82,6 +97,20 @@ class RunConfig:
                 f"learning rate), but the data are {data.name!r}: use "
                 f"make_config({data.name!r}, ...), or "
                 "RunConfig(dataset=None, ...) to use these settings on purpose."
+            )
+        data_protocol = getattr(data, "params", {}).get("protocol", "book")
+        if data_protocol != self.protocol:
+            raise ValueError(
+                f"this RunConfig has protocol={self.protocol!r} but the data {data.name!r} were "
+                f"built with protocol={data_protocol!r}: load them with "
+                f"data_prep.load({data.name!r}, ..., protocol={self.protocol!r})."
+            )
+        if self.protocol == "authors" and (self.loss == "focal") != (data.focal_loss is not None):
+            raise ValueError(
+                f"protocol='authors' trains {data.name!r} with their loss "
+                f"({'focal' if data.focal_loss is not None else 'cross_entropy'}), not "
+                f"loss={self.loss!r}; build the settings with make_config(..., "
+                "protocol='authors')."
             )
         if self.loss == "focal" and getattr(data, "focal_loss", None) is None:
             raise ValueError(

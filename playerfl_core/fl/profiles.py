@@ -43,4 +43,21 @@ def make_config(dataset: str, profile: str = "quick", **overrides) -> RunConfig:
         raise ValueError(str(err)) from None
     settings = {"device": default_device(), **declared, "dataset": dataset}
     settings.update({k: v for k, v in overrides.items() if v is not None})
+    if settings.get("protocol") == "authors":
+        settings.update(authors_settings(dataset, overrides))
     return RunConfig(**settings)
+
+
+def authors_settings(dataset: str, overrides: dict) -> dict:
+    """What ``protocol="authors"`` changes in a run's settings: scoring before aggregation and
+    the declaration's ``authors_training`` (their loss, their augmentation). An override that
+    asks for something else than the book's default and the authors' value is refused."""
+    authors = {"eval_timing": "before_aggregation", **federation(dataset).authors_training}
+    book = {"eval_timing": "after_aggregation", "loss": "cross_entropy", "augment": False}
+    for key, value in overrides.items():
+        if key in book and value is not None and value not in (book[key], authors.get(key)):
+            raise ValueError(
+                f"protocol='authors' sets {key} to {authors.get(key, book[key])!r} on {dataset}; "
+                f"drop {key}={value!r} or use protocol='book'."
+            )
+    return authors

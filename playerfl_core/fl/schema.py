@@ -21,3 +21,6 @@ COLUMNS = [
 ]
 RUN_KEYS = ["dataset", "algorithm", "lr", "seed"]
 SERVER = -1
+TRAINING_LOSS = "training_loss"
+"""Metric of a split's value of the loss the run trains with (logged under the authors'
+protocol, whose rounds are selected by it; ``loss`` stays cross-entropy)."""

@@ -42,7 +42,7 @@ import pandas as pd
 from scipy import stats
 
 from playerfl_core.stats.p_values import p_value_text
-from playerfl_core.stats.results import RUN_KEYS, SERVER, client_scores
+from playerfl_core.stats.results import RUN_KEYS, SERVER, client_scores, selection_losses
 from playerfl_core.stats.seed_stats import bootstrap_interval
 
 HIGHER_IS_BETTER = {"accuracy": True, "macro_f1": True, "loss": False}
@@ -437,12 +437,12 @@ def best_val_loss(table: pd.DataFrame, weighting: str = "train") -> pd.DataFrame
     """Per run: the clients' weighted mean of their lowest validation loss over rounds.
 
     This is the LR-tuning criterion: it uses validation data only, and it scores exactly the
-    model each client would keep (its best-validation round). Columns ``RUN_KEYS + [value]``.
+    model each client would keep (its best-validation round): by the loss rounds are selected
+    by (the training loss under the authors' protocol, else cross-entropy). Columns
+    ``RUN_KEYS + [value]``.
     """
     keys = [*RUN_KEYS, "client"]
-    val = table[
-        (table["split"] == "val") & (table["metric"] == "loss") & (table["client"] != SERVER)
-    ]
+    val = selection_losses(table[(table["split"] == "val") & (table["client"] != SERVER)])
     best = val.groupby(keys, as_index=False)["value"].min()
     best = best.merge(client_weights(table, weighting), on=keys, how="left")
     best["wv"] = best["value"] * best["weight"]

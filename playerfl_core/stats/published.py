@@ -55,6 +55,19 @@ FRIEDMAN_P = {
 }
 """Friedman p-values as printed (computed with datasets as treatments: appendix §7)."""
 
+AUTHORS_DEFAULT_LR = {
+    "FMNIST": 1e-3,
+    "EMNIST": 1e-3,
+    "CIFAR": 1e-3,
+    "ISIC": 1e-3,
+    "Sent140": 1e-3,
+    "Heart": 5e-2,
+    "MIMIC": 1e-4,
+}
+"""The authors' default learning rate per dataset (``code/configs.py``, appendix §1.1): their
+fallback for an algorithm without a tuned rate (FedLP, FedLAMA, pFedLA, PLayer-FL-Random have
+no published one)."""
+
 _LEARNING_RATES = """
 Algorithm|FMNIST|EMNIST|CIFAR|ISIC|Heart|Sent140|MIMIC
 Local|1e-3|1e-3|1e-3|1e-3|5e-2|5e-4|8e-5

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from playerfl_core.fl.schema import COLUMNS, RUN_KEYS, SERVER
+from playerfl_core.fl.schema import COLUMNS, RUN_KEYS, SERVER, TRAINING_LOSS
 
 __all__ = [
     "COLUMNS",
@@ -34,6 +34,7 @@ __all__ = [
     "read_table_file",
     "save_table",
     "select_rounds",
+    "selection_losses",
     "sensitivities",
     "table_format",
 ]
@@ -79,7 +80,9 @@ def select_rounds(table: pd.DataFrame, selection: str = "best_val") -> pd.DataFr
     """Each client's test (and val) scores at its selected round.
 
     ``best_val``: the round with the lowest validation loss (first such round on ties), as the
-    paper's per-client model selection; ``last``: the final round. Returns the rows of the
+    paper's per-client model selection; for a run that logged ``training_loss`` (the authors'
+    protocol) the validation value of that loss, the one their code selects by (reference
+    §5.3), else cross-entropy; ``last``: the final round. Returns the rows of the
     selected rounds with an extra column ``selection`` and a fresh 0 … n−1 index.
 
     Any index and any order of rows give the same answer (rows are chosen by value, never by
@@ -93,7 +96,7 @@ def select_rounds(table: pd.DataFrame, selection: str = "best_val") -> pd.DataFr
     keys = [*RUN_KEYS, "client"]
     scored = _scored_rows(table)
     if selection == "best_val":
-        val_loss = scored[(scored["split"] == "val") & (scored["metric"] == "loss")]
+        val_loss = selection_losses(scored[scored["split"] == "val"])
         if val_loss.empty:
             raise ValueError(
                 "The table holds no validation losses ('val' split, 'loss' metric), so "
@@ -115,6 +118,17 @@ def select_rounds(table: pd.DataFrame, selection: str = "best_val") -> pd.DataFr
         chosen = scored.groupby(keys, as_index=False)["round"].max()
     out = scored.merge(chosen, on=[*keys, "round"])
     return out.assign(selection=selection)
+
+
+def selection_losses(val: pd.DataFrame) -> pd.DataFrame:
+    """Each run's validation rows of the loss it is selected by: ``training_loss`` where the
+    run logged it, ``loss`` (cross-entropy) otherwise."""
+    trained = val["metric"] == TRAINING_LOSS
+    runs_with = val.loc[trained, RUN_KEYS].drop_duplicates().assign(_trained=True)
+    marked = val.merge(runs_with, on=RUN_KEYS, how="left")
+    by_training = marked["_trained"].eq(True).to_numpy()
+    wanted = np.where(by_training, TRAINING_LOSS, "loss")
+    return val[(val["metric"] == wanted).to_numpy()]
 
 
 def client_scores(

@@ -35,6 +35,7 @@ from playerfl_core.study.run_store import (
     code_fingerprint,
     default_store,
     options_tag,
+    protocol_tag,
 )
 from playerfl_core.study.tuning import grid_settings
 
@@ -67,6 +68,7 @@ def run_grid(
     rounds: int | None = None,
     loss: str = "cross_entropy",
     augment: bool = False,
+    protocol: str = "book",
     device: str | None = None,
     workers: int | None = None,
     threads: int = 1,
@@ -94,7 +96,8 @@ def run_grid(
     same runs, stored the same way). The combined tables are also written to
     ``<store>/<name>.csv`` and ``<name>-status.csv`` (``name`` defaults to
     ``grid-<eval_timing>``, plus ``-focal`` and ``-augment`` for those training options;
-    ``loss``/``augment`` as in ``RunConfig``).
+    ``loss``/``augment``/``protocol`` as in ``RunConfig``; ``-authors`` for the authors'
+    protocol).
 
     ``splits`` adds the split sweep: ``prefix_p0`` … ``prefix_pL`` per dataset, each run at the
     learning rate tuned for PLayer-FL (which is then added to the algorithms), so the split is
@@ -107,7 +110,7 @@ def run_grid(
     plan, stale = plan_grid(
         datasets, algorithms, profile, seeds=seeds, lrs=lrs, tune_seeds=tune_seeds,
         fixed_lr=fixed_lr, store=store, eval_timing=eval_timing, rounds=rounds, loss=loss,
-        augment=augment, fresh=fresh, retry_errors=retry_errors,
+        augment=augment, protocol=protocol, fresh=fresh, retry_errors=retry_errors,
         recompute_stale=recompute_stale, splits=splits, compute=compute,
     )  # fmt: skip
     store = plan.store
@@ -139,7 +142,8 @@ def run_grid(
             f"Removed {len(stale)} temporary files of writes interrupted earlier (their "
             f"processes are gone): {', '.join(stale)}."
         )
-    name = name or f"grid-{eval_timing}{options_tag(loss, augment).replace('_', '-')}"
+    tag = (options_tag(loss, augment) + protocol_tag(protocol)).replace("_", "-")
+    name = name or f"grid-{eval_timing}{tag}"
     if computed or not (store.root / f"{name}.csv").exists():
         save_table(result.table, store.root / f"{name}.csv")
         atomic_write(
@@ -162,6 +166,7 @@ def plan_grid(
     rounds: int | None = None,
     loss: str = "cross_entropy",
     augment: bool = False,
+    protocol: str = "book",
     fresh: bool = False,
     retry_errors: bool = True,
     recompute_stale: bool = False,
@@ -205,6 +210,7 @@ def plan_grid(
         rounds=rounds,
         loss=loss,
         augment=augment,
+        protocol=protocol,
         code=code_fingerprint(),
         fresh=fresh,
         retry_errors=retry_errors,

@@ -118,13 +118,14 @@ class GridPlan:
         rounds: int | None = None,
         loss: str = "cross_entropy",
         augment: bool = False,
+        protocol: str = "book",
         code: str = "",
         fresh: bool = False,
         retry_errors: bool = True,
         recompute_stale: bool = False,
     ):
         self.store, self.profile, self.code = store, profile, code
-        self.options = (eval_timing, rounds, loss, augment)
+        self.options = (eval_timing, rounds, loss, augment, protocol)
         self.fresh, self.retry_errors, self.recompute_stale = fresh, retry_errors, recompute_stale
         self.same_as_now = equivalent_codes(code)
         """Fingerprints checked to give this code's runs bit for bit (``code`` included): their

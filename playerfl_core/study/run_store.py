@@ -36,7 +36,7 @@ from data_prep.registry import federation, is_registered
 from playerfl_core.fl.algorithms import get_algorithm
 from playerfl_core.fl.divergence import check_table
 from playerfl_core.fl.engine import DivergenceError, RunConfig, run_federated
-from playerfl_core.fl.profiles import SIZE_OF, make_config
+from playerfl_core.fl.profiles import SIZE_OF, authors_settings, make_config
 from playerfl_core.fl.schema import COLUMNS
 from playerfl_core.stats.results import atomic_write, env_folder, folder_problem
 from playerfl_core.study import machine
@@ -107,6 +107,11 @@ def options_tag(loss: str, augment: bool) -> str:
     return ("_focal" if loss == "focal" else "") + ("_augment" if augment else "")
 
 
+def protocol_tag(protocol: str) -> str:
+    """``""`` for the book's protocol, else ``_<protocol>``."""
+    return "" if protocol == "book" else f"_{protocol}"
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """Everything that names one run; :attr:`run_id` is its file name in the store."""
@@ -120,6 +125,16 @@ class RunSpec:
     rounds: int | None = None
     loss: str = "cross_entropy"
     augment: bool = False
+    protocol: str = "book"
+
+    def __post_init__(self):
+        """Under the authors' protocol the spec holds the settings it implies (scoring time,
+        loss, augmentation), so its name and record say what ran."""
+        if self.protocol == "authors":
+            chosen = {"eval_timing": self.eval_timing, "loss": self.loss, "augment": self.augment}
+            implied = {**chosen, **authors_settings(self.dataset, chosen)}
+            for key, value in implied.items():
+                object.__setattr__(self, key, value)
 
     def config(self, device: str | None = None) -> RunConfig:
         return make_config(
@@ -132,6 +147,7 @@ class RunSpec:
             eval_timing=self.eval_timing,
             loss=self.loss,
             augment=self.augment,
+            protocol=self.protocol,
             progress=False,
         )
 
@@ -175,7 +191,7 @@ class RunSpec:
         timing = "" if self.eval_timing == "after_aggregation" else f"_{self.eval_timing}"
         return (
             f"{self.dataset}_{self.algorithm}_lr{self.lr:g}_s{self.seed}{timing}{rounds}"
-            f"{options_tag(self.loss, self.augment)}_{digest[:8]}"
+            f"{options_tag(self.loss, self.augment)}{protocol_tag(self.protocol)}_{digest[:8]}"
         )
 
 
@@ -452,16 +468,16 @@ class Store:
 _DATA_CACHE: dict = {}
 
 
-def load_data_cached(dataset: str, profile: str, seed: int):
+def load_data_cached(dataset: str, profile: str, seed: int, protocol: str = "book"):
     """``data_prep.load`` with a small per-process cache: a worker reuses a seed's federation
     across the algorithms and splits it runs on it."""
     from data_prep import load
 
-    key = (dataset, profile, seed)
+    key = (dataset, profile, seed, protocol)
     if key not in _DATA_CACHE:
         if len(_DATA_CACHE) >= 4:
             _DATA_CACHE.pop(next(iter(_DATA_CACHE)))
-        _DATA_CACHE[key] = load(dataset, profile=profile, seed=seed)
+        _DATA_CACHE[key] = load(dataset, profile=profile, seed=seed, protocol=protocol)
     return _DATA_CACHE[key]
 
 
@@ -501,7 +517,7 @@ def compute(
     facts = machine.fingerprint()  # with the thread count the run computes with
     try:
         run = run_federated(
-            load_data_cached(spec.dataset, spec.profile, spec.seed),
+            load_data_cached(spec.dataset, spec.profile, spec.seed, spec.protocol),
             get_algorithm(spec.algorithm),
             spec.config(device),
         )
