@@ -1354,6 +1354,23 @@ def test_a_flower_run_stopped_by_a_signal_keeps_its_finished_runs(how, tmp_path)
     assert _gone(helpers), [p.pid for p in helpers if p.is_running()]
 
 
+@pytest.mark.slow  # Ray's start: about 20 s
+def test_a_flower_run_starts_its_own_ray_whatever_cluster_is_announced(tmp_path):
+    """The simulation's ray.init took the cluster that RAY_ADDRESS or `ray start` announced on
+    the machine: a test's cluster stopped mid-run ended every run ('received SIGTERM'), and an
+    unreachable address hung it for minutes."""
+    out = tmp_path / "flower.csv"
+    args = ["run", "--dataset", "heart", "--algorithms", "local", "--backend", "flower",
+            "--seeds", "0", "--rounds", "2", "--out", str(out)]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "playerfl_core.cli", *args],
+        env={**_cli_env(), "RAY_ADDRESS": "127.0.0.1:9"},  # nothing listens there
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert pd.read_csv(out)["seed"].unique().tolist() == [0]
+
+
 def test_a_killed_grid_worker_is_one_line_and_the_grid_resumes(tmp_path):
     """kill -9 of one of a grid's two workers ended in concurrent.futures' traceback, whose
     advice (`if __name__ == '__main__'`) does not apply to the command line."""

@@ -501,7 +501,14 @@ def _run_simulation(app: ServerApp, silos: int) -> None:
 
     for log in loggers.values():
         log.setLevel(logging.CRITICAL)
-    quiet = {"log_to_driver": False, "configure_logging": False, "include_dashboard": False}
+    # "local": a Ray of its own, never a cluster that `ray start` (or RAY_ADDRESS) left on this
+    # machine, whose stop would end this simulation's silos mid-run.
+    quiet = {
+        "address": "local",
+        "log_to_driver": False,
+        "configure_logging": False,
+        "include_dashboard": False,
+    }
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Ray's notices (GPU variables, widgets)
