@@ -81,7 +81,7 @@ ALGORITHM_COLORS = {
     "playerfl_random": PALETTE["dark vermillion"],  # its ablation: a dark brown
 }
 """One colour per algorithm, the same in every chapter. The four :data:`KEY_ALGORITHMS`, which
-chapter 05 compares dot by dot, are at least ΔE 30 apart (issue 35: PLayer-FL's vermillion and
+chapter 05 compares dot by dot, are at least ΔE 30 apart (PLayer-FL's vermillion and
 Random's former orange, 18 apart, read as one colour in small dots)."""
 
 KEY_ALGORITHMS = ("local", "fedavg", "playerfl", "playerfl_random")
@@ -89,7 +89,7 @@ KEY_ALGORITHMS = ("local", "fedavg", "playerfl", "playerfl_random")
 
 KEY_MARKERS = {"local": "s", "fedavg": "D", "playerfl": "o", "playerfl_random": "^"}
 """Marker shapes of the key algorithms where a figure draws them as dots: Local's dark grey and
-Random's dark brown are alike in lightness, so a reader tells them apart by shape too (issue 35,
+Random's dark brown are alike in lightness, so a reader tells them apart by shape too (as in
 chapter 05's client dots); the muted others are circles."""
 
 MARKER_COLORS = {
@@ -158,7 +158,7 @@ SPLIT_RULE_LINESTYLES = {
     "probe": "-",
 }
 """Line styles of the split rules: the paper's four forms, whose warm colours are only ΔE 18–30
-apart, and the two averaging costs also differ in their dashes (issue 35: a reader could not
+apart, and the two averaging costs also differ in their dashes (a reader could not
 tell the paper's forms apart by colour alone)."""
 
 SPLIT_RULE_MARKERS = {
@@ -234,7 +234,7 @@ def hyperparameter_label(name) -> str:
 def client_label(name):
     """Display name of a client: the one a declaration gives (``Federation.client_labels``:
     Heart's ``va`` reads "Long Beach VA"), else underscores read as spaces (a generated
-    ``client_3`` reads ``client 3``; code names on the page, issue 35); a client number as it
+    ``client_3`` reads ``client 3``: no code names on the page); a client number as it
     is."""
     if not isinstance(name, str):
         return name
@@ -260,7 +260,7 @@ SET_NAMES = {
 }
 """Display names of the pre-registered split-rule study's sets that its declarations name by
 their order (``study.preregistration.role_of``): by their kind of heterogeneity, which is what a
-reader needs to tell them apart (issue 35). The stored names stay; development, evaluation and
+reader needs to tell them apart. The stored names stay; development, evaluation and
 confirmation read as they are."""
 
 

@@ -2,7 +2,7 @@
 silo as a one-client run between messages and answers the server's calls with that run's own
 :class:`~playerfl_core.fl.engine.LocalLink`.
 
-Cut out of :mod:`playerfl_core.flower.link` (issue 23), whose docstring tells the whole story.
+Cut out of :mod:`playerfl_core.flower.link`, whose docstring tells the whole story.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""How far one client's test macro-F1 moves from the draw of its test images alone (issue 34,
-item 5): the standard error of the score at ``n`` images, measured, not assumed.
+"""How far one client's test macro-F1 moves from the draw of its test images alone: the
+standard error of the score at ``n`` images, measured, not assumed.
 
 A trained model's predictions on a large test set drawn from the client's distribution
 (``data_prep.eval_sets``) stand in for that distribution: resampling ``n`` of them with

@@ -28,7 +28,7 @@ strength**. The rule, applied to every test of the claims (α = :data:`ALPHA` un
    p-value, and the claim is *contradicted* if any part is, *supported* if every part is, else
    *undecided* (strength *weak* when some parts are decided or leaning, else *none*).
 
-Cut out of :mod:`playerfl_core.stats.claims` (issue 23) with the records it makes
+Cut out of :mod:`playerfl_core.stats.claims` with the records it makes
 (:class:`Evidence`, :class:`Verdict`, :class:`Claim`); the tests are in
 :mod:`~playerfl_core.stats.exact_tests` and :mod:`~playerfl_core.stats.evidence`.
 """

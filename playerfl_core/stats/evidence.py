@@ -3,7 +3,7 @@
 pairwise comparison over seeds (Wilcoxon beside baycomp's Bayesian signed-rank test), and the
 "best rank" test (Friedman, then Nemenyi).
 
-Cut out of :mod:`playerfl_core.stats.claims` (issue 23); the claims themselves stay there.
+Cut out of :mod:`playerfl_core.stats.claims`; the claims themselves stay there.
 """
 
 from __future__ import annotations

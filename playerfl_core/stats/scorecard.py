@@ -1,6 +1,6 @@
 """The scorecard: the claims' verdicts as one table, in Markdown or HTML for the chapters.
 
-Cut out of :mod:`playerfl_core.stats.claims` (issue 23), which re-exports its names. Rendering
+Cut out of :mod:`playerfl_core.stats.claims`, which re-exports its names. Rendering
 only: nothing here decides a verdict.
 """
 

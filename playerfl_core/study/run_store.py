@@ -83,8 +83,8 @@ seeds (a new declaration must not make every stored run look stale)."""
 
 RUN_MODULES = (
     "fl/engine",
-    "fl/config",  # cut out of the engine (issue 23)
-    "fl/client",  # cut out of the engine (issue 23)
+    "fl/config",  # cut out of the engine
+    "fl/client",  # cut out of the engine
     "fl/seeding",
     "fl/errors",
     "fl/schema",
