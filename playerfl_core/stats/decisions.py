@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.stats.p_values import p_value_text
+from playerfl_core.stats.rank_tests import holm
 
 ALPHA = 0.05
 """Significance level of every verdict."""
@@ -172,8 +173,6 @@ def strength_text(verdict: str, strength: str, estimate: float) -> str:
 
 def holm_decide(parts: Sequence[Evidence], equivalence: bool = False) -> list[Evidence]:
     """Decide every part on its Holm-adjusted p-value, over the parts that were run."""
-    from playerfl_core.stats.metrics import holm
-
     run = [i for i, e in enumerate(parts) if e.testable and np.isfinite(e.pvalue)]
     adjusted = dict(zip(run, holm([parts[i].pvalue for i in run]), strict=True)) if run else {}
     out = []
