@@ -44,6 +44,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from data_prep import registry
+from playerfl_core.flower import silo_data
 from playerfl_core.flower.credentials import Credentials, NodeKeys, make_credentials
 from playerfl_core.flower.processes import (  # noqa: F401 (re-exported for tests)
     FederationError,
@@ -299,8 +301,7 @@ class Federation:
     def provide_data(self, config: dict) -> None:
         """Put each silo's own part of the run's federation into its data folder, unless it is
         there (on one machine the recipe plays the data steward: see ``silo_data``)."""
-        from data_prep import registry
-        from playerfl_core.flower import silo_data
+        # deferred: deploy imports flwr, which the recipe's own process does not need
         from playerfl_core.flower.deploy import RUN_CONFIG
 
         dataset, profile, seed = (

@@ -38,7 +38,9 @@ from types import SimpleNamespace
 import pandas as pd
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
+from tqdm import tqdm
 
+from playerfl_core.fl.algorithms import get_algorithm
 from playerfl_core.fl.engine import Observer, Run, RunConfig, drive
 from playerfl_core.fl.schema import COLUMNS
 from playerfl_core.flower.client import (
@@ -95,8 +97,6 @@ def serve(
     :class:`~playerfl_core.flower.checkpoints.ServerCheckpoint` to continue from (each silo
     restores its own session of that round). ``stop``: once set, the run stops at its next
     wait for the silos (:class:`FlowerStopped`)."""
-    from playerfl_core.fl.algorithms import get_algorithm
-
     nodes = _wait_for_nodes(grid, silos, timeout)
     link = FlowerLink(grid, job, dict(enumerate(nodes)), timeout, stop)
     hello = link.hello(None if resume is None else resume.round)
@@ -227,8 +227,6 @@ def simulate(
     main one also leaves this process's signal handlers alone (its own SIGTERM handler exits
     at once and ended such runs with a crash report).
     """
-    from tqdm import tqdm
-
     out = Path(out_dir)
     stop = threading.Event()
     outcome: dict[str, BaseException] = {}
@@ -281,7 +279,7 @@ def _run_simulation(app: ServerApp, silos: int) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Ray's import notices (tqdm widgets in notebooks)
         import ray  # noqa: F401  (its import configures its loggers: quiet them again below)
-        from flwr.simulation import run_simulation
+        from flwr.simulation import run_simulation  # deferred: it imports ray
 
     for log in loggers.values():
         log.setLevel(logging.CRITICAL)

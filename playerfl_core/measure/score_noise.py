@@ -16,6 +16,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from data_prep import load
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.algorithms.prefix import prefix_name
+from playerfl_core.fl.engine import run_federated
+from playerfl_core.fl.profiles import make_config
 from playerfl_core.fl.scoring import accuracy_and_class_f1
 
 
@@ -60,12 +65,6 @@ def client_predictions(dataset: str, seed: int, p: int, eval_per_client: int):
     """Train the book's run of split ``p`` on ``dataset`` (quick sizes, one thread) and predict
     each client's ``eval_per_client`` test images drawn from its own distribution with the model
     it deploys after the last round. Returns (the large federation, per client its predictions)."""
-    from data_prep import load
-    from playerfl_core.fl.algorithms import get_algorithm
-    from playerfl_core.fl.algorithms.prefix import prefix_name
-    from playerfl_core.fl.engine import run_federated
-    from playerfl_core.fl.profiles import make_config
-
     big = load(dataset, "quick", seed=seed, eval_per_client=eval_per_client)
     algorithm = get_algorithm(prefix_name(p))
     config = make_config(dataset, "quick", seed=seed, device="cpu", progress=False)

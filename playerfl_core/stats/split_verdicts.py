@@ -38,7 +38,9 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.stats.decisions import ALPHA, Evidence, holm_decide, p_value_text
+from playerfl_core.stats.evidence import paired_comparison
 from playerfl_core.stats.exact_tests import min_pvalue, sign_flip_mean_test, wilcoxon_exact
+from playerfl_core.stats.metrics import run_scores
 from playerfl_core.stats.seed_stats import bootstrap_interval
 
 TOLERANCE = 0.02
@@ -156,9 +158,6 @@ def c5_family(
     evidence) per part; the tuned part's dataset is ``"all"``."""
     out = []
     if results is not None:
-        from playerfl_core.stats.evidence import paired_comparison
-        from playerfl_core.stats.metrics import run_scores
-
         runs = run_scores(results, "macro_f1")
         wide = runs.pivot_table(index=["dataset", "seed"], columns="algorithm", values="value")
         missing = [a for a in (control, random) if a not in wide.columns]

@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from data_prep import load
 from playerfl_core.fl.algorithms import get_algorithm
 from playerfl_core.fl.divergence import check_table
 from playerfl_core.fl.engine import DivergenceError, run_federated
@@ -331,8 +332,6 @@ _DATA_CACHE: dict = {}
 def load_data_cached(dataset: str, profile: str, seed: int, protocol: str = "book"):
     """``data_prep.load`` with a small per-process cache: a worker reuses a seed's federation
     across the algorithms and splits it runs on it."""
-    from data_prep import load
-
     key = (dataset, profile, seed, protocol)
     if key not in _DATA_CACHE:
         if len(_DATA_CACHE) >= 4:
