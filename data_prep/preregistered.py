@@ -2,8 +2,9 @@
 holds the procedure and the analysis; dataset names live here, in data_prep, as everywhere).
 
 Declared at commit a025bfc, before any evaluation federation was computed or read, and moved
-here unchanged. At the end, not a declaration: the federations of the scale ladder
-(``study.scale_ladder``), a descriptive study that no run reads either.
+here unchanged; the pre-registration appendix's record says what each declaration added. At the
+end, not a declaration: the federations of the scale ladder (``study.scale_ladder``), a
+descriptive study that no run reads either.
 """
 
 SEEDS = {"heart": tuple(range(50))}
@@ -40,7 +41,7 @@ kind cannot reach α under Holm over 63 tests; here each entry has 40 seeds and 
 the 7 entries alone."""
 SEEDS.update({name: FOLLOW_UP_SEEDS for name in FOLLOW_UP})
 
-# -- added at the third declaration (item 8 and 9 of study.preregistration) ----------------------
+# -- added at the third declaration (more development seeds; concept shift) ----------------------
 TUNING_SEEDS = {name: SEEDS.get(name, DEFAULT_SEEDS) for name in DEVELOPMENT}
 """The seeds thresholds are tuned on, as the first declaration fixed them: the development
 seeds added below describe the development federations better but never move a threshold."""
@@ -58,7 +59,7 @@ contains. Declared, with the seeds below, in the commit that added concept shift
 FOLLOW_UP_2_SEEDS = tuple(range(20))
 SEEDS.update({name: FOLLOW_UP_2_SEEDS for name in FOLLOW_UP_2})
 
-# -- added at the fourth declaration (item 10 of study.preregistration) ---------------------------
+# -- added at the fourth declaration (the confirmation on fresh seeds) ---------------------------
 CONFIRMATION = ("fmnist_rotate", "fmnist_rotate_alpha0.1")
 """The confirmation test's federations: for every entry, the evaluation federation of the kind
 on which its mean evaluation regret was largest (rotation for the paper's rule in all its forms
@@ -79,19 +80,19 @@ and at the paper's."""
 LADDER_SEEDS = tuple(range(10))
 
 
-# -- added at the seventh declaration (item 13 of study.preregistration) --------------------------
+# -- added at the seventh declaration (the scale ladder's middle rung) ----------------------------
 MIDDLE_SEEDS = tuple(range(5))
 """The seeds of the ladder's middle rung (``study.middle_rung``): the full split sweep of both
 ``LADDER`` federations at 1,000 images per client, width 0.5, 20 rounds."""
 
 
-# -- added at the sixth declaration (item 12 of study.preregistration) ----------------------------
+# -- added at the sixth declaration (each split at its own learning rate) -------------------------
 FAIR_SWEEP = ("heart", "digits", "fmnist", "fmnist_rotate", "fmnist_alpha0.1")
 """The federations whose sweep is also run with every split at its own tuned learning rate, on
 the one-rate sweep's seeds (``study.preregistration.seeds_of``)."""
 
 
-# -- added at the eighth declaration (item 14 of study.preregistration) ---------------------------
+# -- added at the eighth declaration (the scale ladder's evaluation rung) -------------------------
 EVAL_SEEDS = tuple(range(10))
 """The seeds of the ladder's evaluation rung (``study.eval_rung``): the book's sweep of both
 ``LADDER`` federations, scored on 2,000 validation and 2,000 test images per client; the seeds

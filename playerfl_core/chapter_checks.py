@@ -15,9 +15,11 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
+from data_prep.registry import federation, skew_bases
+from data_prep.skew import KINDS, LABEL_KINDS
 from playerfl_core import checks
 from playerfl_core.checks import OptionError
-from playerfl_core.fl.algorithms import ALGORITHMS
+from playerfl_core.fl.algorithms import ALGORITHMS, is_algorithm
 from playerfl_core.fl.profiles import PROFILE_NAMES
 
 
@@ -73,8 +75,6 @@ def _one_dataset(value, name):
 
 def _alpha_dataset(value, name):
     """One federation whose loader takes a Dirichlet ``alpha`` (chapter 00's label-mix figure)."""
-    from data_prep.registry import federation
-
     _one_dataset(value, name)
     names = checks.dataset_list(value, name)
     if "alpha" not in inspect.signature(federation(names[0]).load).parameters:
@@ -85,8 +85,6 @@ def _alpha_dataset(value, name):
 
 
 def _skew_bases(value, name):
-    from data_prep.registry import skew_bases
-
     if value in ("", None):
         raise OptionError(
             f"{name}: give at least one base federation for the heterogeneity study; valid: "
@@ -96,15 +94,11 @@ def _skew_bases(value, name):
 
 
 def _kinds(value, name):
-    from data_prep.skew import KINDS, LABEL_KINDS
-
     if value not in ("", None):
         checks.name_list(value, name, (*KINDS, *LABEL_KINDS), "feature-skew, quantity or swap kind")
 
 
 def _mixed(value, name):
-    from data_prep.skew import KINDS
-
     if value in ("", None):
         return
     for item in checks.name_list(value, name, lambda t: ":" in t, "kind:alpha pair"):
@@ -114,8 +108,6 @@ def _mixed(value, name):
 
 
 def _algorithms(value, name):
-    from playerfl_core.fl.algorithms import is_algorithm
-
     if value != "all":
         checks.name_list(
             value, name, is_algorithm, "algorithm", f"valid: all, {', '.join(ALGORITHMS)}"

@@ -16,6 +16,11 @@ from pathlib import Path
 
 import torch
 
+from data_prep.base import DataError
+from data_prep.registry import federation, load_dataset_module
+from playerfl_core.stats.results import folder_problem, not_a_file, write_fix
+from playerfl_core.study.run_store import Store, StoreError
+
 
 class OptionError(ValueError):
     """A bad option or parameter; the message names it, its value and the valid range."""
@@ -83,9 +88,6 @@ def name_list(text, option: str, valid, kind: str, hint: str = "") -> list[str]:
 
 def dataset_list(text, option: str = "--datasets") -> list[str]:
     """Registered datasets or heterogeneity variants (``data_prep.skew``)."""
-    from data_prep.base import DataError
-    from data_prep.registry import federation
-
     names = _items(text, option)
     for name in names:
         try:
@@ -97,9 +99,6 @@ def dataset_list(text, option: str = "--datasets") -> list[str]:
 
 def dataset_module(path, option: str = "--dataset-module") -> list[str]:
     """Import a user's dataset file (None passes) and register its federations; their names."""
-    from data_prep.base import DataError
-    from data_prep.registry import load_dataset_module
-
     if path is None:
         return []
     if not str(path).strip():
@@ -167,8 +166,6 @@ def output_file(path, option: str = "--out", formats=(".csv", ".parquet")) -> Pa
     extension; None: any), a regular file or a new name (never a directory, device, named pipe
     or symbolic link, which writing would replace with a plain file), in a folder that exists
     or can be made and is writable (checked by creating and removing a probe file there)."""
-    from playerfl_core.stats.results import not_a_file, write_fix
-
     if path is None:
         return None
     path = Path(nonempty(path, option)).expanduser()
@@ -223,8 +220,6 @@ def existing_store(path, option: str = "--store") -> Path:
 def writable_store(path, option: str = "--store") -> Path | None:
     """A store folder runs can be written into (None passes: the default store, which
     :func:`~playerfl_core.study.grid.run_grid` checks the same way before any compute)."""
-    from playerfl_core.study.run_store import Store, StoreError
-
     if path is None:
         return None
     store = Store(nonempty(path, option))
@@ -237,8 +232,6 @@ def writable_store(path, option: str = "--store") -> Path | None:
 
 def writable_folder(path, option: str) -> Path | None:
     """A folder files can be written into, or can be made (None passes: the default)."""
-    from playerfl_core.stats.results import folder_problem
-
     if path is None:
         return None
     path = Path(nonempty(path, option)).expanduser()

@@ -2,7 +2,8 @@
 
 Here: ``reports/`` (one module per chapter: the numbers and tables it shows), the figures
 (``plots``, ``analysis_plots``, ``comparison_plots``, ``split_plots``, ``averaging_plots``,
-``data_plots``), ``style`` (colours and display names), ``prose`` (numbers in sentences) and
+``data_plots``), ``style`` (colours and the figure style; it re-exports ``display_names``, what
+the page calls a thing), ``prose`` (numbers in sentences) and
 ``notebook_stamp`` (``make book`` re-executes a chapter only when its inputs changed).
 Presentation only: nothing here changes what a run computes.
 

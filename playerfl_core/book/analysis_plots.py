@@ -117,7 +117,7 @@ def unit_profiles(
                     color=marker_color("shared") if shared else _line_color(algos[0]),
                     ls=STAGE_STYLES.get(stage, ":"),
                     # hollow squares: the shared black line is told from Local's dark grey by
-                    # shape, not by two near-black shades (issue 35)
+                    # shape, not by two near-black shades
                     **({"marker": "s", "mfc": "white"} if shared else {}),
                     label=f"{' = '.join(algorithm_label(a) for a in algos)}, {stage}",
                 )

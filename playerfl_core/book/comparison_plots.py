@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
+from scipy.stats import spearmanr
 
 from playerfl_core.book.style import (
     FIGURE_WIDTH,
@@ -20,6 +21,7 @@ from playerfl_core.book.style import (
     panel_grid,
 )
 from playerfl_core.book.style import algorithm_label as label
+from playerfl_core.fl.algorithms import ALGORITHMS
 
 apply_book_style()
 
@@ -37,8 +39,6 @@ def _marker(algorithm: str) -> str:
 
 def _order(algorithms) -> list[str]:
     """Registry order (Local, FedAvg, ..., PLayer-FL, PLayer-FL-Random), unknown names last."""
-    from playerfl_core.fl.algorithms import ALGORITHMS
-
     present = list(dict.fromkeys(algorithms))
     return [a for a in ALGORITHMS if a in present] + [a for a in present if a not in ALGORITHMS]
 
@@ -221,8 +221,6 @@ def plot_ours_vs_published(ours: pd.DataFrame, theirs: pd.DataFrame, metric_labe
     Coloured points and the extremes are labelled, each name placed where it covers no point
     and no other name (:func:`place_labels`); grey points are the other baselines.
     """
-    from scipy.stats import spearmanr
-
     datasets = [d for d in ours.columns if d in theirs.columns]
     if not datasets:  # e.g. a user's own federation: nothing published to compare with
         fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 1.2))

@@ -23,8 +23,10 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +34,7 @@ from pathlib import Path
 import nbformat
 import torch
 
+from playerfl_core.book import teaching_times
 from playerfl_core.study import machine
 from playerfl_core.study.archive import PENDING
 
@@ -150,9 +153,6 @@ def run_papermill(notebook: Path) -> None:
     with the result only when every cell ran: a failing chapter keeps its committed outputs, and
     papermill's failed copy (with the error) is left at :func:`failed_copy` to read. Raises
     :class:`subprocess.CalledProcessError` on failure."""
-    import shutil
-    import tempfile
-
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / notebook.name
         papermill = [sys.executable, "-m", "papermill", str(notebook), str(out)]
@@ -210,8 +210,6 @@ def execute(notebooks: list[Path], root: Path | None = None) -> int:
         stamp(notebook, digest, seconds)
         print(f"{_chapter(notebook)}: executed in {seconds:.0f} s", flush=True)
     if root is None:
-        from playerfl_core.book import teaching_times
-
         if teaching_times.update():
             print("chapters/teaching.md: run-time table rewritten from the records", flush=True)
     if failed:

@@ -1,15 +1,15 @@
-"""How the book looks, in one place: one colour and one display name per algorithm, dataset and
-per-layer measure, a display name per set of the pre-registered study, the colours of the
-chapters' markers, and the figure style (sizes, fonts, dpi).
+"""How the book looks, in one place: one colour per algorithm, dataset and per-layer measure,
+the colours and shapes of the chapters' markers and split rules, and the figure style (sizes,
+fonts, dpi).
 
-Every figure and every table that shows an algorithm, a dataset or a measure takes its name and
-colour from here, so PLayer-FL is the same vermillion and Heart the same teal in every chapter.
-The colours of algorithms, rules and the oracle come from one colour-blind-safe palette
-(:data:`PALETTE`, Okabe–Ito's and shades of it). Every figure module applies :data:`BOOK_RC` on
-import, so a chapter needs no style cell. Presentation only: nothing here changes what a run
-computes. One module of some 500 lines, not several: the palette's sets are chosen against each
-other (tests/test_style.py checks them together), and the names and colours of one thing stay
-side by side."""
+Every figure and every table that shows an algorithm, a dataset or a measure takes its colour
+from here, so PLayer-FL is the same vermillion and Heart the same teal in every chapter. The
+colours of algorithms, rules and the oracle come from one colour-blind-safe palette
+(:data:`PALETTE`, Okabe–Ito's and shades of it), chosen against each other (tests/test_style.py
+checks them together). Every figure module applies :data:`BOOK_RC` on import, so a chapter needs
+no style cell. Display names live in :mod:`playerfl_core.book.display_names` and are re-exported
+here, so ``style`` stays the one import for how a thing looks and reads. Presentation only:
+nothing here changes what a run computes."""
 
 from __future__ import annotations
 
@@ -24,10 +24,27 @@ from matplotlib.colors import to_hex
 from data_prep.base import DataError
 from data_prep.registry import (
     available_datasets,
-    declarations,
     federation,
     is_registered,
     parse_variant,
+)
+from playerfl_core.book.display_names import (  # noqa: F401 (re-exported: callers read S.)
+    FEATURE_SKEW_NAMES,
+    HYPERPARAMETER_LABELS,
+    METRIC_LABELS,
+    RULE_NAMES,
+    RULE_VARIANT_NAMES,
+    SCORE_NAMES,
+    SET_NAMES,
+    client_label,
+    dataset_label,
+    display_names,
+    hyperparameter_label,
+    metric_label,
+    rule_label,
+    rule_variant_label,
+    score_label,
+    set_label,
 )
 from playerfl_core.fl.algorithms.prefix import parse_prefix_name
 from playerfl_core.fl.names import ALGORITHM_NAMES, algorithm_label  # noqa: F401 (re-exported)
@@ -81,7 +98,7 @@ ALGORITHM_COLORS = {
     "playerfl_random": PALETTE["dark vermillion"],  # its ablation: a dark brown
 }
 """One colour per algorithm, the same in every chapter. The four :data:`KEY_ALGORITHMS`, which
-chapter 05 compares dot by dot, are at least ΔE 30 apart (issue 35: PLayer-FL's vermillion and
+chapter 05 compares dot by dot, are at least ΔE 30 apart (PLayer-FL's vermillion and
 Random's former orange, 18 apart, read as one colour in small dots)."""
 
 KEY_ALGORITHMS = ("local", "fedavg", "playerfl", "playerfl_random")
@@ -89,7 +106,7 @@ KEY_ALGORITHMS = ("local", "fedavg", "playerfl", "playerfl_random")
 
 KEY_MARKERS = {"local": "s", "fedavg": "D", "playerfl": "o", "playerfl_random": "^"}
 """Marker shapes of the key algorithms where a figure draws them as dots: Local's dark grey and
-Random's dark brown are alike in lightness, so a reader tells them apart by shape too (issue 35,
+Random's dark brown are alike in lightness, so a reader tells them apart by shape too (as in
 chapter 05's client dots); the muted others are circles."""
 
 MARKER_COLORS = {
@@ -158,7 +175,7 @@ SPLIT_RULE_LINESTYLES = {
     "probe": "-",
 }
 """Line styles of the split rules: the paper's four forms, whose warm colours are only ΔE 18–30
-apart, and the two averaging costs also differ in their dashes (issue 35: a reader could not
+apart, and the two averaging costs also differ in their dashes (a reader could not
 tell the paper's forms apart by colour alone)."""
 
 SPLIT_RULE_MARKERS = {
@@ -177,116 +194,12 @@ colour; none a hexagon or pentagon, which read as circles at the figures' marker
 
 ORACLE_MARKER = "*"
 
-RULE_NAMES = {
-    "paper": "paper",
-    "paper_median": "paper, median pooling",
-    "paper_geomean": "paper, geometric-mean pooling",
-    "cost": "averaging cost",
-    "cost2": "averaging cost, second order",
-    "disagreement": "update disagreement",
-    "probe": "validation probe",
-}
-"""Display names of the split rules of ``fl.split_rules`` (as the pre-registered entries name
-them, without their thresholds)."""
-
-RULE_VARIANT_NAMES = {"paper": "mean (paper)", "median": "median", "geomean": "geometric mean"}
-"""Display names of the split rule's poolings (``split_oracle.RULE_VARIANTS``)."""
-
-SCORE_NAMES = {
-    "accuracy": "accuracy",
-    "macro_f1": "macro-F1",
-    "loss": "loss",
-    "fairness_accuracy": "fairness (accuracy)",
-    "fairness_f1": "fairness (macro-F1)",
-    "fairness_loss": "fairness (loss)",
-    "ipr_accuracy": "IPR (accuracy)",
-    "ipr_f1": "IPR (macro-F1)",
-    "ipr_loss": "IPR (loss)",
-}
-"""Display names of the scores and of the paper's tables of them (fairness: variance over
-clients; IPR: share of clients PLayer-FL improves)."""
-
-
-def rule_label(name) -> str:
-    """Display name of a split rule; anything else (an entry's label, a reader's rule) as it
-    is."""
-    return RULE_NAMES.get(name, name)
-
-
-HYPERPARAMETER_LABELS = {
-    "mu": "μ (proximal weight)",
-    "lam": "λ (pull towards the global model)",
-    "finetune_epochs": "fine-tuning epochs",
-    "p": "layer-preserving rate p",
-    "tau_base": "base aggregation interval τ",
-    "hn_lr": "hypernetwork learning rate",
-    "threshold": "rise threshold t",
-}
-"""Display names of the algorithms' key hyper-parameters (their code names are keyword
-arguments: ``mu``, ``lam``)."""
-
-
-def hyperparameter_label(name) -> str:
-    """Display name of a hyper-parameter; an unknown one as it is."""
-    return HYPERPARAMETER_LABELS.get(name, name)
-
-
-def client_label(name):
-    """Display name of a client: the one a declaration gives (``Federation.client_labels``:
-    Heart's ``va`` reads "Long Beach VA"), else underscores read as spaces (a generated
-    ``client_3`` reads ``client 3``; code names on the page, issue 35); a client number as it
-    is."""
-    if not isinstance(name, str):
-        return name
-    for fed in declarations():
-        if name in fed.client_labels:
-            return fed.client_labels[name]
-    return name.replace("_", " ")
-
-
-def rule_variant_label(name) -> str:
-    """Display name of a pooling variant of the split rule; anything else as it is."""
-    return RULE_VARIANT_NAMES.get(name, name)
-
-
-def score_label(name) -> str:
-    """Display name of a score or a published table of one; anything else as it is."""
-    return SCORE_NAMES.get(name, name)
-
-
-SET_NAMES = {
-    "follow-up": "quantity-skew follow-up",
-    "second follow-up": "concept-shift follow-up",
-}
-"""Display names of the pre-registered split-rule study's sets that its declarations name by
-their order (``study.preregistration.role_of``): by their kind of heterogeneity, which is what a
-reader needs to tell them apart (issue 35). The stored names stay; development, evaluation and
-confirmation read as they are."""
-
-
-def set_label(name):
-    """Display name of a set of the pre-registered study, or of one of its declared families
-    (``preregistration.FAMILIES``: "follow-up, second-order rule" reads "quantity-skew follow-up,
-    second-order rule"); anything else as it is."""
-    if not isinstance(name, str):
-        return name
-    role, sep, rest = name.partition(", ")
-    return f"{SET_NAMES.get(role, role)}{sep}{rest}"
-
 
 MUTED = "#c7c7c7"
 """The colour of algorithms a figure does not single out ("other baselines")."""
 
 PREFIX_COLORMAP = "viridis"
 """Split-sweep runs ``prefix_p<k>`` are coloured along this map, p = 0 (Local) to p = L."""
-
-FEATURE_SKEW_NAMES = {
-    "rotate": "rotated",
-    "invert": "inverted",
-    "noise": "noisy",
-    "quantity": "quantity skew",
-}
-"""Heterogeneity variants' feature-skew kinds (``data_prep.skew.KINDS``) in words."""
 
 
 def algorithm_color(name: str, n_units: int | None = None) -> str:
@@ -319,38 +232,6 @@ def marker_color(kind: str) -> str:
 def rule_variant_color(variant: str) -> str:
     """Colour of a split-rule variant; an unknown variant gets the muted grey."""
     return RULE_VARIANT_COLORS.get(variant, MUTED)
-
-
-def dataset_label(name: str) -> str:
-    """Display name of a dataset: the label its declaration gives (``Federation.label``, e.g.
-    'Fashion-MNIST'); heterogeneity variants in words, e.g. 'Digits, rotated',
-    'Fashion-MNIST, α = 0.1'; an unknown name is returned unchanged."""
-    name = str(name)
-    try:
-        variant = parse_variant(name)
-    except DataError:  # a malformed variant name: show it as it is
-        variant = None
-    base = variant.base if variant is not None else name
-    label = federation(base).display_name if is_registered(base) else base
-    if variant is None:
-        return label
-    parts = [label]
-    if variant.kind is not None:
-        parts.append(FEATURE_SKEW_NAMES.get(variant.kind, variant.kind))
-    if variant.alpha is not None:
-        parts.append(f"α = {variant.alpha:g}")
-    return ", ".join(parts)
-
-
-def display_names(frame, algorithm: str = "algorithm", dataset: str = "dataset"):
-    """A copy of a table with its algorithm and dataset columns (when present) in display names,
-    for tables shown to the reader."""
-    out = frame.copy()
-    if algorithm in out.columns:
-        out[algorithm] = out[algorithm].map(algorithm_label)
-    if dataset in out.columns:
-        out[dataset] = out[dataset].map(dataset_label)
-    return out
 
 
 # --- datasets and per-layer measures ---------------------------------------------------------
@@ -397,25 +278,6 @@ MEASURE_COLORS = {
 }
 """One colour per per-layer measure, by family (sensitivity, gradients, curvature, CKA), the
 same in chapters 01, 02 and 03."""
-
-METRIC_LABELS = {
-    "sensitivity": "federation sensitivity sₖ",
-    "cum_sensitivity": "cumulative Fₖ = (s₁ + … + sₖ)/s₁",
-    "grad_variance": "gradient variance (full data)",
-    "grad_noise": "gradient noise (across batches)",
-    "hessian_trace": "Hessian block trace",
-    "hessian_trace_per_param": "Hessian trace / parameters",
-    "hessian_top_eig": "Hessian block top eigenvalue",
-    "cka_dissimilarity": "1 − CKA (mean over other clients)",
-    "cka": "linear CKA",
-}
-"""Display names of the per-layer measures, in Unicode: the same text in a figure, a table
-and a sentence (TeX would show as raw ``$...$`` in an HTML table)."""
-
-
-def metric_label(metric: str) -> str:
-    """Display name of a per-layer measure; an unknown one is returned unchanged."""
-    return METRIC_LABELS.get(metric, metric)
 
 
 def _fallback_color(key: str) -> str:

@@ -2,7 +2,7 @@
 silo as a one-client run between messages and answers the server's calls with that run's own
 :class:`~playerfl_core.fl.engine.LocalLink`.
 
-Cut out of :mod:`playerfl_core.flower.link` (issue 23), whose docstring tells the whole story.
+Cut out of :mod:`playerfl_core.flower.link`, whose docstring tells the whole story.
 """
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ import torch
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 
+from data_prep import registry
+from playerfl_core.fl.algorithms import get_algorithm
 from playerfl_core.fl.engine import LocalLink, Run, RunConfig, make_client
+from playerfl_core.flower import silo_data
 from playerfl_core.flower.checkpoints import SiloCheckpoints
 from playerfl_core.flower.wire import (
     CALLS,
@@ -39,13 +42,9 @@ def _silo_data(job: Job, context: Context):
     data_dir = context.node_config.get("data-dir")
     key = (job.dataset, job.profile, job.data_seed, tuple(job.dataset_modules), data_dir)
     if key not in _DATA:
-        from data_prep import registry
-
         for path in job.dataset_modules:
             registry.load_dataset_module(path)  # idempotent
         if data_dir:
-            from playerfl_core.flower import silo_data
-
             silo = _silo(context)
             _DATA[key] = silo_data.read(data_dir, job.dataset, job.profile, job.data_seed, silo)
         else:
@@ -84,8 +83,6 @@ class Session:
 
 
 def _new_session(job: Job, silo: int, data) -> Session:
-    from playerfl_core.fl.algorithms import get_algorithm
-
     if not 0 <= silo < data.n_clients:
         raise FlowerRunError(
             f"this SuperNode is silo {silo} (node config partition-id), but {job.dataset!r} "

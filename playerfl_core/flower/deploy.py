@@ -24,6 +24,8 @@ import torch
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.profiles import make_config
 from playerfl_core.flower.checkpoints import CheckpointObserver, ServerCheckpoint
 from playerfl_core.flower.link import Job, client_app, serve
 
@@ -50,9 +52,6 @@ RUN_CONFIG = {
 
 def job_from_config(config: dict) -> Job:
     """The :class:`Job` a run config describes; bad values raise a ValueError naming the key."""
-    from playerfl_core.fl.algorithms import get_algorithm
-    from playerfl_core.fl.profiles import make_config
-
     unknown = sorted(set(config) - set(RUN_CONFIG))
     if unknown:
         raise ValueError(f"run config: unknown keys {unknown}; the keys are {sorted(RUN_CONFIG)}.")

@@ -25,17 +25,16 @@ already applied in each silo's file, as a deployment would agree on them before 
 Flower's CLI reads its connection settings from ``$FLWR_HOME/config.toml``: the recipe writes
 one in its own folder, so the user's ``~/.flwr`` is left alone.
 
-Length (about 510 lines): one recipe, one class (:class:`Federation`) that starts, watches and
-stops its processes in order; its steps share the processes' state and read top to bottom.
+About 430 lines: one recipe, one class (:class:`Federation`) that starts, watches and stops its
+processes in order; the processes themselves (ports, environment, stopping a process with its
+children) are :mod:`~playerfl_core.flower.processes`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -45,7 +44,18 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from data_prep import registry
+from playerfl_core.flower import silo_data
 from playerfl_core.flower.credentials import Credentials, NodeKeys, make_credentials
+from playerfl_core.flower.processes import (  # noqa: F401 (re-exported for tests)
+    FederationError,
+    Process,
+    _bin,
+    _descendants,
+    _environment,
+    _toml,
+    free_port,
+)
 from playerfl_core.stats.results import folder_problem
 
 APP_DIR = Path(__file__).resolve().parents[2] / "silos"
@@ -54,77 +64,6 @@ APP_DIR = Path(__file__).resolve().parents[2] / "silos"
 REFUSED = "Exit Code: 305"
 """What a SuperNode the SuperLink did not admit logs before it exits (Flower's exit code 305,
 ref-exit-codes/305; the process itself returns 1 after its web server shuts down)."""
-
-
-class FederationError(RuntimeError):
-    """A process did not start, a wait timed out, or the run failed: the message says which."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class Process:
-    """One started process, in its own process group, logging to a file."""
-
-    name: str
-    popen: subprocess.Popen
-    log: Path
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def tail(self, lines: int = 15) -> str:
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        """Signal the process's group and every process it spawned (Flower detaches its
-        SuperExec and app processes into sessions of their own)."""
-        for pid in [self.popen.pid, *_descendants(self.popen.pid)]:
-            try:
-                os.killpg(pid, sig) if pid == self.popen.pid else os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-
-    def stop(self, grace: float = 10.0) -> None:
-        if self.alive():
-            family = _descendants(self.popen.pid)
-            self.kill(signal.SIGTERM)
-            try:
-                self.popen.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                pass
-            for pid in family:  # children detached into their own sessions
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        self.kill(signal.SIGKILL)
-        try:
-            self.popen.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            raise FederationError(f"{self.name} (pid {self.popen.pid}) did not stop.") from None
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (Linux ``/proc``)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 @dataclass
@@ -362,8 +301,7 @@ class Federation:
     def provide_data(self, config: dict) -> None:
         """Put each silo's own part of the run's federation into its data folder, unless it is
         there (on one machine the recipe plays the data steward: see ``silo_data``)."""
-        from data_prep import registry
-        from playerfl_core.flower import silo_data
+        # deferred: deploy imports flwr, which the recipe's own process does not need
         from playerfl_core.flower.deploy import RUN_CONFIG
 
         dataset, profile, seed = (
@@ -433,37 +371,6 @@ class Federation:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def _bin(name: str) -> str:
-    """A Flower executable of this Python's environment."""
-    return str(Path(sys.executable).parent / name)
-
-
-def _environment(flwr_home: Path) -> dict:
-    """The processes' environment: this library importable, Flower offline and quiet."""
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    for name in ("FORCE_COLOR", "CLICOLOR_FORCE"):  # set in Jupyter kernels: ANSI codes in JSON
-        env.pop(name, None)
-    env["NO_COLOR"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    env["PATH"] = os.pathsep.join((str(Path(sys.executable).parent), env.get("PATH", "")))
-    env.update(
-        FLWR_HOME=str(flwr_home),
-        FLWR_TELEMETRY_ENABLED="0",
-        FLWR_DISABLE_UPDATE_CHECK="1",
-        OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"),
-    )
-    return env
-
-
-def _toml(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)
-    return repr(value)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """What the server and the silos agree on: the protocol, the calls a message may carry, a job
 (one run to carry out), the errors a silo's answer can raise, and tensors in Flower records.
 
-Cut out of :mod:`playerfl_core.flower.link` (issue 23) so that the silo side
+Cut out of :mod:`playerfl_core.flower.link` so that the silo side
 (:mod:`~playerfl_core.flower.client`) and the server side (:mod:`~playerfl_core.flower.link`)
 share it without importing each other.
 """

@@ -209,7 +209,7 @@ def hessian_unit(
     ``n_probes`` samples exist (one uninterrupted probe stream). ``eig_iters=0`` skips the
     eigenvalue (NaN), e.g. to time the trace alone.
     """
-    from pyhessian import hessian
+    from pyhessian import hessian  # deferred: about 1.2 s to import, only the Hessian needs it
 
     if n_probes < 1 or eig_iters < 0:
         raise ValueError(f"Need n_probes ≥ 1 and eig_iters ≥ 0, got {n_probes}, {eig_iters}.")

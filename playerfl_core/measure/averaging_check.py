@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from playerfl_core.fl.sensitivity import sensitivity_from_gradient
 from playerfl_core.fl.units import unit_names, unit_params
+from playerfl_core.measure.layer_measure import first_epoch_models
 
 LossFn = Callable[[nn.Module], torch.Tensor]
 COLUMNS = [
@@ -179,8 +180,6 @@ def client_averaged(effects: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFra
 def first_epoch_averaging_check(data, config, progress: bool = True) -> pd.DataFrame:
     """:func:`averaging_effects` on the clients' models after one local epoch from the common
     initialisation (the models PLayer-FL computes its split on), training-size weights."""
-    from playerfl_core.measure.layer_measure import first_epoch_models
-
     models = first_epoch_models(data, replace(config, progress=False))
     weights = [c.n_train for c in data.clients]
     pairs = [(c.x_train, c.y_train) for c in data.clients]

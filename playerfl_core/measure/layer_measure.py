@@ -19,8 +19,11 @@ import pandas as pd
 import torch
 from torch import nn
 
+from data_prep import load
 from data_prep.registry import federation
-from playerfl_core.fl.engine import Observer
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.engine import Observer, run_federated
+from playerfl_core.fl.profiles import make_config
 from playerfl_core.fl.sensitivity import (
     cumulative_sensitivity,
     full_gradient,
@@ -238,12 +241,7 @@ def layer_analytics(
     sensitivity later; by default the dataset's :func:`analytics_plan` settings. Returns the
     long table of :data:`COLUMNS`.
     """
-    from playerfl_core.fl.algorithms import get_algorithm
-    from playerfl_core.fl.engine import run_federated
-    from playerfl_core.fl.profiles import make_config
-
     if data_loader is None:
-        from data_prep import load
 
         def data_loader(s):
             return load(dataset, profile=profile, seed=s)
@@ -334,8 +332,5 @@ def _measure_run(run, probe, settings: AnalyticsSettings, seed: int) -> list[tup
 def first_epoch_models(data, config) -> list[nn.Module]:
     """Every client's model after one local epoch from the common initialisation: the models
     the PLayer-FL split is computed on (identical for local and FedAvg)."""
-    from playerfl_core.fl.algorithms import get_algorithm
-    from playerfl_core.fl.engine import run_federated
-
     run = run_federated(data, get_algorithm("local"), replace(config, rounds=1))
     return [c.model for c in run.clients]

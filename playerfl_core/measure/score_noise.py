@@ -1,5 +1,5 @@
-"""How far one client's test macro-F1 moves from the draw of its test images alone (issue 34,
-item 5): the standard error of the score at ``n`` images, measured, not assumed.
+"""How far one client's test macro-F1 moves from the draw of its test images alone: the
+standard error of the score at ``n`` images, measured, not assumed.
 
 A trained model's predictions on a large test set drawn from the client's distribution
 (``data_prep.eval_sets``) stand in for that distribution: resampling ``n`` of them with
@@ -16,6 +16,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from data_prep import load
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.algorithms.prefix import prefix_name
+from playerfl_core.fl.engine import run_federated
+from playerfl_core.fl.profiles import make_config
 from playerfl_core.fl.scoring import accuracy_and_class_f1
 
 
@@ -60,12 +65,6 @@ def client_predictions(dataset: str, seed: int, p: int, eval_per_client: int):
     """Train the book's run of split ``p`` on ``dataset`` (quick sizes, one thread) and predict
     each client's ``eval_per_client`` test images drawn from its own distribution with the model
     it deploys after the last round. Returns (the large federation, per client its predictions)."""
-    from data_prep import load
-    from playerfl_core.fl.algorithms import get_algorithm
-    from playerfl_core.fl.algorithms.prefix import prefix_name
-    from playerfl_core.fl.engine import run_federated
-    from playerfl_core.fl.profiles import make_config
-
     big = load(dataset, "quick", seed=seed, eval_per_client=eval_per_client)
     algorithm = get_algorithm(prefix_name(p))
     config = make_config(dataset, "quick", seed=seed, device="cpu", progress=False)

@@ -7,6 +7,7 @@ itself runs.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -148,8 +149,6 @@ def timed(fns: Sequence[Callable[[], object]], repeats: int = 21, warmup: int = 
     ``fns`` once, back to back, so the timings of one repeat share the machine's state; the
     ``warmup`` untimed rounds before absorb one-off costs (allocator growth, lazy
     initialisation, caches)."""
-    import time
-
     if repeats < MIN_TIMING_REPEATS:
         raise ValueError(
             f"repeats must be ≥ {MIN_TIMING_REPEATS} for a stable median, got {repeats}."

@@ -28,7 +28,7 @@ strength**. The rule, applied to every test of the claims (α = :data:`ALPHA` un
    p-value, and the claim is *contradicted* if any part is, *supported* if every part is, else
    *undecided* (strength *weak* when some parts are decided or leaning, else *none*).
 
-Cut out of :mod:`playerfl_core.stats.claims` (issue 23) with the records it makes
+Cut out of :mod:`playerfl_core.stats.claims` with the records it makes
 (:class:`Evidence`, :class:`Verdict`, :class:`Claim`); the tests are in
 :mod:`~playerfl_core.stats.exact_tests` and :mod:`~playerfl_core.stats.evidence`.
 """
@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.stats.p_values import p_value_text
+from playerfl_core.stats.rank_tests import holm
 
 ALPHA = 0.05
 """Significance level of every verdict."""
@@ -172,8 +173,6 @@ def strength_text(verdict: str, strength: str, estimate: float) -> str:
 
 def holm_decide(parts: Sequence[Evidence], equivalence: bool = False) -> list[Evidence]:
     """Decide every part on its Holm-adjusted p-value, over the parts that were run."""
-    from playerfl_core.stats.metrics import holm
-
     run = [i for i, e in enumerate(parts) if e.testable and np.isfinite(e.pvalue)]
     adjusted = dict(zip(run, holm([parts[i].pvalue for i in run]), strict=True)) if run else {}
     out = []

@@ -3,7 +3,7 @@
 pairwise comparison over seeds (Wilcoxon beside baycomp's Bayesian signed-rank test), and the
 "best rank" test (Friedman, then Nemenyi).
 
-Cut out of :mod:`playerfl_core.stats.claims` (issue 23); the claims themselves stay there.
+Cut out of :mod:`playerfl_core.stats.claims`; the claims themselves stay there.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from playerfl_core.stats.exact_tests import (
     spearman_null,
     wilcoxon_exact,
 )
+from playerfl_core.stats.metrics import friedman, nemenyi_pvalues, rank_table
 from playerfl_core.stats.p_values import p_value_text
 
 
@@ -120,7 +121,7 @@ def paired_comparison(
     ``rope`` (same units as the scores), seeded, giving P(a better), P(ROPE), P(b better).
     Decided by :func:`decide` with practical equivalence.
     """
-    import baycomp
+    import baycomp  # deferred: about 0.6 s to import, and only this test needs it
 
     _check_alpha(alpha)
     if rope < 0:
@@ -171,8 +172,6 @@ def best_rank_evidence(
     significantly better than every other, else undecided. Returns the evidence and the
     Nemenyi table (other, mean_rank, p), empty when not run.
     """
-    from playerfl_core.stats.metrics import friedman, nemenyi_pvalues, rank_table
-
     _check_alpha(alpha)
     complete = wide.dropna(axis=0, how="any")
     if control not in complete.index:

@@ -2,7 +2,7 @@
 Monte Carlo) null of Spearman's ρ and of its mean over seeds, the exact Wilcoxon test, and the
 exact sign-flip permutation test of a mean (the split study's test: its text claims means).
 
-Cut out of :mod:`playerfl_core.stats.claims` (issue 23): :mod:`~playerfl_core.stats.metrics`
+Cut out of :mod:`playerfl_core.stats.claims`: :mod:`~playerfl_core.stats.metrics`
 uses these tests too, and taking them from here keeps metrics and claims out of a circle. No
 verdicts here: :mod:`~playerfl_core.stats.decisions` turns p-values into verdicts.
 """

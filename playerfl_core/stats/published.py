@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from data_prep.base import data_root
+from data_prep.prepare import statuses
+from data_prep.registry import declarations
+
 NAMES = {
     "Local": "local",
     "FedAvg": "fedavg",
@@ -33,8 +37,6 @@ NAMES = {
 def paper_columns() -> dict[str, str]:
     """The published tables' column names -> registered federations (each declaration's
     ``paper_name``): which of our federations each published column describes."""
-    from data_prep.registry import declarations
-
     return {f.paper_name: f.name for f in declarations() if f.paper_name}
 
 
@@ -272,9 +274,6 @@ def published_beside_missing(
     ``data_prep.prepare.statuses``, which prepares nothing that is absent).
     """
     if present is None:
-        from data_prep.base import data_root
-        from data_prep.prepare import statuses
-
         present = {k: ok for k, (ok, _) in statuses(data_root()).items()}
     theirs = published_wide(name)
     cols = {}

@@ -1,11 +1,12 @@
 """The scorecard: the claims' verdicts as one table, in Markdown or HTML for the chapters.
 
-Cut out of :mod:`playerfl_core.stats.claims` (issue 23), which re-exports its names. Rendering
+Cut out of :mod:`playerfl_core.stats.claims`, which re-exports its names. Rendering
 only: nothing here decides a verdict.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 import pandas as pd
@@ -63,8 +64,6 @@ def scorecard_html(card: pd.DataFrame, titles: dict[str, str] | None = None) -> 
     chapter 05's tables print it, and a badge without one read as a missing value), the reason
     and a link to the chapter by its title (``titles``: chapter → title; the file name
     otherwise)."""
-    import html
-
     titles = titles or {}
     items = []
     for r in card.itertuples(index=False):

@@ -15,9 +15,10 @@ quantity the book's text and tables report:
   paired per-seed differences (same seed, same learning rate), the same test of their mean.
 
 Why not the Wilcoxon signed-rank test, which these verdicts used until the fifth declaration of
-:mod:`playerfl_core.study.preregistration` (item 11): it decides on a symmetric centre, close
-to the median for the zero-inflated, right-skewed regrets of a split rule, while the text says
-"mean regret within δ" (18 seeds at 0 and 2 at 0.30: mean 0.03 > δ, Wilcoxon "within δ").
+:mod:`playerfl_core.study.preregistration` (a declared correction): it decides on a symmetric
+centre, close to the median for the zero-inflated, right-skewed regrets of a split rule, while
+the text says "mean regret within δ" (18 seeds at 0 and 2 at 0.30: mean 0.03 > δ, Wilcoxon
+"within δ").
 ``test="wilcoxon"`` keeps the earlier test, for the side-by-side re-analysis of chapter 04b.
 
 Every verdict is one part of its claim's family: Holm's adjustment applies over the family
@@ -25,7 +26,7 @@ Every verdict is one part of its claim's family: Holm's adjustment applies over 
 that cannot reach α with the seeds at hand (2/2ⁿ > α: fewer than 6 non-zero values) is not run,
 and its verdict is *undecided* with the reason.
 
-Cut out of :mod:`playerfl_core.stats.claims` (issue 23), which re-exports its names.
+Cut out of :mod:`playerfl_core.stats.claims`, which re-exports its names.
 """
 
 from __future__ import annotations
@@ -37,12 +38,15 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.stats.decisions import ALPHA, Evidence, holm_decide, p_value_text
+from playerfl_core.stats.evidence import paired_comparison
 from playerfl_core.stats.exact_tests import min_pvalue, sign_flip_mean_test, wilcoxon_exact
+from playerfl_core.stats.metrics import run_scores
 from playerfl_core.stats.seed_stats import bootstrap_interval
 
 TOLERANCE = 0.02
 """δ: the regret (macro-F1) the book accepts as "as good as the oracle", fixed before looking:
-the practitioner's target of issue 24, and the book's earlier region of practical equivalence."""
+the practitioner's target an early review of the split rule set, and the book's earlier region
+of practical equivalence."""
 
 SPLIT_CLAIMS = {
     "oracle": "the rule's split is as good as the validation oracle's (mean regret within δ)",
@@ -63,7 +67,8 @@ TESTS = {
 """The split study's tests by name: (what the verdict's reason calls it, its :func:`min_pvalue`
 name, the test, the centre whose sign gives the direction)."""
 TEST = "mean"
-"""The book's one choice for the split study's verdicts (fifth declaration, item 11)."""
+"""The book's one choice for the split study's verdicts: the test of the mean (the fifth
+declaration of the pre-registration, a declared correction)."""
 
 
 def _evidence(d: np.ndarray, part: str, of: str, alpha: float, test: str) -> Evidence:
@@ -153,9 +158,6 @@ def c5_family(
     evidence) per part; the tuned part's dataset is ``"all"``."""
     out = []
     if results is not None:
-        from playerfl_core.stats.evidence import paired_comparison
-        from playerfl_core.stats.metrics import run_scores
-
         runs = run_scores(results, "macro_f1")
         wide = runs.pivot_table(index=["dataset", "seed"], columns="algorithm", values="value")
         missing = [a for a in (control, random) if a not in wide.columns]

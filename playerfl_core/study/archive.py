@@ -18,17 +18,15 @@ which case it found. The committed numbers are only as good as the code's abilit
 them again. :func:`archive_view` shows a store as if the archive were unpacked into it, writing
 nothing (``playerfl grid --dry-run``).
 
-Length (about 440 lines): packing, loading, unpacking, the unpacked view and verifying all read
-or write the manifest's format, so they change together.
+The format they share (file names, folders, the run checksum and seal, reading a manifest) is
+:mod:`playerfl_core.study.archive_manifest`, whose names are re-exported here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, fields
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -36,70 +34,30 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from data_prep import load
 from data_prep.registry import is_declared
-from playerfl_core.stats.results import COLUMNS, atomic_write, env_folder, folder_problem
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.engine import run_federated
+from playerfl_core.stats.results import COLUMNS, atomic_write, folder_problem
 from playerfl_core.study import machine
+from playerfl_core.study.archive_manifest import (  # noqa: F401 (re-exported: callers name them here)
+    ARCHIVE_DIR,
+    MANIFEST_FILE,
+    PENDING,
+    TABLE_FILE,
+    ArchiveError,
+    _is_ok,
+    _other_profiles,
+    archive_dir,
+    pending_dir,
+    provenance,
+    read_manifest,
+    seal,
+    stores_dir,
+    table_digest,
+)
+from playerfl_core.study.run_store import RunSpec, Store
 from playerfl_core.study.verification import BITWISE, STATISTICAL, compare_run, statistical_verdict
-
-ARCHIVE_DIR = Path(__file__).resolve().parents[2] / "stores"
-TABLE_FILE, MANIFEST_FILE = "runs.parquet", "manifest.json"
-
-
-class ArchiveError(RuntimeError):
-    """A committed archive is missing, damaged or does not match its manifest."""
-
-
-def stores_dir() -> Path:
-    """``<repo>/stores``, or the folder ``PLAYERFL_STORES`` names."""
-    return env_folder("PLAYERFL_STORES") or ARCHIVE_DIR
-
-
-PENDING = "pending"
-"""``stores/pending/<work>/``: the finished runs of a computation that takes longer than one
-session, committed as they end so that any machine resumes it; nothing reads them until every
-run exists (the chapters' inputs digest leaves them out)."""
-
-
-def pending_dir(work: str) -> Path:
-    """``<stores>/pending/<work>``: where a long computation's finished runs wait."""
-    return stores_dir() / PENDING / work
-
-
-def archive_dir(profile: str) -> Path:
-    """``<repo>/stores/<profile>`` (``PLAYERFL_STORES`` replaces ``<repo>/stores``)."""
-    return stores_dir() / profile
-
-
-def table_digest(table: pd.DataFrame) -> str:
-    """SHA-256 of a run's rows in the results schema (floats written at round-trip precision)."""
-    text = table[COLUMNS].to_csv(index=False, float_format="%.17g", lineterminator="\n")
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def seal(folder: Path, entries: list[dict]) -> str:
-    """SHA-256 of the archive's table file and of every finished run's id, row count and
-    checksum: equal to the manifest's seal only if neither was changed since pack checked them."""
-    digest = hashlib.sha256()
-    with open(folder / TABLE_FILE, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    runs = [(e["run_id"], e["rows"], e["sha256"]) for e in entries if _is_ok(e)]
-    digest.update(json.dumps(runs).encode())
-    return digest.hexdigest()
-
-
-def provenance(profile: str, command: str) -> dict:
-    """Who, what and where: enough to tell whether a re-computation should match bit for bit."""
-    from playerfl_core.study.run_store import code_fingerprint
-
-    return {
-        "profile": profile,
-        "code": code_fingerprint(),
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "command": command,
-        "machine": {**machine.fingerprint(threads=1), "cpu_count": os.cpu_count()},
-        "versions": {**machine.fingerprint()["versions"], "pandas": pd.__version__},
-    }
 
 
 def pack(
@@ -187,62 +145,6 @@ def pack(
     text = json.dumps(manifest, indent=1, sort_keys=True, default=str)
     atomic_write(out / MANIFEST_FILE, lambda p: p.write_text(text))
     return out
-
-
-def _manifest_error(file: Path, why: str) -> ArchiveError:
-    return ArchiveError(
-        f"{file}: not a results-archive manifest ({why}); restore it with "
-        f"`git checkout -- {file}` or rebuild the archive with `playerfl archive pack`."
-    )
-
-
-def read_manifest(path: str | Path) -> dict:
-    """The manifest of the archive folder ``path``, checked for the shape every reader relies
-    on (an object whose ``runs`` list has one object per run with ``run_id`` and ``status``, and
-    ``rows`` and ``sha256`` for finished runs); anything else raises one :class:`ArchiveError`
-    naming the file and how to restore it."""
-    file = Path(path) / MANIFEST_FILE
-    try:
-        manifest = json.loads(file.read_text())
-    except (OSError, UnicodeDecodeError) as err:
-        raise ArchiveError(f"{file}: cannot read the archive's manifest ({err}).") from err
-    except ValueError as err:
-        raise _manifest_error(file, f"not valid JSON: {err}") from None
-    if not isinstance(manifest, dict):
-        raise _manifest_error(file, f"a JSON {type(manifest).__name__}, not an object")
-    runs = manifest.get("runs")
-    if not isinstance(runs, list):
-        raise _manifest_error(file, 'no "runs" list' if runs is None else '"runs" is not a list')
-    for i, entry in enumerate(runs):
-        need = ("run_id", "status", *(("rows", "sha256") if _is_ok(entry) else ()))
-        lacking = [k for k in need if k not in entry] if isinstance(entry, dict) else None
-        if lacking is None or lacking:
-            what = "is not an object" if lacking is None else f"lacks {', '.join(lacking)}"
-            raise _manifest_error(file, f"runs[{i}] {what}")
-    others = _other_profiles(runs, manifest.get("profile"))
-    if others:
-        listed = ", ".join(f"{n} of profile {p!r}" for p, n in others.items())
-        raise ArchiveError(
-            f"{file}: {listed} of its {len(runs)} runs, but the manifest says profile "
-            f"{manifest.get('profile')!r} (an archive holds one profile); restore it with "
-            f"`git checkout -- {Path(path)}` or pack each profile's store into its own archive."
-        )
-    return manifest
-
-
-def _other_profiles(runs: list[dict], profile) -> dict[str, int]:
-    """How many ``runs`` (store records or manifest entries) record another data profile than
-    ``profile``: their numbers would be reported under the wrong one."""
-    counts: dict[str, int] = {}
-    for run in runs:
-        other = run.get("profile")
-        if other is not None and other != profile:
-            counts[other] = counts.get(other, 0) + 1
-    return counts
-
-
-def _is_ok(entry) -> bool:
-    return isinstance(entry, dict) and entry.get("status") == "ok"
 
 
 def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
@@ -338,8 +240,6 @@ def archive_view(store, profile: str):
     path = archive_dir(profile)
     if not (path / MANIFEST_FILE).exists():
         return store
-    from playerfl_core.study.run_store import Store
-
     table, manifest = load_archive(path)
 
     class ArchiveView(Store):
@@ -366,8 +266,6 @@ def archive_view(store, profile: str):
 
 def spec_of(entry: dict):
     """The :class:`~playerfl_core.study.experiments.RunSpec` a manifest entry was computed from."""
-    from playerfl_core.study.run_store import RunSpec
-
     names = {f.name for f in fields(RunSpec)}
     return RunSpec(**{k: v for k, v in entry.items() if k in names})
 
@@ -404,10 +302,6 @@ def recompute_runs(path: str | Path, run_ids: list[str], threads: int = 1) -> pd
     settings changed since the archive was made) and the columns of
     :func:`~playerfl_core.study.verification.compare_run`.
     """
-    from data_prep import load
-    from playerfl_core.fl.algorithms import get_algorithm
-    from playerfl_core.fl.engine import run_federated
-
     table, manifest = load_archive(path)
     entries = {e["run_id"]: e for e in manifest["runs"] if e["status"] == "ok"}
     out, previous = [], torch.get_num_threads()

@@ -1,0 +1,160 @@
+"""What names a run: its :class:`RunSpec` (the choices that make its file name in a store) and
+:func:`code_fingerprint` (the code that computes it).
+
+Part of the run store (:mod:`playerfl_core.study.run_store`, which re-exports every name here);
+apart so that the names a run carries read on one page, without the store's file handling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import MISSING, asdict, dataclass, fields
+from functools import cached_property
+from pathlib import Path
+
+from data_prep.registry import federation, is_registered
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.engine import RunConfig
+from playerfl_core.fl.profiles import SIZE_OF, authors_settings, make_config
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+REPO_ROOT = PACKAGE_DIR.parent
+
+
+def code_fingerprint() -> str:
+    """Hash of the sources a run depends on (engine, models, algorithms, data preparation).
+
+    Recorded with every run; a stored run whose fingerprint differs from the current code is
+    flagged ``stale_code`` in the status table (and counted in the note); ``fresh=True``
+    recomputes. Analysis and plotting modules are not part of it: they never change a run.
+    """
+    h = hashlib.sha256()
+    core = [PACKAGE_DIR / f"{m}.py" for m in RUN_MODULES]
+    files = (
+        core
+        + sorted((PACKAGE_DIR / "fl" / "algorithms").glob("*.py"))
+        + sorted(p for p in (REPO_ROOT / "data_prep").glob("*.py") if p.name not in NOT_RUN)
+    )
+    for f in files:
+        if f.exists():
+            h.update(f.relative_to(REPO_ROOT).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+NOT_RUN = ("preregistered.py",)
+"""Files of ``data_prep`` that no run reads: the pre-registered study's lists of federations and
+seeds (a new declaration must not make every stored run look stale)."""
+
+RUN_MODULES = (
+    "fl/engine",
+    "fl/config",  # cut out of the engine
+    "fl/client",  # cut out of the engine
+    "fl/seeding",
+    "fl/errors",
+    "fl/schema",
+    "fl/models",
+    "fl/units",
+    "fl/sensitivity",
+    "fl/profiles",
+    "stats/results",
+    "fl/scoring",
+    "fl/losses",
+    "fl/determinism",  # CUDA kernels (the CPU's are deterministic already)
+)
+"""Modules of ``playerfl_core`` (paths under the package) whose code decides a run's numbers
+(besides ``fl/algorithms/``)."""
+
+
+def options_tag(loss: str, augment: bool) -> str:
+    """``""`` for the default training options, else ``_focal`` and/or ``_augment``."""
+    return ("_focal" if loss == "focal" else "") + ("_augment" if augment else "")
+
+
+def protocol_tag(protocol: str) -> str:
+    """``""`` for the book's protocol, else ``_<protocol>``."""
+    return "" if protocol == "book" else f"_{protocol}"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that names one run; :attr:`run_id` is its file name in the store."""
+
+    dataset: str
+    algorithm: str
+    lr: float
+    seed: int
+    profile: str = "quick"
+    eval_timing: str = "after_aggregation"
+    rounds: int | None = None
+    loss: str = "cross_entropy"
+    augment: bool = False
+    protocol: str = "book"
+
+    def __post_init__(self):
+        """Under the authors' protocol the spec holds the settings it implies (scoring time,
+        loss, augmentation), so its name and record say what ran."""
+        if self.protocol == "authors":
+            chosen = {"eval_timing": self.eval_timing, "loss": self.loss, "augment": self.augment}
+            implied = {**chosen, **authors_settings(self.dataset, chosen)}
+            for key, value in implied.items():
+                object.__setattr__(self, key, value)
+
+    def config(self, device: str | None = None) -> RunConfig:
+        return make_config(
+            self.dataset,
+            self.profile,
+            seed=self.seed,
+            lr=self.lr,
+            rounds=self.rounds,
+            device=device,
+            eval_timing=self.eval_timing,
+            loss=self.loss,
+            augment=self.augment,
+            protocol=self.protocol,
+            progress=False,
+        )
+
+    def fingerprint(self) -> dict:
+        """What the user chose for this run: dataset, algorithm, data profile, and the settings
+        and hyper-parameters that differ from their defaults.
+
+        Defaults stay out, so adding an option whose default keeps the old behaviour keeps every
+        stored run's name; what the code does by default is tracked by :func:`code_fingerprint`
+        (stored runs of other code are flagged ``stale_code``) and checked by re-computation
+        (:func:`playerfl_core.study.archive.recompute_sample`).
+        """
+        config = asdict(self.config("cpu"))
+        defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
+        chosen = {
+            k: v
+            for k, v in config.items()
+            if k not in ("device", "progress", "dataset")
+            and (k not in defaults or v != defaults[k])
+        }
+        algorithm = get_algorithm(self.algorithm)
+        hyper = {
+            k: v for k, v in algorithm.hyperparameters().items() if v != algorithm.defaults()[k]
+        }
+        size = SIZE_OF[self.profile]
+        data = federation(self.dataset).loader_sizes(size) if is_registered(self.dataset) else {}
+        return {
+            "dataset": self.dataset,
+            "algorithm": self.algorithm,
+            "config": chosen,
+            "hyperparameters": hyper,
+            "data": {"profile": self.profile, **data},
+        }
+
+    @cached_property
+    def run_id(self) -> str:
+        digest = hashlib.sha256(
+            json.dumps(self.fingerprint(), sort_keys=True, default=str).encode()
+        ).hexdigest()
+        rounds = f"_r{self.rounds}" if self.rounds is not None else ""
+        timing = "" if self.eval_timing == "after_aggregation" else f"_{self.eval_timing}"
+        return (
+            f"{self.dataset}_{self.algorithm}_lr{self.lr:g}_s{self.seed}{timing}{rounds}"
+            f"{options_tag(self.loss, self.augment)}{protocol_tag(self.protocol)}_{digest[:8]}"
+        )
