@@ -1,7 +1,8 @@
 """How a number appears in the book's tables and prose: a true minus sign, no negative zero, an
 interval as one piece of text, p-values at two significant digits, significant digits that
-keep their trailing zeros, and "–" where a value is missing. One place, so that every chapter
-writes numbers the same way; :mod:`.tables` applies these to whole tables."""
+keep their trailing zeros, "–" where a value is missing, and a list of names as a sentence
+writes it. One place, so that every chapter writes numbers the same way; :mod:`.tables` applies
+these to whole tables."""
 
 from __future__ import annotations
 
@@ -109,3 +110,8 @@ def label_text(value) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return number_text(value, "d")
     return str(value)
+
+
+def and_list(names: list[str]) -> str:
+    """Names as a sentence lists them: "a", "a and b", "a, b and c"."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
