@@ -131,8 +131,8 @@ def confirmation_lines(verdicts: pd.DataFrame | None) -> str:
 
 
 def selection_text(study: RuleStudy) -> str:
-    """Item 10's selection as recomputed here: each kind and the entries whose largest mean
-    evaluation regret it holds."""
+    """The confirmation test's selection as recomputed here: each kind and the entries whose
+    largest mean evaluation regret it holds (the confirmation reruns the kinds named here)."""
     by_kind: dict[str, list[str]] = {}
     for entry, kind in P.worst_kinds(study.regrets).items():
         by_kind.setdefault(kind, []).append(entry)
