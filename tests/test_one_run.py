@@ -52,9 +52,7 @@ def test_any_other_run_is_left_to_the_chapter_to_train(monkeypatch):
     assert R.committed_run("heart", "playerfl", _config(rounds=3), {}, "quick") is None
     assert R.committed_run("heart", "playerfl", _config(seed=987), {}, "quick") is None
     assert R.committed_run("heart", "playerfl", _config(), {}, "paper") is None  # no archive
-    import playerfl_core.study.code_versions as V
-
-    monkeypatch.setattr(V, "equivalent_codes", lambda code, path=None: {code})
+    monkeypatch.setattr(R, "equivalent_codes", lambda code, path=None: {code})
     R._archive.cache_clear()
     assert R.committed_run("heart", "playerfl", _config(), {}, "quick") is None  # unchecked code
 

@@ -281,12 +281,13 @@ def test_a_changed_rules_table_is_refused(committed, tmp_path):
 
 def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
     from playerfl_core.book.reports import rule_family as RF
+    from playerfl_core.book.reports.rule_study import has_every_seed
 
     rows = [(ds, s) for ds in P.FOLLOW_UP for s in P.seeds_of(ds)]
     full = pd.DataFrame(rows, columns=["dataset", "seed"])
-    assert RF._has_follow_up(full, full)
+    assert has_every_seed(full, full)
     short = full[full["seed"] != P.seeds_of(P.FOLLOW_UP[0])[-1]]
-    assert not RF._has_follow_up(short, full) and not RF._has_follow_up(full, short)
+    assert not has_every_seed(short, full) and not has_every_seed(full, short)
     assert "not computed" in RF.follow_up_headline(None)
     assert "make standard" in RF.follow_up_lines(None)
     assert "digits_swap" in RF.follow_up_lines(None, P.FOLLOW_UP_2)
@@ -467,6 +468,7 @@ def test_the_follow_ups_are_named_by_their_kind_wherever_the_book_shows_a_set():
 
 def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2():
     from playerfl_core.book.reports import rule_family as RF
+    from playerfl_core.book.reports.rule_study import has_every_seed
 
     old = pd.DataFrame(
         [(d, s) for d in P.CONFIRMATION for s in range(10)], columns=["dataset", "seed"]
@@ -474,9 +476,9 @@ def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2()
     new = pd.DataFrame(
         [(d, s) for d in P.CONFIRMATION for s in P.CONFIRMATION_SEEDS], columns=["dataset", "seed"]
     )
-    assert RF._has_follow_up(new, new, P.CONFIRMATION, P.CONFIRMATION_SEEDS)
-    assert not RF._has_follow_up(old, old, P.CONFIRMATION, P.CONFIRMATION_SEEDS)
-    assert RF._has_follow_up(old, old, P.CONFIRMATION)  # the first test's seeds are there
+    assert has_every_seed(new, new, P.CONFIRMATION, P.CONFIRMATION_SEEDS)
+    assert not has_every_seed(old, old, P.CONFIRMATION, P.CONFIRMATION_SEEDS)
+    assert has_every_seed(old, old, P.CONFIRMATION)  # the first test's seeds are there
     assert "make standard" in RF.confirmation_lines(None)
 
     cols = ["entry", "kind", "mean", "lo", "hi", "n", "p", "p_holm", "verdict", "strength"]

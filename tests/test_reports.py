@@ -622,7 +622,7 @@ def test_a_median_and_its_interval_read_as_every_other_interval_in_the_book():
 
 def test_the_papers_printed_p_reads_in_the_books_notation():
     """Chapter 06's "p printed" column showed the paper's "< 5e-3"."""
-    from playerfl_core.book.reports.reproduction import _printed_p
+    from playerfl_core.book.reports.authors_choices import _printed_p
 
     assert _printed_p("< 5e-3") == "< 0.005" and _printed_p("0.043") == "0.043"
     assert _printed_p("< 5e-5") == "< 5\u00a0×\u00a010⁻⁵"
@@ -661,7 +661,7 @@ def test_rises_between_neighbouring_units_are_listed_in_depth_order():
 def test_the_timing_effect_lists_datasets_in_the_chapters_order(monkeypatch):
     """Chapter 06's Table 70 listed Digits, Fashion-MNIST, Heart while the chapter's other tables
     follow its dataset parameter (Fashion-MNIST, Heart, Digits)."""
-    from playerfl_core.book.reports import reproduction as RP
+    from playerfl_core.book.reports import authors_choices as RP
 
     monkeypatch.setattr(RP.M, "run_scores", lambda table, metric: table)  # runs' scores as given
     rows = [(d, "fedavg", 0.1, s, 0.5) for d in ("digits", "fmnist", "heart") for s in (0, 1)]
@@ -678,7 +678,7 @@ def test_the_authors_options_list_datasets_in_the_chapters_order(monkeypatch):
     follow its dataset parameter (Fashion-MNIST, Heart, Digits)."""
     from types import SimpleNamespace
 
-    from playerfl_core.book.reports import reproduction as RP
+    from playerfl_core.book.reports import authors_choices as RP
 
     monkeypatch.setattr(RP.M, "run_scores", lambda table: table)  # runs' scores as given
     rows = [(d, a, 0.1, s, 0.5) for d in ("fmnist", "heart", "digits")
@@ -701,7 +701,7 @@ def test_the_authors_options_list_datasets_in_the_chapters_order(monkeypatch):
 def test_our_splits_name_the_profile_they_come_from():
     """Chapter 06's "our p (all seeds)" gave Heart p = 1 where chapter 05's standard profile
     shows p = 2 on some seeds: the column names the profile, so no one reads a contradiction."""
-    from playerfl_core.book.reports import reproduction as RP
+    from playerfl_core.book.reports import authors_choices as RP
     from playerfl_core.stats.results import SERVER
 
     rows = [(d, "playerfl", s, SERVER, "split_p", p)

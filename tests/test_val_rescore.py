@@ -288,12 +288,11 @@ def test_the_result_details_say_differs_for_one_changed_verdict(monkeypatch):
     from types import SimpleNamespace
 
     from playerfl_core.book.reports import rule_family as RF
-    from playerfl_core.study import r2_rescore as R2
 
     study = SimpleNamespace(book=SimpleNamespace(regrets=None), regrets=None, test_only=object())
     for changed, words in (([True, False, False], "1 of the 3 verdicts differs from"),
                            ([True, True, False], "2 of the 3 verdicts differ from")):  # fmt: skip
         frame = pd.DataFrame({"changed": changed})
-        monkeypatch.setattr(R2, "family_comparison", lambda old, new, f=frame: f)
+        monkeypatch.setattr(RF, "family_comparison", lambda old, new, f=frame: f)
         sentence = RF._rescore_sentence(study)
         assert f"{words} those on the book's validation and test sets." in sentence

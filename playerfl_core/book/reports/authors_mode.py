@@ -10,9 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from data_prep.registry import federation
 from playerfl_core.book.reports.tables import MISSING
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.fl.algorithms import ALGORITHMS
+from playerfl_core.fl.profiles import SIZE_OF
 from playerfl_core.stats import metrics as M
 from playerfl_core.stats import published as P
 
@@ -112,9 +114,6 @@ def gap_shares(frame: pd.DataFrame) -> dict:
 def paper_sized(dataset: str, profile: str) -> bool:
     """Whether ``profile`` trains ``dataset`` at the paper's sizes (data and training), so the
     published column is a like-for-like target."""
-    from data_prep.registry import federation
-    from playerfl_core.fl.profiles import SIZE_OF
-
     fed, size = federation(dataset), SIZE_OF[profile]
     return fed.training_settings(size) == fed.training_settings("paper") and (
         fed.loader_sizes(size) == fed.loader_sizes("paper")

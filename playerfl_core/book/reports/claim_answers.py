@@ -11,6 +11,7 @@ import pandas as pd
 from playerfl_core.book.reports.tables import p_text
 from playerfl_core.book.style import algorithm_label
 from playerfl_core.stats import metrics as M
+from playerfl_core.stats.evidence import best_rank_evidence
 from playerfl_core.stats.p_values import p_value_text
 
 PLAYER = "playerfl"
@@ -36,8 +37,6 @@ def rank_outcome(
     ``untestable`` (too few blocks), ``chance`` (Friedman does not reject), ``behind`` (some
     algorithm ranks significantly ahead), ``ahead`` (ahead of every other), ``close`` (Nemenyi
     cannot separate it from some others)."""
-    from playerfl_core.stats.evidence import best_rank_evidence
-
     complete = wide.dropna(axis=0, how="any")
     ev, nem = best_rank_evidence(complete, control, higher_is_better, "", alpha, blocks)
     ranks = M.rank_table(complete, higher_is_better)["mean_rank"]

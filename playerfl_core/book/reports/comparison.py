@@ -21,6 +21,7 @@ from playerfl_core.stats import claims as C
 from playerfl_core.stats import metrics as M
 from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.stats.results import SERVER
+from playerfl_core.study import split_oracle as O
 
 RANDOM = "playerfl_random"
 METRICS = {
@@ -296,8 +297,6 @@ def best_vs_last(table: pd.DataFrame, summaries: dict, order, datasets) -> pd.Da
 def committed_c5(profile: str, datasets) -> pd.DataFrame | None:
     """C5's comparisons at one learning rate (``split_oracle.c5_table``) from ``profile``'s
     committed split sweeps, when they hold every one of ``datasets``; None otherwise."""
-    from playerfl_core.study import split_oracle as O
-
     committed = O.committed_scores(profile)
     if committed is None:
         return None

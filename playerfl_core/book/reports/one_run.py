@@ -8,7 +8,12 @@ import pandas as pd
 
 from playerfl_core.book.prose import first_units, number_word
 from playerfl_core.book.style import algorithm_label, dataset_label
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.sensitivity import relative_rises
 from playerfl_core.stats.results import client_scores
+from playerfl_core.study.archive import archive_dir, load_archive
+from playerfl_core.study.code_versions import equivalent_codes
+from playerfl_core.study.run_store import RunSpec, code_fingerprint
 
 
 def split_table(sens: pd.DataFrame, splits: dict[str, int]) -> pd.DataFrame:
@@ -40,8 +45,6 @@ def split_sentence(table: pd.DataFrame) -> str:
 
 def _rises(sens: pd.DataFrame, name: str):
     """F_{l+1}/F_l − 1, l = 1 … L−1, of the server's averaged profile of ``name``."""
-    from playerfl_core.fl.sensitivity import relative_rises
-
     return relative_rises(sens[sens["dataset"] == name].sort_values("unit_index")["sensitivity"])
 
 
@@ -130,9 +133,6 @@ def committed_run(
     numbers on every machine. Only a run of exactly the archived configuration, with default
     hyper-parameters, made by code checked to compute as today's, is read; anything else is
     trained by the caller."""
-    from playerfl_core.fl.algorithms import get_algorithm
-    from playerfl_core.study.run_store import RunSpec
-
     chosen = get_algorithm(algorithm, **hyperparameters)
     if chosen.hyperparameters() != chosen.defaults():
         return None
@@ -150,10 +150,6 @@ def committed_run(
 @functools.cache
 def _archive(profile: str) -> tuple[pd.DataFrame, set[str]] | None:
     """The committed archive's rows and the ids of its runs that today's code reproduces."""
-    from playerfl_core.study.archive import archive_dir, load_archive
-    from playerfl_core.study.code_versions import equivalent_codes
-    from playerfl_core.study.run_store import code_fingerprint
-
     folder = archive_dir(profile)
     if not (folder / "manifest.json").exists():
         return None

@@ -2,334 +2,48 @@
 family, the pre-registered test on federations not used to design them, and their cost.
 
 Everything is read from two committed tables: the split sweeps (``stores/standard``) and the
-rules table of their replayed first epochs (``stores/rules/standard.parquet``).
-
-About 700 lines in one module: every function reads the same :class:`RuleStudy`, and the
-chapter's glued sentences (the first test, the follow-ups, the second-order rule, the
-confirmation, the advice) cite one another's numbers, so they are kept side by side, in the
-chapter's order.
+rules table of their replayed first epochs (``stores/rules/standard.parquet``). The study itself
+(:func:`analyse`, :class:`RuleStudy`, claim R2) is in :mod:`.rule_study`, the follow-up and
+confirmation tests' sentences in :mod:`.rule_follow_ups`; this module holds the chapter's
+answer (result box, details, advice), its glued numbers and its tables, and names the others'
+functions too, since the chapter and the appendix read them all as ``RF.<name>``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+import math
 
 import numpy as np
 import pandas as pd
 
-from playerfl_core.book.reports.tables import interval_text, p_text, signed
-from playerfl_core.book.style import dataset_label, rule_label, set_label
+from playerfl_core.book.reports.rule_follow_ups import (  # noqa: F401 (the chapter's RF.)
+    added_lines,
+    confirmation_headline,
+    confirmation_lines,
+    curvature_lines,
+    follow_up_headline,
+    follow_up_lines,
+    selection_text,
+)
+from playerfl_core.book.reports.rule_scope import deciding_kinds, distinct_text, reanalysis_count
+from playerfl_core.book.reports.rule_study import (  # noqa: F401 (the chapter's RF.)
+    RULES_FILE,
+    RuleStudy,
+    analyse,
+    load_rules,
+    r2_claim,
+    r2_verdict,
+)
+from playerfl_core.book.reports.table_text import interval_text, signed
+from playerfl_core.book.style import dataset_label, rule_label
 from playerfl_core.fl.split_rules import RULES, describe_rules
+from playerfl_core.fl.units import unit_names, unit_sizes
+from playerfl_core.stats.decisions import ALPHA
 from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.study import preregistration as P
 from playerfl_core.study import split_rules_table as R
-from playerfl_core.study.split_scores import sweep_scores
-
-RULES_FILE = Path(__file__).resolve().parents[3] / "stores" / "rules" / "standard.parquet"
-"""The committed rules table of the standard archive's sweeps (``make standard`` writes it)."""
-
-
-@dataclass
-class RuleStudy:
-    """What the chapter derives from the sweeps and the rules table."""
-
-    scores: pd.DataFrame
-    rules: pd.DataFrame
-    regrets: pd.DataFrame
-    evaluation: pd.DataFrame
-    development: pd.DataFrame
-    tuning: pd.DataFrame
-    replay: pd.DataFrame
-    """Per seed: the paper's split from the replayed first epoch and the one the sweep
-    recorded when it ran (:func:`~playerfl_core.study.split_rules_table.check_replay`)."""
-    follow_up: pd.DataFrame | None = None
-    """The follow-up test's verdicts (quantity skew, declared later); None while its
-    federations are not in the sweeps and the rules table."""
-    second_follow_up: pd.DataFrame | None = None
-    """The second follow-up's verdicts (concept shift, every entry); None while absent."""
-    added: dict[str, pd.DataFrame] | None = None
-    """Per set (development, evaluation, follow-up): the verdicts of the third declaration's
-    entries (the second-order rule) in a family of their own; None while the rules table has
-    no rows of them."""
-    confirmation: pd.DataFrame | None = None
-    """The confirmation test's verdicts (fresh seeds of the evaluation federations where the
-    rules failed worst, item 10); None while its seeds are not in the sweeps and the table."""
-    book: RuleStudy | None = None
-    """The same study with every regret on the book's test sets, when item 16's rescore
-    replaced any of :attr:`regrets` (their ``rescored`` column says which); None otherwise."""
-    test_only: RuleStudy | None = None
-    """The same study with items 15 and 16's regrets (2,000 test images, the book's validation
-    sets), when item 17 replaced any of :attr:`regrets` (``rescored`` says which); else None."""
-
-    @property
-    def headline(self) -> list[str]:
-        return P.headline(self.evaluation)
-
-    @property
-    def book_regrets(self) -> pd.DataFrame:
-        """The regrets on the book's test sets (item 11's side by side reads them)."""
-        return (self.book or self).regrets
-
-
-def load_rules(path=None) -> pd.DataFrame:
-    """The committed rules table, checked against its record (or another one, e.g. from
-    ``playerfl sweep --rules all``)."""
-    path = Path(path) if path is not None else RULES_FILE
-    if not path.exists():
-        raise FileNotFoundError(
-            f"No rules table at {path}: `make standard` writes it, or `playerfl rules --sweep "
-            "stores/standard --out stores/rules/standard.parquet` from the committed sweeps."
-        )
-    return R.load_rules_table(path)[0]
-
-
-def analyse(sweep: pd.DataFrame, rules: pd.DataFrame, rescore: bool = True) -> RuleStudy:
-    """The pre-registered analysis, on the sweeps of both sets (and of each follow-up, and
-    the third declaration's rule, when the sweeps and the rules table hold every seed they
-    declare). With ``rescore``, every regret whose runs items 15 and 16 rescored reads its
-    test terms on 2,000 images per client (``study.r2_rescore``), and :attr:`RuleStudy.book`
-    keeps the study on the book's test sets; where item 17's store holds the seed, its regret
-    (every split and round chosen on 2,000 validation images too, ``study.val_rescore``) takes
-    their place, and :attr:`RuleStudy.test_only` keeps the study before it."""
-    from playerfl_core.study import val_rescore as V
-    from playerfl_core.study.r2_rescore import r2_regrets
-
-    datasets = [*P.DEVELOPMENT, *P.EVALUATION]
-    missing = sorted(set(datasets) - set(rules["dataset"]))
-    if missing:
-        raise ValueError(f"The rules table lacks the pre-registered federations {missing}.")
-    follow_up = _has_follow_up(sweep, rules)
-    if follow_up:
-        datasets += P.FOLLOW_UP
-    added = {e.rule for e in P.ADDED_ENTRIES} <= set(rules["rule"])
-    second = added and _has_follow_up(sweep, rules, P.FOLLOW_UP_2)
-    if second:
-        datasets += P.FOLLOW_UP_2
-    confirm = second and _has_follow_up(sweep, rules, P.CONFIRMATION, P.CONFIRMATION_SEEDS)
-    sweep = sweep[sweep["dataset"].isin(datasets)]
-    rules = rules[rules["dataset"].isin(datasets)]
-    keys = ["dataset", "lr"]
-    lrs = {(ds, P.LEARNING_RATES[P.base_of(ds)]) for ds in datasets}
-    sweep = sweep[[tuple(k) in lrs for k in sweep[keys].itertuples(index=False)]]
-    scores = sweep_scores(sweep)
-    scores = scores[[s in P.seeds_of(d) or (confirm and P.role_of(d, s) == P.CONFIRMING)
-                     for d, s in zip(scores["dataset"], scores["seed"], strict=True)]]  # fmt: skip
-    book = P.entry_regrets(rules, scores, P.ALL_ENTRIES if added else P.ENTRIES)
-    roles = ["development", "evaluation", *(["follow-up"] if follow_up else [])]
-
-    def study_of(regrets: pd.DataFrame, **fixed) -> RuleStudy:
-        return RuleStudy(
-            scores=scores,
-            rules=rules,
-            regrets=regrets,
-            evaluation=P.evaluate(regrets, "evaluation"),
-            development=P.evaluate(regrets, "development"),
-            follow_up=P.evaluate(regrets, "follow-up") if follow_up else None,
-            second_follow_up=P.evaluate(regrets, P.SECOND_FOLLOW_UP) if second else None,
-            added={r: P.evaluate(regrets, r, added=True) for r in roles} if added else None,
-            confirmation=P.evaluate(regrets, P.CONFIRMING) if confirm else None,
-            **fixed,
-        )
-
-    on_book = study_of(book.assign(rescored=False), tuning=P.tuning_curve(rules, scores),
-                       replay=R.check_replay(rules, sweep))  # fmt: skip
-    new = r2_regrets(book) if rescore else on_book.regrets
-    if not new["rescored"].any():
-        return on_book
-    fixed = {"tuning": on_book.tuning, "replay": on_book.replay, "book": on_book}
-    test_only = study_of(new, **fixed)
-    large = V.large_sweep() if rescore else None
-    if large is None:
-        return test_only
-    newer = V.r2_regrets(new, large, rules)
-    if not newer["rescored"].any():
-        return test_only
-    return study_of(newer, **fixed, test_only=test_only)
-
-
-def _has_follow_up(
-    sweep: pd.DataFrame, rules: pd.DataFrame, datasets=P.FOLLOW_UP, seeds=None
-) -> bool:
-    """Whether every declared seed (``seeds``, else each federation's own) of every federation of
-    a follow-up is in both tables."""
-    for ds in datasets:
-        need = set(seeds or P.seeds_of(ds))
-        if not need <= set(rules.loc[rules["dataset"] == ds, "seed"]):
-            return False
-        if not need <= set(sweep.loc[sweep["dataset"] == ds, "seed"]):
-            return False
-    return True
-
-
-def follow_up_lines(verdicts: pd.DataFrame | None, datasets=P.FOLLOW_UP) -> str:
-    """Markdown, per entry: a follow-up test's verdict on its kind with its mean regret,
-    interval, seeds and Holm-adjusted p (a sentence saying so when the sweeps lack it)."""
-    if verdicts is None:
-        return (
-            "- The sweeps read here do not hold every declared seed of the follow-up's "
-            f"federations ({', '.join(datasets)}); `make standard` computes them."
-        )
-    return "\n".join(
-        f"- **{r.entry}**: {r.verdict} (mean regret {interval_text(r.mean, r.lo, r.hi)}, "
-        f"{r.n} seeds, Holm-adjusted p {p_value_text(r.p_holm)})"
-        for r in verdicts.itertuples()
-    )
-
-
-def added_lines(study: RuleStudy) -> str:
-    """Markdown, per set: the second-order rule's verdicts in its own family (Holm over the
-    set's kinds), with its largest mean regret."""
-    if study.added is None:
-        return "- The rules table read here has no rows of the second-order rule."
-    lines = []
-    for role, v in study.added.items():
-        worst = v.sort_values("mean").iloc[-1]
-        counts = v["verdict"].value_counts()
-        family = f"Holm over its {len(v)} kinds" if len(v) > 1 else "one kind, one test"
-        lines.append(
-            f"- **{set_label(role)} set** ({family}): within δ on "
-            f"{int(counts.get(P.WITHIN, 0))}, beyond δ on {int(counts.get(P.BEYOND, 0))}, "
-            f"undecided on {int(counts.get('undecided', 0))}; largest mean regret "
-            f"{interval_text(worst['mean'], worst['lo'], worst['hi'])} on {worst['kind']}."
-        )
-    return "\n".join(lines)
-
-
-_CURVATURE_WORDS = {
-    "supported": "the second order has the smaller regret",
-    "contradicted": "the first order has the smaller regret",
-    "undecided": "undecided",
-}
-
-
-def curvature_lines(study: RuleStudy) -> str:
-    """Markdown, per set: does the curvature term lower the regret? (paired by seed)."""
-    if study.added is None:
-        return "- The rules table read here has no rows of the second-order rule."
-    comp = P.curvature_comparison(study.regrets)
-    declared = P.curvature_comparison(study.regrets, "wilcoxon")
-    return "\n".join(
-        f"- **{set_label(r.set)}**: regret of the first order minus the second "
-        f"{interval_text(r.mean, r.lo, r.hi)} over {r.n} seeds (the same split on {r.same_split}); "
-        f"Holm-adjusted p {p_text(r.p_holm, _NO_P)}: {_CURVATURE_WORDS[r.verdict]}"
-        + ("" if w == r.verdict else f" (the declared Wilcoxon test: {_CURVATURE_WORDS[w]})")
-        + "."
-        for r, w in zip(comp.itertuples(), declared["verdict"], strict=True)
-    )
-
-
-_NO_P = "not computable (too few seeds that differ)"
-
-
-def follow_up_headline(
-    verdicts: pd.DataFrame | None, kind: str = "quantity skew", added: pd.DataFrame | None = None
-) -> str:
-    """One sentence: which first-epoch entries a follow-up decided within δ on its kind (names
-    apart by semicolons: a name such as "paper, median pooling" holds a comma). ``added``: the
-    second-order rule's verdicts in its own family on the same set, counted with the others so
-    that every first-epoch rule is named."""
-    if verdicts is None:
-        return f"The follow-up on {kind} is not computed in these sweeps."
-    probe = [e.label for e in P.ENTRIES if e.rule == R.PROBE]
-    if added is not None:
-        verdicts = pd.concat([verdicts, added[added["kind"] == kind]], ignore_index=True)
-    rows = verdicts[~verdicts["entry"].isin(probe)]
-    probes = verdicts.loc[verdicts["entry"].isin(probe), "entry"].drop_duplicates().tolist()
-    aside = ""
-    if probes:
-        aside = f" (not counting {'; '.join(probes)}, which trains every split)"
-    within = rows[rows["verdict"] == P.WITHIN]["entry"].tolist()
-    beyond = rows[rows["verdict"] == P.BEYOND]["entry"].tolist()
-    undecided = len(rows) - len(within) - len(beyond)
-
-    def group(names: list[str], what: str) -> str:
-        if not names:
-            return f"none is {what}"
-        return f"{len(names)} {'is' if len(names) == 1 else 'are'} {what}: {'; '.join(names)}"
-
-    beyond_text = group(beyond, "beyond it")
-    return (
-        f"On {kind}, of the {len(rows)} first-epoch entries{aside} "
-        f"{group(within, f'within δ = {P.TOLERANCE:g}')}. "
-        f"{beyond_text[0].upper()}{beyond_text[1:]}. "
-        f"{undecided} {'is' if undecided == 1 else 'are'} undecided."
-    )
-
-
-def confirmation_lines(verdicts: pd.DataFrame | None) -> str:
-    """Markdown, per entry: the confirmation test's verdict on each of its two kinds, with the
-    mean regret, its interval and the Holm-adjusted p (a sentence saying so when absent)."""
-    if verdicts is None:
-        return (
-            f"- The sweeps read here do not hold seeds {P.CONFIRMATION_SEEDS[0]}–"
-            f"{P.CONFIRMATION_SEEDS[-1]} of {', '.join(P.CONFIRMATION)}; `make standard` "
-            "computes them."
-        )
-    return "\n".join(
-        f"- **{entry}** ({int(g['n'].min())} seeds each): "
-        + "; ".join(
-            f"{r.kind}: {r.verdict}, {interval_text(r.mean, r.lo, r.hi)}, Holm-adjusted p "
-            f"{p_text(r.p_holm, _NO_P)}"
-            for r in g.itertuples()
-        )
-        for entry, g in verdicts.groupby("entry", sort=False)
-    )
-
-
-def selection_text(study: RuleStudy) -> str:
-    """Item 10's selection as recomputed here: each kind and the entries whose largest mean
-    evaluation regret it holds."""
-    by_kind: dict[str, list[str]] = {}
-    for entry, kind in P.worst_kinds(study.regrets).items():
-        by_kind.setdefault(kind, []).append(entry)
-    return " — ".join(f"{kind}: {'; '.join(es)}" for kind, es in by_kind.items())
-
-
-def r2_claim(study: RuleStudy, profile: str = ""):
-    """Claim R2 as the declarations decide it: the first test, the second-order rule's own
-    family on the evaluation set and, when computed, the confirmation test."""
-    from dataclasses import replace
-
-    from playerfl_core.book.reports.rule_scope import r2_scope
-
-    added = study.added["evaluation"] if study.added is not None else None
-    claim = P.claim(study.evaluation, profile, confirmation=study.confirmation, added=added)
-    if claim.verdict.verdict != "contradicted" or study.regrets is None:
-        return claim
-    reason = f"{claim.verdict.reason}. {r2_scope(study, claim)}"
-    return replace(claim, verdict=replace(claim.verdict, reason=reason))
-
-
-def r2_verdict(study: RuleStudy):
-    return r2_claim(study).verdict
-
-
-def confirmation_headline(study: RuleStudy) -> str:
-    """One sentence: how many first-epoch entries the confirmation found beyond δ somewhere,
-    and what that makes of claim R2 (the page links the scorecard after it: glued text cannot)."""
-    v = study.confirmation
-    if v is None:
-        return "The confirmation test is not computed in these sweeps."
-    rows = v[v["entry"].isin(P.FIRST_EPOCH)]
-    beyond = rows[rows["verdict"] == P.BEYOND].groupby("entry", sort=False).size()
-    within = rows.groupby("entry", sort=False)["verdict"].apply(lambda x: (x == P.WITHIN).all())
-    r2 = r2_verdict(study)
-    n = rows["entry"].nunique()
-    found = (
-        f"every one of the {n} first-epoch entries is"
-        if len(beyond) == n
-        else f"{len(beyond)} of the {n} first-epoch entries ({'; '.join(beyond.index) or 'none'})"
-        f" {'is' if len(beyond) == 1 else 'are'}"
-    )
-    k = int(within.sum())
-    both = "none is" if not k else f"{k} of them {'is' if k == 1 else 'are'}"
-    strength = f" ({r2.strength} evidence)" if r2.strength != "none" else ""
-    return (
-        f"On fresh seeds of the two kinds where they failed worst, {found} beyond δ = "
-        f"{P.TOLERANCE:g} on at least one kind, and {both} within δ on both. So claim R2 (some "
-        f"first-epoch rule within δ on every kind) is {r2.verdict}{strength}."
-    )
+from playerfl_core.study.r1_rescore import TEST_PER_CLIENT
+from playerfl_core.study.r2_rescore import family_comparison
 
 
 # -- tables ---------------------------------------------------------------------------------------
@@ -337,8 +51,6 @@ def rule_costs(models: dict[str, object]) -> pd.DataFrame:
     """Per rule (and the probe) and base model: local epochs spent before the split is known
     and what each client uploads to decide it, in kB (float32). ``models``: base → a model of
     the base's architecture."""
-    from playerfl_core.fl.units import unit_names, unit_sizes
-
     rows = []
     for base, model in models.items():
         sizes = unit_sizes(model)
@@ -521,10 +233,6 @@ def power_note(study: RuleStudy) -> str:
     """What the declared design could decide: with n seeds the smallest two-sided p of either
     test (Wilcoxon, the sign-flip test of the mean) is 2/2ⁿ, and Holm multiplies the smallest by
     the number of tests."""
-    import math
-
-    from playerfl_core.stats.decisions import ALPHA
-
     ev = study.evaluation
     m, n_min = len(ev), int(ev["n"].min())
     floor = m * 2 / 2**n_min
@@ -562,8 +270,6 @@ def result_box(study: RuleStudy) -> str:
     """The chapter's answer, student first: claim R2's verdict in one plain sentence, then why,
     in three short sentences (Markdown with glossary links); :func:`result_details` holds the
     rest."""
-    from playerfl_core.book.reports.rule_scope import deciding_kinds
-
     nums = numbers(study)
     tally = _tally(study.evaluation)
     probe = next(e.label for e in P.ENTRIES if e.rule == R.PROBE)
@@ -590,9 +296,7 @@ def result_details(study: RuleStudy) -> str:
     """What the answer of :func:`result_box` rests on (Markdown, for a fold under it): how many
     distinct rules the entries are, the entries never found beyond δ, the test-of-the-mean
     correction and the larger test sets, each with what it changed."""
-    from playerfl_core.book.reports.rule_scope import distinct_text, reanalysis_count
-
-    re = P.reanalysis(study.book_regrets)  # item 11's record, on the book's test sets
+    re = P.reanalysis(study.book_regrets)  # the re-analysis's record, on the book's test sets
     verdicts = re if study.book is None else P.reanalysis(study.regrets)
     never = [
         e
@@ -611,12 +315,10 @@ def result_details(study: RuleStudy) -> str:
 
 
 def _rescore_sentence(study: RuleStudy) -> str:
-    """Where the regrets were scored: on 2,000 test images per client where item 16 rescored
-    them (and with every split and round chosen on 2,000 validation images where item 17 did),
-    with how many verdicts that changed (empty when nothing was rescored)."""
-    from playerfl_core.study.r1_rescore import TEST_PER_CLIENT
-    from playerfl_core.study.r2_rescore import family_comparison
-
+    """Where the regrets were scored: on 2,000 test images per client where the large-test
+    rescore reached them (and with every split and round chosen on 2,000 validation images where
+    the validation rescore did), with how many verdicts that changed (empty when nothing was
+    rescored)."""
     if study.book is None:
         return ""
     comparison = family_comparison(study.book.regrets, study.regrets)

@@ -1,16 +1,22 @@
-"""What the split-rule study's bottom line rests on (issue 34): the federations of each set, how
+"""What the split-rule study's bottom line rests on: the federations of each set, how
 many distinct rules the entries are, which kinds decide claim R2, the fifth declaration's
 re-analysis (the test declared until then beside the test of the mean), the verdicts that differ
 only by their family's size, and which test sets each table's regrets were scored on. Reads a
-:class:`rule_family.RuleStudy`."""
+:class:`rule_study.RuleStudy`."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from data_prep.preregistered import LADDER
 from playerfl_core.book.reports.tables import p_text, signed
-from playerfl_core.book.style import set_label
+from playerfl_core.book.style import dataset_label, set_label
+from playerfl_core.stats.p_values import p_value_text
+from playerfl_core.stats.split_verdicts import TOLERANCE
+from playerfl_core.study import eval_rung, middle_rung, rungs
 from playerfl_core.study import preregistration as P
+from playerfl_core.study.eval_rung import BOOK_TEST_IMAGES
+from playerfl_core.study.r1_rescore import TEST_PER_CLIENT
 
 TESTED = ("evaluation", "follow-up", P.SECOND_FOLLOW_UP, P.CONFIRMING)
 """The sets whose seeds no threshold was tuned on."""
@@ -21,8 +27,6 @@ SAME_RULE = 0.95
 def plan_table() -> pd.DataFrame:
     """The federations of the study, as shown: per federation (the confirmation test's with its
     fresh seeds), its set by display name (``style.set_label``), kind of heterogeneity and seeds."""
-    from playerfl_core.book.style import dataset_label
-
     rows = [(dataset_label(d), P.role_of(d), P.kind_of(d), len(P.seeds_of(d)))
             for d in [*P.DEVELOPMENT, *P.EVALUATION, *P.FOLLOW_UP, *P.FOLLOW_UP_2]]  # fmt: skip
     fresh = f"seeds {P.CONFIRMATION_SEEDS[0]}–{P.CONFIRMATION_SEEDS[-1]}"
@@ -105,8 +109,6 @@ def deciding_kinds(parts: pd.DataFrame) -> str:
 def _named(kind: str) -> str:
     """A confirmation kind with its federation and seeds ("… (confirmation: rotated
     Fashion-MNIST, seeds 10–29)"); other kinds as they are."""
-    from playerfl_core.book.style import dataset_label
-
     base, sep, _ = kind.rpartition(" (confirmation)")
     if not sep:
         return kind
@@ -118,7 +120,7 @@ def _named(kind: str) -> str:
 def r2_scope(study, claim) -> str:
     """The scope of claim R2's verdict, for its reason, one short sentence each: the distinct
     rules, the kinds where they are beyond δ, and the ladder's rungs (``claim``: R2 as
-    :func:`rule_family.r2_claim` computes it)."""
+    :func:`rule_study.r2_claim` computes it)."""
     parts = (distinct_text(study.regrets), deciding_kinds(claim.parts), scale_text())
     return ". ".join(p[0].upper() + p[1:] for p in parts if p)
 
@@ -127,11 +129,6 @@ def scale_text(dataset: str | None = None) -> str:
     """Where R2's deciding federation (default: the ladder's last, ``preregistered.LADDER``) was
     also run beyond the book's sizes (chapter 04's committed rungs): the paper's rule's mean
     regret there, rung by rung; "" when neither rung is committed."""
-    from data_prep.preregistered import LADDER
-    from playerfl_core.book.style import dataset_label
-    from playerfl_core.stats.split_verdicts import TOLERANCE
-    from playerfl_core.study import eval_rung, middle_rung, rungs
-
     dataset = dataset or LADDER[-1]
     parts = []
     for module, words in (
@@ -277,8 +274,6 @@ def family_size_note(study, sets=None) -> str:
 
 
 def _p_range(ps: pd.Series) -> str:
-    from playerfl_core.stats.p_values import p_value_text
-
     lo, hi = p_value_text(ps.min()), p_value_text(ps.max())
     return lo if lo == hi else f"{lo} to {hi}"
 
@@ -292,11 +287,9 @@ def scoring_text(study, role: str) -> str:
     """Which test sets a set's regrets were scored on, per base federation, for its table's
     caption ("Regrets scored: Fashion-MNIST on 2,000 test images per client (the tenth
     declaration); Digits on the book's test sets."): each table says it, not a later caption."""
-    from playerfl_core.book.style import dataset_label
-
     keys = ["dataset", "lr", "seed", "entry"]
     rows = study.regrets[study.regrets["role"] == role][[*keys, "rescored"]]
-    if study.test_only is not None:  # item 17's rows are those its store replaced
+    if study.test_only is not None:  # the validation rescore's rows are those its store replaced
         before = study.test_only.regrets[[*keys, "rescored"]]
         rows = rows.merge(before, on=keys, suffixes=("", "_test"))
         level = 2 * rows["rescored"] + (rows["rescored_test"] & ~rows["rescored"])
@@ -323,10 +316,8 @@ def scoring_text(study, role: str) -> str:
 
 
 def _scored(level: int) -> str:
-    """How a regret was scored: 0 the book's test sets, 1 item 16's 2,000 test images per client,
-    2 item 17's 2,000 validation and test images."""
-    from playerfl_core.study.r1_rescore import TEST_PER_CLIENT
-
+    """How a regret was scored: 0 the book's test sets, 1 the large-test rescore's 2,000 test
+    images per client, 2 the validation rescore's 2,000 validation and test images."""
     n = f"{TEST_PER_CLIENT:,}"
     return (
         "on the book's test sets",
@@ -340,7 +331,6 @@ def disclosed_regret_text(study) -> str:
     declaration discloses as seen before the test: on the book's test sets, the only scoring then,
     and beside it the value the evaluation table reads now (rescored), so the two are not read as
     one number that changed."""
-    from playerfl_core.study.eval_rung import BOOK_TEST_IMAGES
 
     def mean(verdicts) -> str:
         row = verdicts[(verdicts["entry"] == P.ENTRIES[0].label)

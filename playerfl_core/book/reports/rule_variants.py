@@ -9,6 +9,8 @@ import pandas as pd
 from playerfl_core.book.prose import counted
 from playerfl_core.book.reports.tables import interval_text, p_text
 from playerfl_core.book.style import dataset_label
+from playerfl_core.stats.split_verdicts import decide_family, difference_evidence
+from playerfl_core.study.split_scores import interval
 
 
 def variant_comparison(regrets: pd.DataFrame) -> pd.DataFrame:
@@ -17,9 +19,6 @@ def variant_comparison(regrets: pd.DataFrame) -> pd.DataFrame:
     split study's test of the mean paired difference with Holm over the rows (the book's one
     rule). Columns: dataset,
     variant, mean, lo, hi, n_seeds, p_holm, verdict."""
-    from playerfl_core.stats.split_verdicts import decide_family, difference_evidence
-    from playerfl_core.study.split_scores import interval
-
     wide = regrets.pivot_table(index=["dataset", "seed"], columns="variant", values="regret")
     rows, parts, same = [], [], []
     for ds in regrets["dataset"].unique():  # the regrets' order, not pivot_table's alphabet

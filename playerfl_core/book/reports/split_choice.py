@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from data_prep import load
 from playerfl_core.book.prose import counted, listed
-from playerfl_core.book.reports.tables import in_order, interval_text, signed
+from playerfl_core.book.reports.tables import in_order, interval_text, show, signed, with_intervals
 from playerfl_core.book.style import algorithm_label, dataset_label
+from playerfl_core.stats import claims as C
 from playerfl_core.study import split_oracle as O
+from playerfl_core.study.grid import MissingResultsError, run_grid
 
 
 @dataclass
@@ -193,8 +196,6 @@ def movement_lines(summary: pd.DataFrame) -> str:
     """Markdown, per base: how many of its seeds the rule spends on each split, and the oracle's
     median split per federation from strong label skew to nearly IID, then feature and mixed
     skew: what "moves with the heterogeneity" means in this sweep."""
-    import numpy as np
-
     lines = []
     for base, g in summary.groupby("base", sort=False):
         g = g.sort_values("order")
@@ -299,8 +300,6 @@ def by_dataset(
     """A summary table as shown: datasets in display names, rounded, indexed by ``index``,
     reader-facing column names; ``mean``/``lo``/``hi`` as one "value (95 % CI)" column named
     ``value_name``; a seeds column that is the same on every row goes into the caption."""
-    from playerfl_core.book.reports.tables import show, with_intervals
-
     shown = frame.assign(dataset=frame["dataset"].map(dataset_label))
     caption = caption or ""
     if "n_seeds" in shown.columns and shown["n_seeds"].nunique() == 1:
@@ -316,8 +315,6 @@ def by_dataset(
 def heterogeneity_tables(summary: pd.DataFrame):
     """:func:`heterogeneity_table` as two tables that fit the page: the splits (rule's and
     oracle's p over seeds) and the scores (regret with its interval, the three references)."""
-    from playerfl_core.book.reports.tables import show
-
     table = heterogeneity_table(summary)
     splits = table[["kind", "rule's p (p×seeds)", "oracle's p (p×seeds)", "seeds"]]
     scores = table.drop(columns=["kind", "rule's p (p×seeds)", "oracle's p (p×seeds)", "seeds"])
@@ -351,8 +348,6 @@ def tuned_runs(profile: str, datasets) -> pd.DataFrame | None:
     """The comparison grid of ``profile`` on ``datasets`` when the store holds all of it: C5's
     part at tuned learning rates, read as the scorecard reads it, so that C5's family is the
     same here and there. None when any run is missing (a user's federation, a quick store)."""
-    from playerfl_core.study.grid import MissingResultsError, run_grid
-
     try:
         return run_grid(list(datasets), "all", profile, compute=False, progress=False).table
     except MissingResultsError:
@@ -394,8 +389,6 @@ def claim_sentence(verdicts: pd.DataFrame, claim: str, restate: bool = True) -> 
     the claim says (not when ``restate`` is false: the box has said it above) and its parts
     (``split_verdicts`` rows of ``claim``), combined by the book's rule for claims with several
     parts (``combine``)."""
-    from playerfl_core.stats import claims as C
-
     rows = verdicts[verdicts["claim"] == claim]
     parts = [
         C.Evidence(part=r.dataset, test="", estimate=r.estimate, n=r.n_seeds, replicates="seeds",

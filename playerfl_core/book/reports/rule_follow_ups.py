@@ -1,0 +1,166 @@
+"""The later declarations of chapter 04b's split-rule study, as the chapter and the
+pre-registration appendix write them: the follow-up tests (quantity skew, concept shift), the
+second-order rule in its own family, whether its curvature term lowers the regret, and the
+confirmation test on fresh seeds."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from playerfl_core.book.reports.rule_study import RuleStudy, r2_verdict
+from playerfl_core.book.reports.table_text import interval_text, p_text
+from playerfl_core.book.style import set_label
+from playerfl_core.stats.p_values import p_value_text
+from playerfl_core.study import preregistration as P
+from playerfl_core.study import split_rules_table as R
+
+
+def follow_up_lines(verdicts: pd.DataFrame | None, datasets=P.FOLLOW_UP) -> str:
+    """Markdown, per entry: a follow-up test's verdict on its kind with its mean regret,
+    interval, seeds and Holm-adjusted p (a sentence saying so when the sweeps lack it)."""
+    if verdicts is None:
+        return (
+            "- The sweeps read here do not hold every declared seed of the follow-up's "
+            f"federations ({', '.join(datasets)}); `make standard` computes them."
+        )
+    return "\n".join(
+        f"- **{r.entry}**: {r.verdict} (mean regret {interval_text(r.mean, r.lo, r.hi)}, "
+        f"{r.n} seeds, Holm-adjusted p {p_value_text(r.p_holm)})"
+        for r in verdicts.itertuples()
+    )
+
+
+def added_lines(study: RuleStudy) -> str:
+    """Markdown, per set: the second-order rule's verdicts in its own family (Holm over the
+    set's kinds), with its largest mean regret."""
+    if study.added is None:
+        return "- The rules table read here has no rows of the second-order rule."
+    lines = []
+    for role, v in study.added.items():
+        worst = v.sort_values("mean").iloc[-1]
+        counts = v["verdict"].value_counts()
+        family = f"Holm over its {len(v)} kinds" if len(v) > 1 else "one kind, one test"
+        lines.append(
+            f"- **{set_label(role)} set** ({family}): within δ on "
+            f"{int(counts.get(P.WITHIN, 0))}, beyond δ on {int(counts.get(P.BEYOND, 0))}, "
+            f"undecided on {int(counts.get('undecided', 0))}; largest mean regret "
+            f"{interval_text(worst['mean'], worst['lo'], worst['hi'])} on {worst['kind']}."
+        )
+    return "\n".join(lines)
+
+
+_CURVATURE_WORDS = {
+    "supported": "the second order has the smaller regret",
+    "contradicted": "the first order has the smaller regret",
+    "undecided": "undecided",
+}
+
+
+def curvature_lines(study: RuleStudy) -> str:
+    """Markdown, per set: does the curvature term lower the regret? (paired by seed)."""
+    if study.added is None:
+        return "- The rules table read here has no rows of the second-order rule."
+    comp = P.curvature_comparison(study.regrets)
+    declared = P.curvature_comparison(study.regrets, "wilcoxon")
+    return "\n".join(
+        f"- **{set_label(r.set)}**: regret of the first order minus the second "
+        f"{interval_text(r.mean, r.lo, r.hi)} over {r.n} seeds (the same split on {r.same_split}); "
+        f"Holm-adjusted p {p_text(r.p_holm, _NO_P)}: {_CURVATURE_WORDS[r.verdict]}"
+        + ("" if w == r.verdict else f" (the declared Wilcoxon test: {_CURVATURE_WORDS[w]})")
+        + "."
+        for r, w in zip(comp.itertuples(), declared["verdict"], strict=True)
+    )
+
+
+_NO_P = "not computable (too few seeds that differ)"
+
+
+def follow_up_headline(
+    verdicts: pd.DataFrame | None, kind: str = "quantity skew", added: pd.DataFrame | None = None
+) -> str:
+    """One sentence: which first-epoch entries a follow-up decided within δ on its kind (names
+    apart by semicolons: a name such as "paper, median pooling" holds a comma). ``added``: the
+    second-order rule's verdicts in its own family on the same set, counted with the others so
+    that every first-epoch rule is named."""
+    if verdicts is None:
+        return f"The follow-up on {kind} is not computed in these sweeps."
+    probe = [e.label for e in P.ENTRIES if e.rule == R.PROBE]
+    if added is not None:
+        verdicts = pd.concat([verdicts, added[added["kind"] == kind]], ignore_index=True)
+    rows = verdicts[~verdicts["entry"].isin(probe)]
+    probes = verdicts.loc[verdicts["entry"].isin(probe), "entry"].drop_duplicates().tolist()
+    aside = ""
+    if probes:
+        aside = f" (not counting {'; '.join(probes)}, which trains every split)"
+    within = rows[rows["verdict"] == P.WITHIN]["entry"].tolist()
+    beyond = rows[rows["verdict"] == P.BEYOND]["entry"].tolist()
+    undecided = len(rows) - len(within) - len(beyond)
+
+    def group(names: list[str], what: str) -> str:
+        if not names:
+            return f"none is {what}"
+        return f"{len(names)} {'is' if len(names) == 1 else 'are'} {what}: {'; '.join(names)}"
+
+    beyond_text = group(beyond, "beyond it")
+    return (
+        f"On {kind}, of the {len(rows)} first-epoch entries{aside} "
+        f"{group(within, f'within δ = {P.TOLERANCE:g}')}. "
+        f"{beyond_text[0].upper()}{beyond_text[1:]}. "
+        f"{undecided} {'is' if undecided == 1 else 'are'} undecided."
+    )
+
+
+def confirmation_lines(verdicts: pd.DataFrame | None) -> str:
+    """Markdown, per entry: the confirmation test's verdict on each of its two kinds, with the
+    mean regret, its interval and the Holm-adjusted p (a sentence saying so when absent)."""
+    if verdicts is None:
+        return (
+            f"- The sweeps read here do not hold seeds {P.CONFIRMATION_SEEDS[0]}–"
+            f"{P.CONFIRMATION_SEEDS[-1]} of {', '.join(P.CONFIRMATION)}; `make standard` "
+            "computes them."
+        )
+    return "\n".join(
+        f"- **{entry}** ({int(g['n'].min())} seeds each): "
+        + "; ".join(
+            f"{r.kind}: {r.verdict}, {interval_text(r.mean, r.lo, r.hi)}, Holm-adjusted p "
+            f"{p_text(r.p_holm, _NO_P)}"
+            for r in g.itertuples()
+        )
+        for entry, g in verdicts.groupby("entry", sort=False)
+    )
+
+
+def selection_text(study: RuleStudy) -> str:
+    """The confirmation test's selection as recomputed here: each kind and the entries whose
+    largest mean evaluation regret it holds (the confirmation reruns the kinds named here)."""
+    by_kind: dict[str, list[str]] = {}
+    for entry, kind in P.worst_kinds(study.regrets).items():
+        by_kind.setdefault(kind, []).append(entry)
+    return " — ".join(f"{kind}: {'; '.join(es)}" for kind, es in by_kind.items())
+
+
+def confirmation_headline(study: RuleStudy) -> str:
+    """One sentence: how many first-epoch entries the confirmation found beyond δ somewhere,
+    and what that makes of claim R2 (the page links the scorecard after it: glued text cannot)."""
+    v = study.confirmation
+    if v is None:
+        return "The confirmation test is not computed in these sweeps."
+    rows = v[v["entry"].isin(P.FIRST_EPOCH)]
+    beyond = rows[rows["verdict"] == P.BEYOND].groupby("entry", sort=False).size()
+    within = rows.groupby("entry", sort=False)["verdict"].apply(lambda x: (x == P.WITHIN).all())
+    r2 = r2_verdict(study)
+    n = rows["entry"].nunique()
+    found = (
+        f"every one of the {n} first-epoch entries is"
+        if len(beyond) == n
+        else f"{len(beyond)} of the {n} first-epoch entries ({'; '.join(beyond.index) or 'none'})"
+        f" {'is' if len(beyond) == 1 else 'are'}"
+    )
+    k = int(within.sum())
+    both = "none is" if not k else f"{k} of them {'is' if k == 1 else 'are'}"
+    strength = f" ({r2.strength} evidence)" if r2.strength != "none" else ""
+    return (
+        f"On fresh seeds of the two kinds where they failed worst, {found} beyond δ = "
+        f"{P.TOLERANCE:g} on at least one kind, and {both} within δ on both. So claim R2 (some "
+        f"first-epoch rule within δ on every kind) is {r2.verdict}{strength}."
+    )
