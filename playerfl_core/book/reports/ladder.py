@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from playerfl_core.book.reports import protocol_comparison as PC
 from playerfl_core.book.style import dataset_label
 from playerfl_core.study import split_oracle as O
 
@@ -173,12 +174,7 @@ def middle_cost() -> str:
     committed = M.load()
     if committed is None:
         return "not computed (`python -m playerfl_core.study.middle_rung`)"
-    _, record = committed
-    per_run = record["cpu_seconds"] / record["runs"]
-    return (
-        f"{record['cpu_seconds'] / 3600:.1f} CPU-hours for its {record['runs']} runs "
-        f"({per_run:.0f} CPU-seconds per run, one thread)"
-    )
+    return PC.Cost.of(committed[1]).per_run()
 
 
 def middle_summary(summary: pd.DataFrame | None) -> str:

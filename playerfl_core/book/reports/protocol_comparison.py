@@ -92,11 +92,15 @@ def moves(frame: pd.DataFrame, form: str = "{name} (from {a} to {b})") -> list[s
     ]
 
 
+def verdicts_changed(frame: pd.DataFrame) -> str:
+    """ "changes 2 of the 5 verdicts (Heart and Digits)", or "changes none of the 13 verdicts"."""
+    return changes_verdicts([dataset_label(d) for d in changed(frame)["dataset"]], len(frame))
+
+
 def summary(frame: pd.DataFrame, what: str, moved: str = "", of: str = "federations") -> str:
     """One sentence: ``what`` (the change of protocol, as a subject) changes which of the
     verdicts, then ``moved`` (when given) and which way B moved the mean regrets."""
-    which = changes_verdicts([dataset_label(d) for d in changed(frame)["dataset"]], len(frame))
-    return f"{what} {which}{moved}; {moved_text(frame['b'], frame['a'], of)}."
+    return f"{what} {verdicts_changed(frame)}{moved}; {moved_text(frame['b'], frame['a'], of)}."
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from playerfl_core.book.prose import moved_text
-from playerfl_core.book.reports import r1_rescore as RR
+from playerfl_core.book.reports import protocol_comparison as PC
 from playerfl_core.book.reports import rule_family as RF
 from playerfl_core.book.reports.tables import interval_text, signed
 from playerfl_core.book.style import set_label
@@ -229,6 +229,6 @@ def cost(res: Rescore | None) -> str:
     if res.record is None:
         return f"no run of its own: all {res.reused} runs it reads are chapter 04's rescore's"
     return (
-        f"{RR.cost_text(res.record)}; {res.reused} more runs were read from chapter 04's "
+        f"{PC.Cost.of(res.record).retrained()}; {res.reused} more runs were read from chapter 04's "
         "rescore of R1's family (the ninth declaration), not trained again"
     )
