@@ -1,4 +1,4 @@
-"""How noisy one test score is at the book's sizes (issue 34, item 5), beside the tolerance δ.
+"""How noisy one test score is at the book's sizes, beside the tolerance δ.
 
 A client's test accuracy at its best-validation round is a share of ``n`` test images, so its
 binomial standard error is sqrt(a(1 − a)/n); a run's score is the training-share-weighted mean

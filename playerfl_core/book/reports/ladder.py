@@ -130,7 +130,7 @@ def middle_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def middle_lines(summary: pd.DataFrame | None) -> str:
-    """Markdown, per federation: item 13's reading (``rungs.what_moves``) in words."""
+    """Markdown, per federation: what moves at the middle rung (``rungs.what_moves``)."""
     if summary is None:
         return (
             "- Not computed for these federations: the middle rung covers Fashion-MNIST and "
@@ -179,7 +179,7 @@ def middle_cost() -> str:
 
 def middle_summary(summary: pd.DataFrame | None) -> str:
     """One sentence for the chapter's Result box: whether the rule's split, the oracle's and the
-    regret move at the middle rung (item 13's reading), with the rung's mean regrets and which of
+    regret move at the middle rung, with the rung's mean regrets and which of
     them lie above δ."""
     from playerfl_core.book.reports.tables import signed
     from playerfl_core.study import middle_rung as M

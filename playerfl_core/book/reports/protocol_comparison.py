@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from playerfl_core.book.prose import changes_verdicts, moved_text
-from playerfl_core.book.reports.tables import in_order, interval_text
+from playerfl_core.book.reports.tables import in_order, interval_text, signed
 from playerfl_core.book.style import dataset_label
 
 
@@ -54,7 +54,10 @@ def r1_side_by_side(a_regrets: pd.DataFrame, b_regrets: pd.DataFrame) -> pd.Data
 
 
 def regret_cells(frame: pd.DataFrame, side: str) -> list[str]:
-    """A protocol's mean regrets with their intervals, as shown."""
+    """A protocol's mean regrets as shown: with their intervals, or signed where the protocol's
+    intervals were not computed."""
+    if f"{side}_lo" not in frame:
+        return [signed(m) for m in frame[side]]
     return [interval_text(*r) for r in frame[[side, f"{side}_lo", f"{side}_hi"]].to_numpy()]
 
 
@@ -63,20 +66,22 @@ def table(
     a: tuple[str, str],
     b: tuple[str, str],
     first: dict | None = None,
-    index: str = "federation",
+    index: dict | None = None,
 ) -> pd.DataFrame:
-    """The side-by-side table: one row per federation, the ``first`` columns, then per
-    protocol its regret column and its verdict column, labelled by ``a`` and ``b``."""
+    """The side-by-side table: one row per test, indexed by ``index`` (default: the
+    federation), the ``first`` columns, then per protocol its regret column and its verdict
+    column, labelled by ``a`` and ``b``."""
+    index = index or {"federation": frame["dataset"].map(dataset_label)}
     return pd.DataFrame(
         {
-            index: frame["dataset"].map(dataset_label),
+            **index,
             **(first or {}),
             a[0]: regret_cells(frame, "a"),
             a[1]: frame["a_verdict"],
             b[0]: regret_cells(frame, "b"),
             b[1]: frame["b_verdict"],
         }
-    ).set_index(index)
+    ).set_index(list(index))
 
 
 def changed(frame: pd.DataFrame) -> pd.DataFrame:
@@ -97,10 +102,16 @@ def verdicts_changed(frame: pd.DataFrame) -> str:
     return changes_verdicts([dataset_label(d) for d in changed(frame)["dataset"]], len(frame))
 
 
+def regrets_moved(frame: pd.DataFrame, of: str = "federations") -> str:
+    """Which way B moved the mean regrets: "the mean regret is higher on 6 and lower on 7 of the
+    13 federations"."""
+    return moved_text(frame["b"], frame["a"], of)
+
+
 def summary(frame: pd.DataFrame, what: str, moved: str = "", of: str = "federations") -> str:
     """One sentence: ``what`` (the change of protocol, as a subject) changes which of the
     verdicts, then ``moved`` (when given) and which way B moved the mean regrets."""
-    return f"{what} {verdicts_changed(frame)}{moved}; {moved_text(frame['b'], frame['a'], of)}."
+    return f"{what} {verdicts_changed(frame)}{moved}; {regrets_moved(frame, of)}."
 
 
 @dataclass(frozen=True)
