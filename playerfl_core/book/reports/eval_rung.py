@@ -12,7 +12,7 @@ import pandas as pd
 from playerfl_core.book.prose import counted
 from playerfl_core.book.reports import protocol_comparison as PC
 from playerfl_core.book.reports.ladder import rung_lines
-from playerfl_core.book.reports.tables import interval_text, p_text
+from playerfl_core.book.reports.tables import p_text
 from playerfl_core.book.style import dataset_label
 from playerfl_core.measure.score_noise import run_se
 from playerfl_core.stats.split_verdicts import TOLERANCE
@@ -64,26 +64,22 @@ def analyse(every: pd.DataFrame) -> EvalRung | None:
 
 
 def eval_table(ev: EvalRung) -> pd.DataFrame:
-    """One row per federation: the rule's and the oracle's splits, the mean regret and R1's
-    verdict with the book's evaluation sets and with the rung's."""
+    """One row per federation: the rule's and the oracle's splits, the mean regret (the rung
+    summary's, on the rung's seeds) and R1's verdict with the book's evaluation sets and with
+    the rung's."""
+    c = ev.comparison
     s = ev.summary.set_index(["dataset", "rung"])
-    c = ev.comparison.set_index("dataset")
-    rows = []
-    for ds in ev.comparison["dataset"]:
-        book, rung = s.loc[(ds, "book")], s.loc[(ds, "eval")]
-        rows.append(
-            {
-                "federation": dataset_label(ds),
-                "seeds": int(rung["n_seeds"]),
-                "rule's p, book → 2,000": f"{book.rule_splits} → {rung.rule_splits}",
-                "oracle's p, book → 2,000": f"{book.oracle_splits} → {rung.oracle_splits}",
-                "regret, book's sets": interval_text(book["mean"], book.lo, book.hi),
-                "R1, book's sets": c.loc[ds, "a_verdict"],
-                "regret, 2,000 images": interval_text(rung["mean"], rung.lo, rung.hi),
-                "verdict, 2,000 images": c.loc[ds, "b_verdict"],
-            }
-        )
-    return pd.DataFrame(rows).set_index("federation")
+    book, rung = (s.xs(r, level="rung").loc[c["dataset"]].reset_index() for r in ("book", "eval"))
+    regrets = {f"{side}{part}": frame[col] for side, frame in (("a", book), ("b", rung))
+               for part, col in (("", "mean"), ("_lo", "lo"), ("_hi", "hi"))}  # fmt: skip
+
+    def moves(column: str) -> list[str]:
+        return [f"{x} → {y}" for x, y in zip(book[column], rung[column], strict=True)]
+
+    first = {"seeds": rung["n_seeds"], "rule's p, book → 2,000": moves("rule_splits"),
+             "oracle's p, book → 2,000": moves("oracle_splits")}  # fmt: skip
+    return PC.table(c.assign(**regrets), ("regret, book's sets", "R1, book's sets"),
+                    ("regret, 2,000 images", "verdict, 2,000 images"), first)  # fmt: skip
 
 
 def eval_lines(ev: EvalRung | None) -> str:
