@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from playerfl_core.book.reports import fair_sweeps as FR
+from playerfl_core.book.reports import protocol_comparison as PC
 from playerfl_core.study import fair_sweeps as F
 from playerfl_core.study.archive import load_archive, pack
 from playerfl_core.study.grid import run_grid
@@ -76,16 +77,16 @@ def test_compare_names_a_verdict_that_moves():
     zeros = np.zeros(20)
     one = pd.concat([_regrets("a", zeros), _regrets("b", zeros)])
     own = pd.concat([_regrets("a", zeros), _regrets("b", np.full(20, 0.08), p_oracle=3)])
-    c = FR.compare(one, own).set_index("dataset")
-    assert not c.loc["a", "differs"] and c.loc["b", "differs"]
-    assert c.loc["b", "own_oracle"] == 3 and c.loc["b", "own"] == pytest.approx(0.08)
-    fair = FR.FairSweep(pd.DataFrame(), own, c.reset_index(), 0, 0.0)
+    c = PC.r1_side_by_side(one, own).set_index("dataset")
+    assert not c.loc["a", "changed"] and c.loc["b", "changed"]
+    assert c.loc["b", "b_oracle"] == 3 and c.loc["b", "b"] == pytest.approx(0.08)
+    fair = FR.FairSweep(pd.DataFrame(), own, c.reset_index(), PC.Cost(0, 0.0))
     assert FR.r1_note(fair).endswith("the verdict moves on b (from within δ to beyond δ)")
     # a one-rate sweep with more seeds than the own-rate one (rotated: 30 against 10): the
     # regrets set side by side are those of the same seeds
     more = pd.concat([one, _regrets("a", np.r_[zeros, np.full(10, 0.3)])[20:]])
-    paired = FR.compare(more, own).set_index("dataset")
-    assert paired.loc["a", "one"] == 0 and paired.loc["a", "n_seeds"] == 20
+    paired = PC.r1_side_by_side(more, own).set_index("dataset")
+    assert paired.loc["a", "a"] == 0 and paired.loc["a", "n_seeds"] == 20
     assert "changes 1 of the 2 verdicts (b)" in FR.fair_summary(fair)
 
 
@@ -99,7 +100,7 @@ def test_the_scorecards_r1_names_a_federation_whose_verdict_moves(monkeypatch):
 
     one = pd.concat([_regrets("digits", np.zeros(20)), _regrets("heart", np.zeros(20))])
     own = pd.concat([_regrets("digits", np.zeros(20)), _regrets("heart", np.full(20, 0.08))])
-    fair = FR.FairSweep(pd.DataFrame(), own, FR.compare(one, own), 0, 0.0)
+    fair = FR.FairSweep(pd.DataFrame(), own, PC.r1_side_by_side(one, own), PC.Cost(0, 0.0))
     monkeypatch.setattr(FR, "analyse", lambda regrets, rules: fair)
     claim = reproduction._r1_with_own_rates(one, pd.DataFrame(), "standard", own_rates=True)
     assert claim.verdict.reason.endswith(
@@ -136,7 +137,7 @@ def test_the_rates_table_explains_only_the_marks_it_shows():
                           "at_edge": False})  # fmt: skip
     # the comparison table's order (the chapter's), so the two tables read row for row
     fair = FR.FairSweep(
-        rates, pd.DataFrame(), pd.DataFrame({"dataset": ["fmnist", "heart"]}), 0, 0.0
+        rates, pd.DataFrame(), pd.DataFrame({"dataset": ["fmnist", "heart"]}), PC.Cost(0, 0.0)
     )
     table = FR.rates_table(fair)
     assert list(table.index) == ["Fashion-MNIST", "Heart"]

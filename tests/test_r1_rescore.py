@@ -123,13 +123,13 @@ def test_chapter_04_names_every_verdict_the_large_test_sets_change():
         {
             "dataset": ["fmnist", "fmnist_rotate"],
             "n_seeds": [10, 30],
-            "one": [0.010, 0.18], "one_lo": [-0.01, 0.16], "one_hi": [0.03, 0.20],
-            "one_verdict": ["undecided", "beyond δ"],
-            "own": [0.002, 0.17], "own_lo": [-0.004, 0.15], "own_hi": [0.008, 0.19],
-            "own_verdict": ["within δ", "beyond δ"],
+            "a": [0.010, 0.18], "a_lo": [-0.01, 0.16], "a_hi": [0.03, 0.20],
+            "a_verdict": ["undecided", "beyond δ"],
+            "b": [0.002, 0.17], "b_lo": [-0.004, 0.15], "b_hi": [0.008, 0.19],
+            "b_verdict": ["within δ", "beyond δ"],
         }
     )  # fmt: skip
-    comparison["differs"] = comparison["one_verdict"] != comparison["own_verdict"]
+    comparison["changed"] = comparison["a_verdict"] != comparison["b_verdict"]
     record = {"test_per_client": 2000, "runs": 4, "identical_to_committed": 3,
               "max_abs_diff": 1e-7, "cpu_seconds": 7200.0}  # fmt: skip
     res = RR.Rescore(comparison, record, rescored_seeds=40)
@@ -156,12 +156,12 @@ def test_a_rescore_that_changes_no_verdict_says_so_in_words():
 
     comparison = pd.DataFrame(
         {"dataset": ["fmnist", "fmnist_rotate", "fmnist_noise"], "n_seeds": [10, 30, 10],
-         "one": [0.01, 0.18, 0.03], "one_lo": [-0.01, 0.16, 0.01], "one_hi": [0.03, 0.2, 0.05],
-         "own": [0.002, 0.17, 0.04], "own_lo": [-0.004, 0.15, 0.02], "own_hi": [0.008, 0.19, 0.06],
-         "one_verdict": ["undecided", "beyond δ", "beyond δ"]}
+         "a": [0.01, 0.18, 0.03], "a_lo": [-0.01, 0.16, 0.01], "a_hi": [0.03, 0.2, 0.05],
+         "b": [0.002, 0.17, 0.04], "b_lo": [-0.004, 0.15, 0.02], "b_hi": [0.008, 0.19, 0.06],
+         "a_verdict": ["undecided", "beyond δ", "beyond δ"]}
     )  # fmt: skip
-    comparison["own_verdict"] = comparison["one_verdict"]
-    comparison["differs"] = False
+    comparison["b_verdict"] = comparison["a_verdict"]
+    comparison["changed"] = False
     record = {"test_per_client": 2000, "val_per_client": 2000}
     res = RR.Rescore(comparison, record, rescored_seeds=50)
     assert RR.rescore_summary(res) == (

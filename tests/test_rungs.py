@@ -156,7 +156,7 @@ def test_the_chapter_says_what_moves_in_words_with_true_minus_signs():
 
 def _evaluation_rung():
     from playerfl_core.book.reports import eval_rung as ER
-    from playerfl_core.book.reports import fair_sweeps as FS
+    from playerfl_core.book.reports import protocol_comparison as PC
 
     book = pd.concat(
         [_regrets("fmnist", [3] * 10, [4] * 10, [0.0, 0.01] * 5),
@@ -177,7 +177,7 @@ def _evaluation_rung():
     )  # fmt: skip
     record = {"eval_per_client": 2000, "cpu_seconds": 7200.0, "runs": 120, "seeds": [0] * 10}
     summary = R.rung_summary(book, rung, "eval")
-    return ER, ER.EvalRung(summary, FS.compare(book, rung), record, noise, regret_noise)
+    return ER, ER.EvalRung(summary, PC.r1_side_by_side(book, rung), record, noise, regret_noise)
 
 
 def test_the_evaluation_rung_reads_both_verdicts_and_its_noise_in_words():
@@ -203,7 +203,7 @@ def test_the_evaluation_rung_reads_both_verdicts_and_its_noise_in_words():
     )
     assert ER.eval_summary(None) == "" and "Not computed" in ER.eval_lines(None)
     assert "instead of the book's 64 and 80 on average," in ER.eval_summary(ev, (64, 80))
-    same = ER.EvalRung(ev.summary, ev.comparison.assign(differs=False), ev.record, ev.noise)
+    same = ER.EvalRung(ev.summary, ev.comparison.assign(changed=False), ev.record, ev.noise)
     assert ER.eval_summary(same).endswith(  # not "0 of R1's 2 verdicts there change (none)"
         "on Fashion-MNIST, rotated, and neither of R1's two verdicts there changes."
     )

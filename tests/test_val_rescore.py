@@ -240,7 +240,7 @@ def test_chapter_04_shows_r1_with_2000_test_images_and_with_2000_validation_imag
     from playerfl_core.stats.split_verdicts import r1_family
 
     p_holm = {ds: e.p_adjusted for ds, _, e in r1_family(V.r1_family(book))}
-    after = res.comparison.set_index("dataset")["own_p_holm"]
+    after = res.comparison.set_index("dataset")["b_p_holm"]
     assert after.to_dict() == {ds: p_holm[ds] for ds in after.index}
 
 

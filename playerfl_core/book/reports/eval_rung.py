@@ -1,7 +1,7 @@
-"""Chapter 04's evaluation rung (item 14 of ``study.preregistration``): the book's sweep of
-Fashion-MNIST, base and rotated, scored on 2,000 validation and 2,000 test images per client,
-beside the book's own scores (64 and 80 images); R1's verdict under each; and the measured
-standard error of one score at both sizes."""
+"""Chapter 04's evaluation rung: the book's sweep of Fashion-MNIST, base and rotated, scored on
+2,000 validation and 2,000 test images per client (B) beside the book's own scores (A, 64 and 80
+images), R1's verdict under each (``protocol_comparison``), and what is particular to this study:
+the measured standard error of one score and of one regret at both sizes."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from playerfl_core.book.prose import counted
-from playerfl_core.book.reports import fair_sweeps as FS
+from playerfl_core.book.reports import protocol_comparison as PC
 from playerfl_core.book.reports.ladder import rung_lines
-from playerfl_core.book.reports.tables import interval_text, p_text
+from playerfl_core.book.reports.tables import p_text
 from playerfl_core.book.style import dataset_label
 from playerfl_core.measure.score_noise import run_se
 from playerfl_core.stats.split_verdicts import TOLERANCE
@@ -27,9 +27,9 @@ class EvalRung:
     summary: pd.DataFrame
     """Both evaluation sizes on the rung's seeds (``rungs.rung_summary``, rung ``eval``)."""
     comparison: pd.DataFrame
-    """Per federation: R1's verdict at the book's sizes (its family of every swept federation)
-    and at 2,000 images (Holm over the rung's federations), ``fair_sweeps.compare``'s columns
-    (``one_*``: the book's; ``own_*``: the rung's)."""
+    """Per federation: R1's verdict at the book's sizes (``a``: its family of every swept
+    federation) and at 2,000 images (``b``: Holm over the rung's federations),
+    :func:`protocol_comparison.r1_side_by_side`."""
     record: dict
     noise: pd.DataFrame | None
     """``eval_rung.measure_noise``'s table (None when not committed)."""
@@ -56,7 +56,7 @@ def analyse(every: pd.DataFrame) -> EvalRung | None:
     noise, regret_noise = E.load_noise(), E.load_regret_noise()
     return EvalRung(
         rungs.rung_summary(book, rung, "eval"),
-        FS.compare(every, rung),
+        PC.r1_side_by_side(every, rung),
         record,
         noise[0] if noise is not None else None,
         regret_noise[0] if regret_noise is not None else None,
@@ -64,30 +64,26 @@ def analyse(every: pd.DataFrame) -> EvalRung | None:
 
 
 def eval_table(ev: EvalRung) -> pd.DataFrame:
-    """One row per federation: the rule's and the oracle's splits, the mean regret and R1's
-    verdict with the book's evaluation sets and with the rung's."""
+    """One row per federation: the rule's and the oracle's splits, the mean regret (the rung
+    summary's, on the rung's seeds) and R1's verdict with the book's evaluation sets and with
+    the rung's."""
+    c = ev.comparison
     s = ev.summary.set_index(["dataset", "rung"])
-    c = ev.comparison.set_index("dataset")
-    rows = []
-    for ds in ev.comparison["dataset"]:
-        book, rung = s.loc[(ds, "book")], s.loc[(ds, "eval")]
-        rows.append(
-            {
-                "federation": dataset_label(ds),
-                "seeds": int(rung["n_seeds"]),
-                "rule's p, book → 2,000": f"{book.rule_splits} → {rung.rule_splits}",
-                "oracle's p, book → 2,000": f"{book.oracle_splits} → {rung.oracle_splits}",
-                "regret, book's sets": interval_text(book["mean"], book.lo, book.hi),
-                "R1, book's sets": c.loc[ds, "one_verdict"],
-                "regret, 2,000 images": interval_text(rung["mean"], rung.lo, rung.hi),
-                "verdict, 2,000 images": c.loc[ds, "own_verdict"],
-            }
-        )
-    return pd.DataFrame(rows).set_index("federation")
+    book, rung = (s.xs(r, level="rung").loc[c["dataset"]].reset_index() for r in ("book", "eval"))
+    regrets = {f"{side}{part}": frame[col] for side, frame in (("a", book), ("b", rung))
+               for part, col in (("", "mean"), ("_lo", "lo"), ("_hi", "hi"))}  # fmt: skip
+
+    def moves(column: str) -> list[str]:
+        return [f"{x} → {y}" for x, y in zip(book[column], rung[column], strict=True)]
+
+    first = {"seeds": rung["n_seeds"], "rule's p, book → 2,000": moves("rule_splits"),
+             "oracle's p, book → 2,000": moves("oracle_splits")}  # fmt: skip
+    return PC.table(c.assign(**regrets), ("regret, book's sets", "R1, book's sets"),
+                    ("regret, 2,000 images", "verdict, 2,000 images"), first)  # fmt: skip
 
 
 def eval_lines(ev: EvalRung | None) -> str:
-    """Markdown: item 14's reading per federation (what moves), then each verdict."""
+    """Markdown: what moves per federation, then each verdict."""
     if ev is None:
         return (
             "- Not computed for these federations: the evaluation rung covers Fashion-MNIST and "
@@ -95,11 +91,11 @@ def eval_lines(ev: EvalRung | None) -> str:
         )
     lines = [rung_lines(ev.summary, BOOK_WORDS, ev.words)]
     for r in ev.comparison.itertuples():
-        same = "the same" if not r.differs else "a different"
+        same = "the same" if not r.changed else "a different"
         lines.append(
-            f"- {dataset_label(r.dataset)}, R1: **{r.one_verdict}** in R1's family with the "
-            f"book's evaluation sets, **{r.own_verdict}** {ev.words} (Holm over the rung's "
-            f"{len(ev.comparison)} federations, adjusted p {p_text(r.own_p_holm)}): {same} "
+            f"- {dataset_label(r.dataset)}, R1: **{r.a_verdict}** in R1's family with the "
+            f"book's evaluation sets, **{r.b_verdict}** {ev.words} (Holm over the rung's "
+            f"{len(ev.comparison)} federations, adjusted p {p_text(r.b_p_holm)}): {same} "
             "verdict."
         )
     return "\n".join(lines)
@@ -112,17 +108,13 @@ def eval_summary(ev: EvalRung | None, book: tuple[int, int] | None = None) -> st
     if ev is None:
         return ""
     c = ev.comparison
-    changed = c[c["differs"]]
+    moved = PC.moves(c, "{name} from {a} to {b}")
     regrets = " and ".join(
-        f"{interval_text(r.own, r.own_lo, r.own_hi)} on {dataset_label(r.dataset)}"
-        for r in c.itertuples()
+        f"{cell} on {dataset_label(d)}"
+        for cell, d in zip(PC.regret_cells(c, "b"), c["dataset"], strict=True)
     )
-    if len(changed):
-        which = "; ".join(
-            f"{dataset_label(r.dataset)} from {r.one_verdict} to {r.own_verdict}"
-            for r in changed.itertuples()
-        )
-        verdicts = f"{len(changed)} of R1's {len(c)} verdicts there change ({which})"
+    if moved:
+        verdicts = f"{len(moved)} of R1's {len(c)} verdicts there change ({'; '.join(moved)})"
     else:  # in words, not "0 of R1's 2 verdicts there change (none)"
         none = "neither" if len(c) == 2 else "none"
         verdicts = f"{none} of R1's {counted(len(c), 'verdict')} there changes"
@@ -139,12 +131,8 @@ def eval_cost(ev: EvalRung | None) -> str:
     """What the rung cost (its record)."""
     if ev is None:
         return "nothing here (not computed)"
-    r = ev.record
-    return (
-        f"{r['cpu_seconds'] / 3600:.1f} CPU-hours for its {r['runs']} runs "
-        f"({r['cpu_seconds'] / r['runs']:.0f} CPU-seconds per run, one thread; scoring 4,000 "
-        "images per client every round costs more than the training)"
-    )
+    note = "; scoring 4,000 images per client every round costs more than the training"
+    return PC.Cost.of(ev.record).per_run(note)
 
 
 NOISE_COLUMNS = {

@@ -1,4 +1,4 @@
-"""How noisy one test score is at the book's sizes (issue 34, item 5), beside the tolerance δ.
+"""How noisy one test score is at the book's sizes, beside the tolerance δ.
 
 A client's test accuracy at its best-validation round is a share of ``n`` test images, so its
 binomial standard error is sqrt(a(1 − a)/n); a run's score is the training-share-weighted mean
@@ -14,7 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from playerfl_core.book.prose import listed
 from playerfl_core.stats.results import client_scores
+from playerfl_core.stats.split_verdicts import TOLERANCE
 
 RUN = ["dataset", "algorithm", "lr", "seed"]
 
@@ -24,7 +26,6 @@ def noise_table(table: pd.DataFrame) -> pd.DataFrame:
     (mean: the book's "80 per client" is an average, label skew makes clients' sizes differ), a
     client's accuracy standard error (median) and a run's (median), and the run's as a multiple
     of δ. Columns: dataset, test_images, client_se, run_se, run_se_over_delta."""
-    from playerfl_core.stats.split_verdicts import TOLERANCE
 
     acc = client_scores(table, "accuracy", "test", "best_val")
     weights = table[(table["split"] == "train") & (table["metric"] == "weight")]
@@ -47,8 +48,6 @@ def noise_summary(noise: pd.DataFrame, label=str) -> str:
     """One sentence from :func:`noise_table`: on which datasets a run's standard error reaches
     δ, and on which it is below δ/4 (the target a referee asked for); an empty group in words,
     "on no dataset" (": none" read as an unfilled template)."""
-    from playerfl_core.book.prose import listed
-    from playerfl_core.stats.split_verdicts import TOLERANCE
 
     def names(rows) -> str:
         return listed(label(d) for d in rows["dataset"]) if len(rows) else "no dataset"
@@ -65,8 +64,6 @@ def mean_sizes(tables, datasets) -> tuple[int, int] | None:
     """The validation and test images a client of ``datasets`` holds on average over clients
     and runs of ``tables`` (long tables): the book's sizes as the runs hold them, not restated
     (Fashion-MNIST's 400 images per client are an average, 64/16/20); None without their runs."""
-    from playerfl_core.stats.results import client_scores
-
     held = [t[t["dataset"].isin(list(datasets))] for t in tables]
     if not any(len(t) for t in held):
         return None

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pandas as pd
 
+from playerfl_core.book.reports import protocol_comparison as PC
+from playerfl_core.book.reports.evaluation_noise import noise_table
+from playerfl_core.book.reports.tables import interval_text, signed
 from playerfl_core.book.style import dataset_label
+from playerfl_core.fl.profiles import training_settings
+from playerfl_core.stats.split_verdicts import TOLERANCE
+from playerfl_core.study import middle_rung as M
+from playerfl_core.study import rungs as R
+from playerfl_core.study import scale_ladder as L
 from playerfl_core.study import split_oracle as O
 
 
@@ -14,7 +22,6 @@ def ladder(table: pd.DataFrame, het: pd.DataFrame) -> pd.DataFrame | None:
     """The scale ladder (``study.scale_ladder``): per federation and rung, the paper's rule's
     splits on the ladder's seeds, the book's rung read from this chapter's sweeps; None when the
     paper-size first epochs are not committed."""
-    from playerfl_core.study import scale_ladder as L
 
     committed = L.load()
     if committed is None:
@@ -31,8 +38,6 @@ def ladder_cost() -> str:
     """What the ladder's first epochs cost per seed (the store's record), and what a full sweep
     at the paper's sizes would then cost at least: every split, every round of the paper
     profile, each round at least one such epoch (evaluation not counted)."""
-    from playerfl_core.fl.profiles import training_settings
-    from playerfl_core.study import scale_ladder as L
 
     committed = L.load()
     if committed is None:
@@ -51,12 +56,11 @@ def ladder_cost() -> str:
 
 def ladder_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The ladder as shown: federation and rung as rows, every split with its seeds."""
-    from playerfl_core.study.scale_ladder import RUNGS
 
     return pd.DataFrame(
         {
             "federation": summary["dataset"].map(dataset_label),
-            "sizes": summary["rung"].map(RUNGS),
+            "sizes": summary["rung"].map(L.RUNGS),
             "rule's p (p×seeds)": summary["splits"],
             "most frequent p": [_modal(splits, share) for splits, share in
                                 zip(summary["splits"], summary["modal_share"], strict=True)],
@@ -93,8 +97,6 @@ def middle(table: pd.DataFrame, het: pd.DataFrame) -> pd.DataFrame | None:
     """The middle rung beside the book's sweeps on the rung's seeds
     (``rungs.rung_summary``); None when the rung is not committed or this chapter was run
     on other federations."""
-    from playerfl_core.study import middle_rung as M
-    from playerfl_core.study import rungs as R
 
     committed = M.load()
     if committed is None:
@@ -110,10 +112,8 @@ def middle(table: pd.DataFrame, het: pd.DataFrame) -> pd.DataFrame | None:
 def middle_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Both rungs as shown: federation and sizes as rows; the rule's and the oracle's splits
     (p×seeds) and the mean regret with its interval."""
-    from playerfl_core.book.reports.tables import interval_text
-    from playerfl_core.study.middle_rung import rung_sizes
 
-    sizes = rung_sizes()
+    sizes = M.rung_sizes()
     return pd.DataFrame(
         {
             "federation": summary["dataset"].map(dataset_label),
@@ -129,7 +129,7 @@ def middle_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def middle_lines(summary: pd.DataFrame | None) -> str:
-    """Markdown, per federation: item 13's reading (``rungs.what_moves``) in words."""
+    """Markdown, per federation: what moves at the middle rung (``rungs.what_moves``)."""
     if summary is None:
         return (
             "- Not computed for these federations: the middle rung covers Fashion-MNIST and "
@@ -142,15 +142,12 @@ def rung_lines(summary: pd.DataFrame, book_words: str, rung_words: str) -> str:
     """Markdown, per federation of :func:`~playerfl_core.study.rungs.rung_summary`: whether the
     rule's most frequent split, the oracle's and the mean regret move from the book
     (``book_words``: "at the book's sizes") to the other rung (``rung_words``)."""
-    from playerfl_core.book.reports.tables import interval_text, signed
-    from playerfl_core.stats.split_verdicts import TOLERANCE
-    from playerfl_core.study.rungs import what_moves
 
     def ps(modal) -> str:
         return " and ".join(f"p = {p}" for p in modal)
 
     lines = []
-    for m in what_moves(summary).itertuples():
+    for m in R.what_moves(summary).itertuples():
         g = summary[summary["dataset"] == m.dataset].set_index("rung")
         book, other = g.loc["book"], g[g.index != "book"].iloc[0]
         moved = {True: "moves", False: "stays"}
@@ -168,26 +165,17 @@ def rung_lines(summary: pd.DataFrame, book_words: str, rung_words: str) -> str:
 
 def middle_cost() -> str:
     """What the middle rung cost (its record) and what one of its runs costs."""
-    from playerfl_core.study import middle_rung as M
 
     committed = M.load()
     if committed is None:
         return "not computed (`python -m playerfl_core.study.middle_rung`)"
-    _, record = committed
-    per_run = record["cpu_seconds"] / record["runs"]
-    return (
-        f"{record['cpu_seconds'] / 3600:.1f} CPU-hours for its {record['runs']} runs "
-        f"({per_run:.0f} CPU-seconds per run, one thread)"
-    )
+    return PC.Cost.of(committed[1]).per_run()
 
 
 def middle_summary(summary: pd.DataFrame | None) -> str:
     """One sentence for the chapter's Result box: whether the rule's split, the oracle's and the
-    regret move at the middle rung (item 13's reading), with the rung's mean regrets and which of
+    regret move at the middle rung, with the rung's mean regrets and which of
     them lie above δ."""
-    from playerfl_core.book.reports.tables import signed
-    from playerfl_core.study import middle_rung as M
-    from playerfl_core.study import rungs as R
 
     if summary is None:
         return ""
@@ -217,9 +205,6 @@ def middle_summary(summary: pd.DataFrame | None) -> str:
 def middle_noise(table: pd.DataFrame, het: pd.DataFrame) -> str:
     """How noisy one score is at the middle rung against the book's sweeps of the same
     federations (``evaluation_noise.noise_table``: the accuracy's binomial standard error)."""
-    from playerfl_core.book.reports.evaluation_noise import noise_table
-    from playerfl_core.stats.split_verdicts import TOLERANCE
-    from playerfl_core.study import middle_rung as M
 
     committed = M.load()
     book = pd.concat([table, het], ignore_index=True)

@@ -1,8 +1,8 @@
-"""Chapter 04b's R2 at low evaluation noise: every declared family's verdicts before and after a
-rescore side by side, and claim R2 on both. Item 16 of ``study.preregistration``
-(:func:`analyse`): the book's test sets against 2,000 test images per client (``study.book``
-against ``study.test_only``, or ``study`` when item 17 is not committed); item 17
-(:func:`analyse_validation`): 2,000 test images against 2,000 validation images too."""
+"""Chapter 04b's R2 at low evaluation noise: every declared family's verdicts before (A) and after
+(B) a rescore side by side (``protocol_comparison``), and claim R2 on both. :func:`analyse`: the
+book's test sets against 2,000 test images per client (``study.book`` against
+``study.test_only``, or ``study`` when the validation rescore is not committed);
+:func:`analyse_validation`: 2,000 test images against 2,000 validation images too."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from playerfl_core.book.prose import moved_text
-from playerfl_core.book.reports import r1_rescore as RR
+from playerfl_core.book.reports import protocol_comparison as PC
 from playerfl_core.book.reports import rule_family as RF
-from playerfl_core.book.reports.tables import interval_text, signed
+from playerfl_core.book.reports.tables import signed
 from playerfl_core.book.style import set_label
 from playerfl_core.study import preregistration as P
 from playerfl_core.study import r1_rescore as R1
@@ -28,16 +27,16 @@ class Rescore:
     claim_large: object
     """Claim R2's verdict with the book's test sets and with the large ones."""
     curvature: pd.DataFrame
-    """Item 9's curvature comparison on both (``verdict_book``, ``verdict_large``)."""
+    """The curvature comparison on both (``verdict_book``, ``verdict_large``)."""
     record: dict | None
-    """Item 16's store record (its runs); None when every run came from item 15's store."""
+    """The rescore's store record (its runs); None when every run came from R1's rescore."""
     reused: int
-    """Runs of item 15's store that the families read."""
+    """Runs of R1's rescore that the families read."""
     before: str = "the book's test sets"
     after: str = f"{R1.TEST_PER_CLIENT:,} test images per client"
     """What the regrets were scored on before and after the rescore (for sentences)."""
     oracle_moved: tuple[int, int] | None = None
-    """Item 17: (seeds whose validation oracle's split moved, seeds rescored); else None."""
+    """Validation rescore: (seeds whose oracle's split moved, seeds rescored); else None."""
 
     @property
     def images(self) -> str:
@@ -52,8 +51,8 @@ class Rescore:
 
 
 def analyse(study: RF.RuleStudy) -> Rescore | None:
-    """The side by side of a study whose regrets items 15 and 16 rescored; None when none was
-    (a chapter run on other sweeps)."""
+    """The side by side of a study whose regrets were rescored on 2,000 test images per client;
+    None when none was (a chapter run on other sweeps)."""
     if study.book is None:
         return None
     after = study.test_only or study
@@ -65,9 +64,9 @@ def analyse(study: RF.RuleStudy) -> Rescore | None:
 
 
 def analyse_validation(study: RF.RuleStudy) -> Rescore | None:
-    """Item 17 read against item 16: every family with 2,000 test images per client and with
-    2,000 validation images too, and on how many seeds the oracle's split moved; None when
-    item 17 replaced none of the study's regrets."""
+    """Every family with 2,000 test images per client (A) and with 2,000 validation images too
+    (B), and on how many seeds the oracle's split moved; None when the validation rescore
+    replaced none of the study's regrets."""
     from playerfl_core.study import val_rescore as V
 
     if study.test_only is None:
@@ -122,33 +121,31 @@ def _counts(verdicts: pd.Series) -> str:
     return " / ".join(str(int(n.get(v, 0))) for v in (P.WITHIN, P.BEYOND, "undecided"))
 
 
+def sides(comparison: pd.DataFrame) -> pd.DataFrame:
+    """``r2_rescore.family_comparison`` in the comparison's columns (``a``: the book's side)."""
+    names = {"mean_book": "a", "verdict_book": "a_verdict", "mean_large": "b",
+             "lo_large": "b_lo", "hi_large": "b_hi", "verdict_large": "b_verdict"}  # fmt: skip
+    return comparison.rename(columns=names)
+
+
 def changed_table(res: Rescore) -> pd.DataFrame:
     """One row per verdict that changed: family, rule, kind, seeds, both mean regrets and
     verdicts (empty when none changed)."""
-    c = res.comparison[res.comparison["changed"]]
+    c = PC.changed(sides(res.comparison))
     before, after = res.columns
-    return pd.DataFrame(
-        {
-            "family": c["family"].map(set_label),
-            "rule": c["entry"],
-            "kind": c["kind"],
-            "seeds (rescored)": [f"{n} ({r})" for n, r in zip(c["n"], c["rescored"], strict=True)],
-            f"mean regret, {before}": c["mean_book"].map(signed),
-            f"verdict, {before}": c["verdict_book"],
-            f"mean regret, {after}": [
-                interval_text(*r) for r in c[["mean_large", "lo_large", "hi_large"]].to_numpy()
-            ],
-            f"verdict, {after}": c["verdict_large"],
-        }
-    ).set_index(["family", "rule", "kind"])
+    index = {"family": c["family"].map(set_label), "rule": c["entry"], "kind": c["kind"]}
+    seeds = [f"{n} ({r})" for n, r in zip(c["n"], c["rescored"], strict=True)]
+    return PC.table(c, (f"mean regret, {before}", f"verdict, {before}"),
+                    (f"mean regret, {after}", f"verdict, {after}"), {"seeds (rescored)": seeds},
+                    index)  # fmt: skip
 
 
 def full_table(res: Rescore, then: Rescore | None = None) -> pd.DataFrame:
     """Every (family, rule, kind): the seeds, how many were rescored, and per evaluation protocol
     the mean regret (three decimals, as the intervals elsewhere) with its verdict's mark (✓
-    within δ, ✗ beyond, ? undecided): the book's test sets and 2,000 test images (``res``,
-    item 16) and, with ``then`` (item 17), 2,000 validation images too. One short cell per
-    protocol keeps the table narrow enough for a phone."""
+    within δ, ✗ beyond, ? undecided): the book's test sets and 2,000 test images (``res``)
+    and, with ``then`` (the validation rescore), 2,000 validation images too. One short cell
+    per protocol keeps the table narrow enough for a phone."""
     c = res.comparison
     keys = ["family", "entry", "kind"]
     before, after = res.columns
@@ -200,7 +197,7 @@ def summary(res: Rescore | None) -> str:
     text = (
         f"{what} changes {len(changed)} of the {len(c)} declared verdicts"
         f"{' (the second table below names them)' if len(changed) else ''}{moved}; "
-        f"{moved_text(c['mean_large'], c['mean_book'], '(rule, kind) pairs')}. {claim}"
+        f"{PC.regrets_moved(sides(c), '(rule, kind) pairs')}. {claim}"
     )
     if res.curvature is not None:
         moved = res.curvature[res.curvature["verdict_book"] != res.curvature["verdict_large"]]
@@ -218,10 +215,10 @@ def summary(res: Rescore | None) -> str:
 
 
 def cost(res: Rescore | None) -> str:
-    """The runs trained again for item 16 and those read from item 15's store."""
+    """The runs trained again for this rescore and those read from R1's rescore."""
     if res is None:
         return "nothing here (not computed)"
-    if res.oracle_moved is not None:  # item 17: one store for R1's and R2's families
+    if res.oracle_moved is not None:  # one store for R1's and R2's families
         return (
             "chapter 04's runs (the eleventh declaration trained every split of R1's and R2's "
             "Fashion-MNIST seeds again in one store; chapter 04 gives its cost)"
@@ -229,6 +226,6 @@ def cost(res: Rescore | None) -> str:
     if res.record is None:
         return f"no run of its own: all {res.reused} runs it reads are chapter 04's rescore's"
     return (
-        f"{RR.cost_text(res.record)}; {res.reused} more runs were read from chapter 04's "
+        f"{PC.Cost.of(res.record).retrained()}; {res.reused} more runs were read from chapter 04's "
         "rescore of R1's family (the ninth declaration), not trained again"
     )
