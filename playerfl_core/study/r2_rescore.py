@@ -1,5 +1,5 @@
-"""R2's families at low evaluation noise (issue 34, item 5; item 16 of
-``study.preregistration``): every regret of the pre-registered split-rule test, its test terms
+"""R2's families at low evaluation noise (item 16 of ``study.preregistration``): every regret
+of the pre-registered split-rule test, its test terms
 scored on 2,000 images per client where the federation has images to spare.
 
 Item 15 rescored the runs of the paper's rule's split and of the validation oracle's on every
@@ -10,7 +10,7 @@ procedure (:func:`~playerfl_core.study.r1_rescore.rescore_run`: trained again fr
 entry, compared row by row with the committed run, each client's best-validation model scored on
 its own 2,000 test images). :func:`r2_regrets` reads both stores.
 
-Computed by ``python -m playerfl_core.study.r2_rescore`` (resumable: each finished run waits in
+Computed by ``playerfl study run r2_rescore`` (resumable: each finished run waits in
 ``results/r2_rescore/``) and committed to ``stores/ladder/r2_rescore.parquet`` with its record.
 """
 
@@ -22,6 +22,9 @@ from pathlib import Path
 import pandas as pd
 
 from playerfl_core.study import r1_rescore as R1
+from playerfl_core.study.r1_rescore import gather, record_extra, run_one, task_name
+
+__all__ = ["gather", "record_extra", "run_one", "task_name"]
 
 WORK = "r2_rescore"
 TESTED = ("evaluation", "follow-up", "second follow-up", "confirmation")
@@ -120,15 +123,11 @@ def family_comparison(book: pd.DataFrame, rescored: pd.DataFrame) -> pd.DataFram
                 "changed"]]  # fmt: skip
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def study_tasks(study) -> list[tuple[str, float, int, int]]:
+    """The runs R2's families need that R1's committed rescore lacks."""
     if R1.load() is None:
-        raise SystemExit(
-            "Item 15's rescore is not committed: run `python -m "
-            "playerfl_core.study.r1_rescore` first (item 16 reads its runs)."
+        raise ValueError(
+            "R1's rescore is not committed: run `playerfl study run r1_rescore` first (this "
+            "rescore reads its runs)."
         )
-    todo = tasks(committed_regrets(), runs_in(R1.load()))
-    R1.run_main(argv, todo, WORK, store_path(), "r2_rescore")
-
-
-if __name__ == "__main__":
-    main()
+    return tasks(committed_regrets(), runs_in(R1.load()))

@@ -1,5 +1,5 @@
-"""R1's and R2's families with large validation sets too (issue 34, item 5; item 17 of
-``study.preregistration``): every split of every seed trained again, each client's round and
+"""R1's and R2's families with large validation sets too (item 17 of ``study.preregistration``):
+every split of every seed trained again, each client's round and
 the oracle's split chosen on 2,000 validation images, every test term on 2,000 test images.
 
 Items 15 and 16 rescored the test terms only: the oracle's split and every client's round are
@@ -16,7 +16,7 @@ rescore's runs could be read (checked on the rung's 20 seeds, which give item 14
 they put item 17's regrets in place of the committed ones seed by seed, for R1's family and for
 ``r2_rescore.family_comparison``.
 
-Computed by ``python -m playerfl_core.study.val_rescore`` and committed to
+Computed by ``playerfl study run val_rescore`` and committed to
 ``stores/ladder/val_rescore.parquet`` with its record. Its 1,020 runs took 36,618 CPU-s (about
 10 CPU-hours), more than one working session on 2 cores: each finished run waited in
 ``stores/pending/val_rescore/`` (:func:`~playerfl_core.study.archive.pending_dir`), committed as
@@ -34,6 +34,9 @@ import pandas as pd
 
 from playerfl_core.study import r1_rescore as R1
 from playerfl_core.study import r2_rescore as R2
+from playerfl_core.study.r1_rescore import gather, record_extra, run_one, task_name
+
+__all__ = ["gather", "record_extra", "run_one", "task_name"]
 
 WORK = "val_rescore"
 
@@ -194,17 +197,12 @@ def oracle_moves(book: pd.DataFrame, large: pd.DataFrame) -> tuple[int, int]:
     return int((both["p_oracle_book"] != both["p_oracle_large"]).sum()), len(both)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def study_tasks(study) -> list[tuple[str, float, int, int]]:
+    """Every split of every seed R1's and R2's families read, but the evaluation rung's seeds."""
     from playerfl_core.study import eval_rung
     from playerfl_core.study import split_oracle as O
-    from playerfl_core.study.archive import pending_dir
 
     scores, _ = O.committed_scores(R1.PROFILE)
     rung = eval_rung.load()
     wanted = seeds(R1.committed_regrets(), R2.committed_regrets())
-    todo = tasks(wanted, scores, rung_seeds(None if rung is None else rung[0]))
-    R1.run_main(argv, todo, pending_dir(WORK), store_path(), "val_rescore", large_val=True)
-
-
-if __name__ == "__main__":
-    main()
+    return tasks(wanted, scores, rung_seeds(None if rung is None else rung[0]))

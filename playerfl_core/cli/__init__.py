@@ -26,6 +26,7 @@ from tqdm import tqdm
 from data_prep.base import DataError
 from data_prep.registry import default_datasets
 from playerfl_core import checks
+from playerfl_core.cli import study
 from playerfl_core.fl.algorithms import ALGORITHMS, get_algorithm
 from playerfl_core.fl.config import PROTOCOLS
 from playerfl_core.fl.engine import EVAL_TIMINGS, LR_MAX, DivergenceError, run_federated
@@ -310,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.add_argument("--store", help="store directory (default: <repo>/results/<profile>)")
     status.add_argument("--profile", default="quick", choices=PROFILE_NAMES)
+    study.add_parser(sub, common)
     return parser
 
 
@@ -923,6 +925,7 @@ def _command(args) -> int:
         "archive": cmd_archive,
         "sweep": cmd_sweep,
         "rules": cmd_rules,
+        "study": study.cmd_study,
     }
     return commands[args.command](args)
 
