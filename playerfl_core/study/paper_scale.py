@@ -325,7 +325,7 @@ def run_study(study: Study, options, say=print) -> int:
     except ValueError as err:
         raise ValueError(f"--device: {err}") from None
     k = options.workers or (30 if device.startswith("cuda") else 2)
-    summary = compute(study, out, options.budget_s, device, k, say=say)
+    summary = compute(study, out, options.budget_s, device, k, options.max_chunks, say=say)
     total = summary["computed"] + summary["already_done"] + summary["left"]
     say(
         f"paper_scale ({study.name}): {summary['computed']} runs computed in "

@@ -32,8 +32,8 @@ from playerfl_core.study.declaration import Study
 @dataclass(frozen=True)
 class RunOptions:
     """How ``playerfl study run`` computes: where (backend, workers, device), the folder for
-    finished work (None: the study's own), the seconds a chunked study stops within, and
-    whether to show progress."""
+    finished work (None: the study's own), the seconds a chunked study stops within, whether
+    to show progress, and after how many chunks a chunked study stops."""
 
     backend: str = "local"
     workers: int | None = None
@@ -41,6 +41,7 @@ class RunOptions:
     out: Path | None = None
     budget_s: float = 480.0
     progress: bool = True
+    max_chunks: int | None = None
 
 
 def command(study: Study | str) -> str:
