@@ -38,6 +38,7 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--budget-s", type=float, default=480.0, help="paper_scale: seconds to stop within"
     )
+    run.add_argument("--max-chunks", type=int, help="paper_scale: stop after this many chunks")
 
 
 def cmd_study(args) -> int:
@@ -99,7 +100,9 @@ def _run(study, args) -> int:
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers {args.workers}: give at least 1.")
     out = args.out or (default_store("tiny") if args.tiny else None)
-    options = runner.RunOptions(args.backend, args.workers, args.device, out, args.budget_s)
+    options = runner.RunOptions(
+        args.backend, args.workers, args.device, out, args.budget_s, max_chunks=args.max_chunks
+    )
     if args.dry_run:
         return _dry_run(study, out)
     return runner.run(study, options)
