@@ -49,7 +49,7 @@ def rung():
         declared="2026-12-03",
         commit="742bae1",
         why="At the book's sizes a run's score is about δ from its expectation by the draw of "
-        "the evaluation images alone (preregistration item 14).",
+        "the evaluation images alone (pre-registration §14).",
         store="ladder/eval_sweep.parquet",
         computes="playerfl_core.study.eval_rung",
         work="ladder_eval",

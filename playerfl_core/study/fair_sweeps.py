@@ -1,4 +1,4 @@
-"""Fair sweeps (item 12 of :mod:`~playerfl_core.study.preregistration`): every split at its own
+"""Fair sweeps (:mod:`~playerfl_core.study.preregistration` §12): every split at its own
 tuned learning rate.
 
 The one-rate sweep trains every split at PLayer-FL's tuned rate, so a split the rule did not

@@ -45,7 +45,7 @@ def rung():
         declared="2026-12-02",
         commit="e76b198",
         why="Do the oracle and the regret, not only the rule's choice, hold on a larger "
-        "federation (preregistration item 13)?",
+        "federation (pre-registration §13)?",
         store="ladder/middle_sweep.parquet",
         computes="playerfl_core.study.rungs",
         work="ladder_middle",

@@ -1,4 +1,4 @@
-"""R1's family at low evaluation noise (item 15 of ``study.preregistration``): the regrets that
+"""R1's family at low evaluation noise (``study.preregistration`` §15): the regrets that
 decide R1, their test terms scored on :data:`TEST_PER_CLIENT` images per client.
 
 At the book's sizes a Fashion-MNIST client scores on 80 test images, so a seed's regret moves by
@@ -82,7 +82,7 @@ class _Deployed:
     """Keeps a copy of every client's deployed model after each round's evaluation (an
     :class:`~playerfl_core.fl.engine.Observer`: it reads the run, never changes it); with
     ``val`` (client id → images, labels) it also scores each copy on those images, in chunks of
-    ``batch`` as the engine scores (item 17's validation sets)."""
+    ``batch`` as the engine scores (the validation rescore's sets)."""
 
     def __init__(self, algorithm, val: dict | None = None, batch: int = 1024):
         self.algorithm, self.models, self.val, self.batch = algorithm, {}, val, batch
@@ -101,7 +101,7 @@ class _Deployed:
 
 def _score(model, x, y, batch: int) -> dict[str, float]:
     """Loss, accuracy and macro-F1 of ``model`` on (x, y), its logits computed in chunks of
-    ``batch`` images (:data:`VAL_CHUNK` for item 17; ``len(x)``: in one pass)."""
+    ``batch`` images (:data:`VAL_CHUNK` for the validation rescore; ``len(x)``: in one pass)."""
     import torch
 
     from playerfl_core.fl.scoring import score_logits, summarise
@@ -118,11 +118,12 @@ def rescore_run(task, archive: Path | None = None, large_val: bool = False):
     (large test sets), and one :data:`BOOK_SCORE` row per client (the book's test set, same
     round); the record holds the comparison with the committed run and the CPU time.
 
-    ``large_val`` (item 17): every client's deployed model is also scored on its large
-    validation set after every round, its round is selected on those scores, and the rows hold
+    ``large_val`` (the validation rescore): every client's deployed model is also scored on its
+    large validation set after every round, its round is selected on those scores, and the rows hold
     the large validation sets' scores at every round in place of the book's (no
     :data:`BOOK_SCORE` rows); both sets are scored in chunks of :data:`VAL_CHUNK` images, which
-    give item 14's rung's scores bit for bit (items 15 and 16 scored the test set in one pass)."""
+    give the evaluation rung's scores bit for bit (R1's and R2's rescores scored the test set in
+    one pass)."""
     import torch
 
     from data_prep import load as load_data
@@ -293,7 +294,7 @@ def run_scores(table: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
 
 
 def r1_regrets(regrets: pd.DataFrame, rescored: tuple | None = None) -> pd.DataFrame:
-    """R1's regrets (item 15): :func:`rescored_regrets` with the committed rescore (or
+    """R1's regrets (R1's rescore): :func:`rescored_regrets` with the committed rescore (or
     ``rescored``, a (table, record) pair)."""
     rescored = rescored if rescored is not None else load()
     return rescored_regrets(regrets, None if rescored is None else rescored[0])

@@ -1,11 +1,11 @@
-"""R2's families at low evaluation noise (item 16 of ``study.preregistration``): every regret
-of the pre-registered split-rule test, its test terms
-scored on 2,000 images per client where the federation has images to spare.
+"""R2's families at low evaluation noise (``study.preregistration`` §16): every regret of the
+pre-registered split-rule test, its test terms scored on 2,000 images per client where the
+federation has images to spare.
 
-Item 15 rescored the runs of the paper's rule's split and of the validation oracle's on every
+R1's rescore rescored the runs of the paper's rule's split and of the validation oracle's on every
 seed of every Fashion-MNIST federation. R2's families also read the splits of the other rules
 (the tuned paper's rule, its two poolings, both averaging-cost rules, update disagreement, the
-probe): this module rescores the runs of those splits that item 15 did not, with item 15's
+probe): this module rescores the runs of those splits that R1's rescore did not, with its
 procedure (:func:`~playerfl_core.study.r1_rescore.rescore_run`: trained again from the manifest
 entry, compared row by row with the committed run, each client's best-validation model scored on
 its own 2,000 test images). :func:`r2_regrets` reads both stores.
@@ -45,8 +45,8 @@ def load() -> tuple[pd.DataFrame, dict] | None:
 
 
 def tasks(regrets: pd.DataFrame, done: Sequence = ()) -> list[tuple[str, float, int, int]]:
-    """Every run item 16 needs and item 15's store (``done``) lacks: (dataset, lr, seed, p) of
-    each entry's split and the oracle's on each seed of R2's tested sets (``regrets``:
+    """Every run R2's rescore needs and R1's rescore's store (``done``) lacks: (dataset, lr,
+    seed, p) of each entry's split and the oracle's on each seed of R2's tested sets (``regrets``:
     ``preregistration.entry_regrets``) whose federation has held-out images."""
     tested = regrets[regrets["role"].isin(TESTED)]
     return sorted(set(R1.tasks(tested)) - set(done))
@@ -84,7 +84,7 @@ def runs_in(rescored: tuple | None) -> set[tuple[str, float, int, int]]:
 
 
 def r2_regrets(regrets: pd.DataFrame, rescored: Sequence | None = None) -> pd.DataFrame:
-    """R2's regrets (item 16): every row of ``regrets`` whose two runs item 15's or item 16's
+    """R2's regrets (R2's rescore): every row of ``regrets`` whose two runs R1's or R2's rescore's
     store holds gets both test terms on the large test sets (``r1_rescore.rescored_regrets``);
     ``rescored``: the two (table, record) pairs, else the committed ones."""
     pairs = rescored if rescored is not None else (R1.load(), load())

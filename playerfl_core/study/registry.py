@@ -40,7 +40,7 @@ def _split_rule_tests() -> list[Study]:
         declared="2026-12-01",
         commit="a025bfc",
         why="Does any split rule choose a split within δ of the validation oracle's, on "
-        "federations unseen when its threshold was tuned (preregistration items 1-6)? Heart "
+        "federations unseen when its threshold was tuned (pre-registration §1-6)? Heart "
         "runs 50 seeds (preregistration.SEEDS).",
         store="rules/standard.parquet",
         computes=SWEEPS,
@@ -52,7 +52,7 @@ def _split_rule_tests() -> list[Study]:
             seeds=PR.FOLLOW_UP_SEEDS, what="The follow-up: the same entries on quantity skew.",
             declared="2026-12-01", commit="e31df63",
             why="Does the first test's pattern hold on a kind neither set contains "
-            "(preregistration item 7, preregistration.FOLLOW_UP)?",
+            "(pre-registration §7, preregistration.FOLLOW_UP)?",
         ),
         replace(
             base, name="split_rule_development_seeds", federations=PR.DEVELOPMENT,
@@ -60,7 +60,7 @@ def _split_rule_tests() -> list[Study]:
             what="More development seeds: the Digits heterogeneity federations at seeds 10-19.",
             declared="2026-12-01", commit="af500a6",
             why="Describe the development federations with 20 seeds; tuning keeps its seeds "
-            "(preregistration item 8, preregistration.DEVELOPMENT_ADDED_SEEDS).",
+            "(pre-registration §8, preregistration.DEVELOPMENT_ADDED_SEEDS).",
         ),
         replace(
             base, name="split_rule_second_follow_up", federations=PR.FOLLOW_UP_2,
@@ -69,7 +69,7 @@ def _split_rule_tests() -> list[Study]:
             what="The second follow-up: every entry, cost2 added, on concept shift.",
             declared="2026-12-01", commit="af500a6",
             why="Does curvature explain the first-order rule's misses, and does the pattern "
-            "hold on concept shift (preregistration item 9, preregistration.FOLLOW_UP_2, "
+            "hold on concept shift (pre-registration §9, preregistration.FOLLOW_UP_2, "
             "ADDED_ENTRIES)?",
         ),
         replace(
@@ -79,7 +79,7 @@ def _split_rule_tests() -> list[Study]:
             what="The confirmation test: every entry on its worst kinds, fresh seeds 10-29.",
             declared="2026-12-02", commit="67a5b2e",
             why="Is each entry beyond δ where the first test saw it fail worst, with enough "
-            "seeds to decide (preregistration item 10, preregistration.CONFIRMATION)?",
+            "seeds to decide (pre-registration §10, preregistration.CONFIRMATION)?",
         ),
         replace(
             base, name="split_rule_mean_test",
@@ -89,7 +89,7 @@ def _split_rule_tests() -> list[Study]:
             what="A declared correction: the sign-flip test of the mean replaces Wilcoxon.",
             declared="2026-12-02", commit="72efc53",
             why="The tables say 'mean regret within δ'; Wilcoxon decides on a symmetric centre "
-            "(preregistration item 11, split_verdicts.TEST).",
+            "(pre-registration §11, split_verdicts.TEST).",
             computes=PREREGISTRATION,
         ),
     ]  # fmt: skip
@@ -111,7 +111,7 @@ def _fair_sweeps() -> Study:
         declared="2026-12-02",
         commit="01055fd",
         why="A one-rate sweep handicaps the splits the rule did not choose, so the oracle is "
-        "weaker than it could be (preregistration item 12). Heart runs its 50 seeds.",
+        "weaker than it could be (pre-registration §12). Heart runs its 50 seeds.",
         store="fair",
         computes="playerfl_core.study.fair_sweeps",
     )
@@ -174,7 +174,7 @@ def _rescores() -> list[Study]:
         declared="2026-12-03",
         commit="4f240c7",
         why="A seed's regret moves by about δ from the draw of 80 test images alone "
-        "(preregistration item 15).",
+        "(pre-registration §15).",
         store="ladder/r1_rescore.parquet",
         computes="playerfl_core.study.r1_rescore",
         work="r1_rescore",
@@ -185,7 +185,7 @@ def _rescores() -> list[Study]:
         federations=("every federation of R2's tested sets with held-out images",),
         arms="the committed runs of every entry's split and the oracle's that R1's rescore lacks",
         claim=R2_FAMILIES, declared="2026-12-03", commit="0ad807f",
-        why="R2's families still read 80 test images per client (preregistration item 16).",
+        why="R2's families still read 80 test images per client (pre-registration §16).",
         store="ladder/r2_rescore.parquet", computes="playerfl_core.study.r2_rescore",
         work="r2_rescore",
     )  # fmt: skip
@@ -199,7 +199,7 @@ def _rescores() -> list[Study]:
                  ("round_and_oracle", "large validation")),
         claim=f"R1 and {R2_FAMILIES}", declared="2026-12-03", commit="07c1796",
         why="The book's 64 validation images choose the oracle's split and each client's round; "
-        "their noise is about δ (preregistration item 17).",
+        "their noise is about δ (pre-registration §17).",
         store="ladder/val_rescore.parquet", computes="playerfl_core.study.val_rescore",
         work="val_rescore", work_in_stores=True,
     )  # fmt: skip
