@@ -78,6 +78,8 @@ def test_show_reports_the_store_its_sha256_and_its_cost(committed, capsys):
     out = capsys.readouterr().out
     assert "ladder/middle_sweep.parquet committed; SHA-256 matches its record" in out
     assert "cost 9,317 CPU-s over 60 runs" in out and "declared: 2026-12-02" in out
+    assert main(["study", "show", "split_rule_test"]) == 0
+    assert "SHA-256 matches its record; its record keeps no cost" in capsys.readouterr().out
 
 
 def test_show_names_a_store_whose_sha256_differs(tmp_path, monkeypatch, capsys):

@@ -78,10 +78,14 @@ def _show(study) -> int:
         return 0
     sha = {True: "matches its record", False: "DIFFERS from its record",
            None: "not kept in its record"}[state["sha256_matches"]]  # fmt: skip
-    cost = (f"{state['cpu_seconds']:,.0f} CPU-s" if state["cpu_seconds"] is not None
-            else f"{state.get('device_seconds', 0):,.0f} device-s")  # fmt: skip
+    if state["cpu_seconds"] is not None:
+        cost = f"cost {state['cpu_seconds']:,.0f} CPU-s"
+    elif state.get("device_seconds") is not None:
+        cost = f"cost {state['device_seconds']:,.0f} device-s"
+    else:
+        cost = "its record keeps no cost"
     runs = f" over {state['runs']} runs" if state["runs"] is not None else ""
-    print(f"  store: {state['path']} committed; SHA-256 {sha}; cost {cost}{runs}")
+    print(f"  store: {state['path']} committed; SHA-256 {sha}; {cost}{runs}")
     return 0 if state["sha256_matches"] is not False else 1
 
 
