@@ -175,3 +175,14 @@ def test_the_authors_mode_declaration_is_its_committed_seeds(committed):
 
     record = json.loads((A.store_path().with_name(f"{A.TABLE_FILE}.json")).read_text())
     assert {d: tuple(s) for d, s in record["seeds"].items()} == A.SEEDS
+
+
+def test_studies_have_no_entry_points_of_their_own():
+    """``playerfl study run`` is the one way to compute a study (``machine`` is no study)."""
+    folder = Path(__file__).parents[1] / "playerfl_core" / "study"
+    with_main = sorted(
+        p.name
+        for p in folder.glob("*.py")
+        if "\ndef main(" in p.read_text() or '__name__ == "__main__"' in p.read_text()
+    )
+    assert with_main == ["machine.py"]
