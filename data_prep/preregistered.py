@@ -105,3 +105,6 @@ PAPER_SCALE = ("fmnist", "fmnist_rotate")
 PAPER_SCALE_SEEDS = tuple(range(10))
 """Ten seeds per federation and learning rate: the ladder's seeds, so each paper-scale sweep
 pairs with the book's sweep and the evaluation rung on the same partitions' seeds."""
+
+AUTHORS_MODE_SEEDS = {"heart": tuple(range(20)), "fmnist": tuple(range(5))}
+"""The authors'-mode comparison's seeds per federation (``study.authors_mode``)."""

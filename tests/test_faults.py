@@ -29,6 +29,7 @@ import torch
 import data_prep
 from data_prep import DataError, fmnist
 from playerfl_core import cli
+from playerfl_core.cli import output as cli_output
 from playerfl_core.fl.algorithms import get_algorithm
 from playerfl_core.fl.divergence import LOSS_BOUND, divergence
 from playerfl_core.fl.engine import RunConfig
@@ -1103,13 +1104,13 @@ def test_a_full_disk_on_out_is_one_line_and_the_rows_are_kept_elsewhere_or_said_
     elsewhere, tmp_path, monkeypatch, capsys
 ):
     out = tmp_path / "full" / "run.csv"
-    monkeypatch.setattr(cli, "save_table", _disk_full_on(out, cli.save_table))
+    monkeypatch.setattr(cli_output, "save_table", _disk_full_on(out, cli_output.save_table))
     rescue = tmp_path / "other-disk"
     monkeypatch.setattr("tempfile.gettempdir", lambda: str(rescue))
     if elsewhere:
         devices = {rescue: 1}
-        real_device = cli._device
-        monkeypatch.setattr(cli, "_device", lambda p: devices.get(p) or real_device(p))
+        real_device = cli_output._device
+        monkeypatch.setattr(cli_output, "_device", lambda p: devices.get(p) or real_device(p))
     code = cli.main(["run", "--dataset", "heart", "--algorithms", "local,fedavg", "--rounds",
                      "1", "--out", str(out)])  # fmt: skip
     err = capsys.readouterr().err
@@ -1140,7 +1141,7 @@ def test_a_stopped_run_on_a_full_disk_says_both_in_one_line(tmp_path, monkeypatc
 
     out = tmp_path / "run.csv"
     monkeypatch.setattr(cli, "run_federated", stop_on_second)
-    monkeypatch.setattr(cli, "save_table", _disk_full_on(out, cli.save_table))
+    monkeypatch.setattr(cli_output, "save_table", _disk_full_on(out, cli_output.save_table))
     monkeypatch.setattr("tempfile.gettempdir", lambda: str(tmp_path / "same-disk"))
     code = cli.main(["run", "--dataset", "heart", "--algorithms", "local,fedavg", "--rounds",
                      "1", "--out", str(out)])  # fmt: skip

@@ -31,7 +31,7 @@ def test_the_declaration_is_the_papers_sizes():
     s = P.PAPER_SCALE
     assert set(s.federations) == {"fmnist", "fmnist_rotate"} and len(s.seeds) >= 10
     assert s.splits is None and s.profile == "paper" and dict(s.loader)["eval_per_client"] == 2000
-    cfg = s.config("fmnist", s.learning_rates[0], "cpu")
+    cfg = s.config("fmnist", "cpu", lr=s.learning_rates[0])
     assert (cfg.rounds, cfg.batch_size, cfg.width, cfg.lr) == (100, 128, 1.0, 1e-3)
     assert s.learning_rates == (1e-3, 5e-4)
     assert s.declared and s.commit and s.why
@@ -51,9 +51,9 @@ def test_a_second_call_computes_nothing_and_the_rows_are_the_engines(tmp_path):
             run_federated(
                 P.federation(P.TINY, d, s),
                 get_algorithm(prefix_name(p)),
-                dataclasses.replace(P.TINY.config(d, lr, "cpu"), seed=s),
+                dataclasses.replace(P.TINY.config(d, "cpu", lr=lr), seed=s),
             ).table()
-            for d, lr, s, p in P.TINY.tasks()
+            for d, lr, s, p in P.study_tasks(P.TINY)
         ],
         ignore_index=True,
     )
@@ -87,20 +87,23 @@ def test_out_of_budget_stops_cleanly_and_writes_nothing(tmp_path):
 
 
 def test_a_batch_past_its_deadline_stops_after_its_first_round():
-    d, lr, s, p = P.TINY.tasks()[0]
+    d, lr, s, p = P.study_tasks(P.TINY)[0]
     data = P.federation(P.TINY, d, s)
     with pytest.raises(OutOfTime, match="after its deadline"):
-        run_prefix_batch([(data, s, p)], P.TINY.config(d, lr, "cpu"), time.monotonic())
+        run_prefix_batch([(data, s, p)], P.TINY.config(d, "cpu", lr=lr), time.monotonic())
 
 
 def test_bad_options_are_one_line(tmp_path, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        P.main(["--out", str(tmp_path), "--budget-s", "0", "--tiny"])
-    assert exit_info.value.code == 2 and "--budget-s must be > 0" in capsys.readouterr().err
+    from playerfl_core.cli import main
+
+    assert main(["study", "run", "paper_scale", "--out", str(tmp_path), "--budget-s", "0",
+                 "--tiny"]) == 2  # fmt: skip
+    assert "--budget-s must be > 0" in capsys.readouterr().err
     (tmp_path / "file").write_text("")
-    with pytest.raises(SystemExit):
-        P.main(["--out", str(tmp_path / "file"), "--tiny"])
+    assert main(["study", "run", "paper_scale", "--out", str(tmp_path / "file"), "--tiny"]) == 2
     assert "is a file" in capsys.readouterr().err
+    assert main(["study", "run", "paper_scale"]) == 2
+    assert "give --out FOLDER" in capsys.readouterr().err
 
 
 def test_a_diverged_run_is_isolated_and_recorded_the_others_kept(tmp_path, monkeypatch):
@@ -121,8 +124,11 @@ def test_a_diverged_run_is_isolated_and_recorded_the_others_kept(tmp_path, monke
 
 
 def test_the_command_says_what_it_did_in_one_line(tmp_path, capsys):
-    assert P.main(["--out", str(tmp_path), "--tiny", "--device", "cpu"]) == 0
-    assert P.main(["--out", str(tmp_path), "--tiny", "--device", "cpu"]) == 0
+    from playerfl_core.cli import main
+
+    argv = ["study", "run", "paper_scale", "--out", str(tmp_path), "--tiny", "--device", "cpu"]
+    assert main(argv) == 0
+    assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     first, second = [line for line in lines if line.startswith("paper_scale (")]
     assert "2 runs computed in 1 chunks" in first and "0 of 2 left" in first

@@ -70,21 +70,26 @@ def tiny_rung(monkeypatch):
 def test_a_rung_is_collected_only_when_complete_and_never_recomputes_a_kept_run(
     tiny_rung, tmp_path, monkeypatch
 ):
-    with pytest.raises(ValueError, match="6 of the middle rung's 6 runs are not computed yet"):
-        R.collect(M.rung(), tmp_path, ["fmnist"], [0])
-    for p in range(R.n_splits(M.rung(), "fmnist")):
-        task, table, record = R.run_one(M.rung(), ("fmnist", 0, p))
-        R.keep(tmp_path, R.run_name(*task), table, record)
-    table, totals = R.collect(M.rung(), tmp_path, ["fmnist"], [0])
+    from playerfl_core.study import runner
+
+    rung, tasks = M.rung(), R.tasks(M.rung(), ["fmnist"], [0])
+    with pytest.raises(ValueError, match="6 of the middle_rung study's 6 runs are not computed"):
+        runner.collect(rung, tmp_path, tasks)
+    for task in tasks:
+        task, table, record = R.run_one(rung, task)
+        runner.keep(tmp_path, R.task_name(task), table, record)
+    table, totals = runner.collect(rung, tmp_path, tasks)
     assert totals["runs"] == 6 and not totals["diverged"] and totals["cpu_seconds"] > 0
     assert table["algorithm"].nunique() == 6 and set(table["round"]) == {0}
     reg = R.regrets(table)
     assert len(reg) == 1 and 0 <= reg["p_rule"].iloc[0] <= 5
 
-    def no_run(task):
+    def no_run(study, task, device):
         raise AssertionError(f"recomputed a kept run: {task}")
 
-    R.compute(M.rung(), ["fmnist"], [0], workers=1, work=tmp_path, progress=False, one=no_run)
+    monkeypatch.setattr(R, "run_one", no_run)
+    options = runner.RunOptions(workers=1, progress=False)
+    assert runner.compute(rung, options, tmp_path, tasks) == 0
 
 
 @pytest.mark.parametrize("module", [M, E], ids=["middle rung", "evaluation rung"])
@@ -92,15 +97,15 @@ def test_a_committed_rung_is_complete_and_its_first_round_recomputes(module, mon
     monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
     rung = module.rung()
     committed = module.load()  # checks the SHA-256 of its record
-    assert committed is not None, f"stores/ladder/{rung.store} is not committed"
+    assert committed is not None, f"stores/{rung.store} is not committed"
     table, record = committed
-    n_splits = R.n_splits(rung, rung.datasets[0])
-    assert (record["datasets"], record["seeds"]) == (list(rung.datasets), list(rung.seeds))
-    assert record["runs"] == len(rung.datasets) * len(rung.seeds) * n_splits
+    n_splits = R.n_splits(rung, rung.federations[0])
+    assert (record["datasets"], record["seeds"]) == (list(rung.federations), list(rung.seeds))
+    assert record["runs"] == len(rung.federations) * len(rung.seeds) * n_splits
     assert not record["diverged"]
     runs = table.groupby(["dataset", "seed"])["algorithm"].nunique()
     assert len(runs) == record["runs"] // n_splits and (runs == n_splits).all()
-    assert table["round"].max() == R.config(rung, *rung.datasets[:1], 0).rounds - 1
+    assert table["round"].max() == R.config(rung, *rung.federations[:1], 0).rounds - 1
     R.regrets(table)  # raises unless each run's units are in depth order (the recorded split)
     task = ("fmnist_rotate", 3, 2)
     _, fresh, _ = R.run_one(replace(rung, training=(*rung.training, ("rounds", 1))), task)

@@ -93,9 +93,9 @@ def test_a_run_scored_on_large_validation_sets_is_item_14s_run(monkeypatch):
 def test_the_pending_runs_are_collected_with_the_machines_that_computed_them(tmp_path):
     """Item 17 spans sessions and machines: its collected record counts the runs per machine,
     and a missing run stops the collection with the command that computes it."""
-    from playerfl_core.study import r1_rescore as R1
-    from playerfl_core.study.rungs import keep
+    from playerfl_core.study import registry, runner
 
+    study = registry.study("val_rescore")
     todo = [("fmnist", 0.003, 0, 0), ("fmnist", 0.003, 0, 1), ("fmnist", 0.003, 0, 2)]
     here = machine.fingerprint(threads=1)
     other = {**here, "cpu": "Another CPU", "key": None}
@@ -103,29 +103,31 @@ def test_the_pending_runs_are_collected_with_the_machines_that_computed_them(tmp
     for task, facts in zip(todo[:2], (here, other), strict=True):
         row = pd.DataFrame({"dataset": ["fmnist"], "seed": [0], "p": [task[3]]})
         record = {"cpu_seconds": 50.0, "identical": True, "max_abs_diff": 0.0, "machine": facts}
-        keep(tmp_path, R1.run_name(task), row, record)
-    with pytest.raises(ValueError, match="1 of the rescore's 3 runs are not computed yet"):
-        R1.collect(todo, tmp_path, "python -m playerfl_core.study.val_rescore")
-    table, totals = R1.collect(todo[:2], tmp_path)
+        runner.keep(tmp_path, V.task_name(task), row, record)
+    with pytest.raises(ValueError, match="1 of the val_rescore study's 3 runs are not computed"):
+        runner.collect(study, tmp_path, todo)
+    with pytest.raises(ValueError, match="playerfl study run val_rescore"):
+        runner.collect(study, tmp_path, todo)
+    table, totals = runner.collect(study, tmp_path, todo[:2])
     assert table["p"].tolist() == [0, 1] and totals["cpu_seconds"] == 100.0
     assert totals["machines"] == {machine.describe(here): 1, machine.describe(other): 1}
 
 
 def test_item_17s_command_keeps_its_runs_in_the_committed_pending_folder(monkeypatch):
-    """The command resumes from ``stores/pending/val_rescore`` (committed between sessions) and
-    leaves out item 14's rung's seeds."""
-    from playerfl_core.study import r1_rescore as R1
+    """The study resumes from ``stores/pending/val_rescore`` (committed between sessions), scores
+    on the large validation sets and leaves out item 14's rung's seeds."""
+    from playerfl_core.study import registry
     from playerfl_core.study.archive import stores_dir
+    from playerfl_core.study.r1_rescore import large_val
 
     monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
-    called = {}
-    monkeypatch.setattr(R1, "run_main", lambda argv, todo, work, *a, **k: called.update(
-        todo=todo, work=work, large_val=k["large_val"]))  # fmt: skip
-    V.main([])
-    assert called["work"] == stores_dir() / "pending" / "val_rescore" and called["large_val"]
-    rotated = {seed for d, _, seed, _ in called["todo"] if d == "fmnist_rotate"}
+    study = registry.study("val_rescore")
+    todo = V.study_tasks(study)
+    assert study.work_dir() == stores_dir() / "pending" / "val_rescore" and large_val(study)
+    assert not large_val(registry.study("r1_rescore"))
+    rotated = {seed for d, _, seed, _ in todo if d == "fmnist_rotate"}
     assert rotated and min(rotated) == 10  # item 14's rung holds its seeds 0-9
-    assert len(called["todo"]) == 1020
+    assert len(todo) == 1020
 
 
 def test_item_17s_reading_gives_item_14s_regrets_on_the_seeds_of_its_rung(monkeypatch):

@@ -1,21 +1,22 @@
-"""The ladder's evaluation rung (issue 34, item 5; item 14 of ``study.preregistration``): the
-book's split sweep of Fashion-MNIST, base and rotated, trained exactly as the book trains it,
-but each client scored on :data:`EVAL_PER_CLIENT` validation and as many test images drawn from
-its own distribution (``data_prep.eval_sets``) instead of 64 and 80, so that a run's score is no
-longer about δ away from its expectation by the draw of the evaluation images alone.
+"""The ladder's evaluation rung: the book's split sweep of Fashion-MNIST, base and rotated,
+trained exactly as the book trains it, but each client scored on :data:`EVAL_PER_CLIENT`
+validation and as many test images drawn from its own distribution (``data_prep.eval_sets``)
+instead of 64 and 80, so that a run's score is no longer about δ away from its expectation by
+the draw of the evaluation images alone.
 
-Every split p = 0 … L on the seeds ``preregistered.EVAL_SEEDS``, one thread per run, computed
-by ``python -m playerfl_core.study.eval_rung`` and committed to
-``stores/ladder/eval_sweep.parquet`` with its record (``study.rungs``). Resumable: each finished
-run is kept in ``results/ladder_eval/`` (``PLAYERFL_RESULTS`` replaces ``results``).
+Every split p = 0 … L on the seeds ``preregistered.EVAL_SEEDS``; declared in
+``study.registry``, computed by ``playerfl study run eval_rung`` (one run as ``study.rungs``
+computes it; the noise measurements follow once the rung is committed) and committed to
+``stores/ladder/eval_sweep.parquet`` with its record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from data_prep import preregistered
 from playerfl_core.study import rungs
+from playerfl_core.study.rungs import gather, record_extra, run_one, study_tasks, task_name
+
+__all__ = ["gather", "record_extra", "run_one", "study_tasks", "task_name"]
 
 DATASETS, SEEDS = preregistered.LADDER, preregistered.EVAL_SEEDS
 EVAL_PER_CLIENT = 2000
@@ -25,13 +26,34 @@ BOOK_TEST_IMAGES = 80
 NOISE_SEED, NOISE_DRAWS = 0, 2000
 
 
-def rung() -> rungs.Rung:
-    """The rung as the constants above declare it (read at each call)."""
-    return rungs.Rung(
-        name="eval", datasets=tuple(DATASETS), seeds=tuple(SEEDS), loader_profile="quick",
-        loader=(("eval_per_client", EVAL_PER_CLIENT),), training=(),
-        store="eval_sweep.parquet", work="ladder_eval",
-    )  # fmt: skip
+def rung():
+    """The rung's declaration, from the constants above (read at each call)."""
+    from playerfl_core.study.declaration import EVERY_SPLIT, Study
+
+    return Study(
+        name="eval_rung",
+        what="The ladder's evaluation rung: the book's sweep scored on 2,000-image sets.",
+        federations=tuple(DATASETS),
+        seeds=tuple(SEEDS),
+        arms=EVERY_SPLIT,
+        rates="the book's one sweep rate and batch (the quick profile's)",
+        profile="quick",
+        loader=(("eval_per_client", EVAL_PER_CLIENT),),
+        training_profile="quick",
+        scoring=(
+            ("val_per_client", EVAL_PER_CLIENT),
+            ("test_per_client", EVAL_PER_CLIENT),
+            ("round_and_oracle", "large validation"),
+        ),  # fmt: skip
+        claim="R1 at low evaluation noise",
+        declared="2026-12-03",
+        commit="742bae1",
+        why="At the book's sizes a run's score is about δ from its expectation by the draw of "
+        "the evaluation images alone (pre-registration §14).",
+        store="ladder/eval_sweep.parquet",
+        computes="playerfl_core.study.eval_rung",
+        work="ladder_eval",
+    )
 
 
 def load():
@@ -51,7 +73,7 @@ def rule_split(table, dataset: str, seed: int) -> int:
 
 
 def measure_noise(table) -> tuple:
-    """Item 14's noise measurement, per federation on seed :data:`NOISE_SEED` with the paper's
+    """The declared noise measurement, per federation on seed :data:`NOISE_SEED` with the paper's
     rule's split: a client's and a run's standard error at :data:`BOOK_TEST_IMAGES` and at
     :data:`EVAL_PER_CLIENT` test images (``measure.score_noise``). Returns (table, CPU-s)."""
     import time
@@ -115,20 +137,17 @@ def load_noise():
     return load_rules_table(noise_path()) if noise_path().exists() else None
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def after_commit(study, say=print) -> None:
+    """Measure the score's and the regret's noise on the committed rung, once each (delete a
+    file to measure it again)."""
     from playerfl_core.study.split_rules_table import save_with_record
 
-    rungs.main(rung(), {"eval_per_client": EVAL_PER_CLIENT}, argv, __doc__)
     for what, path, measure in (
         ("score noise", noise_path(), measure_noise),
         ("regret noise", regret_noise_path(), measure_regret_noise),
     ):
-        if path.exists():  # measured once; delete the file to measure again
+        if path.exists():
             continue
         noise, cpu = measure(load()[0])
         extra = {"eval_per_client": EVAL_PER_CLIENT, "draws": NOISE_DRAWS, "cpu_seconds": cpu}
-        print(f"{what} to {save_with_record(noise, path, extra)} ({cpu:.0f} CPU-s)")
-
-
-if __name__ == "__main__":
-    main()
+        say(f"{what} to {save_with_record(noise, path, extra)} ({cpu:.0f} CPU-s)")

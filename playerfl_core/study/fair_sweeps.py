@@ -1,12 +1,12 @@
-"""Fair sweeps (item 12 of :mod:`~playerfl_core.study.preregistration`; issue 34, item 4): every
-split at its own tuned learning rate.
+"""Fair sweeps (:mod:`~playerfl_core.study.preregistration` §12): every split at its own
+tuned learning rate.
 
 The one-rate sweep trains every split at PLayer-FL's tuned rate, so a split the rule did not
 choose may train at a rate wrong for it and the validation oracle is weaker than it could be
 (the regret understated). Here each split p is an algorithm of the standard grid
 (``prefix_p<p>``): tuned on the grid's tuning seeds with the grid's rule (lowest validation loss,
 widening at an edge; :mod:`~playerfl_core.study.tuning`), then run at its own rate on the
-one-rate sweep's seeds. ``python -m playerfl_core.study.fair_sweeps`` computes them into
+one-rate sweep's seeds. ``playerfl study run fair_sweeps`` computes them into
 ``results/fair`` (a standard-profile store, which starts from the standard archive, so a split
 whose rate did not move reuses its committed runs) and commits the runs the grids used, tuning
 and evaluation, to ``stores/fair``.
@@ -104,7 +104,7 @@ def own_rate_scores(
         if part["seed"].nunique() != len(wanted):
             raise ValueError(
                 f"{ds}, p = {p} at its own rate {lr:g}: {part['seed'].nunique()} of "
-                f"{len(wanted)} seeds stored; run `python -m playerfl_core.study.fair_sweeps`."
+                f"{len(wanted)} seeds stored; run `playerfl study run fair_sweeps`."
             )
         parts.append(part.drop(columns="p"))
     scores = sweep_scores(pd.concat(parts, ignore_index=True))
@@ -155,24 +155,17 @@ def cost(fair_manifest: dict, standard_manifest: dict) -> tuple[int, float]:
     return len(new), float(sum(e.get("cpu_seconds") or 0.0 for e in new))
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    import argparse
-
+def run_study(study, options, say=print) -> int:
+    """``playerfl study run fair_sweeps``: the fair grids (resumable in ``results/fair``), then
+    the runs they used packed into ``stores/fair``."""
     from playerfl_core.study.archive import pack
     from playerfl_core.study.run_store import Store
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", default=",".join(DATASETS))
-    parser.add_argument("--workers", type=int, default=None)
-    args = parser.parse_args(argv)
+    if options.backend not in ("local", None):
+        raise ValueError("--backend: the fair sweeps run on the grid's local workers only.")
     start = time.time()
-    datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    run_ids = compute(datasets, args.workers)
-    store = Store(store_path())
-    command = f"python -m playerfl_core.study.fair_sweeps --datasets {','.join(datasets)}"
-    out = pack(store, PROFILE, archive_path(), command, run_ids=set(run_ids))
-    print(f"{len(set(run_ids))} runs to {out}: {time.time() - start:.0f} s wall")
-
-
-if __name__ == "__main__":
-    main()
+    run_ids = compute(study.federations, options.workers, options.progress)
+    command = f"playerfl study run {study.name}"
+    out = pack(Store(store_path()), PROFILE, archive_path(), command, run_ids=set(run_ids))
+    say(f"{len(set(run_ids))} runs to {out}: {time.time() - start:.0f} s wall")
+    return 0

@@ -1,20 +1,16 @@
-"""The scale ladder's middle rung (issue 34, item 6; item 13 of ``study.preregistration``): the
-full split sweep of Fashion-MNIST, base and rotated, at sizes between the book's and the
-paper's, so that the oracle and the regret, not only the rule's choice, are seen at a larger
-scale.
+"""The scale ladder's middle rung: the full split sweep of Fashion-MNIST, base and rotated, at
+sizes between the book's and the paper's, so that the oracle and the regret, not only the rule's
+choice, are seen at a larger scale.
 
 The rung: :data:`SAMPLES_PER_CLIENT` images per client drawn as the paper profile draws them
 (its loader, its 64/16/20 splits: 160 validation and 200 test images per client), the CNN at
 width :data:`WIDTH`, :data:`ROUNDS` rounds, and the book's one sweep rate and batch (the quick
-profile's). Every split p = 0 … L on the seeds ``preregistered.MIDDLE_SEEDS``, one thread per
-run, computed by ``python -m playerfl_core.study.middle_rung`` and committed to
-``stores/ladder/middle_sweep.parquet`` with its record (``study.rungs``). Resumable: each
-finished run is kept in ``results/ladder_middle/`` (``PLAYERFL_RESULTS`` replaces ``results``).
+profile's). Every split p = 0 … L on the seeds ``preregistered.MIDDLE_SEEDS``; declared in
+``study.registry``, computed by ``playerfl study run middle_rung`` (``study.rungs`` says what one
+run is) and committed to ``stores/ladder/middle_sweep.parquet`` with its record.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from data_prep import preregistered
 from playerfl_core.study import rungs
@@ -25,14 +21,35 @@ WIDTH = 0.5
 ROUNDS = 20
 
 
-def rung() -> rungs.Rung:
-    """The rung as the constants above declare it (read at each call)."""
-    return rungs.Rung(
-        name="middle", datasets=tuple(DATASETS), seeds=tuple(SEEDS), loader_profile="paper",
+def rung():
+    """The rung's declaration, from the constants above (read at each call)."""
+    from playerfl_core.study.declaration import EVERY_SPLIT, Study
+
+    return Study(
+        name="middle_rung",
+        what="The ladder's middle rung: 1,000 images per client, width 0.5, 20 rounds.",
+        federations=tuple(DATASETS),
+        seeds=tuple(SEEDS),
+        arms=EVERY_SPLIT,
+        rates="the book's one sweep rate and batch (the quick profile's)",
+        profile="paper",
         loader=(("samples_per_client", SAMPLES_PER_CLIENT),),
         training=(("width", WIDTH), ("rounds", ROUNDS)),
-        store="middle_sweep.parquet", work="ladder_middle",
-    )  # fmt: skip
+        training_profile="quick",
+        scoring=(
+            ("val_per_client", "the paper profile's 16 %"),
+            ("test_per_client", "the paper profile's 20 %"),
+            ("round_and_oracle", "validation"),
+        ),  # fmt: skip
+        claim="descriptive (R1's reading at a larger scale; no test with 5 seeds)",
+        declared="2026-12-02",
+        commit="e76b198",
+        why="Do the oracle and the regret, not only the rule's choice, hold on a larger "
+        "federation (pre-registration §13)?",
+        store="ladder/middle_sweep.parquet",
+        computes="playerfl_core.study.rungs",
+        work="ladder_middle",
+    )
 
 
 def rung_sizes() -> dict[str, str]:
@@ -53,16 +70,3 @@ def rung_sizes() -> dict[str, str]:
 def load():
     """The committed middle rung and its record; None when not computed."""
     return rungs.load(rung())
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    rungs.main(
-        rung(),
-        {"samples_per_client": SAMPLES_PER_CLIENT, "width": WIDTH, "rounds": ROUNDS},
-        argv,
-        __doc__,
-    )
-
-
-if __name__ == "__main__":
-    main()

@@ -3,10 +3,9 @@ its rotated federation at 2,000 images per client, the CNN at width 1.0, batch 1
 at the paper's learning rate for FMNIST and one neighbour, every split, ten seeds, each client
 scored on 2,000 validation and 2,000 test images (``data_prep.eval_sets``).
 
-The study is data (:class:`Study`, :data:`PAPER_SCALE`), so a study registry can take it over.
-It is computed on a GPU in chunks by the batched driver (:mod:`playerfl_core.fl.batched`)::
+Computed on a GPU in chunks by the batched driver (:mod:`playerfl_core.fl.batched`)::
 
-    python -m playerfl_core.study.paper_scale --out $OUT --budget-s 480 --device cuda
+    playerfl study run paper_scale --out $OUT --budget-s 480 --device cuda
 
 computes what fits in the budget, K runs of one federation and learning rate at a time,
 skipping every run already finished (committed chunks in ``stores/paper_scale/`` and chunks in
@@ -19,14 +18,11 @@ stand-in on the CPU.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -34,69 +30,44 @@ import torch
 
 from data_prep import preregistered
 from playerfl_core.fl import batched
-from playerfl_core.fl.config import RunConfig, default_device
 from playerfl_core.fl.errors import DivergenceError
-from playerfl_core.fl.profiles import make_config
 from playerfl_core.stats.results import atomic_write
 from playerfl_core.study import machine
+from playerfl_core.study.declaration import Study, federation
 
 
-@dataclass(frozen=True)
-class Study:
-    """A sweep declared as data: which federations, seeds, learning rates and splits (None:
-    every split 0 … L), the sizes (the loader's ``profile`` with ``loader`` keyword arguments,
-    the training settings that replace the profile's), when and on which commit it was
-    declared and why, and the folder of ``stores/`` its chunks are committed to."""
+def study_tasks(study: Study) -> list[tuple[str, float, int, int]]:
+    """Every run ``(federation, lr, seed, p)``, seed-major within a federation and rate (the
+    order chunks are cut in)."""
+    from playerfl_core.study.split_sweeps import model_units
 
-    name: str
-    federations: tuple[str, ...]
-    seeds: tuple[int, ...]
-    learning_rates: tuple[float, ...]
-    splits: tuple[int, ...] | None
-    profile: str
-    loader: tuple[tuple[str, object], ...]
-    training: tuple[tuple[str, object], ...]
-    declared: str
-    commit: str
-    why: str
-    store: str
-
-    def key(self) -> str:
-        """12 hex digits naming what decides the study's runs (not its name or prose)."""
-        decisive = {k: v for k, v in asdict(self).items() if k not in ("name", "why", "store")}
-        return hashlib.sha256(json.dumps(decisive, default=str).encode()).hexdigest()[:12]
-
-    def config(self, dataset: str, lr: float, device: str) -> RunConfig:
-        return make_config(
-            dataset, self.profile, lr=lr, device=device, progress=False, **dict(self.training)
-        )
-
-    def tasks(self) -> list[tuple[str, float, int, int]]:
-        """Every run ``(federation, lr, seed, p)``, seed-major within a federation and rate
-        (the order chunks are cut in)."""
-        from playerfl_core.study.split_sweeps import model_units
-
-        out = []
-        for dataset in self.federations:
-            width = self.config(dataset, self.learning_rates[0], "cpu").width
-            n_units = len(model_units(federation(self, dataset, self.seeds[0]), width))
-            splits = self.splits if self.splits is not None else range(n_units + 1)
-            out += [
-                (dataset, lr, s, p)
-                for lr in self.learning_rates
-                for s in self.seeds
-                for p in splits
-            ]
-        return out
+    out = []
+    for dataset in study.federations:
+        width = study.config(dataset, "cpu", lr=study.learning_rates[0]).width
+        n_units = len(model_units(federation(study, dataset, study.seeds[0]), width))
+        splits = study.splits if study.splits is not None else range(n_units + 1)
+        out += [
+            (dataset, lr, s, p) for lr in study.learning_rates for s in study.seeds for p in splits
+        ]
+    return out
 
 
 PAPER_SCALE = Study(
     name="paper_scale",
+    what="The split sweep at the paper's sizes, on one GPU in chunks.",
     federations=preregistered.PAPER_SCALE,
     seeds=preregistered.PAPER_SCALE_SEEDS,
     learning_rates=(1e-3, 5e-4),
     splits=None,
+    arms="every split p = 0 … L of the prefix federation (prefix_p<p>)",
+    rates="two fixed rates: the paper's FMNIST rate for PLayer-FL (1e-3) and its neighbour",
     profile="paper",
+    scoring=(
+        ("val_per_client", 2000),
+        ("test_per_client", 2000),
+        ("round_and_oracle", "large validation"),
+    ),  # fmt: skip
+    claim="R1 and R2's scope at the paper's sizes",
     loader=(("eval_per_client", 2000),),
     training=(("rounds", 100), ("batch_size", 128), ("width", 1.0)),
     declared="2026-12-05",
@@ -111,6 +82,7 @@ PAPER_SCALE = Study(
         "draw of a few test images."
     ),
     store="paper_scale",
+    computes="playerfl_core.study.paper_scale",
 )
 """The study as declared, before any of its runs was computed."""
 
@@ -128,14 +100,6 @@ TINY = replace(
     store="paper_scale_tiny",
 )
 """Two runs at small sizes: tries the chunked command on the CPU in seconds."""
-
-
-@lru_cache(maxsize=4)
-def federation(study: Study, dataset: str, seed: int):
-    """The study's federation of one seed (its partition depends on the seed)."""
-    from data_prep import load
-
-    return load(dataset, study.profile, seed=seed, **dict(study.loader))
 
 
 def run_name(dataset: str, lr: float, seed: int, p: int) -> str:
@@ -227,7 +191,7 @@ def load(study: Study = PAPER_SCALE, folders=None) -> pd.DataFrame:
     return table.sort_values(["dataset", "lr", "seed", "algorithm"], kind="stable")
 
 
-COMMAND = "python -m playerfl_core.study.paper_scale --out $OUT --budget-s 480 --device cuda"
+COMMAND = "playerfl study run paper_scale --out $OUT --budget-s 480 --device cuda"
 
 
 # -- computing --------------------------------------------------------------------------------
@@ -259,7 +223,7 @@ def compute_chunk(study: Study, tasks, device: str, deadline: float | None):
     start = time.monotonic()
     table = batched.run_prefix_batch(
         [(federation(study, dataset, s), s, p) for _, _, s, p in tasks],
-        study.config(dataset, lr, device),
+        study.config(dataset, device, lr=lr),
         deadline,
     )
     return table, time.monotonic() - start
@@ -285,7 +249,7 @@ def compute(
             say(f"paper_scale: removing {orphan}, a chunk cut off before its record.")
             orphan.unlink()
     done = done_runs([committed_dir(study), folder], study, say)
-    todo = [t for t in study.tasks() if run_name(*t) not in done]
+    todo = [t for t in study_tasks(study) if run_name(*t) not in done]
     computed, chunks, per_run, stopped = 0, 0, None, ""
     queue = _cut(todo, k)
     while queue and not stopped:
@@ -343,43 +307,31 @@ def _cut(tasks, k: int) -> list[list]:
     return chunks + ([current] if current else [])
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m playerfl_core.study.paper_scale", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--out", required=True, type=Path, help="folder for finished chunks")
-    parser.add_argument("--budget-s", type=float, default=480.0, help="seconds to stop within")
-    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda if present)")
-    parser.add_argument("--k", type=int, default=None, help="runs per chunk (cuda 30, cpu 2)")
-    parser.add_argument("--max-chunks", type=int, default=None, help="stop after this many")
-    parser.add_argument("--tiny", action="store_true", help="the two-run CPU stand-in")
-    args = parser.parse_args(argv)
-    device = args.device or default_device()
-    if args.budget_s <= 0 or (args.k is not None and args.k < 1):
-        parser.error("--budget-s must be > 0 seconds and --k ≥ 1 runs.")
-    if args.out.exists() and not args.out.is_dir():
-        parser.error(f"--out {args.out} is a file; give a folder.")
+def run_study(study: Study, options, say=print) -> int:
+    """``playerfl study run paper_scale``: compute what fits in ``options.budget_s`` into
+    ``options.out`` and say what is left."""
+    from playerfl_core.fl.config import RunConfig, default_device
+
+    if options.out is None:
+        raise ValueError(f"study run {study.name}: give --out FOLDER for its finished chunks.")
+    out = Path(options.out)
+    device = options.device or default_device()
+    if options.budget_s <= 0:
+        raise ValueError("--budget-s must be > 0 seconds.")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; give a folder.")
     try:
         RunConfig(rounds=1, lr=1e-3, batch_size=1, device=device)
     except ValueError as err:
-        parser.error(f"--device: {err}")
-    study = TINY if args.tiny else PAPER_SCALE
-    k = args.k or (30 if device.startswith("cuda") else 2)
-    summary = compute(study, args.out, args.budget_s, device, k, args.max_chunks)
+        raise ValueError(f"--device: {err}") from None
+    k = options.workers or (30 if device.startswith("cuda") else 2)
+    summary = compute(study, out, options.budget_s, device, k, options.max_chunks, say=say)
     total = summary["computed"] + summary["already_done"] + summary["left"]
-    print(
+    say(
         f"paper_scale ({study.name}): {summary['computed']} runs computed in "
         f"{summary['chunks']} chunks ({summary['seconds']} s), {summary['already_done']} "
         f"already done, {summary['left']} of {total} left"
         + (f"; stopped: {summary['stopped']}" if summary["stopped"] else "")
-        + (
-            f". Commit {args.out / study.name}/* to stores/{study.store}/."
-            if summary["chunks"]
-            else "."
-        )
+        + (f". Commit {out / study.name}/* to stores/{study.store}/." if summary["chunks"] else ".")
     )
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,5 @@
-"""R1's family at low evaluation noise (issue 34, item 5; item 15 of ``study.preregistration``):
-the regrets that decide R1, their test terms scored on :data:`TEST_PER_CLIENT` images per client.
+"""R1's family at low evaluation noise (``study.preregistration`` §15): the regrets that
+decide R1, their test terms scored on :data:`TEST_PER_CLIENT` images per client.
 
 At the book's sizes a Fashion-MNIST client scores on 80 test images, so a seed's regret moves by
 about δ from the draw of those images alone. For every seed of every federation whose
@@ -11,8 +11,10 @@ round is then scored on :data:`TEST_PER_CLIENT` test images drawn from its own d
 rule's split, the oracle's split and every client's round are the committed ones: only the
 measurement of the regret changes, not the procedure it measures.
 
-Computed by ``python -m playerfl_core.study.r1_rescore`` (resumable: each finished run waits in
+Computed by ``playerfl study run r1_rescore`` (resumable: each finished run waits in
 ``results/r1_rescore/``) and committed to ``stores/ladder/r1_rescore.parquet`` with its record.
+:func:`run_one`, :func:`gather` and :func:`record_extra` are every rescore's (R2's and the
+validation rescore's too): what one run is, for ``study.runner``.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ TEST_PER_CLIENT = 2000
 WORK = "r1_rescore"
 PROFILE = "standard"
 VAL_CHUNK = 256
-"""Item 17 scores the large sets in chunks of this many images: the CNN's logits equal the
-engine's (chunks of ``eval_batch_size``) bit for bit, at about two thirds of the time."""
+"""The validation rescore scores the large sets in chunks of this many images: the CNN's logits
+equal the engine's (chunks of ``eval_batch_size``) bit for bit, at about two thirds of the
+time."""
 BOOK_SCORE = "book_test"
 """The metric under which the store keeps each run's score on the book's test sets, so that
 :func:`r1_regrets` replaces only regrets computed from these very runs."""
@@ -79,7 +82,7 @@ class _Deployed:
     """Keeps a copy of every client's deployed model after each round's evaluation (an
     :class:`~playerfl_core.fl.engine.Observer`: it reads the run, never changes it); with
     ``val`` (client id → images, labels) it also scores each copy on those images, in chunks of
-    ``batch`` as the engine scores (item 17's validation sets)."""
+    ``batch`` as the engine scores (the validation rescore's sets)."""
 
     def __init__(self, algorithm, val: dict | None = None, batch: int = 1024):
         self.algorithm, self.models, self.val, self.batch = algorithm, {}, val, batch
@@ -98,7 +101,7 @@ class _Deployed:
 
 def _score(model, x, y, batch: int) -> dict[str, float]:
     """Loss, accuracy and macro-F1 of ``model`` on (x, y), its logits computed in chunks of
-    ``batch`` images (:data:`VAL_CHUNK` for item 17; ``len(x)``: in one pass)."""
+    ``batch`` images (:data:`VAL_CHUNK` for the validation rescore; ``len(x)``: in one pass)."""
     import torch
 
     from playerfl_core.fl.scoring import score_logits, summarise
@@ -115,11 +118,12 @@ def rescore_run(task, archive: Path | None = None, large_val: bool = False):
     (large test sets), and one :data:`BOOK_SCORE` row per client (the book's test set, same
     round); the record holds the comparison with the committed run and the CPU time.
 
-    ``large_val`` (item 17): every client's deployed model is also scored on its large
-    validation set after every round, its round is selected on those scores, and the rows hold
+    ``large_val`` (the validation rescore): every client's deployed model is also scored on its
+    large validation set after every round, its round is selected on those scores, and the rows hold
     the large validation sets' scores at every round in place of the book's (no
     :data:`BOOK_SCORE` rows); both sets are scored in chunks of :data:`VAL_CHUNK` images, which
-    give item 14's rung's scores bit for bit (items 15 and 16 scored the test set in one pass)."""
+    give the evaluation rung's scores bit for bit (R1's and R2's rescores scored the test set in
+    one pass)."""
     import torch
 
     from data_prep import load as load_data
@@ -226,63 +230,55 @@ def _check_same_training(data, large) -> None:
             )
 
 
-def compute(
-    todo: Sequence,
-    work: Path,
-    workers: int = 2,
-    progress: bool = True,
-    desc: str = "R1 rescore",
-    large_val: bool = False,
-) -> None:
-    """Every run of ``todo`` not yet in ``work``, in ``workers`` processes of one thread each,
-    each run kept as it ends (``rungs.keep``); ``large_val``: :func:`rescore_run`'s."""
-    import multiprocessing as mp
-    import os
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    from tqdm.auto import tqdm
-
-    from playerfl_core.study.rungs import done_runs, keep
-    from playerfl_core.study.workers import init_worker
-
-    work.mkdir(parents=True, exist_ok=True)
-    done = done_runs(work)
-    left = [t for t in todo if run_name(t) not in done]
-    ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(workers, ctx, init_worker, (1, os.getpid())) as pool:
-        futures = [pool.submit(rescore_run, t, None, large_val) for t in left]
-        for fut in tqdm(as_completed(futures), total=len(left), desc=desc, unit="run",
-                        disable=not progress):  # fmt: skip
-            task, table, record = fut.result()
-            keep(work, run_name(task), table, record)
+def study_tasks(study) -> list[tuple[str, float, int, int]]:
+    return tasks(committed_regrets())
 
 
-def collect(
-    todo: Sequence, work: Path, command: str = "python -m playerfl_core.study.r1_rescore"
-) -> tuple[pd.DataFrame, dict]:
-    """The rescore's long table (runs in ``todo``'s order) and its totals; raises naming the
-    ``command`` that computes them when a run is missing."""
-    from playerfl_core.study.machine import describe
-    from playerfl_core.study.rungs import done_runs
+def task_name(task) -> str:
+    return run_name(task)
 
-    records = done_runs(work)
-    names = [run_name(t) for t in todo]
-    missing = [n for n in names if n not in records]
-    if missing:
+
+def large_val(study) -> bool:
+    """Whether ``study`` chooses rounds and the oracle on the large validation sets."""
+    return dict(study.scoring).get("round_and_oracle") == "large validation"
+
+
+def run_one(study, task, device: str = "cpu"):
+    """One rescored run (:func:`rescore_run`), on the CPU: the committed runs it is compared
+    with were computed there."""
+    if device != "cpu":
         raise ValueError(
-            f"{len(missing)} of the rescore's {len(names)} runs are not computed yet "
-            f"({', '.join(missing[:3])}, …); run `{command}`."
+            f"--device {device}: a rescore retrains committed CPU runs to compare them row by "
+            "row; run it on the CPU (--device cpu)."
         )
+    return rescore_run(task, None, large_val(study))
+
+
+def gather(study, todo: Sequence, work: Path, records: dict) -> tuple[pd.DataFrame, dict]:
+    """The rescore's long table (runs in ``todo``'s order) and its totals: runs, CPU-seconds,
+    how many reruns equal their committed runs, the largest difference, the machines."""
+    from playerfl_core.study.machine import describe
+    from playerfl_core.study.runner import cpu_seconds
+
+    names = [run_name(t) for t in todo]
     table = pd.concat([pd.read_parquet(work / f"{n}.parquet") for n in names], ignore_index=True)
     totals = {
         "runs": len(names),
-        "cpu_seconds": round(sum(records[n]["cpu_seconds"] for n in names), 1),
+        "cpu_seconds": cpu_seconds(records, names),
         "identical_to_committed": sum(bool(records[n]["identical"]) for n in names),
         "max_abs_diff": max(float(records[n]["max_abs_diff"]) for n in names),
     }
     machines = Counter(describe(records[n].get("machine")) for n in names)
     totals["machines"] = dict(sorted(machines.items()))  # a run's last bits are its machine's
     return table, totals
+
+
+def record_extra(study, totals: dict, wall: float) -> dict:
+    """The committed record's fields: the evaluation sizes, the profile, the wall time of the
+    last call and the totals."""
+    sizes = {"val_per_client": TEST_PER_CLIENT} if large_val(study) else {}
+    return {"test_per_client": TEST_PER_CLIENT, **sizes, "profile": PROFILE,
+            "wall_seconds_last_call": round(wall, 1), **totals}  # fmt: skip
 
 
 def run_scores(table: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
@@ -298,7 +294,7 @@ def run_scores(table: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
 
 
 def r1_regrets(regrets: pd.DataFrame, rescored: tuple | None = None) -> pd.DataFrame:
-    """R1's regrets (item 15): :func:`rescored_regrets` with the committed rescore (or
+    """R1's regrets (R1's rescore): :func:`rescored_regrets` with the committed rescore (or
     ``rescored``, a (table, record) pair)."""
     rescored = rescored if rescored is not None else load()
     return rescored_regrets(regrets, None if rescored is None else rescored[0])
@@ -336,7 +332,7 @@ def rescored_regrets(
         warnings.warn(
             f"{others} regrets name runs the committed rescore holds, but their scores differ "
             "from the rescored runs' (other runs of the same settings): they keep their own test "
-            f"sets. Recompute the rescore with `python -m playerfl_core.study.{command}`.",
+            f"sets. Recompute the rescore with `playerfl study run {command}`.",
             stacklevel=2,
         )
     return out
@@ -350,41 +346,3 @@ def committed_regrets() -> pd.DataFrame:
     scores, rules = O.committed_scores(PROFILE)
     regrets = O.regrets(scores, rules)
     return regrets[regrets["variant"] == "paper"].reset_index(drop=True)
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    run_main(argv, tasks(committed_regrets()), WORK, store_path(), "r1_rescore")
-
-
-def run_main(
-    argv, todo: Sequence, work: str | Path, store: Path, module: str, large_val: bool = False
-) -> None:
-    """The command line of a rescore: compute ``todo`` (resumable, in ``results/<work>/``, or
-    in the folder ``work`` names), then write its table with its record to ``store`` unless it
-    already holds the same rows; ``large_val``: :func:`rescore_run`'s (the record then names
-    the validation size too)."""
-    import argparse
-
-    from playerfl_core.study.run_store import default_store
-    from playerfl_core.study.split_rules_table import load_rules_table, save_with_record
-
-    parser = argparse.ArgumentParser(description=f"The {module.replace('_', ' ')} (item 15/16).")
-    parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args(argv)
-    work = work if isinstance(work, Path) else default_store(work)
-    start = time.time()
-    compute(todo, work, args.workers, desc=module.replace("_", " "), large_val=large_val)
-    table, totals = collect(todo, work, f"python -m playerfl_core.study.{module}")
-    if store.exists() and load_rules_table(store)[0].equals(table):
-        print(f"{store} already holds these {totals['runs']} runs: left as it is")
-        return
-    sizes = {"val_per_client": TEST_PER_CLIENT} if large_val else {}
-    extra = {"test_per_client": TEST_PER_CLIENT, **sizes, "profile": PROFILE,
-             "wall_seconds_last_call": round(time.time() - start, 1), **totals}  # fmt: skip
-    path = save_with_record(table, store, extra)
-    print(f"{len(table)} rows to {path}: {totals['cpu_seconds']:.0f} CPU-s over {totals['runs']} "
-          f"runs, {totals['identical_to_committed']} identical to the committed runs")  # fmt: skip
-
-
-if __name__ == "__main__":
-    main()

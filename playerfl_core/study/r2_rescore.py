@@ -1,16 +1,16 @@
-"""R2's families at low evaluation noise (issue 34, item 5; item 16 of
-``study.preregistration``): every regret of the pre-registered split-rule test, its test terms
-scored on 2,000 images per client where the federation has images to spare.
+"""R2's families at low evaluation noise (``study.preregistration`` §16): every regret of the
+pre-registered split-rule test, its test terms scored on 2,000 images per client where the
+federation has images to spare.
 
-Item 15 rescored the runs of the paper's rule's split and of the validation oracle's on every
+R1's rescore rescored the runs of the paper's rule's split and of the validation oracle's on every
 seed of every Fashion-MNIST federation. R2's families also read the splits of the other rules
 (the tuned paper's rule, its two poolings, both averaging-cost rules, update disagreement, the
-probe): this module rescores the runs of those splits that item 15 did not, with item 15's
+probe): this module rescores the runs of those splits that R1's rescore did not, with its
 procedure (:func:`~playerfl_core.study.r1_rescore.rescore_run`: trained again from the manifest
 entry, compared row by row with the committed run, each client's best-validation model scored on
 its own 2,000 test images). :func:`r2_regrets` reads both stores.
 
-Computed by ``python -m playerfl_core.study.r2_rescore`` (resumable: each finished run waits in
+Computed by ``playerfl study run r2_rescore`` (resumable: each finished run waits in
 ``results/r2_rescore/``) and committed to ``stores/ladder/r2_rescore.parquet`` with its record.
 """
 
@@ -22,6 +22,9 @@ from pathlib import Path
 import pandas as pd
 
 from playerfl_core.study import r1_rescore as R1
+from playerfl_core.study.r1_rescore import gather, record_extra, run_one, task_name
+
+__all__ = ["gather", "record_extra", "run_one", "task_name"]
 
 WORK = "r2_rescore"
 TESTED = ("evaluation", "follow-up", "second follow-up", "confirmation")
@@ -42,8 +45,8 @@ def load() -> tuple[pd.DataFrame, dict] | None:
 
 
 def tasks(regrets: pd.DataFrame, done: Sequence = ()) -> list[tuple[str, float, int, int]]:
-    """Every run item 16 needs and item 15's store (``done``) lacks: (dataset, lr, seed, p) of
-    each entry's split and the oracle's on each seed of R2's tested sets (``regrets``:
+    """Every run R2's rescore needs and R1's rescore's store (``done``) lacks: (dataset, lr,
+    seed, p) of each entry's split and the oracle's on each seed of R2's tested sets (``regrets``:
     ``preregistration.entry_regrets``) whose federation has held-out images."""
     tested = regrets[regrets["role"].isin(TESTED)]
     return sorted(set(R1.tasks(tested)) - set(done))
@@ -81,7 +84,7 @@ def runs_in(rescored: tuple | None) -> set[tuple[str, float, int, int]]:
 
 
 def r2_regrets(regrets: pd.DataFrame, rescored: Sequence | None = None) -> pd.DataFrame:
-    """R2's regrets (item 16): every row of ``regrets`` whose two runs item 15's or item 16's
+    """R2's regrets (R2's rescore): every row of ``regrets`` whose two runs R1's or R2's rescore's
     store holds gets both test terms on the large test sets (``r1_rescore.rescored_regrets``);
     ``rescored``: the two (table, record) pairs, else the committed ones."""
     pairs = rescored if rescored is not None else (R1.load(), load())
@@ -120,15 +123,11 @@ def family_comparison(book: pd.DataFrame, rescored: pd.DataFrame) -> pd.DataFram
                 "changed"]]  # fmt: skip
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def study_tasks(study) -> list[tuple[str, float, int, int]]:
+    """The runs R2's families need that R1's committed rescore lacks."""
     if R1.load() is None:
-        raise SystemExit(
-            "Item 15's rescore is not committed: run `python -m "
-            "playerfl_core.study.r1_rescore` first (item 16 reads its runs)."
+        raise ValueError(
+            "R1's rescore is not committed: run `playerfl study run r1_rescore` first (this "
+            "rescore reads its runs)."
         )
-    todo = tasks(committed_regrets(), runs_in(R1.load()))
-    R1.run_main(argv, todo, WORK, store_path(), "r2_rescore")
-
-
-if __name__ == "__main__":
-    main()
+    return tasks(committed_regrets(), runs_in(R1.load()))

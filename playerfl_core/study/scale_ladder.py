@@ -1,5 +1,5 @@
-"""The scale ladder (issue 34, item 6): does the paper's rule choose the same split at the
-paper's sizes as at the book's?
+"""The scale ladder: does the paper's rule choose the same split at the paper's sizes as at the
+book's?
 
 Two rungs of Fashion-MNIST, base and rotated (the federation that decides claim R2):
 
@@ -7,8 +7,8 @@ Two rungs of Fashion-MNIST, base and rotated (the federation that decides claim 
   32, the sweep's learning rate): the rule's split read from the committed split sweeps'
   recorded first epochs, every stored seed;
 * **paper** (the paper profile: 2,000 images per client, width 1.0, batch 128, its learning
-  rate 1e-3): one local epoch per seed, computed by ``python -m playerfl_core.study.scale_ladder``
-  and committed to ``stores/ladder/paper_first_epoch.parquet`` with its record (machine, code,
+  rate 1e-3): one local epoch per seed, computed by ``playerfl study run scale_ladder`` and
+  committed to ``stores/ladder/paper_first_epoch.parquet`` with its record (machine, code,
   CPU-seconds, SHA-256).
 
 Only the first epoch: the rule reads nothing else, so its choice at the paper's size costs one
@@ -19,7 +19,6 @@ epoch. The validation oracle and the regret at that size need every split traine
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -42,46 +41,48 @@ def ladder_path() -> Path:
     return stores_dir() / "ladder" / "paper_first_epoch.parquet"
 
 
-def _one(task: tuple[str, int, str, str | None]) -> tuple[pd.DataFrame, float]:
+def study_tasks(study) -> list[tuple[str, int]]:
+    """One task per (federation, seed): its clients' first epoch."""
+    return [(d, int(s)) for d in study.federations for s in study.seeds]
+
+
+def task_name(task: tuple[str, int]) -> str:
+    dataset, seed = task
+    return f"{dataset}_s{seed}"
+
+
+def run_one(study, task: tuple[str, int], device: str = "cpu"):
+    """The clients' first-epoch sensitivities of one seed at the study's profile, one thread."""
+    import torch
+
     from playerfl_core.study.split_scores import first_epoch_sensitivities
 
-    dataset, seed, profile, device = task
-    start = time.process_time()
-    sens = first_epoch_sensitivities(dataset, [seed], profile, device=device, progress=False)
-    return sens, time.process_time() - start
+    dataset, seed = task
+    start, previous = time.process_time(), torch.get_num_threads()
+    torch.set_num_threads(1)  # one thread per run, in a worker or not: the same last bits
+    try:
+        sens = first_epoch_sensitivities(
+            dataset, [seed], study.profile, device=device, progress=False
+        )
+    finally:
+        torch.set_num_threads(previous)
+    return task, sens, {"cpu_seconds": round(time.process_time() - start, 2)}
 
 
-def compute(
-    datasets: Sequence[str] = DATASETS,
-    seeds: Sequence[int] = SEEDS,
-    profile: str = PAPER,
-    workers: int = 2,
-    device: str | None = None,
-    progress: bool = True,
-) -> tuple[pd.DataFrame, float]:
-    """The clients' first-epoch sensitivities at ``profile``'s sizes, one task per (federation,
-    seed) in ``workers`` processes of one thread each (the result does not depend on
-    ``workers``). Returns the table (``split_scores.first_epoch_sensitivities``' columns, sorted)
-    and the CPU-seconds the tasks took."""
-    import multiprocessing as mp
-    import os
-    from concurrent.futures import ProcessPoolExecutor
+def gather(study, todo, work: Path, records: dict) -> tuple[pd.DataFrame, dict]:
+    """The first epochs (``split_scores.first_epoch_sensitivities``' columns, sorted) and the
+    totals: runs and CPU-seconds."""
+    from playerfl_core.study.runner import cpu_seconds
 
-    from tqdm.auto import tqdm
+    names = [task_name(t) for t in todo]
+    table = pd.concat([pd.read_parquet(work / f"{n}.parquet") for n in names], ignore_index=True)
+    table = table.sort_values(["dataset", "seed", "client", "depth"], ignore_index=True)
+    return table, {"runs": len(names), "cpu_seconds": cpu_seconds(records, names)}
 
-    from playerfl_core.study.workers import init_worker
 
-    tasks = [(d, int(s), profile, device) for d in datasets for s in seeds]
-    ctx = mp.get_context("spawn")
-    parts, cpu = [], 0.0
-    with ProcessPoolExecutor(workers, ctx, init_worker, (1, os.getpid())) as pool:
-        for sens, seconds in tqdm(
-            pool.map(_one, tasks), total=len(tasks), desc="first epochs", disable=not progress
-        ):
-            parts.append(sens)
-            cpu += seconds
-    table = pd.concat(parts, ignore_index=True)
-    return table.sort_values(["dataset", "seed", "client", "depth"], ignore_index=True), cpu
+def record_extra(study, totals: dict, wall: float) -> dict:
+    return {"datasets": list(study.federations), "seeds": list(study.seeds),
+            "profile": study.profile, "wall_seconds": round(wall, 1), **totals}  # fmt: skip
 
 
 def rule_at_rungs(book_sens: pd.DataFrame, paper_sens: pd.DataFrame) -> pd.DataFrame:
@@ -121,27 +122,3 @@ def load() -> tuple[pd.DataFrame, dict] | None:
 
     path = ladder_path()
     return load_rules_table(path) if path.exists() else None
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    import argparse
-
-    from playerfl_core.study.split_rules_table import save_with_record
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default=",".join(map(str, SEEDS)))
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", default=None, help="default: stores/ladder/…parquet")
-    args = parser.parse_args(argv)
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    start = time.time()
-    table, cpu = compute(DATASETS, seeds, PAPER, args.workers)
-    wall = round(time.time() - start, 1)
-    extra = {"datasets": list(DATASETS), "seeds": seeds, "profile": PAPER,
-             "cpu_seconds": round(cpu, 1), "wall_seconds": wall}  # fmt: skip
-    path = save_with_record(table, args.out or ladder_path(), extra)
-    print(f"{len(table)} rows to {path}: {cpu:.0f} CPU-s, {wall:.0f} s wall")
-
-
-if __name__ == "__main__":
-    main()

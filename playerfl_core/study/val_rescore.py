@@ -1,5 +1,5 @@
-"""R1's and R2's families with large validation sets too (issue 34, item 5; item 17 of
-``study.preregistration``): every split of every seed trained again, each client's round and
+"""R1's and R2's families with large validation sets too (``study.preregistration`` §17):
+every split of every seed trained again, each client's round and
 the oracle's split chosen on 2,000 validation images, every test term on 2,000 test images.
 
 Items 15 and 16 rescored the test terms only: the oracle's split and every client's round are
@@ -7,16 +7,16 @@ still chosen on the book's 64 validation images per client, whose noise (about �
 make the oracle miss the best split and so understate or overstate a regret. Here every split
 p = 0 … L of every seed of R1's and R2's Fashion-MNIST families is trained again from its
 manifest entry (compared row by row with the committed run) and scored with
-``r1_rescore.rescore_run(..., large_val=True)``. The seeds item 14's evaluation rung already
+``r1_rescore.rescore_run(..., large_val=True)``. The seeds the evaluation rung already
 trained this way (the same runs, the same draw of images, its scores equal bit for bit) are
 read from its store, not trained again. :func:`large_sweep` is the sweep both give: chapter
 code reads it as any sweep (``split_scores.sweep_scores``, ``split_rules_table.probe_rows``).
 :func:`r1_regrets` and :func:`r2_regrets` are the declared reading, written before any of the
-rescore's runs could be read (checked on the rung's 20 seeds, which give item 14's regrets):
-they put item 17's regrets in place of the committed ones seed by seed, for R1's family and for
-``r2_rescore.family_comparison``.
+rescore's runs could be read (checked on the evaluation rung's 20 seeds, which give its
+regrets): they put the validation rescore's regrets in place of the committed ones seed by seed,
+for R1's family and for ``r2_rescore.family_comparison``.
 
-Computed by ``python -m playerfl_core.study.val_rescore`` and committed to
+Computed by ``playerfl study run val_rescore`` and committed to
 ``stores/ladder/val_rescore.parquet`` with its record. Its 1,020 runs took 36,618 CPU-s (about
 10 CPU-hours), more than one working session on 2 cores: each finished run waited in
 ``stores/pending/val_rescore/`` (:func:`~playerfl_core.study.archive.pending_dir`), committed as
@@ -34,6 +34,9 @@ import pandas as pd
 
 from playerfl_core.study import r1_rescore as R1
 from playerfl_core.study import r2_rescore as R2
+from playerfl_core.study.r1_rescore import gather, record_extra, run_one, task_name
+
+__all__ = ["gather", "record_extra", "run_one", "task_name"]
 
 WORK = "val_rescore"
 
@@ -61,7 +64,7 @@ def seeds(r1: pd.DataFrame, r2: pd.DataFrame) -> list[tuple[str, float, int]]:
 
 
 def rung_seeds(rung: pd.DataFrame | None) -> set[tuple[str, float, int]]:
-    """The (dataset, lr, seed) item 14's evaluation rung holds (its table, or None)."""
+    """The (dataset, lr, seed) the evaluation rung holds (its table, or None)."""
     if rung is None:
         return set()
     keys = rung[["dataset", "lr", "seed"]].drop_duplicates()
@@ -88,7 +91,7 @@ def tasks(
 
 def large_sweep(rescored: tuple | None = None, rung: tuple | None = None) -> pd.DataFrame | None:
     """The sweep with 2,000 validation and test images per client: the committed rescore's
-    runs and item 14's rung's (each seed from one of them); None when either is missing.
+    runs and the evaluation rung's (each seed from one of them); None when either is missing.
     ``rescored``, ``rung``: (table, record) pairs in place of the committed ones."""
     from playerfl_core.study import eval_rung
 
@@ -100,18 +103,18 @@ def large_sweep(rescored: tuple | None = None, rung: tuple | None = None) -> pd.
     overlap = rung_seeds(mine) & rung_seeds(rung[0])
     if overlap:
         raise ValueError(
-            f"{len(overlap)} seeds are in both the rescore and item 14's rung (e.g. "
+            f"{len(overlap)} seeds are in both the rescore and the evaluation rung (e.g. "
             f"{sorted(overlap)[0]}); each seed is read from one store."
         )
     return pd.concat([mine, rung[0]], ignore_index=True)
 
 
 def r1_regrets(regrets: pd.DataFrame, sweep: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
-    """R1's regrets with item 17's in place: every row of ``regrets`` (the paper's rule's, as
-    ``split_scores.regrets`` gives them) whose seed the large ``sweep`` holds is recomputed from
-    it (the oracle's split chosen on the large validation sets, the rule's split as committed
-    in ``rules``, both test terms on the large test sets), with ``rescored`` True; the other
-    rows stay as given (``rescored`` False)."""
+    """R1's regrets with the validation rescore's in place: every row of ``regrets`` (the paper's
+    rule's, as ``split_scores.regrets`` gives them) whose seed the large ``sweep`` holds is
+    recomputed from it (the oracle's split chosen on the large validation sets, the rule's split as
+    committed in ``rules``, both test terms on the large test sets), with ``rescored`` True; the
+    other rows stay as given (``rescored`` False)."""
     from playerfl_core.study.split_scores import regrets as split_regrets
     from playerfl_core.study.split_scores import sweep_scores
 
@@ -123,11 +126,11 @@ def r1_family(
     regrets: pd.DataFrame, rescored: tuple | None = None, rung: tuple | None = None
 ) -> pd.DataFrame:
     """R1's regrets as every page reads them: ``regrets`` (the paper's rule's, on the book's
-    evaluation sets) with item 15's test terms on 2,000 images (``r1_rescore.r1_regrets``), and
-    item 17's regret in their place on each seed the large sweep holds (:func:`r1_regrets`, the
-    rule's split as ``regrets`` gives it). ``rescored`` marks the rows scored on large test sets,
-    ``large_val`` those whose oracle and rounds were chosen on large validation sets too.
-    ``rescored``, ``rung``: as :func:`large_sweep`."""
+    evaluation sets) with R1's rescore's test terms on 2,000 images (``r1_rescore.r1_regrets``), and
+    the validation rescore's regret in their place on each seed the large sweep holds
+    (:func:`r1_regrets`, the rule's split as ``regrets`` gives it). ``rescored`` marks the rows
+    scored on large test sets, ``large_val`` those whose oracle and rounds were chosen on large
+    validation sets too. ``rescored``, ``rung``: as :func:`large_sweep`."""
     test_only = R1.r1_regrets(regrets)
     sweep = large_sweep(rescored, rung)
     if sweep is None or test_only.empty:
@@ -149,7 +152,7 @@ def large_sets_text(regrets: pd.DataFrame) -> str:
 def r2_regrets(
     regrets: pd.DataFrame, sweep: pd.DataFrame, rules_table: pd.DataFrame
 ) -> pd.DataFrame:
-    """R2's regrets with item 17's in place: every row of ``regrets``
+    """R2's regrets with the validation rescore's in place: every row of ``regrets``
     (``preregistration.entry_regrets``) whose seed the large ``sweep`` holds is recomputed from
     it: each first-epoch entry keeps its committed split (``rules_table``), the validation
     probe picks again on the large validation sets after its rounds, the oracle's split is
@@ -194,17 +197,12 @@ def oracle_moves(book: pd.DataFrame, large: pd.DataFrame) -> tuple[int, int]:
     return int((both["p_oracle_book"] != both["p_oracle_large"]).sum()), len(both)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def study_tasks(study) -> list[tuple[str, float, int, int]]:
+    """Every split of every seed R1's and R2's families read, but the evaluation rung's seeds."""
     from playerfl_core.study import eval_rung
     from playerfl_core.study import split_oracle as O
-    from playerfl_core.study.archive import pending_dir
 
     scores, _ = O.committed_scores(R1.PROFILE)
     rung = eval_rung.load()
     wanted = seeds(R1.committed_regrets(), R2.committed_regrets())
-    todo = tasks(wanted, scores, rung_seeds(None if rung is None else rung[0]))
-    R1.run_main(argv, todo, pending_dir(WORK), store_path(), "val_rescore", large_val=True)
-
-
-if __name__ == "__main__":
-    main()
+    return tasks(wanted, scores, rung_seeds(None if rung is None else rung[0]))

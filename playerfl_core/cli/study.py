@@ -1,0 +1,128 @@
+"""``playerfl study``: list the declared studies, show one, or run one (``study.registry``,
+``study.runner``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from playerfl_core.study.backends import BACKENDS
+
+
+def add_parser(sub, common: argparse.ArgumentParser) -> None:
+    """The ``study`` command and its ``list``, ``show`` and ``run`` subcommands."""
+    study = sub.add_parser(
+        "study", parents=[common], help="list, show or run a declared study (its runs, store)"
+    )
+    cmds = study.add_subparsers(dest="study_command", required=True)
+    cmds.add_parser("list", help="every declared study: name, what it asks, committed or not")
+    show = cmds.add_parser("show", help="what a study declares, its store, SHA-256 and cost")
+    show.add_argument("name", help="a study's name (playerfl study list)")
+    run = cmds.add_parser("run", help="compute a study (resumable) and commit its store")
+    run.add_argument("name", help="a study's name (playerfl study list)")
+    run.add_argument("--backend", default="local", choices=BACKENDS)
+    run.add_argument(
+        "--workers",
+        type=int,
+        help="local worker processes (default 2 on a CPU); paper_scale: runs per chunk",
+    )
+    run.add_argument("--device", help="cpu or cuda (default: cpu locally, the backend's on Ray)")
+    run.add_argument("--dry-run", action="store_true", help="list the runs, compute nothing")
+    run.add_argument("--tiny", action="store_true", help="a CPU stand-in, where the study has one")
+    run.add_argument(
+        "--out",
+        type=Path,
+        help="a folder for finished runs and the table in place of the study's own "
+        "(--tiny: default results/tiny)",
+    )
+    run.add_argument(
+        "--budget-s", type=float, default=480.0, help="paper_scale: seconds to stop within"
+    )
+    run.add_argument("--max-chunks", type=int, help="paper_scale: stop after this many chunks")
+
+
+def cmd_study(args) -> int:
+    from playerfl_core.study import registry
+
+    if args.study_command == "list":
+        return _list(registry.studies())
+    study = registry.tiny(args.name) if getattr(args, "tiny", False) else registry.study(args.name)
+    if args.study_command == "show":
+        return _show(study)
+    return _run(study, args)
+
+
+def _list(studies) -> int:
+    from playerfl_core.study.runner import store_state
+
+    width = max(len(n) for n in studies)
+    for name, study in studies.items():
+        committed = "committed" if store_state(study)["committed"] else "not committed"
+        print(f"{name:<{width}}  {committed:<13}  {study.what}")
+    return 0
+
+
+def _show(study) -> int:
+    from playerfl_core.study.declaration import REQUIRED
+    from playerfl_core.study.runner import command, store_state
+
+    fields = [f for f in REQUIRED if f != "name"]
+    fields += [f for f in ("learning_rates", "splits", "loader", "training", "training_profile",
+                           "work") if getattr(study, f) not in ((), None)]  # fmt: skip
+    print(study.name)
+    for field in fields:
+        print(f"  {field}: {_text(getattr(study, field))}")
+    state = store_state(study)
+    if not state["committed"]:
+        print(f"  store: {state['path']} is not committed; compute it: {command(study)}")
+        return 0
+    sha = {True: "matches its record", False: "DIFFERS from its record",
+           None: "not kept in its record"}[state["sha256_matches"]]  # fmt: skip
+    if state["cpu_seconds"] is not None:
+        cost = f"cost {state['cpu_seconds']:,.0f} CPU-s"
+    elif state.get("device_seconds") is not None:
+        cost = f"cost {state['device_seconds']:,.0f} device-s"
+    else:
+        cost = "its record keeps no cost"
+    runs = f" over {state['runs']} runs" if state["runs"] is not None else ""
+    print(f"  store: {state['path']} committed; SHA-256 {sha}; {cost}{runs}")
+    return 0 if state["sha256_matches"] is not False else 1
+
+
+def _text(value) -> str:
+    if isinstance(value, tuple) and value and isinstance(value[0], tuple):
+        return ", ".join(f"{k} = {v}" for k, v in value)
+    if isinstance(value, tuple):
+        return ", ".join(map(str, value))
+    return str(value)
+
+
+def _run(study, args) -> int:
+    from playerfl_core.study import runner
+    from playerfl_core.study.run_store import default_store
+
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers {args.workers}: give at least 1.")
+    out = args.out or (default_store("tiny") if args.tiny else None)
+    options = runner.RunOptions(
+        args.backend, args.workers, args.device, out, args.budget_s, max_chunks=args.max_chunks
+    )
+    if args.dry_run:
+        return _dry_run(study, out)
+    return runner.run(study, options)
+
+
+def _dry_run(study, out) -> int:
+    from playerfl_core.study import runner
+
+    if not runner.runs_one_at_a_time(study):
+        print(f"{study.name}: computed by {study.computes} (its own driver), into stores/"
+              f"{study.store}; no run list before it starts.")  # fmt: skip
+        return 0
+    work = out / study.name if out is not None else study.work_dir()
+    planned = runner.plan(study, work)
+    for name, done in planned:
+        print(f"{'done' if done else 'todo'}  {name}")
+    left = sum(not done for _, done in planned)
+    print(f"{study.name}: {len(planned)} runs, {left} to compute, in {work}")
+    return 0

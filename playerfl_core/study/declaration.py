@@ -1,0 +1,127 @@
+"""A study, declared as data: which runs it asks for, how they are scored, which claim they feed,
+when and why it was declared, where its evidence is committed and what computes one of its runs.
+
+One :class:`Study` per question asked of runs (``study.registry`` holds them all); one runner
+(``study.runner``) computes any study whose ``computes`` module offers one run at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+Pairs = tuple[tuple[str, object], ...]
+EVERY_SPLIT = "every split p = 0 … L of the prefix federation (prefix_p<p>)"
+
+
+@dataclass(frozen=True)
+class Study:
+    """What a study is.
+
+    ``federations``, ``seeds`` and ``arms`` (what is compared: splits, algorithms or rules;
+    ``splits`` None means every split 0 … L) say which runs; ``profile`` with ``loader`` keyword
+    arguments gives the data, ``training_profile`` (default: ``profile``) with ``training``
+    settings gives how a run trains; ``rates`` says the learning-rate policy in words and
+    ``learning_rates`` lists the rates when the declaration fixes them. ``scoring`` gives the
+    evaluation-set sizes and which split chooses a client's round and the oracle. ``claim``
+    names the claim's family it feeds, ``declared``/``commit`` when it was declared (or
+    "unknown"), ``why`` the reason. ``store`` is the path under ``stores/`` its evidence is
+    committed to; ``computes`` the module that computes one of its runs; ``work`` the folder
+    (under ``results/``, or under ``stores/`` when ``work_in_stores``) where finished runs wait.
+    """
+
+    name: str
+    what: str
+    federations: tuple[str, ...]
+    seeds: tuple[int, ...]
+    arms: str
+    rates: str
+    profile: str
+    scoring: Pairs
+    claim: str
+    declared: str
+    commit: str
+    why: str
+    store: str
+    computes: str
+    learning_rates: tuple[float, ...] = ()
+    splits: tuple[int, ...] | None = None
+    loader: Pairs = ()
+    training: Pairs = ()
+    training_profile: str | None = None
+    work: str | None = None
+    work_in_stores: bool = False
+
+    def key(self) -> str:
+        """12 hex digits naming what decides the study's runs (not its name, prose or store):
+        the same fields, in the same order, as the chunked GPU driver's records carry."""
+        decisive = {
+            "federations": self.federations,
+            "seeds": self.seeds,
+            "learning_rates": self.learning_rates,
+            "splits": self.splits,
+            "profile": self.profile,
+            "loader": self.loader,
+            "training": self.training,
+            "declared": self.declared,
+            "commit": self.commit,
+        }
+        return hashlib.sha256(json.dumps(decisive, default=str).encode()).hexdigest()[:12]
+
+    def store_path(self) -> Path:
+        """``stores/<store>`` (``PLAYERFL_STORES`` replaces ``stores``)."""
+        from playerfl_core.study.archive import stores_dir
+
+        return stores_dir() / self.store
+
+    def work_dir(self) -> Path:
+        """Where finished runs wait until the study is complete."""
+        from playerfl_core.study.archive import pending_dir
+        from playerfl_core.study.run_store import default_store
+
+        if self.work is None:
+            raise ValueError(f"{self.name}: its runs are kept by its own store, not a work folder.")
+        return pending_dir(self.work) if self.work_in_stores else default_store(self.work)
+
+    def config(self, dataset: str, device: str | None = "cpu", **settings):
+        """The :class:`~playerfl_core.fl.config.RunConfig` of one run: the training profile's
+        settings with the study's ``training`` in their place (and ``settings``, e.g. seed)."""
+        from playerfl_core.fl.profiles import make_config
+
+        return make_config(
+            dataset,
+            self.training_profile or self.profile,
+            device=device,
+            progress=False,
+            **settings,
+            **dict(self.training),
+        )
+
+
+@lru_cache(maxsize=4)
+def federation(study: Study, dataset: str, seed: int):
+    """The study's federation of one seed (its partition depends on the seed)."""
+    from data_prep import load
+
+    return load(dataset, study.profile, seed=seed, **dict(study.loader))
+
+
+def n_splits(study: Study, dataset: str) -> int:
+    """How many splits a sweep of ``dataset`` has (L + 1 for a model of L units)."""
+    from playerfl_core.study.split_sweeps import model_units
+
+    width = study.config(dataset, seed=study.seeds[0]).width
+    return len(model_units(federation(study, dataset, study.seeds[0]), width)) + 1
+
+
+REQUIRED = ("name", "what", "federations", "seeds", "arms", "rates", "profile", "scoring",
+            "claim", "declared", "commit", "why", "store", "computes")  # fmt: skip
+"""The fields every registered study fills in (``unknown`` is an answer for a date or commit)."""
+
+
+def missing_fields(study: Study) -> list[str]:
+    """The required fields ``study`` leaves empty."""
+    return [f for f in REQUIRED if getattr(study, f) in ("", (), None)]
