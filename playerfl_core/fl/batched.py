@@ -221,9 +221,9 @@ def _stack_padded(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
 def check_batchable(runs: Sequence[Run], algorithms: Sequence[Algorithm]) -> None:
     """Refuse, before any training, what the batched driver does not compute as the engine
     does: another federation or settings in one batch, the authors' protocol, a loss other than
-    cross-entropy, augmentation, dropout or batch norm, or an algorithm with its own client setup, local
-    update, receiving, deployed model or final step (the stacked rows are the clients' models
-    only while the algorithm trains and installs them as FedAvg does)."""
+    cross-entropy, augmentation, dropout or batch norm, or an algorithm with its own client
+    setup, local update, receiving, deployed model or final step (the stacked rows are the
+    clients' models only while the algorithm trains and installs them as FedAvg does)."""
     first = runs[0]
     for run in runs[1:]:
         if run.data.name != first.data.name or len(run.clients) != len(first.clients):

@@ -87,7 +87,7 @@ def eval_lines(ev: EvalRung | None) -> str:
     if ev is None:
         return (
             "- Not computed for these federations: the evaluation rung covers Fashion-MNIST and "
-            "rotated Fashion-MNIST (`python -m playerfl_core.study.eval_rung`)."
+            "rotated Fashion-MNIST (`playerfl study run eval_rung`)."
         )
     lines = [rung_lines(ev.summary, BOOK_WORDS, ev.words)]
     for r in ev.comparison.itertuples():
@@ -171,7 +171,7 @@ def noise_sentence(ev: EvalRung | None) -> str:
     """What the measurement says, per federation, in δ: a run's macro-F1 error at the book's
     size and at the rung's (:func:`noise_table` has the rest)."""
     if ev is None or ev.noise is None:
-        return "not measured (`python -m playerfl_core.study.eval_rung`)"
+        return "not measured (`playerfl study run eval_rung`)"
     parts = []
     for ds, g in noise_frame(ev).groupby("dataset", sort=False):
         small, large = g.iloc[0], g.iloc[-1]
@@ -220,7 +220,7 @@ def regret_noise_sentence(ev: EvalRung | None) -> str:
     alone leave in the mean regret over the rung's seeds, at the book's size and at the rung's,
     against δ/4 (:func:`regret_noise_table` has the rest)."""
     if ev is None or ev.regret_noise is None:
-        return "not measured (`python -m playerfl_core.study.eval_rung`)"
+        return "not measured (`playerfl study run eval_rung`)"
     n_seeds, parts = len(ev.record["seeds"]), []
     for ds, g in regret_noise_frame(ev).groupby("dataset", sort=False):
         small, large = g.iloc[0], g.iloc[-1]

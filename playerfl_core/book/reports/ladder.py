@@ -133,7 +133,7 @@ def middle_lines(summary: pd.DataFrame | None) -> str:
     if summary is None:
         return (
             "- Not computed for these federations: the middle rung covers Fashion-MNIST and "
-            "rotated Fashion-MNIST (`python -m playerfl_core.study.middle_rung`)."
+            "rotated Fashion-MNIST (`playerfl study run middle_rung`)."
         )
     return rung_lines(summary, "at the book's sizes", "at the middle rung")
 
@@ -168,7 +168,7 @@ def middle_cost() -> str:
 
     committed = M.load()
     if committed is None:
-        return "not computed (`python -m playerfl_core.study.middle_rung`)"
+        return "not computed (`playerfl study run middle_rung`)"
     return PC.Cost.of(committed[1]).per_run()
 
 

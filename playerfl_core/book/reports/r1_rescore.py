@@ -115,7 +115,7 @@ def rescore_lines(res: Rescore | None, module: str = "r1_rescore") -> str:
     if res is None:
         return (
             "- Not computed for these federations: the rescore covers the committed sweeps of "
-            f"federations with held-out images (`python -m playerfl_core.study.{module}`)."
+            f"federations with held-out images (`playerfl study run {module}`)."
         )
     changed = PC.changed(res.comparison)
     if changed.empty:
