@@ -146,7 +146,7 @@ def test_chapter_04_names_every_verdict_the_large_test_sets_change():
     )
     assert list(RR.comparison_table(res).columns)[-1] == "verdict, 2,000 images"
     assert RR.rescore_summary(None) == "" and "not computed" in RR.rescore_cost(None)
-    assert "study.val_rescore`" in RR.rescore_lines(None, "val_rescore")
+    assert "`playerfl study run val_rescore`" in RR.rescore_lines(None, "val_rescore")
 
 
 def test_a_rescore_that_changes_no_verdict_says_so_in_words():

@@ -283,6 +283,27 @@ RULES: dict[str, SplitRule] = {
 """Every split rule by name; ``paper`` is PLayer-FL's default."""
 
 
+NEEDS = ((), ("params",), ("params", "grads"), ("params", "grads", "fisher"))
+"""What a rule may ask the clients for beyond their sₖ (each priced by :meth:`SplitRule.cost`)."""
+
+
+def register_rule(rule: SplitRule) -> SplitRule:
+    """Add a split rule: PLayer-FL then runs it (``playerfl-<name>``), the rules table scores it
+    on a sweep's first epochs without training again, and ``playerfl rules`` lists it.
+    Registering the same rule twice is harmless; another rule under a taken name is refused."""
+    if not isinstance(rule, SplitRule):
+        raise ValueError(
+            "register_rule(...): give a playerfl_core.fl.split_rules.SplitRule (name, summary, "
+            "quantity, needs, default_threshold, measure, split, range)."
+        )
+    if rule.needs not in NEEDS:
+        raise ValueError(f"split rule {rule.name!r}: needs={rule.needs!r}; choose one of {NEEDS}.")
+    if RULES.get(rule.name, rule) is not rule:
+        raise ValueError(f"split rule name {rule.name!r} is taken; pick another.")
+    RULES[rule.name] = rule
+    return rule
+
+
 def get_rule(name: str) -> SplitRule:
     if name not in RULES:
         raise ValueError(f"Unknown split rule {name!r}. Available: {', '.join(RULES)}.")

@@ -4,7 +4,7 @@ Ray cluster: :mod:`~playerfl_core.study.backends`) and collects the result
 (:mod:`~playerfl_core.study.grid_result`); :func:`load_grid` only loads, never computes;
 :func:`dry_run` says what a grid would compute and what it would cost, computing nothing.
 
-Cut out of the former ``grid_plan`` (issue 23); its former path ``playerfl_core.grid_plan`` leads
+Cut out of the former ``grid_plan``; its former path ``playerfl_core.grid_plan`` leads
 here, and this module re-exports the plan's and the result's names for it (:data:`__all__`).
 """
 

@@ -1,7 +1,7 @@
 """What a grid gives back: its long table, each run's status, the chosen learning rates, and a
 note on what is missing, diverged or at the edge of the LR grid (:class:`GridResult`).
 
-Cut out of :mod:`playerfl_core.study.grid_plan` (issue 23).
+Cut out of :mod:`playerfl_core.study.grid_plan`.
 """
 
 from __future__ import annotations

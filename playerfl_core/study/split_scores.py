@@ -1,7 +1,7 @@
 """Scores per split, the validation oracle, the rule's split and its regret, read from a sweep
 table (:mod:`~playerfl_core.study.split_sweeps` runs or loads it).
 
-Cut out of :mod:`playerfl_core.study.split_oracle` (issue 23), which re-exports its names.
+Cut out of :mod:`playerfl_core.study.split_oracle`, which re-exports its names.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ seeds and learning rate (:func:`run_sweeps`), the controlled-heterogeneity feder
 on (:func:`heterogeneity_federations`), and a stored sweep table or a computed one
 (:func:`load_sweeps`, :func:`sweeps`).
 
-Cut out of :mod:`playerfl_core.study.split_oracle` (issue 23), which re-exports its names; the
+Cut out of :mod:`playerfl_core.study.split_oracle`, which re-exports its names; the
 scores, the oracle and the rule's regret are in :mod:`~playerfl_core.study.split_scores`.
 """
 

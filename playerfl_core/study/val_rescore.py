@@ -1,8 +1,8 @@
-"""R1's and R2's families with large validation sets too (``study.preregistration`` §17):
+"""R1's and R2's families with large validation sets too (the pre-registration record, point 17):
 every split of every seed trained again, each client's round and
 the oracle's split chosen on 2,000 validation images, every test term on 2,000 test images.
 
-Items 15 and 16 rescored the test terms only: the oracle's split and every client's round are
+R1's and R2's rescores scored the test terms only: the oracle's split and every client's round are
 still chosen on the book's 64 validation images per client, whose noise (about δ per run) can
 make the oracle miss the best split and so understate or overstate a regret. Here every split
 p = 0 … L of every seed of R1's and R2's Fashion-MNIST families is trained again from its
