@@ -30,7 +30,7 @@ from playerfl_core.book.reports.sensitivity_splits import (  # noqa: F401 (the c
     stability_numbers,
     threshold_numbers,
 )
-from playerfl_core.book.reports.table_text import and_list, number_text, signed
+from playerfl_core.book.reports.table_text import and_list, signed
 from playerfl_core.book.style import client_label, dataset_label
 from playerfl_core.fl.profiles import make_config
 from playerfl_core.measure import layer_studies as S
@@ -235,40 +235,20 @@ def metric_costs(datasets, plan, data, models_by_key, device) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-COST_SPEC = ".3g"
-"""Every timing ratio of the chapter, in its table and its prose, at three significant digits."""
-
-
 def cost_numbers(costs: pd.DataFrame) -> dict:
-    """Glue values of the cost paragraph, each ratio named by its dataset, in the table's (the
-    chapter's) order: ``cost_measured`` (median ratio with its quartiles), ``cost_extrapolated``
-    (at 100 probes), ``cost_summary`` (medians, "27.6× (Heart)") and ``cost_probes``."""
-
-    def x(v) -> str:
-        return number_text(float(v), COST_SPEC)
-
+    """Glue values of the cost paragraph: only what holds on every machine, so that nbval can
+    compare them. The timings and their ratios are this machine's and stay in the chapter's table;
+    the prose gets the repeats, the probes per dataset (in the table's order) and which way every
+    ratio points (``cost_direction``)."""
     rows = list(costs.itertuples())
-    names = [dataset_label(r.dataset) for r in rows]
-    measured = [
-        f"{x(r.ratio)} times the sensitivity on {n} (quartiles of the per-repeat ratio "
-        f"{x(r.ratio_q1)}–{x(r.ratio_q3)})"
-        if i == 0
-        else f"{x(r.ratio)} times on {n} ({x(r.ratio_q1)}–{x(r.ratio_q3)})"
-        for i, (r, n) in enumerate(zip(rows, names, strict=True))
-    ]
+    not_slower = [dataset_label(r.dataset) for r in rows if not r.ratio > 1]
+    direction = (
+        "slower than the sensitivity on every dataset"
+        if not not_slower
+        else f"not slower than the sensitivity on {and_list(not_slower)}"
+    )
     return {
         "cost_repeats": int(costs["repeats"].iloc[0]),
-        "cost_measured": and_list(measured),
-        "cost_extrapolated": and_list(
-            [
-                f"{x(r.ratio * 100 / r.probes)} times on {n}"
-                for r, n in zip(rows, names, strict=True)
-            ]
-        ),
-        "cost_summary": and_list(
-            [f"{x(r.ratio)}× ({n})" for r, n in zip(rows, names, strict=True)]
-        ),
-        "cost_probes": and_list(
-            [f"{int(r.probes)} on {n}" for r, n in zip(rows, names, strict=True)]
-        ),
+        "cost_probes": and_list([f"{int(r.probes)} on {dataset_label(r.dataset)}" for r in rows]),
+        "cost_direction": direction,
     }
