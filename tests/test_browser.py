@@ -56,9 +56,11 @@ def chromium() -> str:
 
 @pytest.fixture(scope="module")
 def built_book() -> Path:
-    if not (HTML / "index.html").is_file():
+    if not (HTML / "index.html").is_file():  # as `make html` builds it: the source first
         jb = Path(sys.executable).parent / "jupyter-book"
         env = dict(os.environ, PYTHONPATH=str(ROOT))
+        archive = [sys.executable, "-m", "playerfl_core.book.source_archive", "_build/source"]
+        subprocess.run(archive, check=True, env=env, cwd=ROOT)
         subprocess.run(
             [str(jb), "build", str(ROOT), "-W", "-n", "--keep-going"], check=True, env=env
         )
@@ -157,6 +159,51 @@ def test_code_breaks_inside_long_names_only(built_book, chromium):
     assert all(len(name) >= 16 for _, name in at_underscore), at_underscore  # the whole name
     in_number = [b for b, _ in breaks + primer if re.search(r"\.\|\d", b)]
     assert primer and not in_number, in_number  # "0.|05" splits a number
+
+
+def _source_files(page: Path) -> tuple[str, dict[str, bytes], str]:
+    """The note a built page quotes, and the files and pax commit of the archive it links."""
+    import gzip
+    import tarfile
+
+    html = page.read_text(encoding="utf-8")
+    links = sorted(set(re.findall(r'href="([^"]+/playerfl-book-source\.tar\.gz)"', html)))
+    assert len(links) == 1, (
+        f"{page.name} links {links or 'no source archive'}: build the book with `make html`, "
+        "which writes _build/source before the HTML"
+    )
+    archive = (page.parent / links[0]).resolve()
+    assert archive.is_relative_to(page.parents[1]) and archive.is_file(), archive
+    with tarfile.open(archive) as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    pax = subprocess.run(
+        ["git", "get-tar-commit-id"], input=gzip.decompress(archive.read_bytes()),
+        capture_output=True, check=False,
+    ).stdout.decode().strip()  # fmt: skip
+    return re.sub(r"<[^>]+>", "", html), files, pax
+
+
+def test_the_book_links_the_source_it_was_built_from(built_book):
+    """The intro and the lab handout link one archive, inside the built HTML; it unpacks into
+    playerfl-book/ with the note the pages quote, and its README.md and Makefile are those of
+    the commit that note names (git's own record in the archive names the same commit)."""
+    notes = set()
+    for name in ("intro", "lab_handout"):
+        text, files, pax = _source_files(built_book / "chapters" / f"{name}.html")
+        note = files["playerfl-book/playerfl-book-source.txt"].decode()
+        commit = re.match(r"commit ([0-9a-f]{40}) ", note)
+        assert commit, f"the archive's note names no commit: {note!r}"
+        commit = commit[1]
+        assert note.splitlines()[0] in text, f"{name}.html does not quote {note.splitlines()[0]}"
+        assert pax == commit, (pax, commit)
+        for path in ("README.md", "Makefile"):
+            at_commit = subprocess.run(
+                ["git", "-C", str(ROOT), "show", f"{commit}:{path}"], capture_output=True,
+                check=True,
+            ).stdout  # fmt: skip
+            assert files[f"playerfl-book/{path}"] == at_commit, f"{path} differs from {commit}"
+        notes.add(note)
+    assert len(notes) == 1, notes
 
 
 def test_the_checker_assumes_the_styles_smallest_font():
