@@ -35,9 +35,10 @@ WIDE_VIEWPORT, NARROW_VIEWPORT = 1280, 420  # a laptop, a phone held upright
 MIN_TEXT_PX = 9.0
 """The smallest text height (CSS px at the 1280 px viewport) a figure may show: body text is
 16 px; below about 9 px labels are unreadable on a projector or a phone."""
-FIGURE_FONT_PT = 9.0
-"""The smallest font the figures draw (``playerfl_core.book.style.MIN_FONT_PT``; kept here as a
-number so the checker does not import the library it checks)."""
+FIGURE_FONT_PT = 10.0
+"""The smallest font the figures draw, their tick labels' (``playerfl_core.book.style.MIN_FONT_PT``;
+kept here as a number so the checker does not import the library it checks). A figure's PNG does
+not record it: a chapter executed under an older style is measured as if drawn with this one."""
 _LIST_MARKER = re.compile(r"(?:^|\n)\s*[-*] \S|[.:;)]\s+[-*] \S")
 """Markdown list markers a reader should never see: a line starting with '- ' or '* ', or a
 bullet collapsed into the paragraph ('... (unit 3). - Heart: ...')."""
