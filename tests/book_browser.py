@@ -335,7 +335,7 @@ _BROKEN_IMAGES_JS = """async () => {
 }"""
 
 
-# --- measurements of the book as a reader meets it (issue 53's limits) ---------------------------
+# --- measurements of the book as a reader meets it, and the limits a course can teach from ------
 
 MAX_MAIN_PATH_WORDS = 25_000
 """Visible words on the main path (the intro and chapters 00–07, 03a and 04b included) in all:

@@ -11,6 +11,13 @@ and a table label that is a code name
 phone), on a page that scrolls sideways, on a table cut off by a box that does not scroll, on
 a command-line option in inline code broken at its hyphen, on a table that scrolls sideways with
 no cue under it that it does, and on code running past the right edge of its box.
+The same two openings measure each page: its visible words (the main path, the intro and the
+numbered chapters, at most MAX_MAIN_PATH_WORDS in all and MAX_CHAPTER_WORDS a page), its
+bookkeeping words ("declaration", "item N", "family": none outside the appendices), the library
+names in its prose (at most MAX_MAIN_PATH_LIBRARY_NAMES on the main path), its tables wider than
+the page at 420 px that hide a column or do not scroll, and its figures' tick-label height at
+1280 px (at least MIN_TICK_LABEL_PX); each test of a limit lists the pages over it with their
+numbers. The built pages also link the source archive of the commit they were built from.
 Two screenshots per page are saved under _build/screenshots/: <page>.png at 1280 px and
 <page>.420px.png at 420 px. `make test` builds the HTML first; run alone, the fixture builds it
 when _build/html is missing.
@@ -170,7 +177,7 @@ def test_code_breaks_inside_long_names_only(built_book, chromium):
     assert primer and not in_number, in_number  # "0.|05" splits a number
 
 
-# --- the book measured as a reader meets it: issue 53's limits ----------------------------------
+# --- the book measured as a reader meets it, against the limits of book_browser -----------------
 
 
 def main_path(rel: str) -> bool:
