@@ -182,7 +182,7 @@ def test_code_breaks_inside_long_names_only(built_book, chromium):
 
 def main_path(rel: str) -> bool:
     """A page of the main path: the intro and the numbered chapters (00–07, 03a and 04b)."""
-    return rel == "chapters/intro.html" or re.fullmatch(r"chapters/\d\d[a-z]?_.*\.html", rel)
+    return rel == "chapters/intro.html" or bool(re.fullmatch(r"chapters/\d\d[a-z]?_.*\.html", rel))
 
 
 def appendix_pages(toc: Path = ROOT / "_toc.yml") -> set[str]:
