@@ -336,8 +336,8 @@ def class_color(index: int) -> str:
 # --- figure style --------------------------------------------------------------------------------
 
 FIGURE_WIDTH = 6.8
-"""Inches: the widest figure. At :data:`FIGURE_DPI` it is 1020 px, which the book's column
-(672 px at a 1280 px window) shows at 0.66 of its pixels: the fonts below are sized for that."""
+"""Inches: the widest figure; the column (672 px at a 1280 px window) shows its 1020 px (at
+:data:`FIGURE_DPI`) at 0.66 of their size, which the fonts below are sized for."""
 
 SINGLE_WIDTH = 4.8
 """Inches: a figure with one panel."""
@@ -346,10 +346,8 @@ MAX_COLS = 2
 """Panels per row; three only where each panel keeps short tick labels (heatmaps, shared axes)."""
 
 MIN_FONT_PT = 10
-"""The smallest text any figure draws (ticks, legends, annotations). A :data:`FIGURE_WIDTH`
-figure is shown at 0.66 of its pixels at a 1280 px window, so a 10-pt digit (0.73 em high in
-DejaVu Sans) is 10 / 72 × 150 × 0.66 × 0.73 = 10 px high on screen; at 9 pt it was 8.9 px, under
-the 9 px a projector or a tired reader needs (the browser test measures it)."""
+"""The smallest text any figure draws (ticks, legends, annotations): shown at 0.66, a 10-pt
+digit (0.73 em) is 10 / 72 × 150 × 0.66 × 0.73 = 10 px high at a 1280 px window (9 pt: 8.9)."""
 
 FIGURE_DPI = 150
 """Pixels per inch of figures. The inline backend renders PNGs at ``figure.dpi`` and
