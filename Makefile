@@ -11,7 +11,7 @@ export TQDM_DISABLE := 1
 # compares were executed with one thread (override: OMP_NUM_THREADS=N make ...).
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: book test test-slow html setup data browser execute lint clean standard silos
+.PHONY: book test test-slow html source-archive setup data browser execute lint clean standard silos
 
 book: setup data execute html
 
@@ -69,11 +69,19 @@ browser:
 execute: setup
 	$(PY) -m playerfl_core.book.notebook_stamp execute
 
-html: setup
+html: setup source-archive
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@test -f _build/html/_static/mathjax/tex-chtml.js || { echo "MathJax was not copied into" \
 	  "_build/html/_static/mathjax: is sphinx-mathjax-offline (requirements.txt) installed?" >&2; \
 	  exit 1; }
+
+# The book carries its own source (playerfl_core/book/source_archive.py): `git archive` of the
+# commit it is built from and a note naming that commit, written before the HTML build, which
+# copies the archive into _build/html/_downloads; the intro and the lab handout link it and quote
+# the note.
+SOURCE_DIR := _build/source
+source-archive: setup
+	$(PY) -m playerfl_core.book.source_archive $(SOURCE_DIR)
 
 # The committed standard-profile evidence (resumable: run it again). Measured on 2 cores: the
 # base grid and the 5-seed heterogeneity sweeps 13265 CPU-seconds (about 1.9 hours); the

@@ -35,9 +35,10 @@ WIDE_VIEWPORT, NARROW_VIEWPORT = 1280, 420  # a laptop, a phone held upright
 MIN_TEXT_PX = 9.0
 """The smallest text height (CSS px at the 1280 px viewport) a figure may show: body text is
 16 px; below about 9 px labels are unreadable on a projector or a phone."""
-FIGURE_FONT_PT = 9.0
-"""The smallest font the figures draw (``playerfl_core.book.style.MIN_FONT_PT``; kept here as a
-number so the checker does not import the library it checks)."""
+FIGURE_FONT_PT = 10.0
+"""The smallest font the figures draw, their tick labels' (``playerfl_core.book.style.MIN_FONT_PT``;
+kept here as a number so the checker does not import the library it checks). A figure's PNG does
+not record it: a chapter executed under an older style is measured as if drawn with this one."""
 _LIST_MARKER = re.compile(r"(?:^|\n)\s*[-*] \S|[.:;)]\s+[-*] \S")
 """Markdown list markers a reader should never see: a line starting with '- ' or '* ', or a
 bullet collapsed into the paragraph ('... (unit 3). - Heart: ...')."""
@@ -334,6 +335,179 @@ _BROKEN_IMAGES_JS = """async () => {
 }"""
 
 
+# --- measurements of the book as a reader meets it, and the limits a course can teach from ------
+
+MAX_MAIN_PATH_WORDS = 25_000
+"""Visible words on the main path (the intro and chapters 00–07, 03a and 04b included) in all:
+a course can read it."""
+MAX_CHAPTER_WORDS = 4_000
+"""Visible words on any one page of the main path."""
+MAX_BOOKKEEPING_OUTSIDE_APPENDICES = 0
+"""Bookkeeping words ("declaration", "declared", "item N", "family") on pages outside the
+appendices: the history of what was declared when belongs to the pre-registration appendix."""
+MAX_MAIN_PATH_LIBRARY_NAMES = 10
+"""Library names in the prose (visible text outside code) of the whole main path."""
+MAX_HIDING_TABLES = 0
+"""Tables wider than the column at NARROW_VIEWPORT px that sit in no box that scrolls, or that
+hide a column (a column not wholly in view until the reader scrolls sideways)."""
+MIN_TICK_LABEL_PX = 9.0
+"""The smallest height, in CSS px at WIDE_VIEWPORT, of a figure's tick-label digits."""
+DIGIT_HEIGHT_EM = 0.73
+"""Height of a digit (flat-topped: 1, 4, 7) in em of DejaVu Sans, the figures' font (its cap
+height, 1493 of 2048 units): the ink a reader sees of a tick label."""
+
+BOOKKEEPING = re.compile(r"\b(?:declarations?|declared|item \d+|famil(?:y|ies))\b", re.IGNORECASE)
+"""Words that keep the study's books rather than answer its questions."""
+
+LIBRARY_NAMES = {
+    "PyTorch": r"PyTorch|torch(?:vision)?",
+    "NumPy": r"NumPy|numpy",
+    "pandas": r"[Pp]andas",
+    "SciPy": r"SciPy|scipy",
+    "scikit-learn": r"scikit-learn|sklearn|scikit-posthocs",
+    "matplotlib": r"[Mm]atplotlib|seaborn",
+    "papermill": r"[Pp]apermill",
+    "Flower": r"Flower|flwr",
+    "Ray": r"Ray",
+    "Jupyter": r"Jupyter(?: Book)?|JupyterLab|myst-nb|MyST|Sphinx",
+    "nbval": r"nbval",
+    "pytest": r"pytest",
+    "PyArrow": r"PyArrow|pyarrow",
+    "Playwright": r"Playwright|playwright",
+    "PyHessian": r"PyHessian|pyhessian",
+    "baycomp": r"baycomp",
+    "tqdm": r"tqdm",
+    "ruff": r"ruff",
+}
+"""The libraries the book's code uses, as prose would name them (case matters where the name is
+also an English word: Ray, Flower)."""
+_LIBRARY = re.compile(
+    "|".join(rf"(?<![\w.-])(?P<n{i}>{p})(?![\w-])" for i, p in enumerate(LIBRARY_NAMES.values()))
+)
+_WORD = re.compile(r"[^\W_][\w'’.,%-]*")
+"""A word as a reader counts it: starts with a letter or a digit (a number is a word)."""
+
+# The visible text of the page's article: every text a reader sees (prose, tables, printed
+# output), without the code cells' inputs, the page's own code blocks, typeset math and whatever
+# is folded away; and the prose alone (no code, no printed output).
+_ARTICLE_TEXT_JS = """() => {
+  const root = document.querySelector('article.bd-article') || document.querySelector('main')
+    || document.body;
+  const skip = '.cell_input, script, style, noscript, mjx-container, .headerlink, .scroll-hint';
+  const code = 'pre, code, .highlight';
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const visible = [], prose = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!el || el.closest(skip) || el.getClientRects().length === 0) continue;
+    // folded content (a closed <details>) keeps its boxes: checkVisibility sees it is not shown
+    if (!el.checkVisibility({visibilityProperty: true, contentVisibilityAuto: true})) continue;
+    const inCode = el.closest(code) !== null;
+    if (inCode && !el.closest('.cell_output')) continue;
+    visible.push(n.textContent);
+    if (!inCode) prose.push(n.textContent);
+  }
+  return {visible: visible.join(' '), prose: prose.join(' ')};
+}"""
+
+# Tables wider than the article's text column: whether a box between them and the column scrolls
+# sideways, and which columns (header labels, else "column N") are not wholly in view.
+_NARROW_TABLES_JS = """() => Array.from(document.querySelectorAll('table'))
+  .filter(t => t.getClientRects().length > 0)
+  .map(t => {
+    const col = t.closest('article, main') || document.body;
+    const cs = getComputedStyle(col);
+    const column = col.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    const width = Math.max(t.scrollWidth, t.getBoundingClientRect().width);
+    let box = null;
+    for (let a = t; a && a !== col.parentElement && !box; a = a.parentElement) {
+      if (['auto', 'scroll'].includes(getComputedStyle(a).overflowX)) box = a;
+    }
+    const colRect = col.getBoundingClientRect();
+    const right = Math.min(window.innerWidth,
+      box ? box.getBoundingClientRect().right : colRect.right - parseFloat(cs.paddingRight));
+    const rows = Array.from(t.querySelectorAll('tr'));
+    const widest = rows.reduce((a, r) => (r.children.length > a.children.length ? r : a), rows[0]);
+    const heads = t.querySelectorAll('thead tr');
+    const labelRow = heads.length ? heads[heads.length - 1] : widest;
+    const hidden = widest ? Array.from(widest.children)
+      .map((c, i) => ({right: c.getBoundingClientRect().right, i: i}))
+      .filter(c => c.right > right + 1)
+      .map(c => {
+        const cell = labelRow && labelRow.children.length === widest.children.length
+          ? labelRow.children[c.i] : null;
+        const label = cell ? cell.textContent.trim() : '';
+        return label || 'column ' + (c.i + 1);
+      }) : [];
+    const head = (t.innerText || '').trim().split(/\\s+/).slice(0, 4).join(' ');
+    return {width: Math.round(width), column: Math.round(column), scrolls: box !== null,
+            hidden: hidden, head: head};
+  })
+  .filter(r => r.width > r.column + 1)"""
+
+
+def count_words(text: str) -> int:
+    """Words a reader reads in ``text`` (a number counts as a word)."""
+    return len(_WORD.findall(text))
+
+
+def bookkeeping_words(text: str) -> dict[str, int]:
+    """How often each bookkeeping word (:data:`BOOKKEEPING`) occurs, by its lower-case form
+    ("item 3" and "item 12" both as "item N")."""
+    found: dict[str, int] = {}
+    for match in BOOKKEEPING.finditer(text):
+        word = re.sub(r"\d+", "N", match.group().lower())
+        found[word] = found.get(word, 0) + 1
+    return found
+
+
+def library_names(prose: str) -> dict[str, int]:
+    """How often each library of :data:`LIBRARY_NAMES` is named in ``prose``."""
+    names = list(LIBRARY_NAMES)
+    found: dict[str, int] = {}
+    for match in _LIBRARY.finditer(prose):
+        name = names[int(match.lastgroup[1:])]
+        found[name] = found.get(name, 0) + 1
+    return found
+
+
+def tick_label_px(natural: float, rendered: float, dpi: float) -> float:
+    """Height in CSS px of a tick label's digits as the browser shows a figure drawn at ``dpi``
+    with ticks of FIGURE_FONT_PT, ``natural`` px wide, shown ``rendered`` px wide."""
+    return figure_text_px(natural, rendered, dpi) * DIGIT_HEIGHT_EM
+
+
+def _figure_ticks(page, root: Path, base: str) -> list[dict]:
+    """Each matplotlib figure (a PNG with its dpi) on the page: its tick labels' height in px."""
+    figures = []
+    for img in page.evaluate(_IMAGE_SIZES_JS):
+        src = img["src"]
+        path = root / unquote(urlparse(src).path).lstrip("/") if src.startswith(base) else None
+        dpi = png_dpi(path) if path is not None else None
+        if dpi:
+            px = tick_label_px(img["natural"], img["rendered"], dpi)
+            figures.append({"src": src.replace(base, "/", 1), "tick_px": round(px, 2)})
+    return figures
+
+
+def _wide_measures(page, root: Path, base: str) -> dict:
+    """The page at WIDE_VIEWPORT px: its visible words, bookkeeping words, library names in its
+    prose, and the tick-label height of each figure."""
+    text = page.evaluate(_ARTICLE_TEXT_JS)
+    return {
+        "words": count_words(text["visible"]),
+        "bookkeeping": bookkeeping_words(text["visible"]),
+        "libraries": library_names(text["prose"]),
+        "figures": _figure_ticks(page, root, base),
+    }
+
+
+def hiding_tables(tables: list[dict]) -> list[dict]:
+    """The tables of :data:`_NARROW_TABLES_JS` a phone reader cannot read whole: in no box that
+    scrolls, or with a column out of view."""
+    return [t for t in tables if not t["scrolls"] or t["hidden"]]
+
+
 def find_chromium() -> str | None:
     """The Chromium binary: $PLAYERFL_CHROMIUM, else Debian's `chromium` on PATH."""
     explicit = os.environ.get("PLAYERFL_CHROMIUM")
@@ -429,8 +603,13 @@ def _resolve(rel: str, href: str) -> str:
     return urljoin("/" + rel, href)
 
 
-def check_pages(root: Path, pages: list[Path], screenshot_dir: Path, chromium: str) -> dict:
-    """Problems per page (relative path -> list of strings); empty lists mean the page is fine."""
+def check_pages(
+    root: Path, pages: list[Path], screenshot_dir: Path, chromium: str, measures=None
+) -> dict:
+    """Problems per page (relative path -> list of strings); empty lists mean the page is fine.
+    Given a dict ``measures``, it also receives each shown page's measurements (relative path ->
+    :func:`_wide_measures`' numbers and ``tables``, the tables wider than the column at
+    NARROW_VIEWPORT px), from the same two openings of the page."""
     from playwright.sync_api import sync_playwright
 
     screenshot_dir.mkdir(parents=True, exist_ok=True)
@@ -447,13 +626,15 @@ def check_pages(root: Path, pages: list[Path], screenshot_dir: Path, chromium: s
                     dead = dead_internal_links(root, page_path, [_resolve(rel, target)])
                     problems[rel] = [f"dead internal link: {d}" for d in dead]
                     continue
-                problems[rel] = _check_one(browser, base, root, page_path, rel, screenshot_dir)
+                problems[rel] = _check_one(
+                    browser, base, root, page_path, rel, screenshot_dir, measures
+                )
         finally:
             browser.close()
     return problems
 
 
-def _check_one(browser, base, root, page_path, rel, screenshot_dir) -> list[str]:
+def _check_one(browser, base, root, page_path, rel, screenshot_dir, measures) -> list[str]:
     found: list[str] = []
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
@@ -494,6 +675,8 @@ def _check_one(browser, base, root, page_path, rel, screenshot_dir) -> list[str]
         for dead in dead_internal_links(root, page_path, local):
             found.append(f"dead internal link: {dead}")
         found.extend(_layout_problems(page, root, base, text))
+        if measures is not None:
+            measures[rel] = _wide_measures(page, root, base)
         # The screenshot shows the first displayed formula when there is one, else the top.
         first_math = page.query_selector("mjx-container[display='true'], div.math")
         if first_math:
@@ -502,9 +685,9 @@ def _check_one(browser, base, root, page_path, rel, screenshot_dir) -> list[str]
         page.screenshot(path=str(screenshot_dir / f"{stem}.png"))
     finally:
         context.close()
-    found.extend(
-        _narrow_problems(browser, base + rel, screenshot_dir / f"{stem}.{NARROW_VIEWPORT}px.png")
-    )
+    shot = screenshot_dir / f"{stem}.{NARROW_VIEWPORT}px.png"
+    measured = measures[rel] if measures is not None else None
+    found.extend(_narrow_problems(browser, base + rel, shot, measured))
     return found
 
 
@@ -609,9 +792,9 @@ def _layout_problems(page, root: Path, base: str, text: str) -> list[str]:
     return found
 
 
-def _narrow_problems(browser, url: str, path: Path) -> list[str]:
+def _narrow_problems(browser, url: str, path: Path, measured: dict | None = None) -> list[str]:
     """The page as a phone shows it: its screenshot, and whether it scrolls sideways or cuts a
-    table or a displayed equation off."""
+    table or a displayed equation off; into ``measured`` (when given) its wide tables."""
     found = []
     context = browser.new_context(viewport={"width": NARROW_VIEWPORT, "height": 900})
     try:
@@ -647,6 +830,8 @@ def _narrow_problems(browser, url: str, path: Path) -> list[str]:
             found.append(f"punctuation starts a line after math at {NARROW_VIEWPORT} px: {math}")
         for line in page.evaluate(_CUT_CODE_JS):
             found.append(f"code runs past its box at {NARROW_VIEWPORT} px: {line}")
+        if measured is not None:
+            measured["tables"] = page.evaluate(_NARROW_TABLES_JS)
         page.screenshot(path=str(path))
     finally:
         context.close()

@@ -11,6 +11,13 @@ and a table label that is a code name
 phone), on a page that scrolls sideways, on a table cut off by a box that does not scroll, on
 a command-line option in inline code broken at its hyphen, on a table that scrolls sideways with
 no cue under it that it does, and on code running past the right edge of its box.
+The same two openings measure each page: its visible words (the main path, the intro and the
+numbered chapters, at most MAX_MAIN_PATH_WORDS in all and MAX_CHAPTER_WORDS a page), its
+bookkeeping words ("declaration", "item N", "family": none outside the appendices), the library
+names in its prose (at most MAX_MAIN_PATH_LIBRARY_NAMES on the main path), its tables wider than
+the page at 420 px that hide a column or do not scroll, and its figures' tick-label height at
+1280 px (at least MIN_TICK_LABEL_PX); each test of a limit lists the pages over it with their
+numbers. The built pages also link the source archive of the commit they were built from.
 Two screenshots per page are saved under _build/screenshots/: <page>.png at 1280 px and
 <page>.420px.png at 420 px. `make test` builds the HTML first; run alone, the fixture builds it
 when _build/html is missing.
@@ -27,11 +34,18 @@ from pathlib import Path
 import pytest
 from book_browser import (
     FIGURE_FONT_PT,
+    MAX_BOOKKEEPING_OUTSIDE_APPENDICES,
+    MAX_CHAPTER_WORDS,
+    MAX_HIDING_TABLES,
+    MAX_MAIN_PATH_LIBRARY_NAMES,
+    MAX_MAIN_PATH_WORDS,
     MIN_TEXT_PX,
+    MIN_TICK_LABEL_PX,
     NARROW_VIEWPORT,
     WIDE_VIEWPORT,
     check_pages,
     find_chromium,
+    hiding_tables,
     png_dpi,
     redirect_target,
     serve,
@@ -56,9 +70,11 @@ def chromium() -> str:
 
 @pytest.fixture(scope="module")
 def built_book() -> Path:
-    if not (HTML / "index.html").is_file():
+    if not (HTML / "index.html").is_file():  # as `make html` builds it: the source first
         jb = Path(sys.executable).parent / "jupyter-book"
         env = dict(os.environ, PYTHONPATH=str(ROOT))
+        archive = [sys.executable, "-m", "playerfl_core.book.source_archive", "_build/source"]
+        subprocess.run(archive, check=True, env=env, cwd=ROOT)
         subprocess.run(
             [str(jb), "build", str(ROOT), "-W", "-n", "--keep-going"], check=True, env=env
         )
@@ -74,18 +90,20 @@ def _report(problems: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def book_problems(built_book, chromium) -> tuple[list[Path], dict]:
-    """Every page of the built book checked once (the slow part), shared by the tests below."""
+def book_problems(built_book, chromium) -> tuple[list[Path], dict, dict]:
+    """Every page of the built book checked and measured once (the slow part), shared by the
+    tests below: the pages, their problems, their measurements."""
     pages = sorted(
         p
         for p in built_book.rglob("*.html")
         if not p.relative_to(built_book).parts[0].startswith("_")
     )
-    return pages, check_pages(built_book, pages, SCREENSHOTS, chromium)
+    measures: dict = {}
+    return pages, check_pages(built_book, pages, SCREENSHOTS, chromium, measures), measures
 
 
 def test_every_page_renders_offline(built_book, book_problems):
-    pages, problems = book_problems
+    pages, problems, _ = book_problems
     chapters = sorted((ROOT / "chapters").glob("*.ipynb"))
     assert len(pages) > len(chapters), f"only {len(pages)} pages built in {built_book}"
     assert not _report(problems), "pages a reader would see broken:\n" + _report(problems)
@@ -157,6 +175,254 @@ def test_code_breaks_inside_long_names_only(built_book, chromium):
     assert all(len(name) >= 16 for _, name in at_underscore), at_underscore  # the whole name
     in_number = [b for b, _ in breaks + primer if re.search(r"\.\|\d", b)]
     assert primer and not in_number, in_number  # "0.|05" splits a number
+
+
+# --- the book measured as a reader meets it, against the limits of book_browser -----------------
+
+
+def main_path(rel: str) -> bool:
+    """A page of the main path: the intro and the numbered chapters (00–07, 03a and 04b)."""
+    return rel == "chapters/intro.html" or bool(re.fullmatch(r"chapters/\d\d[a-z]?_.*\.html", rel))
+
+
+def appendix_pages(toc: Path = ROOT / "_toc.yml") -> set[str]:
+    """The pages the table of contents lists under its "Appendices" part, as built paths."""
+    import yaml
+
+    parts = yaml.safe_load(toc.read_text())["parts"]
+    return {
+        f"{c['file']}.html" for part in parts if part["caption"] == "Appendices"
+        for c in part["chapters"]
+    }  # fmt: skip
+
+
+def word_offences(measures: dict) -> list[str]:
+    """Main-path pages over MAX_CHAPTER_WORDS, and the main path's total over
+    MAX_MAIN_PATH_WORDS."""
+    words = {rel: m["words"] for rel, m in measures.items() if main_path(rel)}
+    found = [f"{rel}: {n} words > {MAX_CHAPTER_WORDS}" for rel, n in words.items()
+             if n > MAX_CHAPTER_WORDS]  # fmt: skip
+    if sum(words.values()) > MAX_MAIN_PATH_WORDS:
+        found.append(f"main path: {sum(words.values())} words > {MAX_MAIN_PATH_WORDS}")
+    return found
+
+
+def bookkeeping_offences(measures: dict, appendices: set[str]) -> list[str]:
+    """Pages outside the appendices with bookkeeping words, more than allowed in all."""
+    found = {rel: m["bookkeeping"] for rel, m in measures.items()
+             if rel not in appendices and m["bookkeeping"]}  # fmt: skip
+    if sum(sum(b.values()) for b in found.values()) <= MAX_BOOKKEEPING_OUTSIDE_APPENDICES:
+        return []
+    return [f"{rel}: {words}" for rel, words in found.items()]
+
+
+def library_offences(measures: dict) -> list[str]:
+    """The main path's library names in prose, page by page, when more than allowed in all."""
+    found = {rel: m["libraries"] for rel, m in measures.items()
+             if main_path(rel) and m["libraries"]}  # fmt: skip
+    if sum(sum(n.values()) for n in found.values()) <= MAX_MAIN_PATH_LIBRARY_NAMES:
+        return []
+    return [f"{rel}: {names}" for rel, names in found.items()]
+
+
+def table_offences(measures: dict) -> list[str]:
+    """Tables a phone reader cannot read whole (:func:`hiding_tables`), when more than allowed."""
+    found = [
+        f"{rel}: {t['width']} px in {t['column']} px, "
+        + (f"hides {', '.join(t['hidden'])}" if t["hidden"] else "")
+        + ("" if t["scrolls"] else " in no box that scrolls")
+        + f" ({t['head']} ...)"
+        for rel, m in measures.items()
+        for t in hiding_tables(m.get("tables", []))
+    ]
+    return found if len(found) > MAX_HIDING_TABLES else []
+
+
+def tick_offences(measures: dict) -> list[str]:
+    """Figures whose tick-label digits show under MIN_TICK_LABEL_PX at WIDE_VIEWPORT px."""
+    return [f"{rel}: {f['tick_px']:.1f} px ({f['src']})" for rel, m in measures.items()
+            for f in m["figures"] if f["tick_px"] < MIN_TICK_LABEL_PX]  # fmt: skip
+
+
+def test_the_main_path_is_short_enough_to_teach(book_problems):
+    _, _, measures = book_problems
+    pages = [rel for rel in measures if main_path(rel)]
+    assert len(pages) >= 10, sorted(measures)  # the intro and the numbered chapters
+    per_page = "\n".join(f"  {rel}: {measures[rel]['words']}" for rel in sorted(pages))
+    found = word_offences(measures)
+    assert not found, "\n".join(found) + "\nvisible words per main-path page:\n" + per_page
+
+
+def test_no_bookkeeping_words_outside_the_appendices(book_problems):
+    _, _, measures = book_problems
+    appendices = appendix_pages()
+    assert appendices & set(measures), (appendices, sorted(measures))
+    found = bookkeeping_offences(measures, appendices)
+    assert not found, "bookkeeping words outside the appendices:\n" + "\n".join(found)
+
+
+def test_few_library_names_in_the_main_paths_prose(book_problems):
+    _, _, measures = book_problems
+    found = library_offences(measures)
+    assert not found, (
+        f"library names in the main path's prose (at most {MAX_MAIN_PATH_LIBRARY_NAMES} in all):\n"
+        + "\n".join(found)
+    )
+
+
+def test_no_table_hides_a_column_on_a_phone(book_problems):
+    _, _, measures = book_problems
+    found = table_offences(measures)
+    assert not found, (
+        f"tables wider than the page at {NARROW_VIEWPORT} px that hide a column or do not "
+        f"scroll ({len(found)}):\n" + "\n".join(found)
+    )
+
+
+def test_tick_labels_are_legible_at_1280_px(book_problems):
+    _, _, measures = book_problems
+    assert any(m["figures"] for m in measures.values()), "no figure measured"
+    found = tick_offences(measures)
+    assert not found, (
+        f"tick labels under {MIN_TICK_LABEL_PX:g} px at {WIDE_VIEWPORT} px:\n" + "\n".join(found)
+    )
+
+
+_MEASURED_PAGES = {
+    # 31 visible words: 5 + "printed 2 words" + the summary + 12 + 10; not the navigation, the
+    # code cell's input, the folded solution, the page's own code block or inline code
+    "words.html": "<nav>Navigation words outside the article</nav><article class='bd-article'>"
+    "<p>One two three four five.</p><div class='cell'><div class='cell_input'><pre>import "
+    "numpy as np</pre></div><div class='cell_output'><pre>printed 2 words</pre></div></div>"
+    "<details><summary>Solution</summary><p>folded words never counted</p></details>"
+    "<pre>matplotlib code not counted</pre>"
+    "<p>The declaration and item 3 and item 12 of the family, declared.</p>"
+    "<p>PyTorch and <code>torch.nn</code> with pandas, Ray and a ray; Flower blooms.</p>"
+    "</article>",
+    # at 420 px: a table that fits; one that scrolls with its verdict column out of view; one
+    # wider than the page in no box that scrolls
+    "tables.html": "<article><table><tr><td>fits</td></tr></table>"
+    "<div style='overflow-x: auto'><table><thead><tr><th style='min-width: 150px'>federation"
+    "</th><th style='min-width: 150px'>mean</th><th style='min-width: 300px'>verdict</th>"
+    "</tr></thead><tbody><tr><td>Heart</td><td>0.01</td><td>undecided</td></tr></tbody>"
+    "</table></div><table><tr><td style='min-width: 600px'>runs off</td></tr></table>"
+    "</article>",
+    "figures.html": "<article><img src='legible.png'><img src='tiny.png' style='max-width: 100%'>"
+    "</article>",
+}
+
+
+def _digit_height_em() -> float:
+    """Height of the digits 1, 4, 7 in em, as matplotlib draws them in its default font."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextPath
+
+    return TextPath((0, 0), "147", prop=FontProperties(size=100)).get_extents().height / 100
+
+
+def test_each_measurement_on_pages_of_known_content(tmp_path, chromium):
+    for name, body in _MEASURED_PAGES.items():
+        (tmp_path / name).write_text(f"<!DOCTYPE html><html><body>{body}</body></html>")
+    _figure_png(tmp_path / "legible.png", 4.0, 100)  # shown at its 400 px
+    _figure_png(tmp_path / "tiny.png", 20.0, 100)  # 2000 px squeezed into the page
+    measures: dict = {}
+    check_pages(
+        tmp_path, [tmp_path / n for n in _MEASURED_PAGES], tmp_path / "s", chromium, measures
+    )
+
+    words = measures["words.html"]
+    assert words["words"] == 31, words
+    assert words["bookkeeping"] == {"declaration": 1, "item N": 2, "family": 1, "declared": 1}
+    assert words["libraries"] == {"PyTorch": 1, "pandas": 1, "Ray": 1, "Flower": 1}, words
+    tables = measures["tables.html"]["tables"]
+    # a table without a header row names its columns by its widest row's cells
+    assert [(t["scrolls"], t["hidden"]) for t in tables] == [
+        (True, ["verdict"]),
+        (False, ["runs off"]),
+    ], tables
+    assert len(hiding_tables(tables)) == 2
+    legible, tiny = measures["figures.html"]["figures"]
+    digit_em = _digit_height_em()
+    assert legible["tick_px"] == pytest.approx(FIGURE_FONT_PT / 72 * 100 * digit_em, 0.01)
+    assert tiny["tick_px"] < MIN_TICK_LABEL_PX <= legible["tick_px"], (legible, tiny)
+    assert tick_offences(measures) == [f"figures.html: {tiny['tick_px']:.1f} px (/tiny.png)"]
+
+
+def test_each_limit_fails_a_page_over_it():
+    page = {"words": 10, "bookkeeping": {}, "libraries": {}, "figures": [], "tables": []}
+    main = {f"chapters/0{i}_x.html": dict(page, words=3_000) for i in range(8)}
+    assert word_offences(main) == []  # 24,000 words, none over 4,000 on a page
+    main["chapters/intro.html"] = dict(page, words=MAX_CHAPTER_WORDS + 1)
+    assert word_offences(main) == [
+        f"chapters/intro.html: {MAX_CHAPTER_WORDS + 1} words > {MAX_CHAPTER_WORDS}",
+        f"main path: {24_000 + MAX_CHAPTER_WORDS + 1} words > {MAX_MAIN_PATH_WORDS}",
+    ]
+    appendix = "chapters/appendix_preregistration.html"
+    assert appendix in appendix_pages()
+    said = {appendix: dict(page, bookkeeping={"declared": 5})}
+    assert bookkeeping_offences(said, appendix_pages()) == []
+    said["chapters/05_x.html"] = dict(page, bookkeeping={"item N": 1})
+    assert bookkeeping_offences(said, appendix_pages()) == ["chapters/05_x.html: {'item N': 1}"]
+    named = {"chapters/07_x.html": dict(page, libraries={"Ray": MAX_MAIN_PATH_LIBRARY_NAMES})}
+    assert library_offences(named) == []
+    named["chapters/statistics_primer.html"] = dict(page, libraries={"SciPy": 26})  # not main
+    assert library_offences(named) == []
+    named["chapters/intro.html"] = dict(page, libraries={"NumPy": 1})
+    assert len(library_offences(named)) == 2
+    wide = {"width": 600, "column": 400, "head": "a b"}
+    shown = {"p.html": dict(page, tables=[dict(wide, scrolls=True, hidden=[])])}
+    assert table_offences(shown) == []
+    shown["q.html"] = dict(page, tables=[dict(wide, scrolls=True, hidden=["verdict"])])
+    assert table_offences(shown) == ["q.html: 600 px in 400 px, hides verdict (a b ...)"]
+    figure = {"src": "/f.png", "tick_px": MIN_TICK_LABEL_PX - 0.1}
+    assert tick_offences({"r.html": dict(page, figures=[figure])}) == [
+        f"r.html: {MIN_TICK_LABEL_PX - 0.1:.1f} px (/f.png)"
+    ]
+
+
+def _source_files(page: Path) -> tuple[str, dict[str, bytes], str]:
+    """The note a built page quotes, and the files and pax commit of the archive it links."""
+    import gzip
+    import tarfile
+
+    html = page.read_text(encoding="utf-8")
+    links = sorted(set(re.findall(r'href="([^"]+/playerfl-book-source\.tar\.gz)"', html)))
+    assert len(links) == 1, (
+        f"{page.name} links {links or 'no source archive'}: build the book with `make html`, "
+        "which writes _build/source before the HTML"
+    )
+    archive = (page.parent / links[0]).resolve()
+    assert archive.is_relative_to(page.parents[1]) and archive.is_file(), archive
+    with tarfile.open(archive) as tar:
+        files = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    pax = subprocess.run(
+        ["git", "get-tar-commit-id"], input=gzip.decompress(archive.read_bytes()),
+        capture_output=True, check=False,
+    ).stdout.decode().strip()  # fmt: skip
+    return re.sub(r"<[^>]+>", "", html), files, pax
+
+
+def test_the_book_links_the_source_it_was_built_from(built_book):
+    """The intro and the lab handout link one archive, inside the built HTML; it unpacks into
+    playerfl-book/ with the note the pages quote, and its README.md and Makefile are those of
+    the commit that note names (git's own record in the archive names the same commit)."""
+    notes = set()
+    for name in ("intro", "lab_handout"):
+        text, files, pax = _source_files(built_book / "chapters" / f"{name}.html")
+        note = files["playerfl-book/playerfl-book-source.txt"].decode()
+        commit = re.match(r"commit ([0-9a-f]{40}) ", note)
+        assert commit, f"the archive's note names no commit: {note!r}"
+        commit = commit[1]
+        assert note.splitlines()[0] in text, f"{name}.html does not quote {note.splitlines()[0]}"
+        assert pax == commit, (pax, commit)
+        for path in ("README.md", "Makefile"):
+            at_commit = subprocess.run(
+                ["git", "-C", str(ROOT), "show", f"{commit}:{path}"], capture_output=True,
+                check=True,
+            ).stdout  # fmt: skip
+            assert files[f"playerfl-book/{path}"] == at_commit, f"{path} differs from {commit}"
+        notes.add(note)
+    assert len(notes) == 1, notes
 
 
 def test_the_checker_assumes_the_styles_smallest_font():

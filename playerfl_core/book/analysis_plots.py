@@ -148,12 +148,12 @@ def cka_heatmaps(matrices: Mapping[str, np.ndarray], client_names: Sequence[str]
     fig, axes = panel_grid(
         len(units), max_cols=ncols, panel_height=2.0, width=FIGURE_WIDTH if ncols > 1 else 3.4
     )
-    for k, (ax, unit) in enumerate(zip(axes, units, strict=True)):
+    for ax, unit in zip(axes, units, strict=True):
         im = ax.imshow(matrices[unit], vmin=0, vmax=1, cmap="viridis")
         ax.set_title(unit)
         ticks = range(len(client_names))
         ax.set_xticks(ticks, client_names, rotation=90)
-        ax.set_yticks(ticks, client_names if k % ncols == 0 else [])
+        ax.set_yticks(ticks, client_names if ax.get_subplotspec().is_first_col() else [])
     fig.colorbar(im, ax=axes, shrink=0.8, label="linear CKA")
     if title:
         fig.suptitle(title)

@@ -41,9 +41,9 @@ def label_skew_tv(fd) -> float:
 
 
 def plot_label_mixes(federations: Mapping[str, object], titles: Mapping[str, str] | None = None):
-    """One panel per federation, three a row (short client numbers, shared axis): a stacked bar
-    per client of its training-label proportions (same colour = same class in every panel), the
-    class key below."""
+    """One panel per federation, at most three a row, spread evenly over the rows (short client
+    numbers, shared axis): a stacked bar per client of its training-label proportions (same
+    colour = same class in every panel), the class key below."""
     names = list(federations)
     fig, axes = panel_grid(
         len(names),
@@ -65,8 +65,8 @@ def plot_label_mixes(federations: Mapping[str, object], titles: Mapping[str, str
         ax.set_title((titles or {}).get(name, dataset_label(name)))
         if len(mix) > 10:
             ax.tick_params(axis="x", labelrotation=90)
-    for k, ax in enumerate(axes):
-        if k % 3 == 0:
+    for ax in axes:
+        if ax.get_subplotspec().is_first_col():
             ax.set_ylabel("share of training labels")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, title="class", loc="outside lower center",

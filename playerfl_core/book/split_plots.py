@@ -159,7 +159,8 @@ def _family_ticks(ax, x, groups, levels) -> None:
     each family of heterogeneity written once below its federations, a thin line between
     families. A family of one federation (quantity skew, concept shift) is named on its tick
     instead, on two short lines, and a family whose levels share a label skew (mixed: rotate+α=0.1,
-    noise+α=0.1) names it below, so neighbouring names never run into each other."""
+    noise+α=0.1) names it below, as a family of label skews names its "α" below its values, so
+    neighbouring names never run into each other."""
     ticks, names = [], []
     for family, first, last in groups:
         own = [str(level) for level in levels[first : last + 1]]
@@ -169,6 +170,9 @@ def _family_ticks(ax, x, groups, levels) -> None:
         elif len(shared) == 1 and "" not in shared:  # mixed: the α they share goes below
             ticks += [level.partition("+")[0] for level in own]
             family = f"{family}, {shared.pop()}"
+        elif all(level.startswith("α=") for level in own):  # label skew: "α" once, below
+            ticks += [level.removeprefix("α=") for level in own]
+            family = f"{family}, α"
         else:
             ticks += [level.replace("+", "\n+") for level in own]
         names.append(family)

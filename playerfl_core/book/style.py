@@ -336,7 +336,8 @@ def class_color(index: int) -> str:
 # --- figure style --------------------------------------------------------------------------------
 
 FIGURE_WIDTH = 6.8
-"""Inches: the widest figure. The book's column is about 690 px wide on a laptop."""
+"""Inches: the widest figure; the column (672 px at a 1280 px window) shows its 1020 px (at
+:data:`FIGURE_DPI`) at 0.66 of their size, which the fonts below are sized for."""
 
 SINGLE_WIDTH = 4.8
 """Inches: a figure with one panel."""
@@ -344,8 +345,9 @@ SINGLE_WIDTH = 4.8
 MAX_COLS = 2
 """Panels per row; three only where each panel keeps short tick labels (heatmaps, shared axes)."""
 
-MIN_FONT_PT = 9
-"""The smallest text any figure draws (ticks, legends, annotations)."""
+MIN_FONT_PT = 10
+"""The smallest text any figure draws (ticks, legends, annotations): shown at 0.66, a 10-pt
+digit (0.73 em) is 10 / 72 × 150 × 0.66 × 0.73 = 10 px high at a 1280 px window (9 pt: 8.9)."""
 
 FIGURE_DPI = 150
 """Pixels per inch of figures. The inline backend renders PNGs at ``figure.dpi`` and
@@ -355,14 +357,14 @@ BOOK_RC = {
     "figure.dpi": FIGURE_DPI,
     "savefig.dpi": "figure",
     "figure.figsize": (SINGLE_WIDTH, 3.2),
-    "font.size": 10,
-    "axes.titlesize": 11,
-    "axes.labelsize": 10,
+    "font.size": MIN_FONT_PT,
+    "axes.titlesize": MIN_FONT_PT + 1,
+    "axes.labelsize": MIN_FONT_PT,
     "xtick.labelsize": MIN_FONT_PT,
     "ytick.labelsize": MIN_FONT_PT,
     "legend.fontsize": MIN_FONT_PT,
     "legend.title_fontsize": MIN_FONT_PT,
-    "figure.titlesize": 11,
+    "figure.titlesize": MIN_FONT_PT + 1,
     "axes.prop_cycle": cycler(color=list(QUALITATIVE)),
 }
 """The rcParams every figure module applies on import (:func:`apply_book_style`)."""
@@ -388,11 +390,13 @@ def panel_grid(
     width: float | None = None,
     **subplots,
 ):
-    """A figure of ``n`` panels wrapped into rows of at most ``max_cols``; returns (figure,
-    the n axes in reading order). Unused cells are hidden. ``layout='constrained'`` by default,
-    so figure-level legends placed ``'outside ...'`` get room."""
-    ncols = max(1, min(max_cols, n))
-    nrows = max(1, math.ceil(n / ncols))
+    """A figure of ``n`` panels wrapped into rows of at most ``max_cols``, as few rows as that
+    allows and the panels spread evenly over them (4 panels at most 3 a row: 2 × 2, not a row of
+    3 over one panel beside two empty cells); returns (figure, the n axes in reading order).
+    Cells left over are hidden. ``layout='constrained'`` by default, so figure-level legends
+    placed ``'outside ...'`` get room."""
+    nrows = max(1, math.ceil(n / max(1, max_cols)))
+    ncols = max(1, math.ceil(n / nrows))
     size = figure_size(ncols, nrows, panel_height)
     subplots.setdefault("layout", "constrained")
     fig, axes = plt.subplots(
