@@ -1,7 +1,7 @@
 """A run's settings (:class:`RunConfig`) and their checks, made before any training.
 
-Cut out of :mod:`playerfl_core.fl.engine` (issue 23), which re-exports its names; part of the
-code fingerprint (``study.run_store.RUN_MODULES``) as the engine is.
+Cut out of :mod:`playerfl_core.fl.engine`, which re-exports its names; part of the code
+fingerprint (``study.run_store.RUN_MODULES``) as the engine is.
 """
 
 from __future__ import annotations
