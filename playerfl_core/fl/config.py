@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from data_prep.registry import federation, is_declared
 from playerfl_core.fl.losses import LOSSES
 
 EVAL_TIMINGS = ("after_aggregation", "before_aggregation")
@@ -126,8 +127,6 @@ class RunConfig:
 
 def _base(name: str) -> str:
     """The declared federation a name trains like (itself when it is not declared)."""
-    from data_prep.registry import federation, is_declared
-
     return federation(name).name if is_declared(name) else name
 
 
