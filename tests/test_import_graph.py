@@ -273,3 +273,33 @@ def test_long_modules_say_why():
             if not re.search(r"\b\d+\s+lines\b", doc):  # "About 560 lines …" ("baselines" is not)
                 long.append(f"{m} ({text.count(chr(10))} lines)")
     assert not long, f"Long modules whose docstring does not say why: {long}"
+
+
+LISTED_WINGS = ("fl", "stats", "measure", "study", "flower")
+"""Wings whose ``__init__`` lists its modules, one ``- ``name``: what it is`` line each."""
+
+
+def listed_modules(package: Path) -> list[str]:
+    """The names a package's docstring lists, one per line (a subpackage as ``name/``)."""
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+    return re.findall(r"^- ``([\w/]+)``: \S", doc, flags=re.M)
+
+
+def present_modules(package: Path) -> list[str]:
+    modules = [p.stem for p in package.glob("*.py") if p.name != "__init__.py"]
+    packages = [f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()]
+    return sorted(modules + packages)
+
+
+@pytest.mark.parametrize("wing", LISTED_WINGS)
+def test_every_wing_lists_its_modules(wing):
+    """A reader opening a wing sees every module in it, once, with what it is for."""
+    package = ROOT / "playerfl_core" / wing
+    listed = listed_modules(package)
+    twice = sorted({m for m in listed if listed.count(m) > 1})
+    missing = sorted(set(present_modules(package)) - set(listed))
+    stale = sorted(set(listed) - set(present_modules(package)))
+    assert not (twice or missing or stale), (
+        f"playerfl_core/{wing}/__init__.py docstring: add a '- ``name``: what it is' line for "
+        f"{missing}, remove {stale} (no such module), list once {twice}"
+    )
