@@ -10,6 +10,7 @@ paths (``playerfl_core.engine``, ...) must all still import, through ``playerfl_
 from __future__ import annotations
 
 import ast
+import fnmatch
 import importlib
 import re
 import sys
@@ -303,3 +304,44 @@ def test_every_wing_lists_its_modules(wing):
         f"playerfl_core/{wing}/__init__.py docstring: add a '- ``name``: what it is' line for "
         f"{missing}, remove {stale} (no such module), list once {twice}"
     )
+
+
+def readme_module_map() -> dict[str, set[str]]:
+    """Per wing folder (``fl``, ``study``, ... and ``""`` for the top level): the module names
+    README's module map gives it (rows of one wing joined; ``*_plots`` stays a pattern)."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("### Module map")
+    table = [line for line in text[start:].splitlines()[1:] if line.startswith("|")]
+    found: dict[str, set[str]] = {}
+    for row in table[2:]:  # below the header and its rule
+        wing_cell, names_cell = [c.strip() for c in row.strip("|").split("|")][:2]
+        wing = re.match(r"`?([\w ]+)", wing_cell).group(1).strip()
+        wing = "" if wing == "top level" else wing
+        found.setdefault(wing, set()).update(re.findall(r"`([\w/*]+)`", names_cell))
+    return found
+
+
+def _modules_in(package: Path) -> set[str]:
+    """Module names of a package's folder, a subpackage as ``name/``."""
+    modules = {p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    return modules | {f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()}
+
+
+def test_the_readme_module_map_is_current():
+    """Every module of every wing (and the top level, ``cli/``'s included) is named in README's
+    module map, and the map names no module that is gone."""
+    mapped = readme_module_map()
+    wings = {p.name for p in (ROOT / "playerfl_core").iterdir() if (p / "__init__.py").is_file()}
+    problems = [f"no row for the wing {w}/" for w in sorted(wings - {"cli"} - set(mapped))]
+    for wing, names in mapped.items():
+        if wing == "data_prep":
+            continue  # one row for all the federations, a file each
+        present = _modules_in(ROOT / "playerfl_core" / wing)
+        if wing == "":  # the top level: its own modules and the command's package
+            present = {m for m in present if not m.endswith("/")} | {"cli/"}
+            present |= _modules_in(ROOT / "playerfl_core" / "cli")
+        missing = sorted(m for m in present if not any(fnmatch.fnmatch(m, n) for n in names))
+        stale = sorted(n for n in names if not any(fnmatch.fnmatch(m, n) for m in present))
+        if missing or stale:
+            problems.append(f"{wing or 'top level'}: add {missing}, remove {stale}")
+    assert not problems, "README's module map:\n" + "\n".join(problems)
