@@ -31,6 +31,21 @@ def step(x):
 
 as it runs"""
     return math.exp(RATE * x), text
+
+
+class Box:
+    """A box."""
+
+    size = 1
+    """Its size."""
+
+    if RATE:
+        try:
+            def inner(self):
+                """Inside blocks."""
+                return 1
+        except ValueError:
+            "a string statement in a handler"
 '''
 
 SAME = [  # (what changed, old bytes, new bytes): prose only
@@ -40,6 +55,10 @@ SAME = [  # (what changed, old bytes, new bytes): prose only
     ("comment added", b"RATE = 0.5\n", b"# said first\nRATE = 0.5  # said after\n"),
     ("attribute docstring", b'"""What the rate is for."""', b'"""For the step."""'),
     ("function docstring", b"    More about it.\n", b"    More about it,\n    on two lines.\n"),
+    ("class docstring", b'"""A box."""', b'"""A box, described."""'),
+    ("class attribute docstring", b'"""Its size."""', b'"""Its size, in units."""'),
+    ("docstring inside blocks", b'"""Inside blocks."""', b'"""Inside if and try."""'),
+    ("string statement in a handler", b'"a string statement in a handler"', b'"reworded"'),
 ]
 DIFFERENT = [  # code
     ("a number", b"RATE = 0.5", b"RATE = 0.25"),
@@ -47,6 +66,7 @@ DIFFERENT = [  # code
     ("a blank line inside a string that runs", b"kept\n\nas", b"kept\nas"),
     ("an import moved", b"import math  # why math\n", b""),
     ("a call", b"math.exp(", b"math.expm1("),
+    ("code inside blocks", b"                return 1\n", b"                return 2\n"),
 ]
 
 

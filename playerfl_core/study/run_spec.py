@@ -8,6 +8,7 @@ apart so that the names a run carries read on one page, without the store's file
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import io
 import json
@@ -42,11 +43,28 @@ def code_fingerprint() -> str:
     )
     for f in files:
         if f.exists():
-            code = code_text(f.read_bytes())
+            code = _cached_code_text(f.read_bytes())
             # Lengths frame each part, so no two file sets hash alike by shifting bytes across.
             h.update(f"\0{f.relative_to(REPO_ROOT).as_posix()}\0{len(code)}\0".encode())
             h.update(code)
     return h.hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_code_text(source: bytes) -> bytes:
+    """:func:`code_text`, remembered by content: parsing every fingerprinted file takes a good
+    fraction of a second, and Flower asks for the fingerprint on every message."""
+    return code_text(source)
+
+
+def _statements(body: list[ast.stmt]):
+    """Every statement of ``body`` and of the blocks inside it, in order (not expressions)."""
+    for stmt in body:
+        yield stmt
+        for field in ("body", "orelse", "finalbody"):
+            yield from _statements(getattr(stmt, field, None) or [])
+        for block in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+            yield from _statements(block.body)
 
 
 def code_text(source: bytes) -> bytes:
@@ -64,10 +82,11 @@ def code_text(source: bytes) -> bytes:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (UnicodeDecodeError, SyntaxError, tokenize.TokenError):
         return source
-    lines = [line.encode() for line in text.split("\n")]
+    rows = text.split("\n")
+    lines = [row.encode() for row in rows]
     cuts = [  # (first line, first byte, last line, byte after), lines counted from 1
         (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)
-        for n in ast.walk(tree)
+        for n in _statements(tree.body)
         if isinstance(n, ast.Expr)
         and isinstance(n.value, ast.Constant)
         and isinstance(n.value.value, str)
@@ -75,7 +94,7 @@ def code_text(source: bytes) -> bytes:
     for t in tokens:  # a comment runs to the end of its line; the tokenizer counts characters
         if t.type == tokenize.COMMENT:
             row, col = t.start
-            start = len(text.split("\n")[row - 1][:col].encode())
+            start = len(rows[row - 1][:col].encode())
             cuts.append((row, start, row, len(lines[row - 1])))
     touched = set()
     for first, start, last, end in sorted(cuts, reverse=True):
