@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 import torch
 
 SPLITS = ("train", "val", "test")
@@ -117,8 +118,6 @@ class FederatedData:
 
     def summary(self):
         """Per-client table (sizes and training label counts) for the book."""
-        import pandas as pd
-
         rows = []
         for c in self.clients:
             counts = torch.bincount(c.y_train, minlength=self.num_classes).tolist()

@@ -11,12 +11,14 @@ anything besides plain containers and numpy arrays, so a batch file cannot run c
 
 from __future__ import annotations
 
+import codecs
 import io
 import pickle
 import tarfile
 from pathlib import Path
 
 import numpy as np
+import numpy._core.multiarray as multiarray
 import torch
 
 from .augment import (
@@ -61,10 +63,6 @@ class _ArraysOnly(pickle.Unpickler):
     """Unpickles dicts, lists, strings, numbers and numpy arrays; refuses every other global."""
 
     def find_class(self, module: str, name: str):
-        import codecs
-
-        import numpy._core.multiarray as multiarray
-
         allowed = {
             ("numpy.core.multiarray", "_reconstruct"): multiarray._reconstruct,
             ("numpy._core.multiarray", "_reconstruct"): multiarray._reconstruct,
@@ -176,9 +174,9 @@ def load(
             f"{samples_per_client} on average), a seeded random subset (all of them when n "
             f"equals the pool; the authors take the first N in stored order). Normalised with "
             f"CIFAR-10's mean {MEAN} and std {STD} (the authors used CIFAR-100's {AUTHORS_MEAN} "
-            f"/ {AUTHORS_STD}, reference §2.4, §10 item 18). Dirichlet(alpha={alpha}) label skew "
-            f"(min {min_per_client} per client), label skew (mean TV) {skew:.3f}; per client a "
-            "shuffled 64/16/20 split. The paper's CIFAR CNN (§3.2). augment=True: the authors' "
+            f"/ {AUTHORS_STD}, reference §2.4, §10 defect 18). Dirichlet(alpha={alpha}) label "
+            f"skew (min {min_per_client} per client), label skew (mean TV) {skew:.3f}; per client "
+            "a shuffled 64/16/20 split. The paper's CIFAR CNN (§3.2). augment=True: the authors' "
             "training augmentation (§2.4) on the device: random 32 x 32 crop with 4-pixel "
             "reflect padding, horizontal flip (p 0.5), rotation ±15° with shift up to 10 % and "
             "scale 0.9-1.1 (black fill), colour jitter (brightness, contrast, saturation each "

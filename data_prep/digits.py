@@ -31,7 +31,7 @@ def load(
 
     `root` is unused (the data ship with scikit-learn); it is accepted for a uniform API.
     """
-    from sklearn.datasets import load_digits
+    from sklearn.datasets import load_digits  # deferred: seconds to import, one caller
 
     bunch = load_digits()
     x = torch.from_numpy((bunch.data / 16.0).astype(np.float32)).reshape(-1, 1, 8, 8)

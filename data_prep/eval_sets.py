@@ -1,5 +1,5 @@
 """Larger evaluation sets: each client's validation and test images drawn afresh, from images of
-the same source that no client of the federation trains on (issue 34, item 5).
+the same source that no client of the federation trains on.
 
 At the book's sizes a client scores on 64 validation and 80 test images, so one run's score moves
 by about δ from the draw of those images alone. ``load(name, eval_per_client=n)`` keeps every

@@ -123,7 +123,7 @@ def _acquire(root: Path) -> str:
         prepare(root)
         return f"Debian package dataset-fashion-mnist ({DEBIAN_DIR}), unpacked to {raw_dir(root)}"
     except DataError as no_local:
-        from torchvision.datasets import FashionMNIST
+        from torchvision.datasets import FashionMNIST  # deferred: seconds to import, files only
 
         try:
             FashionMNIST(str(root), train=True, download=True)
@@ -159,7 +159,7 @@ def _check_cached(path: str, name: str, size: int, mtime_ns: int) -> None:
 
 @lru_cache(maxsize=2)
 def _read_train(root: str) -> tuple[torch.Tensor, torch.Tensor]:
-    from torchvision.datasets import FashionMNIST
+    from torchvision.datasets import FashionMNIST  # deferred: seconds to import, files only
 
     ds = FashionMNIST(root, train=True, download=False)
     data, targets = ds.data, ds.targets
@@ -175,7 +175,7 @@ def _read_train(root: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 @lru_cache(maxsize=2)
 def _read_test(root: str) -> tuple[torch.Tensor, torch.Tensor]:
-    from torchvision.datasets import FashionMNIST
+    from torchvision.datasets import FashionMNIST  # deferred: seconds to import, files only
 
     ds = FashionMNIST(root, train=False, download=False)
     if ds.data.shape != (10000, 28, 28):

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from PIL import Image, UnidentifiedImageError
 from tqdm import tqdm
 
 from .augment import coarse_dropout, random_affine_perspective, random_flips_light
@@ -92,8 +93,6 @@ def read_table(root: Path) -> pd.DataFrame:
 def read_image(path: Path, size: int) -> np.ndarray:
     """Shorter side to SHORTER_SIDE·size/200 px (a no-op on FLamby's files at size 200), then
     the centre size x size crop (the authors' evaluation transform), as uint8 HWC RGB."""
-    from PIL import Image, UnidentifiedImageError
-
     if not path.is_file():
         raise DataError(f"isic2019: {path} is listed in the CSVs but missing; copy it again")
     try:
@@ -166,7 +165,7 @@ def load(
             "(§3.3). augment=True: flips, rotation ±50°, scale ±7 %, shift up to 6 % (standing "
             "in for the random crop), brightness ±0.15, contrast ±0.1, then coarse dropout: per "
             "image 1-8 black holes (pixel value 0), sides 1-16 px each. The authors draw the "
-            "maximum hole count once per dataset object (§10 item 21); we draw the count per "
+            "maximum hole count once per dataset object (§10 defect 21); we draw the count per "
             "image, as the published augmentation intends. Holes are 16 px at most at every "
             "image_size (not scaled with it). The authors' 0.1° shear is left out (a no-op in "
             "practice)."

@@ -5,9 +5,9 @@ Files under `<root>/mimic3/`: `ADMISSIONS.csv` and `NOTEEVENTS.csv` (or their `.
 originals) from MIMIC-III v1.4, and a ClinicalBERT-style model folder (default
 `ClinicalBERT/`, or pass `model_dir`) with `vocab.txt` and `model.safetensors`.
 
-Fixed, against the authors' code (reference §2.8, §10 item 16): the missing comma that glued
-"SUBDURAL HEMORRHAGE" and "STROKE;TELEMETRY" into one unmatched string (both are brain
-diagnoses here); the "Physician " category (trailing space in MIMIC-III) now matches; notes
+Fixed, against the authors' code (reference §2.8, §10 defect 16): the missing comma
+that glued "SUBDURAL HEMORRHAGE" and "STROKE;TELEMETRY" into one unmatched string (both are
+brain diagnoses here); the "Physician " category (trailing space in MIMIC-III) now matches; notes
 charted before admission are excluded (0-24 h after admission only); notes flagged ISERROR are
 excluded; one data folder instead of the creator/loader file-name mismatch.
 """

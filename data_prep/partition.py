@@ -10,8 +10,9 @@ import math
 import numbers
 
 import numpy as np
+import torch
 
-from .base import DataError
+from .base import ClientData, DataError
 
 
 def dirichlet_label_skew(
@@ -111,10 +112,6 @@ def split_clients(
     x, y, partitions: list[np.ndarray], rng: np.random.Generator, names: list[str] | None = None
 ):
     """Turn index partitions of tensors `x`, `y` into ClientData with 64/16/20 splits."""
-    import torch
-
-    from .base import ClientData
-
     names = names or [f"client_{k + 1}" for k in range(len(partitions))]
     clients = []
     for name, part in zip(names, partitions, strict=True):
@@ -156,7 +153,7 @@ def authors_split(n: int, seed: int = AUTHORS_SPLIT_SEED) -> tuple[np.ndarray, .
     ``train_test_split(test_size=0.2, random_state=42)``, applied twice, is how their code
     does it, so that is what is called here (the indices, not the sizes, depend on it).
     """
-    from sklearn.model_selection import train_test_split  # deferred: a heavy import
+    from sklearn.model_selection import train_test_split  # deferred: seconds to import, one caller
 
     idx = np.arange(n)
     rest, test = train_test_split(idx, test_size=0.2, random_state=seed, shuffle=True)

@@ -22,6 +22,7 @@ import numbers
 import os
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 from . import (
@@ -297,8 +298,6 @@ def _checked_load(fed: Federation, root: Path, seed: int, params: dict) -> Feder
 
 
 def _with_source(fed: Federation, path: Path) -> Federation:
-    from dataclasses import replace
-
     return replace(fed, source=str(path))
 
 

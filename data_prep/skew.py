@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -205,8 +205,6 @@ def _iid_clients(base: FederatedData, seed: int, shares: np.ndarray | None = Non
 def _swapped(clients, num_classes: int):
     """Odd-numbered clients relabel class y as its pair partner y ^ 1 (an odd last class of
     an odd number of classes keeps its label)."""
-    from dataclasses import replace
-
     pair = torch.arange(num_classes) ^ 1
     pair[pair >= num_classes] = num_classes - 1
     out = []
@@ -243,8 +241,6 @@ def _bounds(clients) -> tuple[float, float]:
 def _transformed(clients, kind: str, seed: int, bounds: tuple[float, float]):
     """Client k's data through the kind's transformation, on the scale ``bounds`` (taken
     before any evaluation set was replaced, so a client's training data never depends on it)."""
-    from dataclasses import replace
-
     lo, hi = bounds
     fn = KINDS[kind]
     out = []

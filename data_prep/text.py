@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import safe_open
+from tokenizers import BertWordPieceTokenizer
 
 from .base import DataError, missing_files
 
@@ -39,9 +41,6 @@ class WordPiece:
 
 def load_wordpiece(folder: Path, dataset: str, how: str, lowercase: bool = True) -> WordPiece:
     """Read `vocab.txt` and the word-embedding matrix of `model.safetensors` in `folder`."""
-    from safetensors import safe_open
-    from tokenizers import BertWordPieceTokenizer
-
     folder = Path(folder)
     if not all((folder / f).is_file() for f in (VOCAB, WEIGHTS)):
         raise missing_files(dataset, folder, [VOCAB, WEIGHTS], how)

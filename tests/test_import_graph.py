@@ -10,6 +10,7 @@ paths (``playerfl_core.engine``, ...) must all still import, through ``playerfl_
 from __future__ import annotations
 
 import ast
+import fnmatch
 import importlib
 import re
 import sys
@@ -273,3 +274,75 @@ def test_long_modules_say_why():
             if not re.search(r"\b\d+\s+lines\b", doc):  # "About 560 lines …" ("baselines" is not)
                 long.append(f"{m} ({text.count(chr(10))} lines)")
     assert not long, f"Long modules whose docstring does not say why: {long}"
+
+
+LISTED_WINGS = ("data_prep", "fl", "stats", "measure", "study", "flower")
+"""Wings whose ``__init__`` lists its modules, one ``- ``name``: what it is`` line each (book/ and
+cli/ not yet)."""
+
+
+def listed_modules(package: Path) -> list[str]:
+    """The names a package's docstring lists, one per line (a subpackage as ``name/``)."""
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+    return re.findall(r"^- ``([\w/]+)``: \S", doc, flags=re.M)
+
+
+def present_modules(package: Path) -> list[str]:
+    modules = [p.stem for p in package.glob("*.py") if p.name != "__init__.py"]
+    packages = [f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()]
+    return sorted(modules + packages)
+
+
+@pytest.mark.parametrize("wing", LISTED_WINGS)
+def test_every_wing_lists_its_modules(wing):
+    """A reader opening a wing sees every module in it, once, with what it is for."""
+    package = ROOT / wing if wing == "data_prep" else ROOT / "playerfl_core" / wing
+    listed = listed_modules(package)
+    twice = sorted({m for m in listed if listed.count(m) > 1})
+    missing = sorted(set(present_modules(package)) - set(listed))
+    stale = sorted(set(listed) - set(present_modules(package)))
+    assert not (twice or missing or stale), (
+        f"{package.relative_to(ROOT)}/__init__.py docstring: add a '- ``name``: what it is' "
+        f"line for {missing}, remove {stale} (no such module), list once {twice}"
+    )
+
+
+def readme_module_map() -> dict[str, set[str]]:
+    """Per wing folder (``fl``, ``study``, ... and ``""`` for the top level): the module names
+    README's module map gives it (rows of one wing joined; ``*_plots`` stays a pattern)."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("### Module map")
+    table = [line for line in text[start:].splitlines()[1:] if line.startswith("|")]
+    found: dict[str, set[str]] = {}
+    for row in table[2:]:  # below the header and its rule
+        wing_cell, names_cell = [c.strip() for c in row.strip("|").split("|")][:2]
+        wing = re.match(r"`?([\w ]+)", wing_cell).group(1).strip()
+        wing = "" if wing == "top level" else wing
+        found.setdefault(wing, set()).update(re.findall(r"`([\w/*]+)`", names_cell))
+    return found
+
+
+def _modules_in(package: Path) -> set[str]:
+    """Module names of a package's folder, a subpackage as ``name/``."""
+    modules = {p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    return modules | {f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()}
+
+
+def test_the_readme_module_map_is_current():
+    """Every module of every wing (and the top level, ``cli/``'s included) is named in README's
+    module map, and the map names no module that is gone."""
+    mapped = readme_module_map()
+    wings = {p.name for p in (ROOT / "playerfl_core").iterdir() if (p / "__init__.py").is_file()}
+    problems = [f"no row for the wing {w}/" for w in sorted(wings - {"cli"} - set(mapped))]
+    for wing, names in mapped.items():
+        if wing == "data_prep":
+            continue  # one row for all the federations, a file each
+        present = _modules_in(ROOT / "playerfl_core" / wing)
+        if wing == "":  # the top level: its own modules and the command's package
+            present = {m for m in present if not m.endswith("/")} | {"cli/"}
+            present |= _modules_in(ROOT / "playerfl_core" / "cli")
+        missing = sorted(m for m in present if not any(fnmatch.fnmatch(m, n) for n in names))
+        stale = sorted(n for n in names if not any(fnmatch.fnmatch(m, n) for m in present))
+        if missing or stale:
+            problems.append(f"{wing or 'top level'}: add {missing}, remove {stale}")
+    assert not problems, "README's module map:\n" + "\n".join(problems)

@@ -1,6 +1,6 @@
 """The pre-registration's record lives in its appendix, and the library names things by what they
 are: the appendix holds every declared point in order, every "point N of the record" it cites
-exists, the module points readers there, and no docstring or comment of the wings below cites a
+exists, the module points readers there, and no docstring or comment of the library cites a
 tracker item or issue by number."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from playerfl_core.study import preregistration
-from playerfl_core.study.run_spec import NOT_RUN, REPO_ROOT, RUN_MODULES
+from playerfl_core.study.run_spec import REPO_ROOT
 
 APPENDIX = REPO_ROOT / "chapters" / "appendix_preregistration.ipynb"
 RECORD_LABEL = "(preregistration-record)="
@@ -53,28 +53,17 @@ def test_the_module_points_to_the_appendix_record():
     assert len(doc.splitlines()) < 30  # a summary, not the history
 
 
-def _named_wing_files() -> list[Path]:
-    """Modules of the wings that must name things by what they are; the files the code
-    fingerprint hashes are left out (editing one makes every stored run look stale)."""
-    package = REPO_ROOT / "playerfl_core"
-    hashed = {package / f"{m}.py" for m in RUN_MODULES}
-    hashed |= set((package / "fl" / "algorithms").glob("*.py"))
-    hashed |= {p for p in (REPO_ROOT / "data_prep").glob("*.py") if p.name not in NOT_RUN}
-    files = [
-        *(package / "stats").glob("*.py"),
-        *(package / "flower").glob("*.py"),
-        *(package / "measure").glob("*.py"),
-        *(package / "book").glob("*.py"),
-        *(package / "study").glob("preregistration*.py"),
-        *(package / "study").glob("archive*.py"),
-        *(package / "study").glob("run_s*.py"),
-        REPO_ROOT / "data_prep" / "preregistered.py",
-    ]
-    return sorted(set(files) - hashed)
+def _library_files() -> list[Path]:
+    """Every module of the library. The files the code fingerprint hashes are in too: it ignores
+    comments and docstrings, so naming things there keeps every stored run current."""
+    files = [*(REPO_ROOT / "playerfl_core").rglob("*.py"), *(REPO_ROOT / "data_prep").rglob("*.py")]
+    return sorted(p for p in files if "__pycache__" not in p.parts)
 
 
-@pytest.mark.parametrize("path", _named_wing_files(), ids=lambda p: p.name)
-def test_no_tracker_numbers_in_the_named_wings(path):
+@pytest.mark.parametrize(
+    "path", _library_files(), ids=lambda p: p.relative_to(REPO_ROOT).as_posix()
+)
+def test_no_tracker_numbers_in_the_library(path):
     found = [
         f"{path.name}:{i}: {line.strip()}"
         for i, line in enumerate(path.read_text().splitlines(), 1)

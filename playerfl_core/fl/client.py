@@ -1,8 +1,8 @@
 """One client of a federated run: its model, optimiser, generators and data, kept between rounds;
 it trains, evaluates and logs the rows of the results table.
 
-Cut out of :mod:`playerfl_core.fl.engine` (issue 23), which re-exports :class:`Client`; part of
-the code fingerprint (``study.run_store.RUN_MODULES``) as the engine is.
+Cut out of :mod:`playerfl_core.fl.engine`, which re-exports :class:`Client`; part of the
+code fingerprint (``study.run_store.RUN_MODULES``) as the engine is.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A run's settings (:class:`RunConfig`) and their checks, made before any training.
 
-Cut out of :mod:`playerfl_core.fl.engine` (issue 23), which re-exports its names; part of the
-code fingerprint (``study.run_store.RUN_MODULES``) as the engine is.
+Cut out of :mod:`playerfl_core.fl.engine`, which re-exports its names; part of the code
+fingerprint (``study.run_store.RUN_MODULES``) as the engine is.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from data_prep.registry import federation, is_declared
 from playerfl_core.fl.losses import LOSSES
 
 EVAL_TIMINGS = ("after_aggregation", "before_aggregation")
@@ -126,8 +127,6 @@ class RunConfig:
 
 def _base(name: str) -> str:
     """The declared federation a name trains like (itself when it is not declared)."""
-    from data_prep.registry import federation, is_declared
-
     return federation(name).name if is_declared(name) else name
 
 

@@ -8,8 +8,8 @@ One round (every algorithm):
    validation and test data (``eval_timing="after_aggregation"``, the default).
 
 ``eval_timing="before_aggregation"`` moves step 3 before step 2, so FedAvg-style methods are
-scored on "received global model + one local epoch", as the authors' code (appendix §5.2, §10.1
-item 1). ``protocol="authors"`` (``make_config(..., protocol="authors")`` with data from
+scored on "received global model + one local epoch", as the authors' code (appendix §5.2; §10.1,
+defect 1). ``protocol="authors"`` (``make_config(..., protocol="authors")`` with data from
 ``data_prep.load(..., protocol="authors")``) sets everything else of theirs the book can
 reproduce: their data pipeline (Heart: 10 raw features, hard-coded scaler, one seed-42 split;
 Fashion-MNIST: first N images, their Dirichlet partition and split), their loss (focal on Heart,

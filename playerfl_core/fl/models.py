@@ -274,7 +274,7 @@ def build_model(
     """Build a model with seeded weights, without touching the global RNG.
 
     The same ``seed`` gives bit-identical initial weights, so every algorithm of a run starts
-    from the same model (the authors' code does not do this, appendix §10.1 item 5).
+    from the same model (the authors' code does not do this, appendix §10.1, defect 5).
     ``model_args`` are what the data fixes beyond shapes (``FederatedData.model_args``: a text
     federation's word embeddings and position-table size).
     """

@@ -1,7 +1,7 @@
 """Classification scores from one confusion matrix, computed with torch on the model's device.
 
 Why: scoring every client, split and round with scikit-learn costs several host round trips per
-split and, on small data, more time than the training itself (issue 10). One ``bincount`` gives
+split and, on small data, more time than the training itself. One ``bincount`` gives
 the confusion matrix; the loss, accuracy and per-class F1 follow from it on the device, and a
 caller gathers the vectors of many splits and copies them to the host *once*
 (:func:`score_logits`, then :func:`summarise`).

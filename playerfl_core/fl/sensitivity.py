@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.func import functional_call, grad, vmap
 
 from playerfl_core.fl.units import unit_names, unit_of
 
@@ -72,8 +73,6 @@ def diagonal_fisher(
     (the second-order averaging-cost rule reads it). Per-sample gradients come from
     ``torch.func`` in batches, with the model in eval mode (dropout off), as
     :func:`full_gradient`; parameters and modes are untouched."""
-    from torch.func import functional_call, grad, vmap
-
     params = {n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
     buffers = dict(model.named_buffers())
     modes = [(m, m.training) for m in model.modules()]

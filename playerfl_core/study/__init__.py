@@ -1,15 +1,48 @@
 """Studies: many runs, stored, planned, tuned, archived and swept.
 
-Here: the run store (``run_store``: one run's name, checksum, code fingerprint), the machine a
-run was computed on (``machine``), grids (``grid`` runs or loads one: ``grid_plan`` plans it,
-``grid_runner`` executes it on a backend, ``backends``: this machine's ``workers`` or a Ray
-cluster, ``ray_cluster``; ``grid_cost`` estimates it, ``grid_result`` is what comes back),
-learning-rate tuning (``tuning``), archives of stores and their verification (``archive``,
-``verification``; ``code_versions``: which earlier code gives today's runs bit for bit), the
-split sweeps (``split_sweeps`` runs or loads them, ``split_scores`` scores them and the rule's
-regret, ``split_oracle`` judges C5, stability and heterogeneity and is the one import for
-chapters), ``paper_scale``, the paper-size sweep declared as data and computed in
-chunks with the batched driver, and ``experiments``, the one import for a study.
+One run and its store:
+- ``run_spec``: what names a run (``RunSpec``) and the code that computes it (its fingerprint)
+- ``run_store``: the run store: one directory of finished runs, each named by its spec
+- ``machine``: which machine computed a number: the facts that decide a run's last bits
+- ``verification``: does a recomputed run agree with its stored copy?
+- ``code_versions``: which earlier versions of the code give today's runs bit for bit
+- ``archive``: committed results: a compact, self-checking copy of a store
+- ``archive_manifest``: the archive's format: its files, checksums, seal and provenance
+
+Grids, where they compute, and tuning:
+- ``grid``: run a grid, or load it: plan, run what is missing, collect
+- ``grid_plan``: which runs a grid needs
+- ``grid_runner``: a plan's runs on a backend, longest first, with the time left
+- ``grid_cost``: what a grid's runs cost, before and while it runs
+- ``grid_result``: what a grid gives back: its table, each run's status, the chosen rates
+- ``backends``: where runs compute: this machine's workers or a Ray cluster
+- ``workers``: worker processes that end with their parent
+- ``ray_cluster``: the Ray backend: runs as Ray tasks on a cluster
+- ``tuning``: which learning rates a grid tries, and which one it keeps
+- ``experiments``: the public names of grids and stores in one place
+
+Split sweeps and the split rules:
+- ``split_sweeps``: every split p = 0 … L on the same seeds, run or loaded
+- ``split_scores``: scores per split, the validation oracle, the rule's split and its regret
+- ``split_rules_table``: every split rule on a sweep's first epochs, the probe, their regrets
+- ``split_oracle``: does the rule pick the right split? The chapters' one import
+
+Declared studies:
+- ``declaration``: a study, declared as data (``Study``)
+- ``registry``: every study of the book, one declaration each
+- ``runner``: one runner for every study: computes, keeps, collects and commits
+- ``preregistration``: the pre-registered test of the split rules: its tuning and analysis
+- ``preregistration_plan``: what that test declares: federations, seeds, rules
+- ``fair_sweeps``: every split at its own tuned learning rate
+- ``rungs``: a rung of the scale ladder: the full split sweep at declared sizes
+- ``scale_ladder``: does the paper's rule choose the same split at the paper's sizes?
+- ``middle_rung``: the ladder's middle rung, between the book's sizes and the paper's
+- ``eval_rung``: the ladder's evaluation rung: the book's sweep scored on larger sets
+- ``paper_scale``: the paper's sizes, computed in chunks with the batched driver
+- ``r1_rescore``: R1's regrets with their test terms on larger test sets
+- ``r2_rescore``: R2's regrets with their test terms on larger test sets
+- ``val_rescore``: R1's and R2's families with larger validation sets too
+- ``authors_mode``: every algorithm under the authors' protocol and under the book's
 
 May import: ``measure``, ``stats``, ``fl`` and ``data_prep``. Imported by ``flower``, ``book``
 and the entry points.

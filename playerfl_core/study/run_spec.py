@@ -7,8 +7,12 @@ apart so that the names a run carries read on one page, without the store's file
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
+import io
 import json
+import tokenize
 from dataclasses import MISSING, asdict, dataclass, fields
 from functools import cached_property
 from pathlib import Path
@@ -23,11 +27,12 @@ REPO_ROOT = PACKAGE_DIR.parent
 
 
 def code_fingerprint() -> str:
-    """Hash of the sources a run depends on (engine, models, algorithms, data preparation).
+    """Hash of the code a run depends on (engine, models, algorithms, data preparation).
 
     Recorded with every run; a stored run whose fingerprint differs from the current code is
     flagged ``stale_code`` in the status table (and counted in the note); ``fresh=True``
-    recomputes. Analysis and plotting modules are not part of it: they never change a run.
+    recomputes. Analysis and plotting modules are not part of it: they never change a run. Each
+    file counts by :func:`code_text`, so editing a comment or a docstring keeps the fingerprint.
     """
     h = hashlib.sha256()
     core = [PACKAGE_DIR / f"{m}.py" for m in RUN_MODULES]
@@ -38,9 +43,71 @@ def code_fingerprint() -> str:
     )
     for f in files:
         if f.exists():
-            h.update(f.relative_to(REPO_ROOT).as_posix().encode())
-            h.update(f.read_bytes())
+            code = _cached_code_text(f.read_bytes())
+            # Lengths frame each part, so no two file sets hash alike by shifting bytes across.
+            h.update(f"\0{f.relative_to(REPO_ROOT).as_posix()}\0{len(code)}\0".encode())
+            h.update(code)
     return h.hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_code_text(source: bytes) -> bytes:
+    """:func:`code_text`, remembered by content: parsing every fingerprinted file takes a good
+    fraction of a second, and Flower asks for the fingerprint on every message."""
+    return code_text(source)
+
+
+def _statements(body: list[ast.stmt]):
+    """Every statement of ``body`` and of the blocks inside it, in order (not expressions)."""
+    for stmt in body:
+        yield stmt
+        for field in ("body", "orelse", "finalbody"):
+            yield from _statements(getattr(stmt, field, None) or [])
+        for block in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+            yield from _statements(block.body)
+
+
+def code_text(source: bytes) -> bytes:
+    """``source`` without its comments and docstrings (every statement that is a bare string):
+    the text Python runs, so a fingerprint of it moves with the code and not with its prose.
+
+    Lines emptied by the removal go; every other byte stays, so any change to code, to a string
+    that runs or to a blank line inside one still counts. Cut by the positions the parser and the
+    tokenizer report in the text itself, not by regenerated source, so the result does not depend
+    on the Python version. A file that does not parse counts by its bytes.
+    """
+    try:
+        text = source.decode()
+        tree = ast.parse(text)
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (UnicodeDecodeError, SyntaxError, tokenize.TokenError):
+        return source
+    rows = text.split("\n")
+    lines = [row.encode() for row in rows]
+    cuts = [  # (first line, first byte, last line, byte after), lines counted from 1
+        (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset)
+        for n in _statements(tree.body)
+        if isinstance(n, ast.Expr)
+        and isinstance(n.value, ast.Constant)
+        and isinstance(n.value.value, str)
+    ]
+    for t in tokens:  # a comment runs to the end of its line; the tokenizer counts characters
+        if t.type == tokenize.COMMENT:
+            row, col = t.start
+            start = len(rows[row - 1][:col].encode())
+            cuts.append((row, start, row, len(lines[row - 1])))
+    touched = set()
+    for first, start, last, end in sorted(cuts, reverse=True):
+        lines[first - 1] = lines[first - 1][:start] + lines[last - 1][end:]
+        for row in range(first + 1, last + 1):
+            lines[row - 1] = b""
+        touched.update(range(first, last + 1))
+    kept = [
+        line.rstrip() if row in touched else line
+        for row, line in enumerate(lines, 1)
+        if row not in touched or line.strip()
+    ]
+    return b"\n".join(kept)
 
 
 NOT_RUN = ("preregistered.py",)

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.fl.algorithms.playerfl_random import random_split
+from playerfl_core.study.archive import archive_dir
 from playerfl_core.study.split_scores import (
     RULE_VARIANTS,
     client_curve_summary,
@@ -132,8 +133,6 @@ def c5_table(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") 
 def committed_scores(profile: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """(scores, the paper's rule's splits) of every sweep in ``profile``'s committed archive,
     or None when it holds none: what the scorecard and chapter 05 read C5 and R1 from."""
-    from playerfl_core.study.archive import archive_dir
-
     sweep = load_sweeps(archive_dir(profile))
     if sweep is None:
         return None

@@ -16,16 +16,33 @@ itself; its cost is (L+1)·rounds local epochs per client, which a first-epoch r
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 from tqdm import tqdm
 
+from data_prep import load
+from playerfl_core.fl.algorithms.prefix import RULE_METRIC
+from playerfl_core.fl.models import model_for
+from playerfl_core.fl.profiles import make_config
+from playerfl_core.fl.sensitivity import (
+    diagonal_fisher,
+    full_gradient,
+    sensitivity_from_gradient,
+)
 from playerfl_core.fl.split_rules import RULES, FirstEpoch, get_rule
+from playerfl_core.fl.units import unit_names
+from playerfl_core.measure.layer_measure import first_epoch_models
 from playerfl_core.stats.metrics import client_weights
 from playerfl_core.stats.results import SERVER, atomic_write, read_table_file
+from playerfl_core.study import machine
+from playerfl_core.study.run_spec import code_fingerprint
 from playerfl_core.study.split_scores import oracle_splits, regrets, sweep_rows
 from playerfl_core.study.split_sweeps import RUN, check_sweeps_complete
 
@@ -39,15 +56,6 @@ def first_epoch_state(data, config) -> FirstEpoch:
     """The federation after its first local epoch, as every run of the seed sees it: θ_0, each
     client's θ_c, the gradient of its mean training loss at θ_c, its s_k (from that same
     gradient, as PLayer-FL's clients compute it) and its diagonal empirical Fisher."""
-    from playerfl_core.fl.models import model_for
-    from playerfl_core.fl.sensitivity import (
-        diagonal_fisher,
-        full_gradient,
-        sensitivity_from_gradient,
-    )
-    from playerfl_core.fl.units import unit_names
-    from playerfl_core.measure.layer_measure import first_epoch_models
-
     models = first_epoch_models(data, config)
     init = model_for(data, config.width, config.seed)
     total = sum(c.n_train for c in data.clients)
@@ -99,12 +107,7 @@ def rules_table(
 ) -> pd.DataFrame:
     """Every rule (default: all) on the first epoch of each seed of ``dataset``, at the
     profile's learning rate unless ``lr`` (the sweep's). Columns: :data:`COLUMNS`."""
-    import torch
-
-    from playerfl_core.fl.profiles import make_config
-
     if data_loader is None:
-        from data_prep import load
 
         def data_loader(s):
             return load(dataset, profile=profile, seed=s)
@@ -178,13 +181,6 @@ def save_rules_table(table: pd.DataFrame, path, sweep_source: str = "", replay=N
 def save_with_record(table: pd.DataFrame, path, extra: dict | None = None) -> Path:
     """Write ``table`` to ``path`` (parquet) with ``<path>.json`` beside it: when and on which
     machine (one thread) it was made, by which code, its SHA-256 and ``extra``'s fields."""
-    import hashlib
-    import json
-    from datetime import UTC, datetime
-
-    from playerfl_core.study import machine
-    from playerfl_core.study.run_store import code_fingerprint
-
     path = Path(path)
     if path.suffix != ".parquet":
         raise ValueError(f"{path}: a rules table with its record is Parquet; end it in .parquet.")
@@ -206,9 +202,6 @@ def save_with_record(table: pd.DataFrame, path, extra: dict | None = None) -> Pa
 def load_rules_table(path) -> tuple[pd.DataFrame, dict]:
     """A rules table written by :func:`save_rules_table` and its record, checked against the
     record's SHA-256 (a CSV from ``playerfl sweep --rules`` has no record: ``{}``)."""
-    import hashlib
-    import json
-
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"No rules table at {path}.")
@@ -249,8 +242,6 @@ def check_replay(table: pd.DataFrame, sweep: pd.DataFrame) -> pd.DataFrame:
     """Does the replayed first epoch give the split the sweep recorded? Per seed: the paper's
     split from the replay and from the sweep's ``rule_split_p`` row. Columns: dataset, lr,
     seed, replayed, recorded, same."""
-    from playerfl_core.fl.algorithms.prefix import RULE_METRIC
-
     rec = sweep[(sweep["metric"] == RULE_METRIC) & (sweep["client"] == SERVER)]
     rec = rec.groupby(RUN, as_index=False)["value"].first().rename(columns={"value": "recorded"})
     mine = splits(table)

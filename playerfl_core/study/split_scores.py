@@ -12,13 +12,18 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
+from data_prep import load
 from playerfl_core.fl.algorithms.prefix import RULE_METRIC, parse_prefix_name
+from playerfl_core.fl.profiles import make_config
 from playerfl_core.fl.sensitivity import (
     DEFAULT_THRESHOLD,
+    federation_sensitivity,
     pooled_sensitivities,
     relative_rises,
     server_split,
 )
+from playerfl_core.fl.units import unit_names
+from playerfl_core.measure.layer_measure import first_epoch_models
 from playerfl_core.stats.metrics import client_weights
 from playerfl_core.stats.results import SERVER, client_scores
 from playerfl_core.stats.seed_stats import bootstrap_interval
@@ -187,13 +192,7 @@ def first_epoch_sensitivities(
     """The clients' sensitivities after one local epoch, for many seeds (one epoch each: the
     rule's whole input, without training further). Same columns as
     :func:`table_sensitivities`, so :func:`rule_splits` reads both."""
-    from playerfl_core.fl.profiles import make_config
-    from playerfl_core.fl.sensitivity import federation_sensitivity
-    from playerfl_core.fl.units import unit_names
-    from playerfl_core.measure.layer_measure import first_epoch_models
-
     if data_loader is None:
-        from data_prep import load
 
         def data_loader(s):
             return load(dataset, profile=profile, seed=s)

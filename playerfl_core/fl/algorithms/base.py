@@ -9,8 +9,9 @@ Most algorithms are FedAvg plus a different answer to one question.
 
 Every hook runs on one side. *Client hooks* take ``(run, client, ...)`` and touch only that
 client. *Server hooks* take ``(run, rnd)`` and never touch a client: they reach the clients only
-through ``run.link`` (:class:`playerfl_core.link.Link`), which carries exactly what a hook names
-(an upload, a report, values to install) in-process or between machines (Flower). Attributes
+through ``run.link``, which carries exactly what a hook names (an upload, a report, values to
+install) in one process (:class:`~playerfl_core.fl.engine.LocalLink`) or between machines
+(:class:`~playerfl_core.flower.server_link.FlowerLink`). Attributes
 listed in ``client_attributes`` are the server's decisions a client needs (PLayer-FL's split);
 they travel with every message.
 """

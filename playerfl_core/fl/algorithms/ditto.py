@@ -3,7 +3,7 @@
 Each round every client (1) trains the received global model w for one local epoch on its plain
 loss, which the server averages (FedAvg), and (2) trains its persistent personal model v on
 task loss + (λ/2)‖v − w‖², w being the global model it received this round. Clients deploy v.
-The authors' code averaged the personal models instead (appendix §6.5, §10.2 item 9).
+The authors' code averaged the personal models instead (appendix §6.5; §10.2, defect 9).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ the same classifier, which the paper shows generalises better than training head
 together. After the last round every client fine-tunes locally and deploys the result. We
 fine-tune the full model, as FedBABU does for personalisation (``finetune="head"`` tunes only
 the head, like the authors' code, appendix §6.7); the authors also used two units as the head
-of the image models (§10.2 item 13), we use the last unit only.
+of the image models (§10.2, defect 13), we use the last unit only.
 """
 
 from playerfl_core.fl.algorithms.base import Algorithm, integer, one_of
