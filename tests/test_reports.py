@@ -867,3 +867,24 @@ def test_the_scorecards_r1_says_what_its_regrets_were_scored_on_and_no_protocol_
     assert "own tuned rate" not in claim.verdict.reason and "moves" not in claim.verdict.reason
     monkeypatch.setattr(V, "r1_family", lambda r: r.assign(rescored=False, large_val=False))
     assert reproduction._r1_claim(one, "standard: 1").profile == "standard: 1"
+
+
+def test_the_sizes_a_grid_was_run_at_count_clients_and_training_examples_per_run():
+    """Chapter 05's Result box says at which sizes its verdicts were decided: per dataset the
+    clients and their training examples summed (a validation or test count never enters)."""
+    from playerfl_core.book.reports import comparison as R
+
+    rows = []
+    for seed in (0, 1, 2):
+        for client, n in enumerate((100, 50 + seed)):
+            for rnd in (0, 1):  # a count repeated per round is counted once
+                rows.append(("heart", "fedavg", seed, client, rnd, "train", "n_samples", n))
+            rows.append(("heart", "fedavg", seed, client, 0, "test", "n_samples", 999))
+        rows.append(("digits", "local", seed, 0, 0, "train", "n_samples", 1200))
+    table = pd.DataFrame(
+        rows,
+        columns=["dataset", "algorithm", "seed", "client", "round", "split", "metric", "value"],
+    )
+    assert R.sizes_text(table) == (
+        "Heart 2 clients, 151 training examples; Digits 1 clients, 1,200 training examples"
+    )

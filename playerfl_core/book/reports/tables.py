@@ -395,11 +395,12 @@ def widened_lines(lines) -> tuple[list[str], int]:
             grouped.setdefault((found[1], found[3]), []).append(found[2])
         else:
             rest.append(line)
-    folded = [
-        f"WIDENED (the chosen rate sat at an edge of the grid, so tuning also tried lr={lr}): "
-        f"{ds}: {', '.join(algorithms)}"
-        for (ds, lr), algorithms in grouped.items()
-    ]
+    folded = [f"WIDENED lr={lr} on {ds}: {', '.join(a)}" for (ds, lr), a in grouped.items()]
+    if folded:
+        why = (
+            "WIDENED: the chosen rate sat at an edge of the grid, so tuning also tried the next one"
+        )
+        folded.insert(0, why)
     return folded + rest, sum(len(a) for a in grouped.values())
 
 
