@@ -336,9 +336,9 @@ def _words(answer: str) -> int:
 @pytest.mark.parametrize(
     "case, verdict, words",
     [
-        ("ahead", "supported", "The runs back it: PLayer-FL has the best mean rank"),
-        ("behind", "contradicted", "The runs go against it: PLayer-FL has the 2nd-best"),
-        ("close", "undecided", "These runs cannot tell: PLayer-FL has the best mean rank"),
+        ("ahead", "supported", "supported.** PLayer-FL ranks 1st of 4 algorithms"),
+        ("behind", "contradicted", "contradicted.** PLayer-FL ranks 2nd of 4 algorithms"),
+        ("close", "undecided", "undecided.** PLayer-FL ranks 1st of 4 algorithms"),
         ("chance", "undecided", "differ no more than chance would make them"),
     ],
 )
@@ -362,14 +362,14 @@ def test_chapter_05s_result_box_answers_in_a_plain_sentence_first(case, verdict,
     claim = _rank_claim("C3", wide, True, 0.05, "(dataset, seed) runs")
     assert outcome["case"] == case and claim.verdict.verdict == verdict == outcome["verdict"]
     answer = R.c3_answer(claim, outcome)
-    assert answer.startswith(f"**C3, PLayer-FL ranks best: {verdict}.**")
+    assert answer.startswith(f"**C3, PLayer-FL ranks best on macro-F1: {verdict}.**")
     assert words in answer
     for jargon in ("Friedman", "Nemenyi", "p =", "α", "Holm", "*The numbers*"):
         assert jargon not in answer, (jargon, answer)
-    assert f"({outcome['mean_rank']:.2f} over {n} (dataset, seed) runs)" in answer
+    assert f"(mean rank {outcome['mean_rank']:.2f} over {n} (dataset, seed) runs)" in answer
     head, sentence = answer.split(".** ")  # the bold head, then one sentence
     assert ". " not in sentence and sentence.endswith("."), sentence
-    assert _words(answer) <= 40, answer
+    assert _words(answer) <= 34, answer
     if case == "behind":
         assert "FedAvg ranks ahead of it" in answer
 
@@ -388,10 +388,10 @@ def test_chapter_05s_answers_for_fairness_and_the_random_split():
     assert fair["case"] == ipr["case"] == "untestable"  # 3 datasets cannot reach α/2
     claim = SimpleNamespace(id="C4", verdict=C.Verdict("undecided", "none", "2 undecided"))
     answer = R.c4_answer(claim, fair, ipr, "72%")
-    assert answer.startswith("**C4, PLayer-FL is the fairest and most worth joining: undecided")
+    assert answer.startswith("**C4, PLayer-FL is fairest and most worth joining: undecided")
     assert "3 datasets are too few for any test to decide" in answer
     assert "{term}`fairness`" in answer and "incentivized participation rate>`" in answer
-    assert "(mean IPR 72%)" in answer and _words(answer) <= 46, answer  # places differ: longest
+    assert "(mean IPR 72%)" in answer and _words(answer) <= 36, answer  # places differ: longest
     parts = pd.DataFrame(
         {"part": [C.TUNED_PART, "one learning rate: digits, vs random (drawn)",
                   "one learning rate: heart, vs random (drawn)"],
@@ -404,22 +404,24 @@ def test_chapter_05s_answers_for_fairness_and_the_random_split():
         parts=parts,
     )  # fmt: skip
     answer = R.c5_answer(c5)
-    assert answer.startswith("**C5, the rule's split beats a random one: undecided.** These runs "
-                             "cannot tell: the median difference is +0.012 macro-F1 over 30 "
-                             "paired runs at tuned learning rates; of its 3 comparisons, 1 "
-                             "favour the rule's split beyond chance (Digits), the rest are "
-                             "within chance."), answer  # fmt: skip
-    assert _words(answer) <= 45, answer
+    assert answer == (
+        "**C5, the rule's split beats a random one: undecided.** +0.012 macro-F1 (median of 30 "
+        "paired runs at tuned learning rates); 1 of its 3 comparisons favour the rule's split "
+        "beyond chance (Digits)."
+    ), answer
+    assert _words(answer) <= 33, answer
     lost = parts.assign(verdict=["undecided", "supported", "contradicted"])
     answer = R.c5_answer(SimpleNamespace(id="C5", verdict=c5.verdict, parts=lost))
     assert answer.endswith(
-        "1 favour the rule's split beyond chance (Digits), 1 favour the "
-        "random one beyond chance (Heart), the rest are within chance."
+        "1 of its 3 comparisons favour the rule's split beyond chance (Digits), 1 favour the "
+        "random one beyond chance (Heart)."
     )
     assert "p =" not in answer
-    every = parts.assign(verdict=["supported", "supported", "contradicted"])
-    answer = R.c5_answer(SimpleNamespace(id="C5", verdict=c5.verdict, parts=every))
-    assert "the rest" not in answer
+    none = parts.assign(verdict="undecided")
+    answer = R.c5_answer(SimpleNamespace(id="C5", verdict=c5.verdict, parts=none))
+    assert answer.endswith(
+        "runs at tuned learning rates); none of its 3 comparisons differs beyond chance."
+    )
 
 
 def test_every_term_the_result_box_links_is_in_the_glossary():
@@ -886,5 +888,29 @@ def test_the_sizes_a_grid_was_run_at_count_clients_and_training_examples_per_run
         columns=["dataset", "algorithm", "seed", "client", "round", "split", "metric", "value"],
     )
     assert R.sizes_text(table) == (
-        "Heart 2 clients, 151 training examples; Digits 1 clients, 1,200 training examples"
+        "Heart 2 clients, 151 training examples; Digits 1 clients, 1,200"
+    )
+
+
+def test_the_scale_of_a_run_beside_the_papers_reads_its_settings_and_its_runs():
+    """Chapter 06's Result box says at which sizes the ordering was compared: clients and
+    training examples from the runs, the profile's rounds beside the paper's, the model's width
+    when it is not the full one."""
+    from playerfl_core.book.reports import reproduction as RP
+    from playerfl_core.fl.profiles import training_settings
+
+    rows = [("fmnist", "fedavg", 0, c, 0, "train", "n_samples", 100) for c in range(5)]
+    rows += [("heart", "fedavg", 0, 0, 0, "train", "n_samples", 7)]
+    table = pd.DataFrame(
+        rows,
+        columns=["dataset", "algorithm", "seed", "client", "round", "split", "metric", "value"],
+    )
+    fmnist, heart = training_settings("fmnist", "quick"), training_settings("heart", "quick")
+    assert RP.scale_text(table, "fmnist", "quick") == (
+        f"Fashion-MNIST 5 clients, 500 training examples, {fmnist['rounds']} rounds (the "
+        f"paper's: 100), the model at width {fmnist['width']:g}"
+    )
+    assert fmnist["width"] != 1 and heart["width"] == 1
+    assert RP.scale_text(table, "heart", "quick") == (
+        f"Heart 1 clients, 7 training examples, {heart['rounds']} rounds (the paper's: 20)"
     )

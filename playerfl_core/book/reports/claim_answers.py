@@ -16,14 +16,6 @@ from playerfl_core.stats.evidence import best_rank_evidence
 PLAYER = "playerfl"
 
 
-MEANING = {
-    "supported": "the runs back it",
-    "contradicted": "the runs go against it",
-    "undecided": "these runs cannot tell",
-}
-"""What a verdict means for a reader, the first words of each answer of the Result box."""
-
-
 def _ordinal(n: int) -> str:
     return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
 
@@ -93,36 +85,28 @@ def _rank_clause(o: dict) -> str:
     }[o["case"]]
 
 
-def _best(position: int) -> str:
-    return "the best" if position == 1 else f"the {_ordinal(position)}-best"
-
-
 def _answer(cid: str, title: str, verdict, plain: str) -> str:
-    return (
-        f"**{cid}, {title}: {verdict.verdict}.** {MEANING[verdict.verdict].capitalize()}: {plain}"
-    )
+    return f"**{cid}, {title}: {verdict.verdict}.** {plain[0].upper()}{plain[1:]}"
 
 
 def c3_answer(claim, outcome: dict) -> str:
-    """C3's answer for the Result box: where PLayer-FL ranks, its mean rank over the runs the
-    test ranks (named as the chapter's C3 table names it), and why the verdict is what it is."""
+    """C3's answer for the Result box: where PLayer-FL ranks among how many algorithms, its mean
+    rank over the runs the test ranks (named as the chapter's C3 table and the claim card name
+    it), and why the verdict is what it is."""
     joiner = "and" if outcome["case"] == "ahead" else "but"
     plain = (
-        f"PLayer-FL has {_best(outcome['position'])} mean rank of the {outcome['k']} algorithms "
-        f"on macro-F1 ({outcome['mean_rank']:.2f} over {outcome['n']} {outcome['blocks']}), "
-        f"{joiner} {_rank_clause(outcome)}."
+        f"PLayer-FL ranks {_ordinal(outcome['position'])} of {outcome['k']} algorithms (mean "
+        f"rank {outcome['mean_rank']:.2f} over {outcome['n']} {outcome['blocks']}), {joiner} "
+        f"{_rank_clause(outcome)}."
     )
-    return _answer(claim.id, "PLayer-FL ranks best", claim.verdict, plain)
+    return _answer(claim.id, "PLayer-FL ranks best on macro-F1", claim.verdict, plain)
 
 
 def c4_answer(claim, fairness: dict, ipr: dict, ipr_mean: str) -> str:
     """C4's answer: PLayer-FL's places on fairness and IPR and why they decide what they do."""
     same = fairness["case"] == ipr["case"] and fairness["case"] in ("chance", "untestable")
     if same and fairness["case"] == "chance":
-        why = (
-            f"over {fairness['n']} {fairness['blocks']} neither ordering differs from what "
-            "chance produces"
-        )
+        why = f"{fairness['n']} {fairness['blocks']} cannot tell either order from chance"
     elif same:
         why = _rank_clause(fairness)
     else:
@@ -132,13 +116,13 @@ def c4_answer(claim, fairness: dict, ipr: dict, ipr_mean: str) -> str:
     where = (
         f"on both {fair} and {ipr_term}"
         if fairness["position"] == ipr["position"]
-        else f"on {fair} and {_best(ipr['position'])} on {ipr_term}"
+        else f"on {fair} and {_ordinal(ipr['position'])} on {ipr_term}"
     )
     plain = (
-        f"PLayer-FL has {_best(fairness['position'])} mean rank of the {fairness['k']} "
-        f"algorithms {where} (mean IPR {ipr_mean}), {joiner} {why}."
+        f"PLayer-FL ranks {_ordinal(fairness['position'])} of {fairness['k']} algorithms "
+        f"{where} (mean IPR {ipr_mean}), {joiner} {why}."
     )
-    return _answer(claim.id, "PLayer-FL is the fairest and most worth joining", claim.verdict,
+    return _answer(claim.id, "PLayer-FL is fairest and most worth joining", claim.verdict,
                    plain)  # fmt: skip
 
 
@@ -155,20 +139,23 @@ def c5_answer(claim) -> str:
     parts = claim.parts
     first = parts.iloc[0]
     median = f"{first['estimate']:+.3f}".replace("-", "\u2212")
-    plain = f"the median difference is {median} macro-F1 over {int(first['n'])} paired runs"
+    plain = f"{median} macro-F1 (median of {int(first['n'])} paired runs"
     if len(parts) == 1:
         said = {"supported": "in the rule's favour beyond chance",
                 "contradicted": "in the random split's favour beyond chance"}  # fmt: skip
-        plain += f", {said.get(first['verdict'], 'within what chance produces')}."
+        plain += f"), {said.get(first['verdict'], 'within chance')}."
         return _answer(claim.id, "the rule's split beats a random one", claim.verdict, plain)
     bits = []
     for verdict, whose in (("supported", "the rule's split"), ("contradicted", "the random one")):
         won = parts[parts["verdict"] == verdict]
         if len(won):
             where = ", ".join(dict.fromkeys(_where(p) for p in won["part"]))
-            bits.append(f"{len(won)} favour {whose} beyond chance ({where})")
-    plain += f" {_where(first['part'])}; of its {len(parts)} comparisons, "
-    decided = int(parts["verdict"].isin(["supported", "contradicted"]).sum())
-    rest = ", the rest are within chance" if decided < len(parts) else ""
-    plain += ", ".join(bits) + rest + "." if bits else "none differs beyond chance."
+            bits.append((len(won), f"{whose} beyond chance ({where})"))
+    plain += f" {_where(first['part'])}); "
+    if not bits:
+        plain += f"none of its {len(parts)} comparisons differs beyond chance."
+    else:
+        said = [f"{bits[0][0]} of its {len(parts)} comparisons favour {bits[0][1]}"]
+        said += [f"{n} favour {words}" for n, words in bits[1:]]
+        plain += ", ".join(said) + "."
     return _answer(claim.id, "the rule's split beats a random one", claim.verdict, plain)

@@ -307,7 +307,8 @@ def committed_c5(profile: str, datasets) -> pd.DataFrame | None:
 
 def sizes_text(table: pd.DataFrame) -> str:
     """The sizes a grid was run at, per dataset in the table's order: clients and training
-    examples over all clients (the median over runs), for a Result box's "tested at"."""
+    examples over all clients (the median over runs), for a Result box's "tested at" ("training
+    examples" said once, after the first dataset)."""
     train = table[(table["metric"] == "n_samples") & (table["split"] == "train")]
     per_run = (
         train.groupby(["dataset", "algorithm", "seed", "client"], sort=False)["value"]
@@ -316,10 +317,11 @@ def sizes_text(table: pd.DataFrame) -> str:
         .agg(["size", "sum"])
     )
     sizes = per_run.groupby("dataset", sort=False).median()
-    return "; ".join(
-        f"{dataset_label(ds)} {int(r['size'])} clients, {int(r['sum']):,} training examples"
+    said = [
+        f"{dataset_label(ds)} {int(r['size'])} clients, {int(r['sum']):,}"
         for ds, r in sizes.iterrows()
-    )
+    ]
+    return "; ".join([said[0] + " training examples", *said[1:]])
 
 
 def c3_block_table(table) -> pd.DataFrame:
@@ -349,7 +351,16 @@ def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5,
     c3 = C.c3_best_rank(table, PLAYER, profile=described)
     c4 = C.c4_fairness_and_ipr(table, PLAYER, profile=described)
     card = C.scorecard([c3, c4, c5])
-    out = {"grid_profile": described.replace(":", " profile,", 1), "grid_sizes": sizes_text(table)}
+    seeds = table.groupby("dataset")["seed"].nunique()
+    each = (
+        f"{seeds.iloc[0]} seeds each"
+        if seeds.nunique() == 1
+        else f"{seeds.min()}–{seeds.max()} seeds"
+    )
+    out = {
+        "grid_profile": described.replace(":", " profile,", 1),
+        "grid_sizes": f"{profile} grid: {sizes_text(table)}; {each}",
+    }
     for claim in (c3, c4, c5):
         key = claim.id.lower()
         out[f"{key}_verdict"] = claim.verdict.verdict

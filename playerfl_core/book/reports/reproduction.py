@@ -28,6 +28,7 @@ from playerfl_core.book.reports.authors_choices import (  # noqa: F401 (the chap
     timing_ranks,
 )
 from playerfl_core.book.reports.bottom_line import bottom_line  # noqa: F401 (the chapter's R.)
+from playerfl_core.book.reports.comparison import sizes_text
 from playerfl_core.book.reports.tables import MISSING, signed
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.fl.names import tied_text
@@ -52,9 +53,10 @@ SIDE_BY_SIDE = (
         "Fairness: variance of client macro-F1 (×10³; the paper prints two significant digits)",
     ),
     ("ipr_f1", 1, 0, "IPR on macro-F1 (%)"),
-    ("ipr_accuracy", 1, 0, "IPR on accuracy (%)"),
 )
-"""The published tables shown beside ours: name, scale, decimals, title. Fairness is shown
+"""The published tables shown beside ours: name, scale, decimals, title; IPR on macro-F1 only,
+the book's headline metric (the published IPR on accuracy and loss enter the Friedman
+orientations of section 2). Fairness is shown
 ×10³ as in chapter 05: the paper prints it to two significant digits (9.0e-2, 3.0e-4), which
 one number of decimals can show for both datasets only at that scale (90.0, 0.3)."""
 
@@ -67,6 +69,19 @@ def profile_sizes(datasets, profile: str) -> pd.DataFrame:
     rounds = {ours: PAPER_ROUNDS.get(theirs, MISSING) for theirs, ours in P.paper_columns().items()}
     sizes["paper rounds (appendix §1.1)"] = [rounds.get(d, MISSING) for d in sizes.index]
     return sizes.rename(index=dataset_label)
+
+
+def scale_text(table: pd.DataFrame, dataset: str, profile: str) -> str:
+    """How large ``dataset`` runs in ``profile``, beside the paper where it says: clients and
+    training examples (from the runs), rounds (and the paper's), and the model's width when it
+    is not the full one; for a Result box's "tested at"."""
+    settings = training_settings(dataset, profile)
+    rounds = {ours: PAPER_ROUNDS.get(theirs) for theirs, ours in P.paper_columns().items()}
+    paper = rounds.get(dataset)
+    said = f"{settings['rounds']} rounds" + (f" (the paper's: {paper})" if paper else "")
+    width = settings.get("width", 1.0)
+    said += f", the model at width {width:g}" if width != 1.0 else ""
+    return f"{sizes_text(table[table['dataset'] == dataset])}, {said}"
 
 
 def our_tables(table: pd.DataFrame, order, n_boot: int) -> dict:
