@@ -879,9 +879,9 @@ def test_the_sizes_a_grid_was_run_at_count_clients_and_training_examples_per_run
     rows = []
     for seed in (0, 1, 2):
         for client, n in enumerate((100, 50 + seed)):
+            rows.append(("heart", "fedavg", seed, client, 0, "test", "n_samples", 999))
             for rnd in (0, 1):  # a count repeated per round is counted once
                 rows.append(("heart", "fedavg", seed, client, rnd, "train", "n_samples", n))
-            rows.append(("heart", "fedavg", seed, client, 0, "test", "n_samples", 999))
         rows.append(("digits", "local", seed, 0, 0, "train", "n_samples", 1200))
     table = pd.DataFrame(
         rows,
