@@ -85,3 +85,18 @@ def test_the_gap_sentence_says_the_computed_shares(heart_slice):
         assert f"{shares[key]:.1f}" in sentence
     table = A.comparison_table(frame)
     assert list(table.columns[:3]) == ["Published", "Authors' mode", "Book's protocol"]
+
+
+def test_the_table_fits_a_phone_and_the_sentence_says_what_its_marks_mean(heart_slice):
+    """Chapter 06's authors'-mode table cut its last column ("Remaining difference") at 420 px:
+    three columns now, a † on each algorithm whose published value stays outside its
+    authors'-mode interval, and the sentence under it names the documented choice for each."""
+    frame = A.comparison(heart_slice, "heart", n_boot=200)
+    table = A.comparison_table(frame)
+    assert list(table.columns) == ["Published", "Authors' mode", "Book's protocol"]
+    marked = [name.removesuffix(" †") for name in table.index if name.endswith(" †")]
+    assert marked == [A.algorithm_label(a) for a in frame.loc[frame["remains"], "algorithm"]]
+    sentence = A.gap_sentence(frame, "heart")
+    for why in frame.loc[frame["remains"], "explained_by"]:
+        assert why in sentence
+    assert not any(n.endswith("†") for n in A.comparison_table(frame, paper_sizes=False).index)

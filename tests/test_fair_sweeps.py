@@ -95,40 +95,6 @@ def test_the_cost_counts_only_runs_the_one_rate_archive_lacks():
     assert F.cost(fair, {"runs": [{"run_id": "x"}]}) == (1, 3.0)
 
 
-def test_the_scorecards_r1_names_a_federation_whose_verdict_moves(monkeypatch):
-    from playerfl_core.book.reports import reproduction
-
-    one = pd.concat([_regrets("digits", np.zeros(20)), _regrets("heart", np.zeros(20))])
-    own = pd.concat([_regrets("digits", np.zeros(20)), _regrets("heart", np.full(20, 0.08))])
-    fair = FR.FairSweep(pd.DataFrame(), own, PC.r1_side_by_side(one, own), PC.Cost(0, 0.0))
-    monkeypatch.setattr(FR, "analyse", lambda regrets, rules: fair)
-    claim = reproduction._r1_with_own_rates(one, pd.DataFrame(), "standard", own_rates=True)
-    assert claim.verdict.reason.endswith(
-        ". With every split trained at its own tuned rate (2 "
-        "federations, on the book's test sets; chapter 04), "
-        "the verdict moves on Heart (from within δ to beyond δ)"
-    )
-    plain = reproduction._r1_with_own_rates(one, pd.DataFrame(), "quick", own_rates=False)
-    assert "own tuned rate" not in plain.verdict.reason
-
-
-def test_the_scorecards_r1_profile_says_what_its_regrets_were_scored_on(monkeypatch):
-    """The scorecard's R1 row named its sweep's seeds but not that its Fashion-MNIST regrets
-    were chosen and scored on 2,000 images per client (items 15 and 17)."""
-    from playerfl_core.book.reports import reproduction
-    from playerfl_core.study import val_rescore as V
-
-    one = _regrets("fmnist", np.zeros(20))
-    monkeypatch.setattr(V, "r1_family", lambda r: r.assign(rescored=True, large_val=True))
-    claim = reproduction._r1_with_own_rates(one, pd.DataFrame(), "standard: 1", own_rates=False)
-    assert claim.profile == (
-        "standard: 1; Fashion-MNIST regrets on 2,000 validation and test images per client"
-    )
-    monkeypatch.setattr(V, "r1_family", lambda r: r.assign(rescored=False, large_val=False))
-    claim = reproduction._r1_with_own_rates(one, pd.DataFrame(), "standard: 1", own_rates=False)
-    assert claim.profile == "standard: 1"
-
-
 def test_the_rates_table_explains_only_the_marks_it_shows():
     """Chapter 04's rates table promised "*" marks none of its cells showed, and left the splits
     a 5-unit model lacks blank (issue 35)."""

@@ -325,23 +325,27 @@ def _rank_claim(cid, wide, higher, alpha, blocks):
     return SimpleNamespace(id=cid, verdict=verdict, parts=pd.DataFrame([ev.row()]))
 
 
-def _plain(answer: str) -> str:
-    """The answer's sentence before its numbers."""
-    return answer.split("*The numbers*")[0]
+def _words(answer: str) -> int:
+    """Words a reader sees in an answer (a glossary role shows its text only)."""
+    import re
+
+    shown = re.sub(r"\{term\}`(?:([^<`]*?)\s*<[^>]*>|([^`]*))`", r"\1\2", answer)
+    return len(re.findall(r"[\w'’.,%−+-]+", shown))
 
 
 @pytest.mark.parametrize(
     "case, verdict, words",
     [
-        ("ahead", "supported", "The runs back it: PLayer-FL has the best mean rank"),
-        ("behind", "contradicted", "The runs go against it: PLayer-FL has the 2nd-best"),
-        ("close", "undecided", "These runs cannot tell: PLayer-FL has the best mean rank"),
+        ("ahead", "supported", "supported.** PLayer-FL ranks 1st of 4 algorithms"),
+        ("behind", "contradicted", "contradicted.** PLayer-FL ranks 2nd of 4 algorithms"),
+        ("close", "undecided", "undecided.** PLayer-FL ranks 1st of 4 algorithms"),
         ("chance", "undecided", "differ no more than chance would make them"),
     ],
 )
 def test_chapter_05s_result_box_answers_in_a_plain_sentence_first(case, verdict, words):
-    """Chapter 05's Result box: per claim the verdict and what it means in words, no test
-    jargon, then the numbers with the tests linked to the glossary."""
+    """Chapter 05's Result box: per claim the verdict, what it means and the mean rank over the
+    runs the test ranks, in one plain sentence without test jargon, short enough that three
+    answers fit a box of 120 words."""
     import numpy as np
 
     from playerfl_core.book.reports import comparison as R
@@ -358,16 +362,16 @@ def test_chapter_05s_result_box_answers_in_a_plain_sentence_first(case, verdict,
     claim = _rank_claim("C3", wide, True, 0.05, "(dataset, seed) runs")
     assert outcome["case"] == case and claim.verdict.verdict == verdict == outcome["verdict"]
     answer = R.c3_answer(claim, outcome)
-    assert answer.startswith(f"**C3, PLayer-FL ranks best: {verdict}.**")
+    assert answer.startswith(f"**C3, PLayer-FL ranks best on macro-F1: {verdict}.**")
     assert words in answer
-    plain = _plain(answer)
-    for jargon in ("Friedman", "Nemenyi", "p =", "α", "Holm"):
-        assert jargon not in plain, (jargon, plain)
-    assert plain.count(".") == 2  # the bold head, then one sentence
-    numbers = answer.split("*The numbers*")[1]
-    assert "{term}`Friedman test`" in numbers
+    for jargon in ("Friedman", "Nemenyi", "p =", "α", "Holm", "*The numbers*"):
+        assert jargon not in answer, (jargon, answer)
+    assert f"(mean rank {outcome['mean_rank']:.2f} over {n} (dataset, seed) runs)" in answer
+    head, sentence = answer.split(".** ")  # the bold head, then one sentence
+    assert ". " not in sentence and sentence.endswith("."), sentence
+    assert _words(answer) <= 34, answer
     if case == "behind":
-        assert "FedAvg ranks ahead of it" in plain
+        assert "FedAvg ranks ahead of it" in answer
 
 
 def test_chapter_05s_answers_for_fairness_and_the_random_split():
@@ -384,11 +388,14 @@ def test_chapter_05s_answers_for_fairness_and_the_random_split():
     assert fair["case"] == ipr["case"] == "untestable"  # 3 datasets cannot reach α/2
     claim = SimpleNamespace(id="C4", verdict=C.Verdict("undecided", "none", "2 undecided"))
     answer = R.c4_answer(claim, fair, ipr, "72%")
-    assert answer.startswith("**C4, PLayer-FL is the fairest and the most worth joining: undecided")
-    assert "3 datasets are too few for any test to decide" in _plain(answer)
+    assert answer.startswith("**C4, PLayer-FL is fairest and most worth joining: undecided")
+    assert "3 datasets are too few for any test to decide" in answer
     assert "{term}`fairness`" in answer and "incentivized participation rate>`" in answer
+    assert "(mean IPR 72%)" in answer and _words(answer) <= 36, answer  # places differ: longest
     parts = pd.DataFrame(
-        {"part": list("abc"), "estimate": [0.012, 0.05, -0.01], "n": [30, 10, 10],
+        {"part": [C.TUNED_PART, "one learning rate: digits, vs random (drawn)",
+                  "one learning rate: heart, vs random (drawn)"],
+         "estimate": [0.012, 0.05, -0.01], "n": [30, 10, 10],
          "p": [0.1, 0.004, 0.3], "p_holm": [0.2, 0.012, 0.3],
          "verdict": ["undecided", "supported", "undecided"]}
     )  # fmt: skip
@@ -397,11 +404,24 @@ def test_chapter_05s_answers_for_fairness_and_the_random_split():
         parts=parts,
     )  # fmt: skip
     answer = R.c5_answer(c5)
-    plain = _plain(answer)
-    assert "These runs cannot tell: of its 3 comparisons" in plain
-    assert "in 1, and the other 2 are within what chance produces" in plain
-    assert "p =" not in plain and "{term}`Holm's adjustment`" in answer
-    assert "+0.012 macro-F1 over 30 paired runs" in answer
+    assert answer == (
+        "**C5, the rule's split beats a random one: undecided.** +0.012 macro-F1 (median of 30 "
+        "paired runs at tuned learning rates); 1 of its 3 comparisons favour the rule's split "
+        "beyond chance (Digits)."
+    ), answer
+    assert _words(answer) <= 33, answer
+    lost = parts.assign(verdict=["undecided", "supported", "contradicted"])
+    answer = R.c5_answer(SimpleNamespace(id="C5", verdict=c5.verdict, parts=lost))
+    assert answer.endswith(
+        "1 of its 3 comparisons favour the rule's split beyond chance (Digits), 1 favour the "
+        "random one beyond chance (Heart)."
+    )
+    assert "p =" not in answer
+    none = parts.assign(verdict="undecided")
+    answer = R.c5_answer(SimpleNamespace(id="C5", verdict=c5.verdict, parts=none))
+    assert answer.endswith(
+        "runs at tuned learning rates); none of its 3 comparisons differs beyond chance."
+    )
 
 
 def test_every_term_the_result_box_links_is_in_the_glossary():
@@ -732,7 +752,8 @@ def test_the_bottom_line_opens_on_every_claim_and_links_its_terms_first():
         "The book tests 8 claims, the paper's 5 (C1–C5) and 3 of its own (M1, R1 and R2): its "
         "evidence supports C1; contradicts M1, R1 and R2; and cannot decide C2–C5."
     ), plain
-    assert "(M1)." in plain and "does not rank a model's layers" in plain
+    assert "(M1)." in plain and "does not rank layers" in plain
+    assert len(plain.split()) <= 120, plain  # a Result box's length
     assert "card below" not in plain and "its card in the scorecard" in plain
     for word in ("oracle", "regret", "δ"):  # the first use of each is a glossary link
         first = text.index(word)
@@ -819,4 +840,76 @@ def test_the_averaging_lines_write_p_values_as_the_table_does():
     lines = ranking_numbers({"first_order": {"parts": [part], "verdict": verdict}})
     assert lines["lines_first_order"] == (
         "- Heart: mean ρ = 0.72 over 5 seeds, Holm-adjusted p = 0.0080: supported (strong)."
+    )
+
+
+def _r1_regrets(ds, values):
+    return pd.DataFrame({"dataset": ds, "lr": 0.0, "seed": range(len(values)), "p_rule": 1,
+                         "p_oracle": 1, "regret": values})  # fmt: skip
+
+
+def test_the_scorecards_r1_says_what_its_regrets_were_scored_on_and_no_protocol_history(
+    monkeypatch,
+):
+    """The scorecard's R1 named its sweep's seeds but not that its Fashion-MNIST regrets were
+    chosen and scored on 2,000 images per client; and its reason carried how the verdict moved
+    under another protocol, which is the appendix's table."""
+    import numpy as np
+
+    from playerfl_core.book.reports import reproduction
+    from playerfl_core.study import val_rescore as V
+
+    one = _r1_regrets("fmnist", np.zeros(20))
+    monkeypatch.setattr(V, "r1_family", lambda r: r.assign(rescored=True, large_val=True))
+    claim = reproduction._r1_claim(one, "standard: 1")
+    assert claim.profile == (
+        "standard: 1; Fashion-MNIST regrets on 2,000 validation and test images per client"
+    )
+    assert "own tuned rate" not in claim.verdict.reason and "moves" not in claim.verdict.reason
+    monkeypatch.setattr(V, "r1_family", lambda r: r.assign(rescored=False, large_val=False))
+    assert reproduction._r1_claim(one, "standard: 1").profile == "standard: 1"
+
+
+def test_the_sizes_a_grid_was_run_at_count_clients_and_training_examples_per_run():
+    """Chapter 05's Result box says at which sizes its verdicts were decided: per dataset the
+    clients and their training examples summed (a validation or test count never enters)."""
+    from playerfl_core.book.reports import comparison as R
+
+    rows = []
+    for seed in (0, 1, 2):
+        for client, n in enumerate((100, 50 + seed)):
+            rows.append(("heart", "fedavg", seed, client, 0, "test", "n_samples", 999))
+            for rnd in (0, 1):  # a count repeated per round is counted once
+                rows.append(("heart", "fedavg", seed, client, rnd, "train", "n_samples", n))
+        rows.append(("digits", "local", seed, 0, 0, "train", "n_samples", 1200))
+    table = pd.DataFrame(
+        rows,
+        columns=["dataset", "algorithm", "seed", "client", "round", "split", "metric", "value"],
+    )
+    assert R.sizes_text(table) == (
+        "Heart 2 clients, 151 training examples; Digits 1 clients, 1,200"
+    )
+
+
+def test_the_scale_of_a_run_beside_the_papers_reads_its_settings_and_its_runs():
+    """Chapter 06's Result box says at which sizes the ordering was compared: clients and
+    training examples from the runs, the profile's rounds beside the paper's, the model's width
+    when it is not the full one."""
+    from playerfl_core.book.reports import reproduction as RP
+    from playerfl_core.fl.profiles import training_settings
+
+    rows = [("fmnist", "fedavg", 0, c, 0, "train", "n_samples", 100) for c in range(5)]
+    rows += [("heart", "fedavg", 0, 0, 0, "train", "n_samples", 7)]
+    table = pd.DataFrame(
+        rows,
+        columns=["dataset", "algorithm", "seed", "client", "round", "split", "metric", "value"],
+    )
+    fmnist, heart = training_settings("fmnist", "quick"), training_settings("heart", "quick")
+    assert RP.scale_text(table, "fmnist", "quick") == (
+        f"Fashion-MNIST 5 clients, 500 training examples, {fmnist['rounds']} rounds (the "
+        f"paper's: 100), the model at width {fmnist['width']:g}"
+    )
+    assert fmnist["width"] != 1 and heart["width"] == 1
+    assert RP.scale_text(table, "heart", "quick") == (
+        f"Heart 1 clients, 7 training examples, {heart['rounds']} rounds (the paper's: 20)"
     )

@@ -350,3 +350,31 @@ def test_grid_notes_say_when_every_run_came_from_the_store():
 
     assert "3 runs (every one read from the store)" in grid_notes(grid(0)).data
     assert "3 runs (2 computed now)" in grid_notes(grid(2)).data
+
+
+def test_grid_notes_fold_the_widened_grids_of_one_dataset_and_rate_into_one_line():
+    """Chapter 05's notes listed 21 widened grids in 21 sentences, most of the page's words:
+    one line per (dataset, rate) now, every algorithm named, the count unchanged."""
+    from types import SimpleNamespace
+
+    from playerfl_core.book.reports.tables import grid_notes
+
+    def widened(ds, alg, lr):
+        return (f"WIDENED: {ds}/{alg}: the chosen rate sat at an edge of the grid, so tuning "
+                f"also tried lr={lr}.")  # fmt: skip
+
+    excluded = "EXCLUDED (diverged, tune): heart/pfedme lr=0.333 seed=100: why"
+    note = "\n".join([widened("heart", "local", 0.333), widened("heart", "fedavg", 0.333),
+                      widened("digits", "pfedme", 0.02), widened("digits", "pfedme", 0.04),
+                      excluded])  # fmt: skip
+    grid = SimpleNamespace(
+        note=lambda: note, failures=[1], computed=0, status=pd.DataFrame(index=range(9))
+    )
+    html = grid_notes(grid).data
+    assert "4 widened learning-rate grids, 1 excluded runs" in html
+    assert html.count("<li>") == 5  # why once, then one line per (dataset, rate)
+    assert html.count("an edge of the grid") == 1
+    assert "<li>WIDENED lr=0.333 on heart: local, fedavg</li>" in html
+    assert "<li>WIDENED lr=0.02 on digits: pfedme</li>" in html
+    assert "<li>WIDENED lr=0.04 on digits: pfedme</li>" in html
+    assert "EXCLUDED (diverged, tune): heart/pfedme" in html

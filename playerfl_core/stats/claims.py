@@ -158,7 +158,7 @@ def c3_rank_table(
     for every row when the Friedman test does not reject: the verdict then runs no Nemenyi)."""
     complete = _blocks_wide(results).dropna(axis=0, how="any")
     _, nem = best_rank_evidence(
-        complete, control, True, "macro-F1 runs", alpha, "(dataset, seed) blocks"
+        complete, control, True, "macro-F1 runs", alpha, "(dataset, seed) runs"
     )
     ranks = rank_table(complete, True)["mean_rank"]
     out = pd.DataFrame({"algorithm": ranks.index, "mean_rank": ranks.to_numpy()})
@@ -181,7 +181,7 @@ def c3_best_rank(
     """C3: the control's macro-F1 ranks best. Blocks are (dataset, seed) runs: within a seed all
     algorithms share data and initial weights, so each is a block of a randomised block design."""
     ev, _ = best_rank_evidence(
-        _blocks_wide(results), control, True, "macro-F1 runs", alpha, "(dataset, seed) blocks"
+        _blocks_wide(results), control, True, "macro-F1 runs", alpha, "(dataset, seed) runs"
     )
     return evidence_claim("C3", [ev], profile)
 

@@ -69,56 +69,52 @@ def opening(verdicts: pd.Series) -> str:
 
 
 def bottom_line(card: pd.DataFrame) -> str:
-    """The opening sentence over every claim, then one sentence per claim of the book's own
-    (M1, R1, R2) in words: what the paper's metric and rule do, with the terms linked to the
+    """The opening sentence over every claim, then one short sentence per claim of the book's
+    own (M1, R1, R2) in words: what the paper's metric and rule do, with the terms linked to the
     glossary and the oracle and the regret defined at their first use. R2's scope (the distinct
-    rules, the deciding federation) is on its card: written here too, it stood twice in the
-    intro."""
+    rules, the deciding federation) is on its card, and the card says so."""
     verdicts = card.set_index("claim")["verdict"]
-    delta = f"{glossary_link('tolerance δ', 'tolerance δ')} = {TOLERANCE:g} macro-F1"
+    delta = f"{glossary_link('δ', 'tolerance δ')} = {TOLERANCE:g}"
     oracle = (
-        f"the {glossary_link('validation oracle', 'oracle split')}'s split (the split that "
-        "scores best on validation data, among all splits trained)"
+        f"the {glossary_link('validation oracle', 'oracle split')}'s split (the best on "
+        "validation data)"
     )
-    regret = f"{glossary_link('regret', 'regret')} (the test macro-F1 lost against that split)"
+    regret = f"{glossary_link('regret', 'regret')} (test macro-F1 lost against it)"
     lines = [opening(verdicts)]
     sensitivity = glossary_link("federation sensitivity", "federation sensitivity")
+    cost = "the measured cost of averaging them"
     m1 = {
-        "supported": f"The paper's metric, {sensitivity}, ranks a model's layers like the "
-        "measured cost of averaging them (M1).",
-        "contradicted": f"The paper's metric, {sensitivity}, does not rank a model's layers like "
-        "the measured cost of averaging them: on at least one federation tested the ranking is "
-        "decided against it (M1).",
-        "undecided": f"Whether the paper's metric, {sensitivity}, ranks a model's layers like "
-        "the measured cost of averaging them cannot be decided with the seeds at hand (M1).",
+        "supported": f"The paper's metric, {sensitivity}, ranks layers like {cost} (M1).",
+        "contradicted": f"The paper's metric, {sensitivity}, does not rank layers like {cost} "
+        "(M1).",
+        "undecided": f"Whether the paper's metric, {sensitivity}, ranks layers like {cost} "
+        "cannot be decided (M1).",
     }
     if "M1" in verdicts.index:
         lines.append(m1[verdicts["M1"]])
     rule = glossary_link("split rule", "split rule")
     r1 = {
-        "supported": f"The paper's {rule} picks a split as good as {oracle} on every federation "
-        f"swept: its {regret} stays within the {delta} (R1).",
-        "contradicted": f"The paper's {rule} does not pick a split as good as {oracle} on every "
-        f"federation swept: on some, its {regret} is beyond the {delta} (R1).",
-        "undecided": f"Whether the paper's {rule} picks a split as good as {oracle}, its {regret} "
-        f"within the {delta}, cannot be decided with the seeds at hand (R1).",
+        "supported": f"The paper's {rule} matches {oracle} on every federation swept: its "
+        f"{regret} stays within {delta} (R1).",
+        "contradicted": f"The paper's {rule} does not match {oracle} on every federation "
+        f"swept: on some, its {regret} exceeds {delta} (R1).",
+        "undecided": f"Whether the paper's {rule} matches {oracle}, its {regret} within "
+        f"{delta}, cannot be decided (R1).",
     }
     if "R1" in verdicts.index:
         lines.append(r1[verdicts["R1"]])
-        oracle, regret, delta = "the oracle's split", "regret", f"δ = {TOLERANCE:g}"
+        oracle, regret, delta = "the oracle's split", "regret", "δ"
     registered = glossary_link("pre-registered", "pre-registration")
-    tested = f"{registered} tests"
     r2 = {
-        "supported": f"In {tested}, a rule that reads only the first epoch kept its {regret} "
-        f"against {oracle} within {delta} on every kind of heterogeneity (R2; its card in the "
+        "supported": f"In {registered} tests, a rule that reads only the first epoch kept its "
+        f"{regret} within {delta} on every kind of heterogeneity (R2; its card in the "
         "scorecard names the rule).",
-        "contradicted": f"In {tested} on federations not used to design them, every rule tested "
-        f"that reads only the first epoch lost more than {delta} against {oracle} on at least "
-        "one kind of heterogeneity (R2; its card in the scorecard names the distinct rules and "
-        "the federation that decides it).",
-        "undecided": f"{registered.replace('>pre-', '>Pre-', 1)} tests of rules that read only "
-        "the first epoch could not "
-        f"decide whether any keeps its {regret} against {oracle} within {delta} everywhere (R2).",
+        "contradicted": f"In {registered} tests, every rule that reads only the first epoch "
+        f"lost more than {delta} against {oracle} on some kind of heterogeneity (R2; its card "
+        "in the scorecard names the rules).",
+        "undecided": f"{registered.replace('>pre-', '>Pre-', 1)} tests could not decide "
+        f"whether any rule that reads only the first epoch keeps its {regret} within {delta} "
+        "everywhere (R2).",
     }
     if "R2" in verdicts.index:
         lines.append(r2[verdicts["R2"]])

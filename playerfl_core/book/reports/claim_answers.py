@@ -1,6 +1,6 @@
-"""Chapter 05's Result box in words: per claim (C3–C5) one plain sentence first (what the
-verdict means for a reader, no test names), then the numbers with the tests named and linked to
-the glossary. Reads the claims' verdicts; decides nothing (``rank_outcome`` re-reads which case of
+"""Chapter 05's Result box in words: per claim (C3–C5) the verdict, what it means for a reader
+and its effect size in one plain sentence (no test names: the chapter's verdict section names
+them). Reads the claims' verdicts; decides nothing (``rank_outcome`` re-reads which case of
 the best-rank rule decided, and ``comparison.claims_card`` checks it agrees with the claims)."""
 
 from __future__ import annotations
@@ -8,21 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from playerfl_core.book.reports.tables import p_text
-from playerfl_core.book.style import algorithm_label
+from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.stats import metrics as M
+from playerfl_core.stats.claims import TUNED_PART
 from playerfl_core.stats.evidence import best_rank_evidence
-from playerfl_core.stats.p_values import p_value_text
 
 PLAYER = "playerfl"
-
-
-MEANING = {
-    "supported": "the runs back it",
-    "contradicted": "the runs go against it",
-    "undecided": "these runs cannot tell",
-}
-"""What a verdict means for a reader, the first words of each answer of the Result box."""
 
 
 def _ordinal(n: int) -> str:
@@ -81,128 +72,90 @@ def _rank_clause(o: dict) -> str:
     others = o["k"] - 1
     return {
         "untestable": f"{o['n']} {o['blocks']} are too few for any test to decide",
-        "chance": f"over {o['n']} {o['blocks']} the algorithms' ranks differ no more than "
-        "chance would make them",
+        "chance": "the algorithms' ranks differ no more than chance would make them",
         "close": (
-            f"its lead over {o['close']} of the other {others} is within what chance produces"
+            f"its lead over {o['close']} of the other {others} is within chance"
             if o["position"] == 1
             else f"{o['close']} of the other {others}, including {_ahead(o['position'])}, "
-            "are within what chance produces of it"
+            "are within chance of it"
         ),
         "behind": f"{', '.join(o['behind'])} {'ranks' if len(o['behind']) == 1 else 'rank'} "
-        "ahead of it by more than chance allows",
-        "ahead": f"it is ahead of each of the other {others} by more than chance allows",
+        "ahead of it beyond chance",
+        "ahead": f"it is ahead of each of the other {others} beyond chance",
     }[o["case"]]
 
 
-def _rank_numbers(o: dict, link: bool = False) -> str:
-    """The test numbers behind a best-rank part, the tests named (linked to the glossary when
-    ``link``)."""
-    friedman = "{term}`Friedman test` p" if link else "Friedman p"
-    nemenyi = "the {term}`Nemenyi test`" if link else "the Nemenyi test"
-    where = f"mean rank {o['mean_rank']:.2f}, {_ordinal(o['position'])} of {o['k']}"
-    head = f"{friedman} = {p_value_text(o['friedman_p'])}"
-    text = {
-        "untestable": f"with {o['n']} {o['blocks']} the smallest p a test could reach is "
-        f"{p_value_text(o['min_p'])} > {o['alpha']:g}",
-        "chance": f"{head} > {o['alpha']:g} over {o['n']} {o['blocks']}",
-        "close": f"{head} ≤ {o['alpha']:g} over {o['n']} {o['blocks']}, but {nemenyi} "
-        f"separates PLayer-FL from only {o['k'] - 1 - o['close']} of the other {o['k'] - 1}",
-        "behind": f"{head}; {nemenyi}: p = {p_value_text(o['nemenyi_p'])} for "
-        f"{', '.join(o['behind'])}",
-        "ahead": f"{head}; {nemenyi}: p ≤ {p_value_text(o['nemenyi_p'])} against every other",
-    }[o["case"]]
-    return f"{text}; {where}"
-
-
-def _best(position: int) -> str:
-    return "the best" if position == 1 else f"the {_ordinal(position)}-best"
-
-
-def _answer(cid: str, title: str, verdict, plain: str, numbers: str) -> str:
-    return (
-        f"**{cid}, {title}: {verdict.verdict}.** {MEANING[verdict.verdict].capitalize()}: "
-        f"{plain} *The numbers* (evidence: {verdict.strength}): {numbers}."
-    )
+def _answer(cid: str, title: str, verdict, plain: str) -> str:
+    return f"**{cid}, {title}: {verdict.verdict}.** {plain[0].upper()}{plain[1:]}"
 
 
 def c3_answer(claim, outcome: dict) -> str:
-    """C3's answer for the Result box: one plain sentence, then the numbers (MyST, the tests
-    linked to the glossary: C3 comes first in the box)."""
+    """C3's answer for the Result box: where PLayer-FL ranks among how many algorithms, its mean
+    rank over the runs the test ranks (named as the chapter's C3 table and the claim card name
+    it), and why the verdict is what it is."""
     joiner = "and" if outcome["case"] == "ahead" else "but"
     plain = (
-        f"PLayer-FL has {_best(outcome['position'])} mean rank of the {outcome['k']} algorithms "
-        f"on macro-F1, {joiner} {_rank_clause(outcome)}."
+        f"PLayer-FL ranks {_ordinal(outcome['position'])} of {outcome['k']} algorithms (mean "
+        f"rank {outcome['mean_rank']:.2f} over {outcome['n']} {outcome['blocks']}), {joiner} "
+        f"{_rank_clause(outcome)}."
     )
-    return _answer(
-        claim.id, "PLayer-FL ranks best", claim.verdict, plain, _rank_numbers(outcome, link=True)
-    )
+    return _answer(claim.id, "PLayer-FL ranks best on macro-F1", claim.verdict, plain)
 
 
 def c4_answer(claim, fairness: dict, ipr: dict, ipr_mean: str) -> str:
     """C4's answer: PLayer-FL's places on fairness and IPR and why they decide what they do."""
     same = fairness["case"] == ipr["case"] and fairness["case"] in ("chance", "untestable")
     if same and fairness["case"] == "chance":
-        why = (
-            f"over {fairness['n']} {fairness['blocks']} neither ordering differs from what "
-            "chance produces"
-        )
+        why = f"{fairness['n']} {fairness['blocks']} cannot tell either order from chance"
     elif same:
         why = _rank_clause(fairness)
     else:
         why = f"on fairness {_rank_clause(fairness)}, and on IPR {_rank_clause(ipr)}"
     joiner = "and" if fairness["case"] == ipr["case"] == "ahead" else "but"
-    plain = (
-        f"PLayer-FL has {_best(fairness['position'])} mean rank of the {fairness['k']} "
-        f"algorithms on {{term}}`fairness` and {_best(ipr['position'])} on "
-        f"{{term}}`IPR <incentivized participation rate>`, {joiner} {why}."
+    fair, ipr_term = "{term}`fairness`", "{term}`IPR <incentivized participation rate>`"
+    where = (
+        f"on both {fair} and {ipr_term}"
+        if fairness["position"] == ipr["position"]
+        else f"on {fair} and {_ordinal(ipr['position'])} on {ipr_term}"
     )
-    numbers = f"fairness: {_rank_numbers(fairness)}; IPR: {_rank_numbers(ipr)}; mean IPR {ipr_mean}"
-    return _answer(
-        claim.id, "PLayer-FL is the fairest and the most worth joining", claim.verdict, plain,
-        numbers,
-    )  # fmt: skip
+    plain = (
+        f"PLayer-FL ranks {_ordinal(fairness['position'])} of {fairness['k']} algorithms "
+        f"{where} (mean IPR {ipr_mean}), {joiner} {why}."
+    )
+    return _answer(claim.id, "PLayer-FL is fairest and most worth joining", claim.verdict,
+                   plain)  # fmt: skip
+
+
+def _where(part: str) -> str:
+    """A C5 part's setting in a few words: "at tuned learning rates" or the dataset's name."""
+    if part.startswith(TUNED_PART):
+        return "at tuned learning rates"
+    return dataset_label(part.removeprefix("one learning rate: ").partition(", vs ")[0])
 
 
 def c5_answer(claim) -> str:
-    """C5's answer: in how many of its comparisons the rule's split beats a random one by more
-    than chance, loses, or cannot be told apart from it."""
+    """C5's answer: the effect at tuned learning rates (a median over paired runs), then how
+    many of its comparisons favour either split beyond chance, and where."""
     parts = claim.parts
-    n = len(parts)
-    won = int((parts["verdict"] == "supported").sum())
-    lost = int((parts["verdict"] == "contradicted").sum())
-    rest = n - won - lost
-    if n == 1:
-        plain = "at tuned learning rates the rule's split " + (
-            "scores higher than a random one by more than chance allows"
-            if won
-            else "scores lower than a random one by more than chance allows"
-            if lost
-            else "differs from a random one by no more than chance produces"
-        )
-    else:
-        bits = []
-        if won:
-            bits.append(f"scores higher than a random one by more than chance allows in {won}")
-        if lost:
-            bits.append(f"lower in {lost}")
-        said = " and ".join(bits) if bits else ""
-        plain = f"of its {n} comparisons (at tuned learning rates, and at one learning rate per "
-        plain += "dataset), the rule's split "
-        if said:
-            plain += said + (
-                f", and the other {rest} are within what chance produces" if rest else ""
-            )
-        else:
-            plain += "differs from a random one by no more than chance produces in any"
     first = parts.iloc[0]
     median = f"{first['estimate']:+.3f}".replace("-", "\u2212")
-    numbers = (
-        f"{claim.verdict.reason}, one family with {{term}}`Holm's adjustment`; at tuned "
-        f"learning rates the median difference is {median} macro-F1 over "
-        f"{int(first['n'])} paired runs, p = {p_text(first['p'])}"
-        + (f", adjusted {p_text(first['p_holm'])}" if n > 1 else "")
-    )
-    return _answer(
-        claim.id, "the rule's split beats a random one", claim.verdict, plain + ".", numbers
-    )
+    plain = f"{median} macro-F1 (median of {int(first['n'])} paired runs"
+    if len(parts) == 1:
+        said = {"supported": "in the rule's favour beyond chance",
+                "contradicted": "in the random split's favour beyond chance"}  # fmt: skip
+        plain += f"), {said.get(first['verdict'], 'within chance')}."
+        return _answer(claim.id, "the rule's split beats a random one", claim.verdict, plain)
+    bits = []
+    for verdict, whose in (("supported", "the rule's split"), ("contradicted", "the random one")):
+        won = parts[parts["verdict"] == verdict]
+        if len(won):
+            where = ", ".join(dict.fromkeys(_where(p) for p in won["part"]))
+            bits.append((len(won), f"{whose} beyond chance ({where})"))
+    plain += f" {_where(first['part'])}); "
+    if not bits:
+        plain += f"none of its {len(parts)} comparisons differs beyond chance."
+    else:
+        said = [f"{bits[0][0]} of its {len(parts)} comparisons favour {bits[0][1]}"]
+        said += [f"{n} favour {words}" for n, words in bits[1:]]
+        plain += ", ".join(said) + "."
+    return _answer(claim.id, "the rule's split beats a random one", claim.verdict, plain)

@@ -241,18 +241,18 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
         "c5_p": p_text(ev["p"]),
         "c5_p_holm": p_text(ev["p_holm"]) if len(c5.parts) > 1 else p_text(ev["p"]),
         "c5_family": (
-            f"Holm over C5's {len(c5.parts)} parts, the scorecard's family: this one and chapter "
-            "04's comparisons at one learning rate"
+            f"Holm's adjustment over C5's {len(c5.parts)} comparisons: this one and chapter "
+            "04's at one learning rate"
             if len(c5.parts) > 1
-            else "C5's only part here (no committed split sweep of these datasets)"
+            else "C5's only comparison here (no committed split sweep of these datasets)"
         ),
         "c5_posterior": f"P(PLayer-FL better) = {ev['P(claim)']:.3f}, P(practically equal) = "
         f"{ev['P(rope)']:.3f}, P(Random better) = {ev['P(opposite)']:.3f}",
     }
     parts = c5.parts.assign(part=[_c5_part_label(p) for p in c5.parts["part"]])
-    family = parts[["part", "estimate", "n", "p", "p_holm", "verdict"]].rename(
+    family = parts[["part", "verdict", "estimate", "p_holm", "p", "n"]].rename(
         columns={"part": "comparison", "n": "pairs", "p_holm": "p (Holm)"}
-    )
+    )  # the verdict first: on a phone a cut table keeps it
     posterior = parts.iloc[[0]][["part", "P(claim)", "P(rope)", "P(opposite)", "min_p"]].rename(
         columns={"part": "comparison", "P(claim)": "P(PLayer-FL better)",
                  "P(rope)": "P(practically equal)", "P(opposite)": "P(Random better)",
@@ -274,12 +274,13 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
 
 
 def _c5_part_label(part: str) -> str:
-    """A C5 part's name as a table row: "tuned rates, every dataset" or "one rate: Digits, vs
-    random (drawn)"."""
+    """A C5 part's name as a short table row: "tuned rates, every dataset" or "one rate: Digits,
+    vs drawn" (against the random split drawn on each seed; "vs expected": the mean over the
+    splits it can draw)."""
     if part.startswith(C.TUNED_PART):
         return "tuned rates, every dataset"
     ds, _, other = part.removeprefix("one learning rate: ").partition(", vs ")
-    return f"one rate: {dataset_label(ds)}, vs {other}"
+    return f"one rate: {dataset_label(ds)}, vs {other.removeprefix('random (').rstrip(')')}"
 
 
 def best_vs_last(table: pd.DataFrame, summaries: dict, order, datasets) -> pd.DataFrame:
@@ -302,6 +303,25 @@ def committed_c5(profile: str, datasets) -> pd.DataFrame | None:
         return None
     c5 = in_order(O.c5_table(*committed), list(datasets))
     return c5 if set(datasets) <= set(c5["dataset"]) else None
+
+
+def sizes_text(table: pd.DataFrame) -> str:
+    """The sizes a grid was run at, per dataset in the table's order: clients and training
+    examples over all clients (the median over runs), for a Result box's "tested at" ("training
+    examples" said once, after the first dataset)."""
+    train = table[(table["metric"] == "n_samples") & (table["split"] == "train")]
+    per_run = (
+        train.groupby(["dataset", "algorithm", "seed", "client"], sort=False)["value"]
+        .first()
+        .groupby(["dataset", "algorithm", "seed"], sort=False)
+        .agg(["size", "sum"])
+    )
+    sizes = per_run.groupby("dataset", sort=False).median()
+    said = [
+        f"{dataset_label(ds)} {int(r['size'])} clients, {int(r['sum']):,}"
+        for ds, r in sizes.iterrows()
+    ]
+    return "; ".join([said[0] + " training examples", *said[1:]])
 
 
 def c3_block_table(table) -> pd.DataFrame:
@@ -331,7 +351,16 @@ def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5,
     c3 = C.c3_best_rank(table, PLAYER, profile=described)
     c4 = C.c4_fairness_and_ipr(table, PLAYER, profile=described)
     card = C.scorecard([c3, c4, c5])
-    out = {"grid_profile": described.replace(":", " profile,", 1)}
+    seeds = table.groupby("dataset")["seed"].nunique()
+    each = (
+        f"{seeds.iloc[0]} seeds each"
+        if seeds.nunique() == 1
+        else f"{seeds.min()}–{seeds.max()} seeds"
+    )
+    out = {
+        "grid_profile": described.replace(":", " profile,", 1),
+        "grid_sizes": f"{profile} grid: {sizes_text(table)}; {each}",
+    }
     for claim in (c3, c4, c5):
         key = claim.id.lower()
         out[f"{key}_verdict"] = claim.verdict.verdict

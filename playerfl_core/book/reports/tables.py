@@ -379,10 +379,36 @@ def run_notes(title: str, lines) -> object:
     )
 
 
+WIDENED = re.compile(r"WIDENED: (\S+)/(\S+): .* tried lr=(\S+?)\.?$")
+"""A grid's note that tuning tried one more rate beyond an edge: dataset, algorithm, rate."""
+
+
+def widened_lines(lines) -> tuple[list[str], int]:
+    """The notes with every "WIDENED" line of a (dataset, rate) folded into one line that lists
+    the algorithms (21 lines of one sentence each were most of a chapter's words), and how many
+    widened grids there were."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    rest = []
+    for line in lines:
+        found = WIDENED.match(line)
+        if found:
+            grouped.setdefault((found[1], found[3]), []).append(found[2])
+        else:
+            rest.append(line)
+    folded = [f"WIDENED lr={lr} on {ds}: {', '.join(a)}" for (ds, lr), a in grouped.items()]
+    if folded:
+        why = (
+            "WIDENED: the chosen rate sat at an edge of the grid, so tuning also tried the next one"
+        )
+        folded.insert(0, why)
+    return folded + rest, sum(len(a) for a in grouped.values())
+
+
 def grid_notes(grid, label: str = "the grid") -> object:
     """:func:`run_notes` for a grid: its size and what was computed now in the summary line,
-    every note (widened rates, exclusions, machines, code versions) inside."""
-    widened = sum(line.startswith("WIDENED") for line in grid.note().splitlines())
+    every note (widened rates, one line per dataset and rate; exclusions, machines, code
+    versions) inside."""
+    lines, widened = widened_lines(grid.note().splitlines())
     excluded = len(grid.failures)
     fresh = (
         "every one read from the store" if not grid.computed else f"{grid.computed} computed now"
@@ -391,7 +417,7 @@ def grid_notes(grid, label: str = "the grid") -> object:
         f"Notes on {label}: {len(grid.status)} runs ({fresh}); "
         f"{widened} widened learning-rate grids, {excluded} excluded runs"
     )
-    return run_notes(title, grid.note())
+    return run_notes(title, lines)
 
 
 def transposed(frame: pd.DataFrame) -> pd.DataFrame:
