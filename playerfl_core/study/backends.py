@@ -6,17 +6,20 @@ order of runs, the progress bar and the store are the same for both, and the pro
 the grid writes every finished run (:meth:`~playerfl_core.study.run_store.Store.write_finished`).
 A backend's ``open(threads, code)`` gives an executor (the interface is described on
 :class:`~playerfl_core.study.workers.LocalExecutor`); ``default_device()`` is where runs compute
-when the caller names no device.
+when the caller names no device. :func:`execute` runs independent jobs on one (a study's runs,
+a sweep's splits).
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import os
 from dataclasses import dataclass
 
 import torch
 
-from playerfl_core.study.workers import LocalExecutor
+from playerfl_core.study.run_spec import code_fingerprint
+from playerfl_core.study.workers import LocalExecutor, interrupts_as_keyboard
 
 BACKENDS = ("local", "ray")
 
@@ -56,6 +59,23 @@ def backend_for(backend, workers: int | None = None):
             )
         return backend
     raise ValueError(f"Unknown backend {backend!r}; use one of {BACKENDS} (or a RayBackend).")
+
+
+def execute(fn, jobs: list[tuple], backend, device: str, on_done) -> None:
+    """``fn(*job)`` for every job on ``backend`` (one thread per run); ``on_done(i, result)`` as
+    job ``i`` ends, ``result()`` giving its value or raising its error. Ctrl-C, SIGTERM or a
+    failed run stops the workers at once; whatever ``on_done`` kept stays."""
+    executor = backend.open(1, code_fingerprint(), device, len(jobs))
+    try:
+        with interrupts_as_keyboard():
+            futures = {executor.submit(fn, *job): i for i, job in enumerate(jobs)}
+            for fut in cf.as_completed(futures):
+                on_done(futures[fut], lambda fut=fut: executor.result(fut))
+    except BaseException:  # no worker outlives the study
+        executor.stop()
+        executor.close(wait=False)
+        raise
+    executor.close()
 
 
 def _ray_backend():

@@ -8,12 +8,13 @@ Computed on a GPU in chunks by the batched driver (:mod:`playerfl_core.fl.batche
     playerfl study run paper_scale --out $OUT --budget-s 480 --device cuda
 
 computes what fits in the budget, K runs of one federation and learning rate at a time,
-skipping every run already finished (committed chunks in ``stores/paper_scale/`` and chunks in
-``--out``). Each chunk is written as ``<out>/paper_scale/<chunk>.parquet`` (its rows) and then
-``<chunk>.json`` (its record: runs, rows' SHA-256, seconds, machine, torch, code fingerprint,
-``driver: batched``), each by temporary file and rename; a chunk without its record, or whose
-rows do not match it, is refused and its runs computed again. ``--tiny`` runs a two-run
-stand-in on the CPU.
+skipping every run already finished (chunks committed to ``stores/pending/paper_scale/`` and
+chunks in ``--out``). Each chunk is written as ``<out>/paper_scale/<chunk>.parquet`` (its rows)
+and then ``<chunk>.json`` (its record: runs, rows' SHA-256, seconds, machine, torch, code
+fingerprint, ``driver: batched``), each by temporary file and rename; a chunk without its
+record, or whose rows do not match it, is refused and its runs computed again. Once every run
+is finished, the runner commits the table with its record (``stores/paper_scale/``, device-
+seconds as its cost). ``--tiny`` runs a two-run stand-in on the CPU.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ PAPER_SCALE = Study(
     ),
     store="paper_scale",
     computes="playerfl_core.study.paper_scale",
+    work="paper_scale",
+    work_in_stores=True,
 )
 """The study as declared, before any of its runs was computed."""
 
@@ -98,18 +101,13 @@ TINY = replace(
     training=(("rounds", 2), ("batch_size", 32), ("width", 0.25)),
     why="A CPU stand-in: the chunking and resuming of the study, not its numbers.",
     store="paper_scale_tiny",
+    work="paper_scale_tiny",
 )
 """Two runs at small sizes: tries the chunked command on the CPU in seconds."""
 
 
 def run_name(dataset: str, lr: float, seed: int, p: int) -> str:
     return f"{dataset}_lr{lr:g}_s{seed}_p{p}"
-
-
-def committed_dir(study: Study) -> Path:
-    from playerfl_core.study.archive import stores_dir
-
-    return stores_dir() / study.store
 
 
 # -- chunks on disk ---------------------------------------------------------------------------
@@ -146,7 +144,8 @@ def finished_chunks(folder: Path, study: Study, say=print) -> dict[str, dict]:
     belongs to another declaration, or whose rows are missing or differ from their recorded
     SHA-256 is refused with one line; its runs are computed again."""
     out = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+    records = [p for p in sorted(folder.glob("*.json")) if not p.name.endswith(".parquet.json")]
+    for path in records if folder.is_dir() else []:
         problem = None
         try:
             rec = json.loads(path.read_text())
@@ -177,11 +176,12 @@ def done_runs(folders, study: Study, say=print) -> set[str]:
 
 
 def load(study: Study = PAPER_SCALE, folders=None) -> pd.DataFrame:
-    """The long results table of every finished run of ``study`` (committed chunks unless
-    ``folders`` are given), sorted by federation, rate, seed and split."""
+    """The long results table of every finished run of ``study`` (its committed chunks,
+    ``stores/pending/<work>``, unless ``folders`` are given), sorted by federation, rate, seed
+    and split."""
     tables = [
         pd.read_parquet(folder / f"{stem}.parquet")
-        for folder in folders or [committed_dir(study)]
+        for folder in folders or [study.work_dir()]
         for stem, rec in finished_chunks(folder, study).items()
         if rec.get("status") == "ok"
     ]
@@ -245,10 +245,11 @@ def compute(
     deadline = start + budget_s
     folder = Path(out) / study.name
     for orphan in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
-        if not orphan.with_suffix(".json").exists():  # cut off before its record: recompute
+        if not any(p.exists() for p in (orphan.with_suffix(".json"), Path(f"{orphan}.json"))):
+            # a chunk cut off before its record (not the committed table): recompute it
             say(f"paper_scale: removing {orphan}, a chunk cut off before its record.")
             orphan.unlink()
-    done = done_runs([committed_dir(study), folder], study, say)
+    done = done_runs(dict.fromkeys([study.work_dir(), folder]), study, say)
     todo = [t for t in study_tasks(study) if run_name(*t) not in done]
     computed, chunks, per_run, stopped = 0, 0, None, ""
     queue = _cut(todo, k)
@@ -307,9 +308,10 @@ def _cut(tasks, k: int) -> list[list]:
     return chunks + ([current] if current else [])
 
 
-def run_study(study: Study, options, say=print) -> int:
+def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict] | None:
     """``playerfl study run paper_scale``: compute what fits in ``options.budget_s`` into
-    ``options.out`` and say what is left."""
+    ``options.out`` and say what is left; once no run is left, the table of every chunk and its
+    record's fields (runs, diverged runs, device-seconds, devices)."""
     from playerfl_core.fl.config import RunConfig, default_device
 
     if options.out is None:
@@ -332,6 +334,28 @@ def run_study(study: Study, options, say=print) -> int:
         f"{summary['chunks']} chunks ({summary['seconds']} s), {summary['already_done']} "
         f"already done, {summary['left']} of {total} left"
         + (f"; stopped: {summary['stopped']}" if summary["stopped"] else "")
-        + (f". Commit {out / study.name}/* to stores/{study.store}/." if summary["chunks"] else ".")
+        + (f". Commit {out / study.name}/* to {study.work_dir()}/." if summary["chunks"] else ".")
     )
-    return 0
+    if summary["left"]:
+        return None
+    folders = list(dict.fromkeys([study.work_dir(), out / study.name]))
+    chunks = [r for f in folders for r in finished_chunks(f, study, say).values()]
+    extra = {
+        "study_key": study.key(),
+        "runs": sum(len(r["runs"]) for r in chunks),
+        "diverged": sorted(n for r in chunks if r["status"] != "ok" for n in r["runs"]),
+        "device_seconds": round(sum(r["seconds"] for r in chunks), 1),
+        "devices": sorted({r["device"] for r in chunks}),
+        "driver": batched.DRIVER,
+    }
+    return load(study, folders), extra
+
+
+def dry_run(study: Study, options) -> str:
+    """Every run of the study and whether a chunk holds it already; computes nothing."""
+    folders = [study.work_dir()] + ([Path(options.out) / study.name] if options.out else [])
+    done = done_runs(dict.fromkeys(folders), study)
+    names = [run_name(*t) for t in study_tasks(study)]
+    lines = [f"{'done' if n in done else 'todo'}  {n}" for n in names]
+    left = sum(n not in done for n in names)
+    return "\n".join([*lines, f"{study.name}: {len(names)} runs, {left} to compute"])

@@ -17,6 +17,7 @@ from tqdm import tqdm
 from playerfl_core.fl.algorithms import get_algorithm
 from playerfl_core.fl.algorithms.prefix import parse_prefix_name, prefix_name
 from playerfl_core.stats.results import COLUMNS, SERVER
+from playerfl_core.study.backends import execute
 
 RUN = ["dataset", "lr", "seed"]
 """A sweep's run keys besides the split: every p of one (dataset, lr, seed) shares its data,
@@ -165,33 +166,12 @@ def run_sweeps(
                     done(i, lambda job=job, loader=loader: _sweep_run(*job, data=loader(job[2])))
             finally:
                 torch.set_num_threads(previous)
-        else:
-            _run_elsewhere(jobs, backend, device, done)
+        else:  # worker processes or a Ray cluster, one thread per run
+            execute(_sweep_run, jobs, backend, device or "cpu", done)
     kept = [t for t in tables if t is not None]
     if not kept:
         return pd.DataFrame(columns=COLUMNS)
     return pd.concat(kept, ignore_index=True)
-
-
-def _run_elsewhere(jobs: list[tuple], backend, device, done: Callable) -> None:
-    """Every job's :func:`_sweep_run` on ``backend``'s executor (worker processes or a Ray
-    cluster, one thread per run), ``done(i, result)`` as each finishes."""
-    import concurrent.futures as cf
-
-    from playerfl_core.study.run_store import code_fingerprint
-    from playerfl_core.study.workers import interrupts_as_keyboard
-
-    executor = backend.open(1, code_fingerprint(), device or "cpu", len(jobs))
-    try:
-        with interrupts_as_keyboard():
-            futures = {executor.submit(_sweep_run, *job): i for i, job in enumerate(jobs)}
-            for fut in cf.as_completed(futures):
-                done(futures[fut], lambda fut=fut: executor.result(fut))
-    except BaseException:  # Ctrl-C, SIGTERM or a failed run: no worker outlives the sweep
-        executor.stop()
-        executor.close(wait=False)
-        raise
-    executor.close()
 
 
 def _sweep_data(dataset: str, profile: str, seed: int):
