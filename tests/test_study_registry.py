@@ -141,6 +141,12 @@ def test_a_tiny_run_equals_the_old_pools_table_and_resumes_only_what_is_missing(
     again, _ = runner.collect(study, tmp_path)
     pd.testing.assert_frame_equal(again, table)
     assert runner.compute(study, options, tmp_path) == 0
+    rows = tmp_path / "fmnist_s0_p3.parquet"  # damaged under an intact record: computed again
+    rows.write_bytes(rows.read_bytes()[:100])
+    lines = []
+    assert runner.compute(study, options, tmp_path, say=lines.append) == 1
+    assert lines and "fmnist_s0_p3.json" in lines[0] and "differ from the record" in lines[0]
+    pd.testing.assert_frame_equal(runner.collect(study, tmp_path)[0], table)
 
 
 def test_the_first_epochs_through_the_runner_equal_the_old_pools(tmp_path):
@@ -220,3 +226,21 @@ def test_the_committed_archive_reads_as_a_store_and_recommits_the_same_numbers(t
     assert runner.sha256_matches(out, kept) and kept["entries"] == record["entries"]
     pd.testing.assert_frame_equal(F.own_rates(again, kept), F.own_rates(table, record))
     assert runner.commit(study, again, extra, out, say=lambda line: None) is None
+
+
+def test_one_worker_keeps_each_run_as_it_ends_so_a_stop_loses_none(tmp_path, monkeypatch):
+    """With one local worker (a GPU, --workers 1) runs compute in this process one at a time:
+    each is kept before the next starts, so Ctrl-C during the third keeps the first two."""
+    study = registry.tiny("middle_rung")
+    started = []
+
+    def stopped_at_the_third(s, task, device):
+        started.append(task)
+        if len(started) == 3:
+            raise KeyboardInterrupt
+        return task, pd.DataFrame({"value": [float(len(started))]}), {"cpu_seconds": 0.0}
+
+    monkeypatch.setattr(rungs, "run_one", stopped_at_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        runner.compute(study, runner.RunOptions(workers=1, progress=False), tmp_path)
+    assert sorted(runner.done_runs(tmp_path)) == ["fmnist_s0_p0", "fmnist_s0_p1"]

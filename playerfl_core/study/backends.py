@@ -62,15 +62,22 @@ def backend_for(backend, workers: int | None = None):
 
 
 def execute(fn, jobs: list[tuple], backend, device: str, on_done) -> None:
-    """``fn(*job)`` for every job on ``backend`` (one thread per run); ``on_done(i, result)`` as
-    job ``i`` ends, ``result()`` giving its value or raising its error. Ctrl-C, SIGTERM or a
-    failed run stops the workers at once; whatever ``on_done`` kept stays."""
+    """``fn(*job)`` for every job on ``backend`` (one thread per run), at most the backend's
+    ``in_flight()`` submitted at a time (one, computed here, for one local worker);
+    ``on_done(i, result)`` as job ``i`` ends, ``result()`` giving its value or raising its
+    error. Ctrl-C, SIGTERM or a failed run stops the workers at once; whatever ``on_done`` kept
+    stays."""
     executor = backend.open(1, code_fingerprint(), device, len(jobs))
+    queue, pending = list(enumerate(jobs)), {}
     try:
         with interrupts_as_keyboard():
-            futures = {executor.submit(fn, *job): i for i, job in enumerate(jobs)}
-            for fut in cf.as_completed(futures):
-                on_done(futures[fut], lambda fut=fut: executor.result(fut))
+            while queue or pending:
+                while queue and len(pending) < executor.in_flight():
+                    i, job = queue.pop(0)
+                    pending[executor.submit(fn, *job)] = i
+                finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+                for fut in finished:
+                    on_done(pending.pop(fut), lambda fut=fut: executor.result(fut))
     except BaseException:  # no worker outlives the study
         executor.stop()
         executor.close(wait=False)

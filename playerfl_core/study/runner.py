@@ -79,20 +79,42 @@ def store_file(study: Study, out: Path | None = None) -> Path:
 
 # -- the work folder --------------------------------------------------------------------------
 def keep(work: Path, name: str, table: pd.DataFrame | None, record: dict) -> None:
-    """Write one finished run ``name`` atomically: its table first, its record last (the record
-    marks the run as done)."""
+    """Write one finished run ``name`` atomically: its table first, its record last (with the
+    table's SHA-256; the record marks the run as done)."""
+    work.mkdir(parents=True, exist_ok=True)
     if table is not None:
         tmp = work / f".{name}.parquet"
         table.to_parquet(tmp, index=False)
+        record = {**record, "sha256": _sha256(tmp)}
         tmp.replace(work / f"{name}.parquet")
     tmp = work / f".{name}.json"
-    tmp.write_text(json.dumps(record, sort_keys=True) + "\n")
+    tmp.write_text(json.dumps(record, sort_keys=True, default=str) + "\n")
     tmp.replace(work / f"{name}.json")
 
 
-def done_runs(work: Path) -> dict[str, dict]:
-    """The records of the runs already finished in ``work``, by run name."""
-    return {p.stem: json.loads(p.read_text()) for p in sorted(Path(work).glob("*.json"))}
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def done_runs(work: Path, say=None) -> dict[str, dict]:
+    """The records of the runs already finished in ``work``, by run name. A record that cannot
+    be read, or whose rows are missing or differ from its SHA-256, is left out (its run is
+    computed again), with one line to ``say``; a committed table's record is no run's."""
+    done = {}
+    for path in sorted(Path(work).glob("*.json")):
+        if path.name.endswith(".parquet.json"):
+            continue
+        try:
+            record = json.loads(path.read_text())
+            rows = path.with_name(f"{path.stem}.parquet")
+            if "sha256" in record and not (rows.exists() and _sha256(rows) == record["sha256"]):
+                raise ValueError(f"its rows {rows.name} are missing or differ from the record")
+        except (OSError, ValueError) as err:
+            if say is not None:
+                say(f"refusing {path}: {err}; computed again.")
+            continue
+        done[path.stem] = record
+    return done
 
 
 def plan(study: Study, work: Path | None = None, tasks=None) -> list[tuple[str, bool]]:
@@ -107,13 +129,6 @@ def plan(study: Study, work: Path | None = None, tasks=None) -> list[tuple[str, 
 
 
 # -- computing --------------------------------------------------------------------------------
-def backend_and_device(options: RunOptions):
-    """The backend of ``options`` and the device its runs compute on (the CPU locally unless
-    named; the backend's own on Ray)."""
-    backend = backend_for(options.backend, options.workers if options.local() else None)
-    return backend, options.device or ("cpu" if options.local() else backend.default_device())
-
-
 def compute(
     study: Study,
     options: RunOptions = RunOptions(),
@@ -128,12 +143,13 @@ def compute(
     module = computes(study)
     work = work or study.work_dir()
     work.mkdir(parents=True, exist_ok=True)
-    done = done_runs(work)
+    done = done_runs(work, say)
     todo = [t for t in (tasks if tasks is not None else module.study_tasks(study))
             if module.task_name(t) not in done]  # fmt: skip
     if not todo:
         return 0
-    backend, device = backend_and_device(options)
+    backend = backend_for(options.backend, options.workers if options.local() else None)
+    device = options.device or ("cpu" if options.local() else backend.default_device())
     with tqdm(total=len(todo), desc=study.name, unit="run", disable=not options.progress) as bar:
 
         def kept(_, result) -> None:
@@ -203,9 +219,7 @@ def run(study: Study, options: RunOptions = RunOptions(), say=print) -> int:
         raise ValueError(_computed_elsewhere(study))
     path = commit(study, table, extra, store, say)
     if path is not None:
-        cost = f"{extra['cpu_seconds']:.0f} CPU-s" if extra.get("cpu_seconds") is not None else ""
-        say(f"{len(table)} rows to {path}" + (f": {cost} over {extra['runs']} runs"
-            if cost and "runs" in extra else ""))  # fmt: skip
+        say(f"{len(table)} rows of {extra.get('runs', 'its')} runs to {path}")
     if hasattr(module, "after_commit") and options.out is None:
         module.after_commit(study, say)
     return 0
@@ -271,7 +285,7 @@ def sha256_matches(path: Path, record: dict) -> bool | None:
     from playerfl_core.study.archive_manifest import seal
 
     if "sha256" in record:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest() == record["sha256"]
+        return _sha256(path) == record["sha256"]
     if "seal" in record:
         return record["seal"] == seal(Path(path).parent, record["entries"])
     return None
