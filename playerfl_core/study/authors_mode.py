@@ -12,7 +12,6 @@ record beside it (:mod:`~playerfl_core.study.runner`).
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -109,15 +108,14 @@ def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]
         tables.append(result.table.assign(protocol=protocol))
         run_ids += list(result.status["run_id"])
         store = grid["store"]
-    seeds = {d: SEEDS[d] for d in study.federations}
+    seconds, machines = _cost(store, run_ids)
     return pd.concat(tables, ignore_index=True), {
-        "commit": _commit(),
         "profile": PROFILE,
-        "seeds": {d: list(s) for d, s in seeds.items()},
-        "learning_rates": {d: published_rates(d) for d in seeds},
+        "seeds": {d: list(SEEDS[d]) for d in study.federations},
+        "learning_rates": {d: published_rates(d) for d in study.federations},
         "runs": len(run_ids),
-        "cpu_seconds": round(_cpu_seconds(store, run_ids), 1),
-        "machines": sorted(_machines(store, run_ids)),
+        "cpu_seconds": seconds,
+        "machines": machines,
         "failed_runs": failed,
     }
 
@@ -141,29 +139,9 @@ def load_comparison(path: Path | None = None) -> pd.DataFrame:
     return pd.read_parquet(path)
 
 
-def _records(store: Path, run_ids: list[str]) -> list[dict]:
-    return [json.loads((Path(store) / "runs" / f"{r}.json").read_text()) for r in run_ids]
-
-
-def _cpu_seconds(store: Path, run_ids: list[str]) -> float:
-    """CPU seconds the study's runs took, each as its own record kept them."""
-    return sum(rec.get("cpu_seconds", 0.0) for rec in _records(store, run_ids))
-
-
-def _machines(store: Path, run_ids: list[str]) -> set[str]:
-    """Keys of the machines that computed the study's runs."""
-    return {rec.get("machine", {}).get("key", "unknown") for rec in _records(store, run_ids)}
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=Path(__file__).resolve().parent,
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+def _cost(store: Path, run_ids: list[str]) -> tuple[float, list[str]]:
+    """The CPU-seconds the study's runs took and the keys of the machines that computed them,
+    as each run's record kept them."""
+    records = [json.loads((Path(store) / "runs" / f"{r}.json").read_text()) for r in run_ids]
+    machines = {rec.get("machine", {}).get("key", "unknown") for rec in records}
+    return round(sum(rec.get("cpu_seconds", 0.0) for rec in records), 1), sorted(machines)

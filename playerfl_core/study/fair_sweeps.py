@@ -122,33 +122,32 @@ def load() -> tuple[pd.DataFrame, dict] | None:
     return runner.load_store(path) if runner.store_record(path) is not None else None
 
 
-def compute(datasets: Sequence[str], options) -> list[str]:
-    """Run the fair grids (one per federation; resumable) into ``results/fair`` (``--out``:
-    ``<out>/fair_sweeps``) on ``options``' backend; returns the ids of the runs they used,
-    tuning and evaluation."""
-    from playerfl_core.study.grid import run_grid
+def _grid(dataset: str, options) -> dict:
+    """The fair grid of one federation: every split tuned like an algorithm of the standard
+    grid, on the declared seeds, in ``results/fair`` (``--out``: ``<out>/fair_sweeps``)."""
     from playerfl_core.study.grid_plan import split_algorithms
     from playerfl_core.study.preregistration import seeds_of
 
-    run_ids = []
-    for ds in datasets:
-        result = run_grid(ds, split_algorithms(ds, PROFILE), PROFILE, seeds=seeds_of(ds),
-                          store=store_path(options), backend=options.backend,
-                          workers=options.workers if options.local() else None,
-                          device=options.device, progress=options.progress)  # fmt: skip
-        if len(result.failures):
-            print(result.note())
-        run_ids += result.status["run_id"].tolist()
-    return run_ids
+    return dict(datasets=dataset, algorithms=split_algorithms(dataset, PROFILE), profile=PROFILE,
+                seeds=seeds_of(dataset), store=store_path(options))  # fmt: skip
 
 
 def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
-    """The fair grids, then the rows of the runs they used (each with its ``run_id``) and the
-    record's fields: each run's entry (spec, status, CPU-seconds, SHA-256 of its rows)."""
+    """The fair grids (resumable), then the rows of the runs they used, tuning and evaluation
+    (each with its ``run_id``), and the record's fields: each run's entry (spec, status,
+    CPU-seconds, SHA-256 of its rows)."""
     from playerfl_core.study.archive import packed
+    from playerfl_core.study.grid import run_grid
     from playerfl_core.study.run_store import Store
 
-    used = set(compute(study.federations, options))
+    used = set()
+    for ds in study.federations:
+        result = run_grid(**_grid(ds, options), backend=options.backend, device=options.device,
+                          workers=options.workers if options.local() else None,
+                          progress=options.progress)  # fmt: skip
+        if len(result.failures):
+            say(result.note())
+        used |= set(result.status["run_id"])
     store = Store(store_path(options))
     table, runs, machines = packed(store, [r for r in store.scan()[0] if r["run_id"] in used])
     cost = round(sum(e.get("cpu_seconds") or 0.0 for e in runs), 1)
@@ -160,14 +159,8 @@ def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
 def dry_run(study, options) -> str:
     """What each federation's fair grid would compute and cost; computes nothing."""
     from playerfl_core.study.grid import dry_run
-    from playerfl_core.study.grid_plan import split_algorithms
-    from playerfl_core.study.preregistration import seeds_of
 
-    return "\n".join(
-        f"{ds}:\n" + dry_run(ds, split_algorithms(ds, PROFILE), PROFILE, seeds=seeds_of(ds),
-                             store=store_path(options))
-        for ds in study.federations
-    )  # fmt: skip
+    return "\n".join(f"{ds}:\n{dry_run(**_grid(ds, options))}" for ds in study.federations)
 
 
 def store_path(options=None) -> Path:
