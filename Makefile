@@ -130,12 +130,12 @@ standard: setup data
 	  --lrs 0.003 --seeds $(SEEDS10_29) --profile standard --splits
 	$(VENV)/bin/playerfl archive pack --profile standard
 	$(VENV)/bin/playerfl rules --sweep stores/standard --out stores/rules/standard.parquet
-	test -f stores/ladder/paper_first_epoch.parquet || $(PY) -m playerfl_core.cli study run scale_ladder
-	test -f stores/ladder/middle_sweep.parquet || $(PY) -m playerfl_core.cli study run middle_rung
-	test -f stores/ladder/eval_regret_noise.parquet || $(PY) -m playerfl_core.cli study run eval_rung
-	test -f stores/ladder/r1_rescore.parquet || $(PY) -m playerfl_core.cli study run r1_rescore
-	test -f stores/ladder/r2_rescore.parquet || $(PY) -m playerfl_core.cli study run r2_rescore
-	test -f stores/fair/manifest.json || $(PY) -m playerfl_core.cli study run fair_sweeps
+	test -f stores/ladder/paper_first_epoch.parquet || $(VENV)/bin/playerfl study run scale_ladder
+	test -f stores/ladder/middle_sweep.parquet || $(VENV)/bin/playerfl study run middle_rung
+	test -f stores/ladder/eval_regret_noise.parquet || $(VENV)/bin/playerfl study run eval_rung
+	test -f stores/ladder/r1_rescore.parquet || $(VENV)/bin/playerfl study run r1_rescore
+	test -f stores/ladder/r2_rescore.parquet || $(VENV)/bin/playerfl study run r2_rescore
+	test -f stores/fair/runs.parquet || $(VENV)/bin/playerfl study run fair_sweeps
 
 # PLayer-FL on Heart across real processes on this machine (loopback): a SuperLink with TLS and
 # SuperNode authentication, one SuperNode per hospital; see silos/README.md. Everything it

@@ -70,13 +70,13 @@ def test_a_chunk_cut_off_or_damaged_is_computed_again(tmp_path):
     rows = next(p for p in chunks(tmp_path) if p.suffix == ".parquet")
     rows.write_bytes(rows.read_bytes()[:100])  # truncated rows under an intact record
     summary, lines = tiny(tmp_path)
-    assert summary["computed"] == 2 and any("refusing chunk" in line for line in lines)
+    assert summary["computed"] == 2 and any("refusing" in x and "differ" in x for x in lines)
     assert tiny(tmp_path)[0]["computed"] == 0
 
 
 def test_a_chunk_committed_to_stores_is_skipped(tmp_path, monkeypatch):
-    tiny(tmp_path / "first")
-    monkeypatch.setenv("PLAYERFL_STORES", str(tmp_path / "first"))  # stores/<study.store>
+    tiny(tmp_path / "pending")
+    monkeypatch.setenv("PLAYERFL_STORES", str(tmp_path))  # stores/pending/<study.work>
     assert tiny(tmp_path / "second")[0]["computed"] == 0
 
 
@@ -133,3 +133,22 @@ def test_the_command_says_what_it_did_in_one_line(tmp_path, capsys):
     first, second = [line for line in lines if line.startswith("paper_scale (")]
     assert "2 runs computed in 1 chunks" in first and "0 of 2 left" in first
     assert "0 runs computed" in second and "2 already done" in second
+
+
+def test_a_finished_study_is_committed_as_one_table_with_its_record(tmp_path, capsys):
+    """Once no run is left, the runner commits every chunk's rows as one table with its record
+    (the store format of every study); a second call leaves both as they are."""
+    from playerfl_core.cli import main
+    from playerfl_core.study import runner
+
+    argv = ["study", "run", "paper_scale", "--out", str(tmp_path), "--tiny", "--device", "cpu"]
+    assert main(argv) == 0
+    path = tmp_path / P.TINY.name / runner.TABLE_FILE
+    table, record = runner.load_store(path)
+    pd.testing.assert_frame_equal(table, P.load(P.TINY, [tmp_path / P.TINY.name]))
+    assert record["runs"] == 2 and record["device_seconds"] > 0 and record["diverged"] == []
+    assert record["study_key"] == P.TINY.key() and {"machine", "code", "sha256"} <= set(record)
+    written = path.read_bytes()
+    assert main(argv) == 0
+    assert "already holds these 2 runs: left as it is" in capsys.readouterr().out
+    assert path.read_bytes() == written

@@ -287,3 +287,33 @@ def test_capacity_follows_the_cluster(ray_here):
     executor = RayBackend(cpus=0.5).open(1)
     assert executor.capacity() == 4 and executor.in_flight() == 8
     executor.close()
+
+
+@pytest.mark.slow  # a tiny study's six runs on Ray: about a minute
+def test_a_study_runs_on_ray_as_it_runs_here(ray_here, tmp_path, monkeypatch, capsys):
+    """``playerfl study run NAME --backend ray``: every run submitted as a Ray task, the
+    committed table equal to the one the local backend computed; ``--dry-run`` shows the plan
+    without computing."""
+    from playerfl_core.study import ray_cluster
+    from playerfl_core.study.ray_cluster import RayExecutor
+
+    fixtures = Path(__file__).parent / "fixtures" / "study_runner"
+    argv = ["study", "run", "middle_rung", "--tiny", "--out", str(tmp_path), "--backend", "ray"]
+    code, out, _ = _cli([*argv, "--dry-run"], capsys)
+    assert code == 0 and out.splitlines()[-1].startswith("middle_rung_tiny: 6 runs, 6 to compute")
+    submitted, real_submit = [], RayExecutor.submit
+    monkeypatch.setattr(
+        ray_cluster.RayExecutor,
+        "submit",
+        lambda self, fn, *a: submitted.append(a[1]) or real_submit(self, fn, *a),
+    )
+    code, out, err = _cli(argv, capsys)
+    assert code == 0, err
+    assert sorted(submitted) == [("fmnist", 0, p) for p in range(6)]
+    path = tmp_path / "middle_rung_tiny" / "middle_sweep.parquet"
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(path), pd.read_parquet(fixtures / "middle_tiny.parquet")
+    )
+    assert json.loads(Path(f"{path}.json").read_text())["runs"] == 6
+    code, out, _ = _cli([*argv, "--dry-run"], capsys)
+    assert code == 0 and out.splitlines()[-1].startswith("middle_rung_tiny: 6 runs, 0 to compute")

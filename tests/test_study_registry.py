@@ -30,7 +30,7 @@ def test_every_registered_study_is_declared_completely():
         assert study.declared == "unknown" or study.declared.startswith("2026-12-"), name
         assert (
             hasattr(module, "run_one")
-            or hasattr(module, "run_study")
+            or hasattr(module, "compute_table")
             or name.startswith("split_rule")
         ), name
 
@@ -141,6 +141,12 @@ def test_a_tiny_run_equals_the_old_pools_table_and_resumes_only_what_is_missing(
     again, _ = runner.collect(study, tmp_path)
     pd.testing.assert_frame_equal(again, table)
     assert runner.compute(study, options, tmp_path) == 0
+    rows = tmp_path / "fmnist_s0_p3.parquet"  # damaged under an intact record: computed again
+    rows.write_bytes(rows.read_bytes()[:100])
+    lines = []
+    assert runner.compute(study, options, tmp_path, say=lines.append) == 1
+    assert lines and "fmnist_s0_p3.json" in lines[0] and "differ from the record" in lines[0]
+    pd.testing.assert_frame_equal(runner.collect(study, tmp_path)[0], table)
 
 
 def test_the_first_epochs_through_the_runner_equal_the_old_pools(tmp_path):
@@ -185,3 +191,56 @@ def test_studies_have_no_entry_points_of_their_own():
     entry = re.compile(r"^(def main\(|if __name__ == .__main__.:)", re.MULTILINE)
     with_main = sorted(p.name for p in folder.glob("*.py") if entry.search(p.read_text()))
     assert with_main == ["machine.py"]
+
+
+def test_every_study_says_whether_its_store_is_committed_and_what_it_cost(committed, capsys):
+    shown = {}
+    for name in registry.studies():
+        assert main(["study", "show", name]) == 0, name
+        shown[name] = capsys.readouterr().out.splitlines()[-1]
+    assert all(" committed; SHA-256 matches its record; " in shown[n] for n in shown
+               if n != "paper_scale"), shown  # fmt: skip
+    assert "stores/fair/runs.parquet committed" in shown["fair_sweeps"]
+    assert "cost 6,293 CPU-s over 735 runs" in shown["fair_sweeps"]
+    assert "cost 1,630 CPU-s over 600 runs" in shown["authors_mode"]
+    assert "is not committed; compute it: playerfl study run paper_scale" in shown["paper_scale"]
+
+
+def test_the_committed_archive_reads_as_a_store_and_recommits_the_same_numbers(tmp_path, committed):
+    """The fair sweep's archive (``manifest.json`` beside ``runs.parquet``) loads through the
+    runner as a table and its record; committed again in the one format (table and record) it
+    loads as the same table, with the same runs and the same rates."""
+    from playerfl_core.study import fair_sweeps as F
+    from playerfl_core.study.archive import load_archive, read_manifest
+
+    study = registry.study("fair_sweeps")
+    path = runner.store_file(study)
+    table, record = runner.load_store(path)
+    pd.testing.assert_frame_equal(table, load_archive(path.parent)[0])
+    assert record["entries"] == read_manifest(path.parent)["runs"] and record["runs"] == 735
+    out = tmp_path / "fair" / runner.TABLE_FILE
+    extra = {k: record[k] for k in ("runs", "entries", "cpu_seconds", "profile")}
+    assert runner.commit(study, table, extra, out, say=lambda line: None) == out
+    again, kept = runner.load_store(out)
+    pd.testing.assert_frame_equal(again, table)
+    assert runner.sha256_matches(out, kept) and kept["entries"] == record["entries"]
+    pd.testing.assert_frame_equal(F.own_rates(again, kept), F.own_rates(table, record))
+    assert runner.commit(study, again, extra, out, say=lambda line: None) is None
+
+
+def test_one_worker_keeps_each_run_as_it_ends_so_a_stop_loses_none(tmp_path, monkeypatch):
+    """With one local worker (a GPU, --workers 1) runs compute in this process one at a time:
+    each is kept before the next starts, so Ctrl-C during the third keeps the first two."""
+    study = registry.tiny("middle_rung")
+    started = []
+
+    def stopped_at_the_third(s, task, device):
+        started.append(task)
+        if len(started) == 3:
+            raise KeyboardInterrupt
+        return task, pd.DataFrame({"value": [float(len(started))]}), {"cpu_seconds": 0.0}
+
+    monkeypatch.setattr(rungs, "run_one", stopped_at_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        runner.compute(study, runner.RunOptions(workers=1, progress=False), tmp_path)
+    assert sorted(runner.done_runs(tmp_path)) == ["fmnist_s0_p0", "fmnist_s0_p1"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from playerfl_core.study.backends import BACKENDS
+from playerfl_core.cli.options import add_backend_options, backend_from
 
 
 def add_parser(sub, common: argparse.ArgumentParser) -> None:
@@ -20,7 +20,7 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
     show.add_argument("name", help="a study's name (playerfl study list)")
     run = cmds.add_parser("run", help="compute a study (resumable) and commit its store")
     run.add_argument("name", help="a study's name (playerfl study list)")
-    run.add_argument("--backend", default="local", choices=BACKENDS)
+    add_backend_options(run)
     run.add_argument(
         "--workers",
         type=int,
@@ -80,7 +80,7 @@ def _show(study) -> int:
            None: "not kept in its record"}[state["sha256_matches"]]  # fmt: skip
     if state["cpu_seconds"] is not None:
         cost = f"cost {state['cpu_seconds']:,.0f} CPU-s"
-    elif state.get("device_seconds") is not None:
+    elif state["device_seconds"] is not None:
         cost = f"cost {state['device_seconds']:,.0f} device-s"
     else:
         cost = "its record keeps no cost"
@@ -103,26 +103,9 @@ def _run(study, args) -> int:
 
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers {args.workers}: give at least 1.")
+    backend, device = backend_from(args)
     out = args.out or (default_store("tiny") if args.tiny else None)
     options = runner.RunOptions(
-        args.backend, args.workers, args.device, out, args.budget_s, max_chunks=args.max_chunks
+        backend, args.workers, device, out, args.budget_s, max_chunks=args.max_chunks
     )
-    if args.dry_run:
-        return _dry_run(study, out)
-    return runner.run(study, options)
-
-
-def _dry_run(study, out) -> int:
-    from playerfl_core.study import runner
-
-    if not runner.runs_one_at_a_time(study):
-        print(f"{study.name}: computed by {study.computes} (its own driver), into stores/"
-              f"{study.store}; no run list before it starts.")  # fmt: skip
-        return 0
-    work = out / study.name if out is not None else study.work_dir()
-    planned = runner.plan(study, work)
-    for name, done in planned:
-        print(f"{'done' if done else 'todo'}  {name}")
-    left = sum(not done for _, done in planned)
-    print(f"{study.name}: {len(planned)} runs, {left} to compute, in {work}")
-    return 0
+    return (runner.dry_run if args.dry_run else runner.run)(study, options)

@@ -116,21 +116,8 @@ def pack(
             f"an archive holds one profile. Pack them with --profile {next(iter(others))}, or "
             f"give the store of the {profile} runs (--store results/{profile})."
         )
-    tables, entries, machines = [], [], {}
-    for rec in tqdm(records, desc=f"pack {profile}", unit="run"):
-        entry = {k: v for k, v in rec.items() if k not in ("info", "error", "csv_sha256")}
-        entry["error"] = str(rec.get("error", ""))[-500:]
-        entry["info"] = rec.get("info", {})
-        entry["machine"] = machine.key(rec.get("machine"))
-        if isinstance(rec.get("machine"), dict):
-            machines[entry["machine"]] = {k: v for k, v in rec["machine"].items() if k != "key"}
-        if rec["status"] == "ok":
-            table = store.rows(rec["run_id"])[COLUMNS]
-            entry["rows"], entry["sha256"] = len(table), table_digest(table)
-            tables.append(table.assign(run_id=rec["run_id"]))
-        entries.append(entry)
+    combined, entries, machines = packed(store, records, f"pack {profile}")
     out.mkdir(parents=True, exist_ok=True)
-    combined = pd.concat(tables, ignore_index=True)
     for col in ("dataset", "algorithm", "split", "metric", "run_id"):
         combined[col] = combined[col].astype("category")
     atomic_write(
@@ -145,6 +132,26 @@ def pack(
     text = json.dumps(manifest, indent=1, sort_keys=True, default=str)
     atomic_write(out / MANIFEST_FILE, lambda p: p.write_text(text))
     return out
+
+
+def packed(store, records: list[dict], desc: str = "pack"):
+    """The rows of the finished runs among ``records`` (``store``'s), each with its ``run_id``;
+    one manifest entry per run (its spec, status, machine key, row count and SHA-256 of its
+    rows); and the facts of the machines that computed them, by key."""
+    tables, entries, machines = [], [], {}
+    for rec in tqdm(records, desc=desc, unit="run"):
+        entry = {k: v for k, v in rec.items() if k not in ("info", "error", "csv_sha256")}
+        entry["error"] = str(rec.get("error", ""))[-500:]
+        entry["info"] = rec.get("info", {})
+        entry["machine"] = machine.key(rec.get("machine"))
+        if isinstance(rec.get("machine"), dict):
+            machines[entry["machine"]] = {k: v for k, v in rec["machine"].items() if k != "key"}
+        if rec["status"] == "ok":
+            table = store.rows(rec["run_id"])[COLUMNS]
+            entry["rows"], entry["sha256"] = len(table), table_digest(table)
+            tables.append(table.assign(run_id=rec["run_id"]))
+        entries.append(entry)
+    return pd.concat(tables, ignore_index=True), entries, machines
 
 
 def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:

@@ -4,15 +4,14 @@ authors' protocol and under the book's, on the same seeds, stored as one long ta
 Why: the reproduction report sets the published table beside the book's; this study shows how
 much of the gap is protocol (data pipeline, loss, scoring time, round selection) and how much
 is the algorithms, by running this engine the authors' way too. Runs go through the grid
-machinery (:func:`~playerfl_core.study.grid.run_grid`, one worker, ``fixed_lr``); the combined
-table is written to ``stores/authors_mode/comparison.parquet`` with a JSON record beside it.
+machinery (:func:`~playerfl_core.study.grid.run_grid`, ``fixed_lr``); ``playerfl study run
+authors_mode`` commits the combined table to ``stores/authors_mode/comparison.parquet`` with its
+record beside it (:mod:`~playerfl_core.study.runner`).
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -22,11 +21,9 @@ from data_prep.registry import federation
 from playerfl_core.fl.algorithms import ALGORITHMS
 from playerfl_core.fl.config import PROTOCOLS
 from playerfl_core.stats.published import AUTHORS_DEFAULT_LR, published
-from playerfl_core.stats.results import atomic_write
-from playerfl_core.study import machine
 from playerfl_core.study.archive import stores_dir
 from playerfl_core.study.declaration import Study
-from playerfl_core.study.run_store import RESULTS_DIR, code_fingerprint
+from playerfl_core.study.run_store import RESULTS_DIR
 
 TABLE_FILE = "comparison.parquet"
 PROFILE = "quick"
@@ -76,60 +73,59 @@ def published_rates(dataset: str) -> dict[str, float]:
     return {a: float(given.get(a, AUTHORS_DEFAULT_LR[paper_name])) for a in ALGORITHMS}
 
 
-def compute(seeds: dict[str, tuple[int, ...]], store: Path | None = None) -> Path:
-    """Run (or load) every (dataset, algorithm, seed) under both protocols; write the long
-    table with a ``protocol`` column and its record (runs that diverged or failed are listed
-    there, never averaged in); return the table's path.
-
-    ``seeds`` maps each dataset to its run seeds. Safe to kill and call again: finished runs
-    are kept in the run store (``results/authors_mode`` unless ``store``).
-    """
-    from playerfl_core.study.grid import run_grid  # the grid pulls in the whole study wing
-
-    store = Path(store) if store is not None else RESULTS_DIR / "authors_mode"
-    tables, failed, run_ids = [], [], []
-    for dataset, run_seeds in seeds.items():
+def _grids(study: Study, options):
+    """Each (dataset, protocol) grid's run arguments: the published rates, fixed, no tuning;
+    finished runs kept in the run store (``results/authors_mode``, or ``--out``)."""
+    store = RESULTS_DIR / "authors_mode" if options.out is None else Path(options.out) / study.name
+    for dataset in study.federations:
         rates = published_rates(dataset)
         for protocol in PROTOCOLS:
-            result = run_grid(
-                [dataset],
-                list(ALGORITHMS),
-                PROFILE,
-                seeds=list(run_seeds),
-                fixed_lr={(dataset, a): lr for a, lr in rates.items()},
-                protocol=protocol,
-                store=store,
-                workers=1,
-                name=f"authors-mode-{dataset}-{protocol}",
-                progress=False,
-            )
-            failed += [
-                f"{dataset}/{protocol}: {r.algorithm} seed {r.seed}: {r.status}"
-                for r in result.failures.itertuples()
-            ]
-            tables.append(result.table.assign(protocol=protocol))
-            run_ids += list(result.status["run_id"])
-    table = pd.concat(tables, ignore_index=True)
-    path = store_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda p: table.to_parquet(p, index=False, compression="zstd"))
-    record = {
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "commit": _commit(),
-        "code": code_fingerprint(),
+            yield dataset, protocol, dict(
+                datasets=[dataset], algorithms=list(ALGORITHMS), profile=PROFILE,
+                seeds=list(SEEDS[dataset]), fixed_lr={(dataset, a): lr for a, lr in rates.items()},
+                protocol=protocol, store=store,
+            )  # fmt: skip
+
+
+def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]:
+    """Run (or load) every (dataset, algorithm, seed) under both protocols: the long table with
+    a ``protocol`` column and its record's fields (runs that diverged or failed are listed
+    there, never averaged in). Safe to kill and call again: finished runs are kept."""
+    from playerfl_core.study.grid import run_grid  # the grid pulls in the whole study wing
+
+    local = options.local()
+    tables, failed, run_ids, store = [], [], [], None
+    for dataset, protocol, grid in _grids(study, options):
+        result = run_grid(
+            **grid, backend=options.backend, workers=(options.workers or 1) if local else None,
+            device=options.device, name=f"authors-mode-{dataset}-{protocol}",
+            progress=options.progress,
+        )  # fmt: skip
+        failed += [
+            f"{dataset}/{protocol}: {r.algorithm} seed {r.seed}: {r.status}"
+            for r in result.failures.itertuples()
+        ]
+        tables.append(result.table.assign(protocol=protocol))
+        run_ids += list(result.status["run_id"])
+        store = grid["store"]
+    seconds, machines = _cost(store, run_ids)
+    return pd.concat(tables, ignore_index=True), {
         "profile": PROFILE,
-        "seeds": {d: list(s) for d, s in seeds.items()},
-        "learning_rates": {d: published_rates(d) for d in seeds},
+        "seeds": {d: list(SEEDS[d]) for d in study.federations},
+        "learning_rates": {d: published_rates(d) for d in study.federations},
         "runs": len(run_ids),
-        "cpu_seconds": round(_cpu_seconds(store, run_ids), 1),
-        "machines": sorted(_machines(store, run_ids)),
-        "machine": machine.fingerprint(threads=1),
-        "rows": len(table),
+        "cpu_seconds": seconds,
+        "machines": machines,
         "failed_runs": failed,
     }
-    record_path = path.with_name(f"{TABLE_FILE}.json")
-    atomic_write(record_path, lambda p: p.write_text(json.dumps(record, indent=1) + "\n"))
-    return path
+
+
+def dry_run(study: Study, options) -> str:
+    """What each (dataset, protocol) grid would compute and cost; computes nothing."""
+    from playerfl_core.study.grid import dry_run
+
+    return "\n".join(f"{dataset}, {protocol} protocol:\n{dry_run(**grid)}"
+                     for dataset, protocol, grid in _grids(study, options))  # fmt: skip
 
 
 def load_comparison(path: Path | None = None) -> pd.DataFrame:
@@ -143,36 +139,9 @@ def load_comparison(path: Path | None = None) -> pd.DataFrame:
     return pd.read_parquet(path)
 
 
-def _records(store: Path, run_ids: list[str]) -> list[dict]:
-    return [json.loads((Path(store) / "runs" / f"{r}.json").read_text()) for r in run_ids]
-
-
-def _cpu_seconds(store: Path, run_ids: list[str]) -> float:
-    """CPU seconds the study's runs took, each as its own record kept them."""
-    return sum(rec.get("cpu_seconds", 0.0) for rec in _records(store, run_ids))
-
-
-def _machines(store: Path, run_ids: list[str]) -> set[str]:
-    """Keys of the machines that computed the study's runs."""
-    return {rec.get("machine", {}).get("key", "unknown") for rec in _records(store, run_ids)}
-
-
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=Path(__file__).resolve().parent,
-        )
-        return out.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def run_study(study: Study, options, say=print) -> int:
-    """``playerfl study run authors_mode``: the declared seeds, resumable in the run store
-    (``--out`` in place of ``results/authors_mode``)."""
-    say(f"{compute(SEEDS, options.out)}")
-    return 0
+def _cost(store: Path, run_ids: list[str]) -> tuple[float, list[str]]:
+    """The CPU-seconds the study's runs took and the keys of the machines that computed them,
+    as each run's record kept them."""
+    records = [json.loads((Path(store) / "runs" / f"{r}.json").read_text()) for r in run_ids]
+    machines = {rec.get("machine", {}).get("key", "unknown") for rec in records}
+    return round(sum(rec.get("cpu_seconds", 0.0) for rec in records), 1), sorted(machines)

@@ -6,17 +6,20 @@ order of runs, the progress bar and the store are the same for both, and the pro
 the grid writes every finished run (:meth:`~playerfl_core.study.run_store.Store.write_finished`).
 A backend's ``open(threads, code)`` gives an executor (the interface is described on
 :class:`~playerfl_core.study.workers.LocalExecutor`); ``default_device()`` is where runs compute
-when the caller names no device.
+when the caller names no device. :func:`execute` runs independent jobs on one (a study's runs,
+a sweep's splits).
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import os
 from dataclasses import dataclass
 
 import torch
 
-from playerfl_core.study.workers import LocalExecutor
+from playerfl_core.study.run_spec import code_fingerprint
+from playerfl_core.study.workers import LocalExecutor, interrupts_as_keyboard
 
 BACKENDS = ("local", "ray")
 
@@ -56,6 +59,30 @@ def backend_for(backend, workers: int | None = None):
             )
         return backend
     raise ValueError(f"Unknown backend {backend!r}; use one of {BACKENDS} (or a RayBackend).")
+
+
+def execute(fn, jobs: list[tuple], backend, device: str, on_done) -> None:
+    """``fn(*job)`` for every job on ``backend`` (one thread per run), at most the backend's
+    ``in_flight()`` submitted at a time (one, computed here, for one local worker);
+    ``on_done(i, result)`` as job ``i`` ends, ``result()`` giving its value or raising its
+    error. Ctrl-C, SIGTERM or a failed run stops the workers at once; whatever ``on_done`` kept
+    stays."""
+    executor = backend.open(1, code_fingerprint(), device, len(jobs))
+    queue, pending = list(enumerate(jobs)), {}
+    try:
+        with interrupts_as_keyboard():
+            while queue or pending:
+                while queue and len(pending) < executor.in_flight():
+                    i, job = queue.pop(0)
+                    pending[executor.submit(fn, *job)] = i
+                finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+                for fut in finished:
+                    on_done(pending.pop(fut), lambda fut=fut: executor.result(fut))
+    except BaseException:  # no worker outlives the study
+        executor.stop()
+        executor.close(wait=False)
+        raise
+    executor.close()
 
 
 def _ray_backend():

@@ -8,10 +8,11 @@ choose may train at a rate wrong for it and the validation oracle is weaker than
 widening at an edge; :mod:`~playerfl_core.study.tuning`), then run at its own rate on the
 one-rate sweep's seeds. ``playerfl study run fair_sweeps`` computes them into
 ``results/fair`` (a standard-profile store, which starts from the standard archive, so a split
-whose rate did not move reuses its committed runs) and commits the runs the grids used, tuning
-and evaluation, to ``stores/fair``.
+whose rate did not move reuses its committed runs) and commits the rows of the runs the grids
+used, tuning and evaluation, to ``stores/fair`` with each run's entry in the record
+(:mod:`~playerfl_core.study.runner`; the committed archive reads as the same).
 
-From that archive, :func:`own_rates` re-derives each split's rate with the grid's rule and
+From that store, :func:`own_rates` re-derives each split's rate with the grid's rule and
 :func:`own_rate_scores` gives the sweep's scores with every split at its own rate, keyed by the
 one-rate sweep's learning rate so that the oracle and the regret
 (:mod:`~playerfl_core.study.split_scores`) apply unchanged, with the rule's split read from the
@@ -20,7 +21,6 @@ first epoch at PLayer-FL's rate, as PLayer-FL runs.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -30,17 +30,13 @@ import pandas as pd
 from data_prep import preregistered
 from playerfl_core.fl.algorithms.prefix import parse_prefix_name
 from playerfl_core.stats.metrics import best_val_loss, choose_lr
+from playerfl_core.study import runner
+from playerfl_core.study.archive_manifest import stores_dir
 from playerfl_core.study.split_scores import sweep_rows, sweep_scores
 
 DATASETS = preregistered.FAIR_SWEEP
 PROFILE = "standard"
 """The profile of the one-rate sweep they are paired with (its sizes, grid and seeds)."""
-
-
-def archive_path() -> Path:
-    from playerfl_core.study.archive import stores_dir
-
-    return stores_dir() / "fair"
 
 
 def sweep_lr(dataset: str) -> float:
@@ -54,11 +50,18 @@ def _tune_seeds(dataset: str) -> tuple[int, ...]:
     return tuple(default_grid(dataset, PROFILE)["tune_seeds"])
 
 
+def entries(record: dict) -> list[dict]:
+    """Each run's entry (run_id, spec, status, CPU-seconds) of a store's record or an archive's
+    manifest."""
+    return record.get("entries", record.get("runs", []))
+
+
 def own_rates(table: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
     """Per (dataset, p): the rate the grid's tuning chose, from the tuning seeds' runs of
-    ``table`` (a fair archive): lowest mean best validation loss, ties to the smaller rate, a
-    rate with a failed tuning run (``manifest``'s statuses) ineligible. Columns: dataset, p, lr,
-    rates (every rate tried, ascending), at_edge (the chosen rate is the smallest or largest)."""
+    ``table`` (the fair store): lowest mean best validation loss, ties to the smaller rate, a
+    rate with a failed tuning run (the statuses of ``manifest``, its record) ineligible.
+    Columns: dataset, p, lr, rates (every rate tried, ascending), at_edge (the chosen rate is
+    the smallest or largest)."""
     rows = sweep_rows(table)
     tune = rows[[s in _tune_seeds(d) for d, s in zip(rows["dataset"], rows["seed"], strict=True)]]
     per_run = best_val_loss(tune.drop(columns="p"))
@@ -66,7 +69,7 @@ def own_rates(table: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame
     scores = scores.rename(columns={"value": "score"})
     failed = {
         (e["dataset"], e["algorithm"], float(e["lr"]))
-        for e in (manifest or {}).get("runs", [])
+        for e in entries(manifest or {})
         if e["status"] != "ok" and e["seed"] in _tune_seeds(e["dataset"])
     }
     keys = scores[["dataset", "algorithm", "lr"]].itertuples(index=False)
@@ -114,58 +117,65 @@ def own_rate_scores(
 
 
 def load() -> tuple[pd.DataFrame, dict] | None:
-    """The committed fair archive (verified) and its manifest; None when not computed."""
-    from playerfl_core.study.archive import MANIFEST_FILE, load_archive
-
-    path = archive_path()
-    return load_archive(path) if (path / MANIFEST_FILE).exists() else None
+    """The committed fair store (verified) and its record; None when not computed."""
+    path = stores_dir() / "fair" / runner.TABLE_FILE
+    return runner.load_store(path) if runner.store_record(path) is not None else None
 
 
-def compute(
-    datasets: Sequence[str] = DATASETS, workers: int | None = None, progress: bool = True
-) -> list[str]:
-    """Run the fair grids (one per federation; resumable) into ``results/fair``; returns the
-    ids of the runs they used, tuning and evaluation."""
-    from playerfl_core.study.grid import run_grid
+def _grid(dataset: str, options) -> dict:
+    """The fair grid of one federation: every split tuned like an algorithm of the standard
+    grid, on the declared seeds, in ``results/fair`` (``--out``: ``<out>/fair_sweeps``)."""
     from playerfl_core.study.grid_plan import split_algorithms
     from playerfl_core.study.preregistration import seeds_of
 
-    run_ids = []
-    for ds in datasets:
-        result = run_grid(ds, split_algorithms(ds, PROFILE), PROFILE, seeds=seeds_of(ds),
-                          store=store_path(), workers=workers, progress=progress)  # fmt: skip
+    return dict(datasets=dataset, algorithms=split_algorithms(dataset, PROFILE), profile=PROFILE,
+                seeds=seeds_of(dataset), store=store_path(options))  # fmt: skip
+
+
+def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
+    """The fair grids (resumable), then the rows of the runs they used, tuning and evaluation
+    (each with its ``run_id``), and the record's fields: each run's entry (spec, status,
+    CPU-seconds, SHA-256 of its rows)."""
+    from playerfl_core.study.archive import packed
+    from playerfl_core.study.grid import run_grid
+    from playerfl_core.study.run_store import Store
+
+    used = set()
+    for ds in study.federations:
+        result = run_grid(**_grid(ds, options), backend=options.backend, device=options.device,
+                          workers=options.workers if options.local() else None,
+                          progress=options.progress)  # fmt: skip
         if len(result.failures):
-            print(result.note())
-        run_ids += result.status["run_id"].tolist()
-    return run_ids
+            say(result.note())
+        used |= set(result.status["run_id"])
+    store = Store(store_path(options))
+    table, runs, machines = packed(store, [r for r in store.scan()[0] if r["run_id"] in used])
+    cost = round(sum(e.get("cpu_seconds") or 0.0 for e in runs), 1)
+    extra = {"profile": PROFILE, "runs": len(runs), "cpu_seconds": cost, "entries": runs,
+             "machines": machines}  # fmt: skip
+    return table, extra
 
 
-def store_path() -> Path:
-    """``results/fair``: where the fair grids compute (a standard-profile store)."""
+def dry_run(study, options) -> str:
+    """What each federation's fair grid would compute and cost; computes nothing."""
+    from playerfl_core.study.grid import dry_run
+
+    return "\n".join(f"{ds}:\n{dry_run(**_grid(ds, options))}" for ds in study.federations)
+
+
+def store_path(options=None) -> Path:
+    """``results/fair``: where the fair grids compute (a standard-profile store); under
+    ``options.out`` when given."""
     from playerfl_core.study.run_store import default_store
 
+    if options is not None and options.out is not None:
+        return Path(options.out) / "fair_sweeps"
     return default_store(PROFILE).parent / "fair"
 
 
 def cost(fair_manifest: dict, standard_manifest: dict) -> tuple[int, float]:
-    """(runs, CPU-seconds) the fair sweeps added to the committed standard archive: its runs
-    that the one-rate archive does not hold."""
-    known = {e["run_id"] for e in standard_manifest["runs"]}
-    new = [e for e in fair_manifest["runs"] if e["run_id"] not in known]
+    """(runs, CPU-seconds) the fair sweeps added to the committed standard archive: the runs of
+    the fair store's record that the one-rate archive does not hold."""
+    known = {e["run_id"] for e in entries(standard_manifest)}
+    new = [e for e in entries(fair_manifest) if e["run_id"] not in known]
     return len(new), float(sum(e.get("cpu_seconds") or 0.0 for e in new))
-
-
-def run_study(study, options, say=print) -> int:
-    """``playerfl study run fair_sweeps``: the fair grids (resumable in ``results/fair``), then
-    the runs they used packed into ``stores/fair``."""
-    from playerfl_core.study.archive import pack
-    from playerfl_core.study.run_store import Store
-
-    if options.backend not in ("local", None):
-        raise ValueError("--backend: the fair sweeps run on the grid's local workers only.")
-    start = time.time()
-    run_ids = compute(study.federations, options.workers, options.progress)
-    command = f"playerfl study run {study.name}"
-    out = pack(Store(store_path()), PROFILE, archive_path(), command, run_ids=set(run_ids))
-    say(f"{len(set(run_ids))} runs to {out}: {time.time() - start:.0f} s wall")
-    return 0

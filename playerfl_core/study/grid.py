@@ -25,10 +25,7 @@ from playerfl_core.study.grid_plan import (
     algorithm_names,
     split_algorithms,
 )
-from playerfl_core.study.grid_result import (
-    GridResult,
-    MissingResultsError,
-)
+from playerfl_core.study.grid_result import GridResult, MissingResultsError
 from playerfl_core.study.grid_runner import run_plan
 from playerfl_core.study.run_store import (
     Store,

@@ -36,13 +36,7 @@ from playerfl_core.fl.schema import COLUMNS
 from playerfl_core.study import machine
 from playerfl_core.study.code_versions import equivalent_codes
 from playerfl_core.study.grid_result import GridResult
-from playerfl_core.study.run_store import (
-    ERROR,
-    OK,
-    RunSpec,
-    Store,
-    load_data_cached,
-)
+from playerfl_core.study.run_store import ERROR, OK, RunSpec, Store, load_data_cached
 from playerfl_core.study.tuning import chosen_lr, tuning_scores, widened_lr
 
 SPLIT_PREFIX = "prefix_p"
@@ -242,14 +236,8 @@ class GridPlan:
     def collect(self, computed: int) -> GridResult:
         """The grid's tables from the finished runs (every run of the plan must be done)."""
         records, store, code, same_as_now = self.records, self.store, self.code, self.same_as_now
-        eval_tables, tune_tables, status_rows, tuning_rows, chosen_rows, notes = (
-            [],
-            [],
-            [],
-            [],
-            [],
-            [],
-        )
+        eval_tables, tune_tables, status_rows, tuning_rows, chosen_rows = [], [], [], [], []
+        notes = []
         seen = set()
         for key, p in self.pairs.items():
             ds, alg = key

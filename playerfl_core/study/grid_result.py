@@ -10,10 +10,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from playerfl_core.study.run_store import (
-    OK,
-    Store,
-)
+from playerfl_core.study.run_store import OK, Store
 
 
 class MissingResultsError(FileNotFoundError):

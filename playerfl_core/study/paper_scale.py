@@ -8,18 +8,18 @@ Computed on a GPU in chunks by the batched driver (:mod:`playerfl_core.fl.batche
     playerfl study run paper_scale --out $OUT --budget-s 480 --device cuda
 
 computes what fits in the budget, K runs of one federation and learning rate at a time,
-skipping every run already finished (committed chunks in ``stores/paper_scale/`` and chunks in
-``--out``). Each chunk is written as ``<out>/paper_scale/<chunk>.parquet`` (its rows) and then
-``<chunk>.json`` (its record: runs, rows' SHA-256, seconds, machine, torch, code fingerprint,
-``driver: batched``), each by temporary file and rename; a chunk without its record, or whose
-rows do not match it, is refused and its runs computed again. ``--tiny`` runs a two-run
-stand-in on the CPU.
+skipping every run already finished (chunks committed to ``stores/pending/paper_scale/`` and
+chunks in ``--out``). Each chunk is written as ``<out>/paper_scale/<chunk>.parquet`` (its rows)
+and then ``<chunk>.json`` (its record: runs, rows' SHA-256, seconds, machine, torch, code
+fingerprint, ``driver: batched``), each by temporary file and rename; a chunk without its
+record, or whose rows do not match it, is refused and its runs computed again. Once every run
+is finished, the runner commits the table with its record (``stores/paper_scale/``, device-
+seconds as its cost). ``--tiny`` runs a two-run stand-in on the CPU.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -31,8 +31,7 @@ import torch
 from data_prep import preregistered
 from playerfl_core.fl import batched
 from playerfl_core.fl.errors import DivergenceError
-from playerfl_core.stats.results import atomic_write
-from playerfl_core.study import machine
+from playerfl_core.study import machine, runner
 from playerfl_core.study.declaration import Study, federation
 
 
@@ -83,6 +82,8 @@ PAPER_SCALE = Study(
     ),
     store="paper_scale",
     computes="playerfl_core.study.paper_scale",
+    work="paper_scale",
+    work_in_stores=True,
 )
 """The study as declared, before any of its runs was computed."""
 
@@ -98,18 +99,13 @@ TINY = replace(
     training=(("rounds", 2), ("batch_size", 32), ("width", 0.25)),
     why="A CPU stand-in: the chunking and resuming of the study, not its numbers.",
     store="paper_scale_tiny",
+    work="paper_scale_tiny",
 )
 """Two runs at small sizes: tries the chunked command on the CPU in seconds."""
 
 
 def run_name(dataset: str, lr: float, seed: int, p: int) -> str:
     return f"{dataset}_lr{lr:g}_s{seed}_p{p}"
-
-
-def committed_dir(study: Study) -> Path:
-    from playerfl_core.study.archive import stores_dir
-
-    return stores_dir() / study.store
 
 
 # -- chunks on disk ---------------------------------------------------------------------------
@@ -119,72 +115,27 @@ def chunk_stem(tasks) -> str:
     return f"{names[0]}_{len(names)}runs_{digest}"
 
 
-def write_chunk(folder: Path, stem: str, table: pd.DataFrame | None, record: dict) -> dict:
-    """Rows first (parquet), record last (JSON, which marks the chunk as finished), each by
-    temporary file and rename."""
-    folder.mkdir(parents=True, exist_ok=True)
-    record = dict(record)
-    if table is not None:
-        data = _parquet_bytes(table)
-        record.update(rows=len(table), parquet_sha256=hashlib.sha256(data).hexdigest())
-        atomic_write(folder / f"{stem}.parquet", lambda p: p.write_bytes(data))
-    text = json.dumps(record, indent=1, sort_keys=True, default=str) + "\n"
-    atomic_write(folder / f"{stem}.json", lambda p: p.write_text(text))
-    return record
-
-
-def _parquet_bytes(table: pd.DataFrame) -> bytes:
-    import io
-
-    buffer = io.BytesIO()
-    table.to_parquet(buffer, index=False)
-    return buffer.getvalue()
-
-
-def finished_chunks(folder: Path, study: Study, say=print) -> dict[str, dict]:
-    """The intact chunks of ``study`` in ``folder``, by stem. A record that cannot be read,
-    belongs to another declaration, or whose rows are missing or differ from their recorded
-    SHA-256 is refused with one line; its runs are computed again."""
+def finished_chunks(study: Study, folders, say=print) -> dict[Path, dict]:
+    """The intact chunks of ``study`` in ``folders`` (:func:`~playerfl_core.study.runner.
+    done_runs`): each one's rows file and its record. A chunk of another declaration is refused
+    with one line; its runs are computed again."""
     out = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        problem = None
-        try:
-            rec = json.loads(path.read_text())
-            if rec.get("study_key") != study.key():
-                problem = f"declared for another study ({rec.get('study_key')})"
-            elif rec.get("status") == "ok":
-                rows = path.with_suffix(".parquet")
-                data = rows.read_bytes() if rows.exists() else b""
-                if hashlib.sha256(data).hexdigest() != rec.get("parquet_sha256"):
-                    problem = f"its rows {rows.name} are missing or differ from the record"
-        except (OSError, ValueError) as err:
-            problem = f"unreadable ({err})"
-        if problem:
-            say(f"paper_scale: refusing chunk {path}: {problem}; its runs are computed again.")
-        else:
-            out[path.stem] = rec
+    for folder in dict.fromkeys(folders):
+        for stem, record in runner.done_runs(folder, say).items():
+            if record.get("study_key") == study.key():
+                out[folder / f"{stem}.parquet"] = record
+            else:
+                say(f"refusing {folder / stem}: declared for another study "
+                    f"({record.get('study_key')}); computed again.")  # fmt: skip
     return out
 
 
-def done_runs(folders, study: Study, say=print) -> set[str]:
-    """Names of the runs finished (or diverged) in any intact chunk of ``folders``."""
-    return {
-        name
-        for folder in folders
-        for rec in finished_chunks(folder, study, say).values()
-        for name in rec["runs"]
-    }
-
-
 def load(study: Study = PAPER_SCALE, folders=None) -> pd.DataFrame:
-    """The long results table of every finished run of ``study`` (committed chunks unless
-    ``folders`` are given), sorted by federation, rate, seed and split."""
-    tables = [
-        pd.read_parquet(folder / f"{stem}.parquet")
-        for folder in folders or [committed_dir(study)]
-        for stem, rec in finished_chunks(folder, study).items()
-        if rec.get("status") == "ok"
-    ]
+    """The long results table of every finished run of ``study`` (its committed chunks,
+    ``stores/pending/<work>``, unless ``folders`` are given), sorted by federation, rate, seed
+    and split."""
+    found = finished_chunks(study, folders or [study.work_dir()])
+    tables = [pd.read_parquet(rows) for rows, rec in found.items() if rec["status"] == "ok"]
     if not tables:
         raise ValueError(f"No finished chunk of {study.name}; compute it: {COMMAND}.")
     table = pd.concat(tables, ignore_index=True)
@@ -245,10 +196,15 @@ def compute(
     deadline = start + budget_s
     folder = Path(out) / study.name
     for orphan in sorted(folder.glob("*.parquet")) if folder.is_dir() else []:
-        if not orphan.with_suffix(".json").exists():  # cut off before its record: recompute
+        if not any(p.exists() for p in (orphan.with_suffix(".json"), Path(f"{orphan}.json"))):
+            # a chunk cut off before its record (not the committed table): recompute it
             say(f"paper_scale: removing {orphan}, a chunk cut off before its record.")
             orphan.unlink()
-    done = done_runs([committed_dir(study), folder], study, say)
+    done = {
+        n
+        for rec in finished_chunks(study, [study.work_dir(), folder], say).values()
+        for n in rec["runs"]
+    }
     todo = [t for t in study_tasks(study) if run_name(*t) not in done]
     computed, chunks, per_run, stopped = 0, 0, None, ""
     queue = _cut(todo, k)
@@ -280,7 +236,7 @@ def compute(
                 continue
             table, seconds, status, error = None, 0.0, "diverged", str(err)
         stem = chunk_stem(tasks)
-        write_chunk(folder, stem, table, _record(study, tasks, device, seconds, status, error))
+        runner.keep(folder, stem, table, _record(study, tasks, device, seconds, status, error))
         chunks += 1
         computed += len(tasks)
         per_run = seconds / len(tasks) if seconds else per_run
@@ -307,9 +263,10 @@ def _cut(tasks, k: int) -> list[list]:
     return chunks + ([current] if current else [])
 
 
-def run_study(study: Study, options, say=print) -> int:
+def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict] | None:
     """``playerfl study run paper_scale``: compute what fits in ``options.budget_s`` into
-    ``options.out`` and say what is left."""
+    ``options.out`` and say what is left; once no run is left, the table of every chunk and its
+    record's fields (runs, diverged runs, device-seconds, devices)."""
     from playerfl_core.fl.config import RunConfig, default_device
 
     if options.out is None:
@@ -332,6 +289,28 @@ def run_study(study: Study, options, say=print) -> int:
         f"{summary['chunks']} chunks ({summary['seconds']} s), {summary['already_done']} "
         f"already done, {summary['left']} of {total} left"
         + (f"; stopped: {summary['stopped']}" if summary["stopped"] else "")
-        + (f". Commit {out / study.name}/* to stores/{study.store}/." if summary["chunks"] else ".")
+        + (f". Commit {out / study.name}/* to {study.work_dir()}/." if summary["chunks"] else ".")
     )
-    return 0
+    if summary["left"]:
+        return None
+    folders = [study.work_dir(), out / study.name]
+    found = finished_chunks(study, folders, say).values()
+    extra = {
+        "study_key": study.key(),
+        "runs": sum(len(r["runs"]) for r in found),
+        "diverged": sorted(n for r in found if r["status"] != "ok" for n in r["runs"]),
+        "device_seconds": round(sum(r["seconds"] for r in found), 1),
+        "devices": sorted({r["device"] for r in found}),
+        "driver": batched.DRIVER,
+    }
+    return load(study, folders), extra
+
+
+def dry_run(study: Study, options) -> str:
+    """Every run of the study and whether a chunk holds it already; computes nothing."""
+    folders = [study.work_dir()] + ([Path(options.out) / study.name] if options.out else [])
+    done = {n for rec in finished_chunks(study, folders).values() for n in rec["runs"]}
+    names = [run_name(*t) for t in study_tasks(study)]
+    lines = [f"{'done' if n in done else 'todo'}  {n}" for n in names]
+    left = sum(n not in done for n in names)
+    return "\n".join([*lines, f"{study.name}: {len(names)} runs, {left} to compute"])

@@ -1,13 +1,20 @@
 """One runner for every study: computes its missing runs on a backend, keeps each as it ends,
-collects the long table and commits it with its record.
+collects the table and commits it with its record, in one store format.
 
 A study's ``computes`` module says what one run is. It offers ``study_tasks(study)`` (every
 run, as a tuple), ``task_name(task)``, ``run_one(study, task, device)`` (returns ``(task,
 table or None, record)``; the record holds at least ``cpu_seconds``), ``gather(study, tasks,
-work, records)`` (the long table and its totals) and ``record_extra(study, totals, wall)``
-(the fields its committed record carries); ``after_commit(study, say)`` is optional. A module
-that computes its study another way (a grid, the batched GPU driver) offers
-``run_study(study, options)`` instead.
+work, records)`` (the table and its totals) and ``record_extra(study, totals, wall)`` (the
+fields its committed record carries); ``after_commit(study, say)`` is optional. A module whose
+runs depend on each other (a grid that tunes before it evaluates, GPU chunks) offers
+``compute_table(study, options, say)`` instead: the table and its record's fields once every
+run is finished, else None; ``dry_run(study, options)`` says its plan.
+
+The store format: a Parquet table and its record beside it (``<table>.json``: machine, code,
+SHA-256, when, rows, CPU-seconds, runs and the study's own fields); a store declared as a
+folder keeps its table as ``runs.parquet``. The committed grid archives (``manifest.json``
+beside ``runs.parquet``, :mod:`~playerfl_core.study.archive`) read as the same: the manifest is
+the record, its seal the checksum (:func:`store_record`).
 
 Resumable: each finished run is written to the study's work folder (rows, then the record that
 marks it done, each atomically); a later call computes only the runs without a record. Runs
@@ -18,6 +25,7 @@ does not depend on where or beside what a run computed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -26,22 +34,30 @@ from pathlib import Path
 
 import pandas as pd
 
+from playerfl_core.study.backends import backend_for, execute
 from playerfl_core.study.declaration import Study
+
+TABLE_FILE = "runs.parquet"
+"""The table of a store declared as a folder."""
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How ``playerfl study run`` computes: where (backend, workers, device), the folder for
-    finished work (None: the study's own), the seconds a chunked study stops within, whether
-    to show progress, and after how many chunks a chunked study stops."""
+    """How ``playerfl study run`` computes: where (``backend``: ``local``, ``ray`` or a backend
+    object such as ``RayBackend(address=...)``; workers; device), the folder for finished work
+    (None: the study's own), the seconds a chunked study stops within, whether to show
+    progress, and after how many chunks a chunked study stops."""
 
-    backend: str = "local"
+    backend: object = "local"
     workers: int | None = None
     device: str | None = None
     out: Path | None = None
     budget_s: float = 480.0
     progress: bool = True
     max_chunks: int | None = None
+
+    def local(self) -> bool:
+        return self.backend in ("local", None)
 
 
 def command(study: Study | str) -> str:
@@ -54,27 +70,51 @@ def computes(study: Study):
     return import_module(study.computes)
 
 
-def runs_one_at_a_time(study: Study) -> bool:
-    """Whether the runner computes the study run by run (else its module's ``run_study``)."""
-    return hasattr(computes(study), "run_one")
+def store_file(study: Study, out: Path | None = None) -> Path:
+    """The table file of the study's store (under ``out/<name>`` in place of ``stores/``)."""
+    path = study.store_path()
+    path = path if path.suffix == ".parquet" else path / TABLE_FILE
+    return path if out is None else Path(out) / study.name / path.name
 
 
 # -- the work folder --------------------------------------------------------------------------
 def keep(work: Path, name: str, table: pd.DataFrame | None, record: dict) -> None:
-    """Write one finished run ``name`` atomically: its table first, its record last (the record
-    marks the run as done)."""
+    """Write one finished run ``name`` atomically: its table first, its record last (with the
+    table's SHA-256; the record marks the run as done)."""
+    work.mkdir(parents=True, exist_ok=True)
     if table is not None:
         tmp = work / f".{name}.parquet"
         table.to_parquet(tmp, index=False)
+        record = {**record, "sha256": _sha256(tmp)}
         tmp.replace(work / f"{name}.parquet")
     tmp = work / f".{name}.json"
-    tmp.write_text(json.dumps(record, sort_keys=True) + "\n")
+    tmp.write_text(json.dumps(record, sort_keys=True, default=str) + "\n")
     tmp.replace(work / f"{name}.json")
 
 
-def done_runs(work: Path) -> dict[str, dict]:
-    """The records of the runs already finished in ``work``, by run name."""
-    return {p.stem: json.loads(p.read_text()) for p in sorted(Path(work).glob("*.json"))}
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def done_runs(work: Path, say=None) -> dict[str, dict]:
+    """The records of the runs already finished in ``work``, by run name. A record that cannot
+    be read, or whose rows are missing or differ from its SHA-256, is left out (its run is
+    computed again), with one line to ``say``; a committed table's record is no run's."""
+    done = {}
+    for path in sorted(Path(work).glob("*.json")):
+        if path.name.endswith(".parquet.json"):
+            continue
+        try:
+            record = json.loads(path.read_text())
+            rows = path.with_name(f"{path.stem}.parquet")
+            if "sha256" in record and not (rows.exists() and _sha256(rows) == record["sha256"]):
+                raise ValueError(f"its rows {rows.name} are missing or differ from the record")
+        except (OSError, ValueError) as err:
+            if say is not None:
+                say(f"refusing {path}: {err}; computed again.")
+            continue
+        done[path.stem] = record
+    return done
 
 
 def plan(study: Study, work: Path | None = None, tasks=None) -> list[tuple[str, bool]]:
@@ -97,41 +137,27 @@ def compute(
     say=print,
 ) -> int:
     """Every run of ``study`` (or ``tasks``) not yet in ``work``, on ``options``' backend, each
-    kept as it ends; returns how many were computed. Ctrl-C or a failed run stops the workers
-    at once and keeps every run that finished."""
-    import concurrent.futures as cf
-
+    kept as it ends; returns how many were computed."""
     from tqdm.auto import tqdm
-
-    from playerfl_core.study.backends import backend_for
-    from playerfl_core.study.run_store import code_fingerprint
-    from playerfl_core.study.workers import interrupts_as_keyboard
 
     module = computes(study)
     work = work or study.work_dir()
     work.mkdir(parents=True, exist_ok=True)
-    done = done_runs(work)
+    done = done_runs(work, say)
     todo = [t for t in (tasks if tasks is not None else module.study_tasks(study))
             if module.task_name(t) not in done]  # fmt: skip
     if not todo:
         return 0
-    local = options.backend in ("local", None)
-    backend = backend_for(options.backend, options.workers if local else None)
-    device = options.device or ("cpu" if local else backend.default_device())
-    executor = backend.open(1, code_fingerprint(), device, len(todo))
-    bar = tqdm(total=len(todo), desc=study.name, unit="run", disable=not options.progress)
-    try:
-        with bar, interrupts_as_keyboard():
-            futures = [executor.submit(module.run_one, study, t, device) for t in todo]
-            for fut in cf.as_completed(futures):
-                task, table, record = executor.result(fut)
-                keep(work, module.task_name(task), table, record)
-                bar.update()
-    except BaseException:  # Ctrl-C, SIGTERM or a failed run: no worker outlives the study
-        executor.stop()
-        executor.close(wait=False)
-        raise
-    executor.close()
+    backend = backend_for(options.backend, options.workers if options.local() else None)
+    device = options.device or ("cpu" if options.local() else backend.default_device())
+    with tqdm(total=len(todo), desc=study.name, unit="run", disable=not options.progress) as bar:
+
+        def kept(_, result) -> None:
+            task, table, record = result()
+            keep(work, module.task_name(task), table, record)
+            bar.update()
+
+        execute(module.run_one, [(study, t, device) for t in todo], backend, device, kept)
     return len(todo)
 
 
@@ -159,88 +185,121 @@ def cpu_seconds(records: dict, names) -> float:
 def commit(study: Study, table: pd.DataFrame, extra: dict, out: Path | None = None, say=print):
     """Write ``table`` with its record (``split_rules_table.save_with_record``: machine, code
     fingerprint, SHA-256 and ``extra``) to ``out`` or the study's store, unless the committed
-    store already holds the same rows. Returns the path written, or None."""
-    from playerfl_core.study.split_rules_table import load_rules_table, save_with_record
+    store already holds the same rows. An archive's manifest beside it gives way to the new
+    record. Returns the path written, or None."""
+    from playerfl_core.study.archive_manifest import MANIFEST_FILE
+    from playerfl_core.study.split_rules_table import save_with_record
 
-    path = Path(out) if out is not None else study.store_path()
-    if path.exists() and load_rules_table(path)[0].equals(table):
+    path = Path(out) if out is not None else store_file(study)
+    if store_record(path) is not None and load_store(path)[0].equals(table):
         say(f"{path} already holds these {extra.get('runs', len(table))} runs: left as it is")
         return None
-    return save_with_record(table, path, extra)
+    written = save_with_record(table, path, extra)
+    (path.parent / MANIFEST_FILE).unlink(missing_ok=True)
+    return written
 
 
 def run(study: Study, options: RunOptions = RunOptions(), say=print) -> int:
-    """Compute ``study`` (resumably) and commit it; a study computed another way goes to its
-    module's ``run_study``. Returns the exit code."""
+    """Compute ``study`` (resumably) and commit it. Returns the exit code."""
     module = computes(study)
-    if not hasattr(module, "run_one"):
-        if not hasattr(module, "run_study"):
-            raise ValueError(
-                f"study run {study.name}: its runs are the committed grid's and sweeps' "
-                f"({study.computes}); compute them with `playerfl grid`, `playerfl sweep` and "
-                "`playerfl rules` (README, 'The committed standard-profile results')."
-            )
-        return module.run_study(study, options, say)
     start = time.time()
-    work = options.out / study.name if options.out is not None else None
-    compute(study, options, work, say=say)
-    table, totals = collect(study, work)
-    store = work / Path(study.store).name if work is not None else None
-    path = commit(study, table, module.record_extra(study, totals, time.time() - start), store, say)
+    store = store_file(study, options.out) if options.out is not None else None
+    if hasattr(module, "run_one"):
+        work = options.out / study.name if options.out is not None else None
+        compute(study, options, work, say=say)
+        table, totals = collect(study, work)
+        extra = module.record_extra(study, totals, time.time() - start)
+    elif hasattr(module, "compute_table"):
+        made = module.compute_table(study, options, say)
+        if made is None:
+            say(f"{study.name}: not every run is finished; nothing committed yet.")
+            return 0
+        table, extra = made
+    else:
+        raise ValueError(_computed_elsewhere(study))
+    path = commit(study, table, extra, store, say)
     if path is not None:
-        say(f"{len(table)} rows to {path}: {totals['cpu_seconds']:.0f} CPU-s over "
-            f"{totals['runs']} runs")  # fmt: skip
+        say(f"{len(table)} rows of {extra.get('runs', 'its')} runs to {path}")
     if hasattr(module, "after_commit") and options.out is None:
         module.after_commit(study, say)
     return 0
 
 
+def dry_run(study: Study, options: RunOptions = RunOptions(), say=print) -> int:
+    """Say every run of ``study`` and whether it is finished (or its module's plan)."""
+    module = computes(study)
+    if not hasattr(module, "run_one"):
+        if not hasattr(module, "dry_run"):
+            raise ValueError(_computed_elsewhere(study))
+        say(module.dry_run(study, options))
+        return 0
+    work = options.out / study.name if options.out is not None else study.work_dir()
+    planned = plan(study, work)
+    for name, done in planned:
+        say(f"{'done' if done else 'todo'}  {name}")
+    left = sum(not done for _, done in planned)
+    say(f"{study.name}: {len(planned)} runs, {left} to compute, in {work}")
+    return 0
+
+
+def _computed_elsewhere(study: Study) -> str:
+    return (
+        f"study run {study.name}: its runs are the committed grid's and sweeps' "
+        f"({study.computes}); compute them with `playerfl grid`, `playerfl sweep` and "
+        "`playerfl rules` (README, 'The committed standard-profile results')."
+    )
+
+
 # -- what is committed ------------------------------------------------------------------------
+def store_record(path: Path) -> dict | None:
+    """The record of the store whose table is ``path`` (None: not committed): ``<path>.json``,
+    or the archive manifest beside it read as one (``runs``: how many; ``entries``: each run's;
+    ``cpu_seconds``: their sum; ``seal``: the archive's checksum)."""
+    from playerfl_core.study.archive_manifest import MANIFEST_FILE, read_manifest
+
+    path = Path(path)
+    if Path(f"{path}.json").exists():
+        return json.loads(Path(f"{path}.json").read_text())
+    if (path.parent / MANIFEST_FILE).exists():
+        manifest = read_manifest(path.parent)
+        entries = manifest.pop("runs")
+        cost = round(sum(e.get("cpu_seconds") or 0.0 for e in entries), 1)
+        return {**manifest, "runs": len(entries), "entries": entries, "cpu_seconds": cost}
+    return {} if path.exists() else None
+
+
+def load_store(path: Path) -> tuple[pd.DataFrame, dict]:
+    """A committed store's table and record (:func:`store_record`), checked against its
+    SHA-256 (an archive: every run's rows against its manifest)."""
+    from playerfl_core.study.archive import MANIFEST_FILE, load_archive
+    from playerfl_core.study.split_rules_table import load_rules_table
+
+    path = Path(path)
+    if Path(f"{path}.json").exists() or not (path.parent / MANIFEST_FILE).exists():
+        return load_rules_table(path)
+    return load_archive(path.parent)[0], store_record(path)
+
+
+def sha256_matches(path: Path, record: dict) -> bool | None:
+    """Whether the table at ``path`` is the one its record checksummed (None: no checksum)."""
+    from playerfl_core.study.archive_manifest import seal
+
+    if "sha256" in record:
+        return _sha256(path) == record["sha256"]
+    if "seal" in record:
+        return record["seal"] == seal(Path(path).parent, record["entries"])
+    return None
+
+
 def store_state(study: Study) -> dict:
-    """Whether the study's store is committed, whether its SHA-256 (an archive's seal) matches
-    its record, and what it cost in CPU-seconds by its record. Keys: path, committed,
-    sha256_matches (None when the record keeps no checksum), cpu_seconds, runs."""
-    import hashlib
-
-    path = study.store_path()
-    state = {"path": path, "committed": False, "sha256_matches": None, "cpu_seconds": None,
-             "runs": None}  # fmt: skip
-    if path.suffix == ".parquet":
-        if not path.exists():
-            return state
-        record_path = Path(f"{path}.json")
-        record = json.loads(record_path.read_text()) if record_path.exists() else {}
-        if "sha256" in record:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-            state["sha256_matches"] = digest == record["sha256"]
-        return {**state, "committed": True, "cpu_seconds": record.get("cpu_seconds"),
-                "runs": record.get("runs")}  # fmt: skip
-    from playerfl_core.study.archive import MANIFEST_FILE, read_manifest, seal
-
-    if not (path / MANIFEST_FILE).exists():
-        return _chunks_state(state, path)
-    manifest = read_manifest(path)
-    runs = manifest["runs"]
-    return {**state, "committed": True, "sha256_matches": manifest.get("seal") == seal(path, runs),
-            "cpu_seconds": round(sum(e.get("cpu_seconds") or 0.0 for e in runs), 1),
-            "runs": len(runs)}  # fmt: skip
-
-
-def _chunks_state(state: dict, folder: Path) -> dict:
-    """A folder of chunks (rows, then a record with their SHA-256): committed when it holds
-    one; its cost is the chunks' seconds on their device."""
-    import hashlib
-
-    records = {p: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
-    if not records:
-        return state
-    matches = all(
-        rec.get("status") != "ok"
-        or (p.with_suffix(".parquet").exists() and rec.get("parquet_sha256")
-            == hashlib.sha256(p.with_suffix(".parquet").read_bytes()).hexdigest())
-        for p, rec in records.items()
-    )  # fmt: skip
-    seconds = round(sum(r.get("seconds", 0.0) for r in records.values()), 1)
-    runs = sum(len(r.get("runs", [])) for r in records.values())
-    return {**state, "committed": True, "sha256_matches": matches, "runs": runs,
-            "device_seconds": seconds}  # fmt: skip
+    """Whether the study's store is committed, whether its SHA-256 matches its record, and
+    what it cost by its record. Keys: path, committed, sha256_matches (None when the record
+    keeps no checksum), cpu_seconds, device_seconds, runs."""
+    path = store_file(study)
+    record = store_record(path)
+    if record is None:
+        return {"path": path, "committed": False, "sha256_matches": None, "cpu_seconds": None,
+                "device_seconds": None, "runs": None}  # fmt: skip
+    return {"path": path, "committed": True, "sha256_matches": sha256_matches(path, record),
+            "cpu_seconds": record.get("cpu_seconds"),
+            "device_seconds": record.get("device_seconds"), "runs": record.get("runs")}  # fmt: skip

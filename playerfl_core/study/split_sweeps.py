@@ -17,6 +17,7 @@ from tqdm import tqdm
 from playerfl_core.fl.algorithms import get_algorithm
 from playerfl_core.fl.algorithms.prefix import parse_prefix_name, prefix_name
 from playerfl_core.stats.results import COLUMNS, SERVER
+from playerfl_core.study.backends import execute
 
 RUN = ["dataset", "lr", "seed"]
 """A sweep's run keys besides the split: every p of one (dataset, lr, seed) shares its data,
@@ -48,33 +49,12 @@ def check_sweepable(units: Sequence[str], dataset: str) -> None:
         )
 
 
-def run_sweep(
-    dataset: str,
-    seeds: Iterable[int],
-    profile: str = "quick",
-    lr: float | None = None,
-    rounds: int | None = None,
-    device: str | None = None,
-    data_loader: Callable | None = None,
-    splits: Iterable[int] | None = None,
-    progress: bool = True,
-    workers: int = 1,
-    diverged: list | None = None,
-    finished: list | None = None,
-    backend="local",
-    planned: list | None = None,
-) -> pd.DataFrame:
-    """Every split p = 0 … L (or ``splits``) on every seed, at one learning rate (the
-    profile's unless ``lr``): the long results table, one ``prefix_p{p}`` run per (seed, p).
-    ``diverged``, ``finished``, ``backend`` and ``planned``: see :func:`run_sweeps`.
-
+def run_sweep(dataset: str, *args, **kwargs) -> pd.DataFrame:
+    """:func:`run_sweeps` of one dataset: every split p = 0 … L (or ``splits``) on every seed,
+    at one learning rate (the profile's unless ``lr``), one ``prefix_p{p}`` run per (seed, p).
     The data of seed s is ``data_loader(s)`` (default ``data_prep.load(dataset, profile,
-    seed=s)``). Same arguments, same machine: the same table (see :func:`run_sweeps`).
-    """
-    return run_sweeps(
-        [dataset], seeds, profile, lr, rounds, device, data_loader, splits, progress, workers,
-        diverged, finished, backend, planned,
-    )  # fmt: skip
+    seed=s)``). Same arguments, same machine: the same table."""
+    return run_sweeps([dataset], *args, **kwargs)
 
 
 def run_sweeps(
@@ -110,7 +90,6 @@ def run_sweeps(
     ``(dataset, seed, p)`` before the first computes, so such a caller can say how many of how
     many finished.
     """
-    import torch
 
     from playerfl_core.fl.errors import DivergenceError
     from playerfl_core.fl.profiles import make_config
@@ -137,7 +116,8 @@ def run_sweeps(
                     f"splits {bad} are outside the valid range 0..{len(units)} for {ds!r} "
                     f"(units {', '.join(units)})."
                 )
-            jobs += [(ds, profile, seed, p, lr, rounds, device) for p in ps]
+            mine = data if data_loader else None  # else each worker loads its own
+            jobs += [(ds, profile, seed, p, lr, rounds, device, mine) for p in ps]
     if planned is not None:
         planned += [(ds, seed, p) for ds, _, seed, p, *_ in jobs]
     bar = tqdm(total=len(jobs), desc="sweep", unit="run", disable=not progress)
@@ -156,42 +136,11 @@ def run_sweeps(
         bar.update()
 
     with bar:  # closed however the sweep ends, so a message after it starts on its own line
-        if local and workers <= 1:
-            previous = torch.get_num_threads()
-            torch.set_num_threads(1)
-            try:
-                for i, job in enumerate(jobs):
-                    loader = data_loader or (lambda s, ds=job[0]: _sweep_data(ds, profile, s))
-                    done(i, lambda job=job, loader=loader: _sweep_run(*job, data=loader(job[2])))
-            finally:
-                torch.set_num_threads(previous)
-        else:
-            _run_elsewhere(jobs, backend, device, done)
+        execute(_sweep_run, jobs, backend, device or "cpu", done)
     kept = [t for t in tables if t is not None]
     if not kept:
         return pd.DataFrame(columns=COLUMNS)
     return pd.concat(kept, ignore_index=True)
-
-
-def _run_elsewhere(jobs: list[tuple], backend, device, done: Callable) -> None:
-    """Every job's :func:`_sweep_run` on ``backend``'s executor (worker processes or a Ray
-    cluster, one thread per run), ``done(i, result)`` as each finishes."""
-    import concurrent.futures as cf
-
-    from playerfl_core.study.run_store import code_fingerprint
-    from playerfl_core.study.workers import interrupts_as_keyboard
-
-    executor = backend.open(1, code_fingerprint(), device or "cpu", len(jobs))
-    try:
-        with interrupts_as_keyboard():
-            futures = {executor.submit(_sweep_run, *job): i for i, job in enumerate(jobs)}
-            for fut in cf.as_completed(futures):
-                done(futures[fut], lambda fut=fut: executor.result(fut))
-    except BaseException:  # Ctrl-C, SIGTERM or a failed run: no worker outlives the sweep
-        executor.stop()
-        executor.close(wait=False)
-        raise
-    executor.close()
 
 
 def _sweep_data(dataset: str, profile: str, seed: int):

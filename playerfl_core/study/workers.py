@@ -174,7 +174,7 @@ class LocalExecutor:
     """
 
     def __init__(self, workers: int, threads: int | None):
-        self.workers = max(int(workers), 1)
+        self.workers, self.threads = max(int(workers), 1), threads
         self._seen: dict = {}  # every worker process started, by pid (to say how one ended)
         if self.workers == 1:
             self.pool = None
@@ -193,11 +193,14 @@ class LocalExecutor:
                 fut = self.pool.submit(fn, *args)
             self._seen.update(getattr(self.pool, "_processes", None) or {})
             return fut
-        fut = cf.Future()
+        fut, previous = cf.Future(), torch.get_num_threads()
+        torch.set_num_threads(self.threads or previous)  # as a worker process would
         try:
             fut.set_result(fn(*args))
         except Exception as err:  # noqa: BLE001 - handed to the caller through the future
             fut.set_exception(err)
+        finally:
+            torch.set_num_threads(previous)
         return fut
 
     def result(self, fut: cf.Future):
