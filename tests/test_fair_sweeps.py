@@ -116,7 +116,7 @@ def test_the_scorecards_r1_profile_says_what_its_regrets_were_scored_on(monkeypa
     """The scorecard's R1 row named its sweep's seeds but not that its Fashion-MNIST regrets
     were chosen and scored on 2,000 images per client (items 15 and 17)."""
     from playerfl_core.book.reports import reproduction
-    from playerfl_core.study import val_rescore as V
+    from playerfl_core.study import rescore as V
 
     one = _regrets("fmnist", np.zeros(20))
     monkeypatch.setattr(V, "r1_family", lambda r: r.assign(rescored=True, large_val=True))
