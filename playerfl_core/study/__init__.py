@@ -9,7 +9,9 @@ learning-rate tuning (``tuning``), archives of stores and their verification (``
 split sweeps (``split_sweeps`` runs or loads them, ``split_scores`` scores them and the rule's
 regret, ``split_oracle`` judges C5, stability and heterogeneity and is the one import for
 chapters), ``paper_scale``, the paper-size sweep declared as data and computed in
-chunks with the batched driver, and ``experiments``, the one import for a study.
+chunks with the batched driver, the scale ladder's rungs (``rungs``) and the rescores on larger
+evaluation sets (``rescore``), each study declared as data (``declaration``, ``registry``) and
+computed by one ``runner``, and ``experiments``, the one import for a study.
 
 May import: ``measure``, ``stats``, ``fl`` and ``data_prep``. Imported by ``flower``, ``book``
 and the entry points.
