@@ -169,8 +169,11 @@ def runs_in(rescored: tuple | None) -> set[Task]:
 
 
 def rung_seeds(rung: pd.DataFrame | None) -> set[tuple[str, float, int]]:
-    """The (dataset, lr, seed) a table of prefix runs holds (none for None)."""
-    return {run[:3] for run in runs_in(None if rung is None else (rung, None))}
+    """The (dataset, lr, seed) a table holds (none for None)."""
+    if rung is None:
+        return set()
+    keys = rung[["dataset", "lr", "seed"]].drop_duplicates()
+    return {(d, float(lr), int(s)) for d, lr, s in keys.itertuples(index=False)}
 
 
 def r1_committed_regrets() -> pd.DataFrame:
