@@ -90,14 +90,14 @@ source-archive: setup
 # seeds, the confirmation test's seeds 10-29) are timed in the README. Heterogeneity
 # federations: every split at the learning rate tuned for PLayer-FL on their base (heart 0.03,
 # digits 0.005, fmnist 0.003); seeds and sets as declared in playerfl_core/study/preregistration.py.
-# The scale ladder (playerfl_core/study/scale_ladder.py): the paper-size first epochs of
+# The scale ladder (playerfl_core/study/rungs.py): the paper-size first epochs of
 # Fashion-MNIST and its rotated federation, seeds 0-9 (its record in stores/ladder states the cost),
-# and its middle rung (playerfl_core/study/middle_rung.py): every split at 1,000 images per client,
-# width 0.5, 20 rounds, seeds 0-4; and its evaluation rung (playerfl_core/study/eval_rung.py): the
+# and its middle rung: every split at 1,000 images per client,
+# width 0.5, 20 rounds, seeds 0-4; and its evaluation rung: the
 # book's sweep of both, seeds 0-9, scored on 2,000 validation and test images per client.
-# R1's rescore (playerfl_core/study/r1_rescore.py): the rule's and the oracle's committed runs of
+# R1's rescore (playerfl_core/study/rescore.py): the rule's and the oracle's committed runs of
 # every Fashion-MNIST federation trained again and scored on 2,000 test images per client; R2's
-# rescore (playerfl_core/study/r2_rescore.py): the same for every other rule's split that the
+# rescore: the same for every other rule's split that the
 # pre-registered test reads.
 # The fair sweep (playerfl_core/study/fair_sweeps.py): every split at its own tuned rate (stores/fair).
 HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1 noise noise_alpha0.1

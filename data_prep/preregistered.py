@@ -3,7 +3,7 @@ holds the procedure and the analysis; dataset names live here, in data_prep, as 
 
 Declared at commit a025bfc, before any evaluation federation was computed or read, and moved
 here unchanged; the pre-registration appendix's record says what each declaration added. At the
-end, not a declaration: the federations of the scale ladder (``study.scale_ladder``), a
+end, not a declaration: the federations of the scale ladder (``study.rungs``), a
 descriptive study that no run reads either.
 """
 
@@ -73,7 +73,7 @@ smallest attainable Holm-adjusted p over the test's 16 (entry, kind) pairs is 16
 never pooled with the first test's seeds 0–9 of the same federations."""
 
 
-# -- not a declaration: the scale ladder (study.scale_ladder), descriptive -------------------------
+# -- not a declaration: the scale ladder (study.rungs), descriptive -------------------------
 LADDER = ("fmnist", "fmnist_rotate")
 """Fashion-MNIST and its rotated federation (the one that decides claim R2), at the book's sizes
 and at the paper's."""
@@ -82,7 +82,7 @@ LADDER_SEEDS = tuple(range(10))
 
 # -- added at the seventh declaration (the scale ladder's middle rung) ----------------------------
 MIDDLE_SEEDS = tuple(range(5))
-"""The seeds of the ladder's middle rung (``study.middle_rung``): the full split sweep of both
+"""The seeds of the ladder's middle rung (``study.rungs``): the full split sweep of both
 ``LADDER`` federations at 1,000 images per client, width 0.5, 20 rounds."""
 
 
@@ -94,7 +94,7 @@ the one-rate sweep's seeds (``study.preregistration.seeds_of``)."""
 
 # -- added at the eighth declaration (the scale ladder's evaluation rung) -------------------------
 EVAL_SEEDS = tuple(range(10))
-"""The seeds of the ladder's evaluation rung (``study.eval_rung``): the book's sweep of both
+"""The seeds of the ladder's evaluation rung (``study.rungs``): the book's sweep of both
 ``LADDER`` federations, scored on 2,000 validation and 2,000 test images per client; the seeds
 of the book's one-rate sweeps of both federations."""
 

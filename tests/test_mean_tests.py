@@ -82,8 +82,8 @@ def test_each_claims_parts_read_the_same_in_chapter_04_and_on_the_scorecard(monk
     parts with the same Holm-adjusted p and verdict."""
     from playerfl_core.book.reports import reproduction as RP
     from playerfl_core.book.reports import split_choice as R
+    from playerfl_core.study import rescore as V
     from playerfl_core.study import split_oracle as O
-    from playerfl_core.study import val_rescore as V
     from playerfl_core.study.archive import archive_dir
 
     monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed archives, as chapters

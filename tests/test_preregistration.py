@@ -414,7 +414,7 @@ def test_the_follow_ups_are_named_by_their_kind_wherever_the_book_shows_a_set():
     from playerfl_core.book.reports import rule_family as RF
     from playerfl_core.book.reports import rule_scope as RS
     from playerfl_core.book.style import set_label
-    from playerfl_core.study import r2_rescore as R2
+    from playerfl_core.study import rescore as R2
 
     first, second = P.FOLLOW_UP[0], P.FOLLOW_UP_2[0]
     quantity, concept = set_label(P.role_of(first)), set_label(P.role_of(second))

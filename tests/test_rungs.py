@@ -1,15 +1,16 @@
-"""The scale ladder's rungs (``study.rungs``): the middle rung (item 13 of the pre-registration) and
-the evaluation rung (item 14)."""
+"""The scale ladder (``study.rungs``): the paper-size first epochs, the middle rung and the
+evaluation rung; how a rung's runs are computed, collected and read, and the committed stores."""
 
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from playerfl_core.study import eval_rung as E
-from playerfl_core.study import machine
-from playerfl_core.study import middle_rung as M
+from playerfl_core.measure.score_noise import client_score_noise, regret_noise
+from playerfl_core.study import machine, registry, runner
 from playerfl_core.study import rungs as R
+from playerfl_core.study.split_scores import first_epoch_sensitivities, rule_splits
 from playerfl_core.study.verification import compare_run
 
 
@@ -20,7 +21,7 @@ def _regrets(dataset, p_rule, p_oracle, regret):
     )  # fmt: skip
 
 
-def test_what_moves_reads_item_13():
+def test_what_moves_reads_the_middle_rung_as_declared():
     book = pd.concat(
         [_regrets("a", [3] * 5, [4, 4, 4, 1, 1], [0, 0, 0.01, 0.02, 0]),
          _regrets("b", [3] * 5, [3] * 5, [0.0] * 5)]
@@ -47,32 +48,22 @@ def test_what_moves_reads_item_13():
 
 
 def test_the_rung_trains_at_its_declared_sizes():
-    """Item 13: 1,000 images per client in 64/16/20 splits, width 0.5, 20 rounds, the book's
-    one sweep rate 0.003 and batch 32 (the quick profile's)."""
-    cfg = R.config(M.rung(), "fmnist_rotate", 0)
+    """1,000 images per client in 64/16/20 splits, width 0.5, 20 rounds, the book's one sweep
+    rate 0.003 and batch 32 (the quick profile's)."""
+    cfg = R.MIDDLE_RUNG.config("fmnist_rotate", seed=0)
     assert (cfg.width, cfg.rounds, cfg.lr, cfg.batch_size) == (0.5, 20, 3e-3, 32)
-    data = R.federation(M.rung(), "fmnist_rotate", 0)
+    data = R.federation(R.MIDDLE_RUNG, "fmnist_rotate", 0)
     assert [(c.n_train, len(c.y_val), len(c.y_test)) for c in data.clients] == [(640, 160, 200)] * 5
-    assert R.n_splits(M.rung(), "fmnist") == 6
-    assert M.rung_sizes()["middle"].startswith("middle rung: 1,000 images per client, width 0.5")
-
-
-@pytest.fixture
-def tiny_rung(monkeypatch):
-    """The rung at 60 images per client and one round (the constants the workers read)."""
-    monkeypatch.setattr(M, "SAMPLES_PER_CLIENT", 60)
-    monkeypatch.setattr(M, "ROUNDS", 1)
-    R.federation.cache_clear()
-    yield
-    R.federation.cache_clear()
+    assert R.n_splits(R.MIDDLE_RUNG, "fmnist") == 6
+    assert R.rung_sizes()["middle"].startswith("middle rung: 1,000 images per client, width 0.5")
 
 
 def test_a_rung_is_collected_only_when_complete_and_never_recomputes_a_kept_run(
-    tiny_rung, tmp_path, monkeypatch
+    tmp_path, monkeypatch
 ):
-    from playerfl_core.study import runner
-
-    rung, tasks = M.rung(), R.tasks(M.rung(), ["fmnist"], [0])
+    rung = replace(R.MIDDLE_RUNG, loader=(("samples_per_client", 60),),
+                   training=(("width", R.MIDDLE_WIDTH), ("rounds", 1)))  # fmt: skip
+    tasks = R.study_tasks(rung, ["fmnist"], [0])
     with pytest.raises(ValueError, match="6 of the middle_rung study's 6 runs are not computed"):
         runner.collect(rung, tmp_path, tasks)
     for task in tasks:
@@ -92,11 +83,12 @@ def test_a_rung_is_collected_only_when_complete_and_never_recomputes_a_kept_run(
     assert runner.compute(rung, options, tmp_path, tasks) == 0
 
 
-@pytest.mark.parametrize("module", [M, E], ids=["middle rung", "evaluation rung"])
-def test_a_committed_rung_is_complete_and_its_first_round_recomputes(module, monkeypatch):
+@pytest.mark.parametrize(
+    "rung", [R.MIDDLE_RUNG, R.EVAL_RUNG], ids=["middle rung", "evaluation rung"]
+)
+def test_a_committed_rung_is_complete_and_its_first_round_recomputes(rung, monkeypatch):
     monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
-    rung = module.rung()
-    committed = module.load()  # checks the SHA-256 of its record
+    committed = R.load(rung)  # checks the SHA-256 of its record
     assert committed is not None, f"stores/{rung.store} is not committed"
     table, record = committed
     n_splits = R.n_splits(rung, rung.federations[0])
@@ -105,7 +97,7 @@ def test_a_committed_rung_is_complete_and_its_first_round_recomputes(module, mon
     assert not record["diverged"]
     runs = table.groupby(["dataset", "seed"])["algorithm"].nunique()
     assert len(runs) == record["runs"] // n_splits and (runs == n_splits).all()
-    assert table["round"].max() == R.config(rung, *rung.federations[:1], 0).rounds - 1
+    assert table["round"].max() == rung.config(rung.federations[0], seed=0).rounds - 1
     R.regrets(table)  # raises unless each run's units are in depth order (the recorded split)
     task = ("fmnist_rotate", 3, 2)
     _, fresh, _ = R.run_one(replace(rung, training=(*rung.training, ("rounds", 1))), task)
@@ -240,23 +232,20 @@ def test_r2s_scope_says_where_the_deciding_federation_was_run_beyond_the_books_s
 
 
 def test_the_committed_noise_measurement_is_complete_and_recomputes(monkeypatch):
-    """Item 14's measurement: both federations, every client, at 80 and 2,000 test images; one
-    federation's recomputes (bit for bit on the machine that made it; elsewhere a flipped
-    prediction moves a standard error a little)."""
-    import numpy as np
-
-    from playerfl_core.measure.score_noise import client_score_noise
+    """The evaluation rung's declared measurement: both federations, every client, at 80 and
+    2,000 test images; one federation's recomputes (bit for bit on the machine that made it;
+    elsewhere a flipped prediction moves a standard error a little)."""
 
     monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
-    committed = E.load_noise()
+    committed = R.load_noise()
     assert committed is not None, "stores/ladder/eval_noise.parquet is not committed"
     noise, record = committed
-    assert set(noise["dataset"]) == set(E.DATASETS) and set(noise["n"]) == {80, 2000}
+    assert set(noise["dataset"]) == set(R.DATASETS) and set(noise["n"]) == {80, 2000}
     assert (noise.groupby(["dataset", "n"])["client"].nunique() == 5).all()
     stored = noise[noise["dataset"] == "fmnist_rotate"].reset_index(drop=True)
     fresh = client_score_noise(
-        "fmnist_rotate", E.NOISE_SEED, int(stored["p"].iloc[0]), E.EVAL_PER_CLIENT,
-        (E.BOOK_TEST_IMAGES, E.EVAL_PER_CLIENT), E.NOISE_DRAWS,
+        "fmnist_rotate", R.NOISE_SEED, int(stored["p"].iloc[0]), R.EVAL_PER_CLIENT,
+        (R.BOOK_TEST_IMAGES, R.EVAL_PER_CLIENT), R.NOISE_DRAWS,
     )  # fmt: skip
     columns = ["client", "weight", "n", "accuracy_se", "binomial_se", "macro_f1_se"]
     if record["machine"]["key"] == machine.fingerprint(threads=1)["key"]:
@@ -268,26 +257,99 @@ def test_the_committed_noise_measurement_is_complete_and_recomputes(monkeypatch)
 def test_the_committed_regret_noise_is_complete_and_recomputes(monkeypatch):
     """The regret's noise: both federations at 80 and 2,000 test images, between the rule's
     split and the rung's most frequent oracle split; one federation's recomputes."""
-    import numpy as np
-
-    from playerfl_core.measure.score_noise import regret_noise
 
     monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
-    committed = E.load_regret_noise()
+    committed = R.load_regret_noise()
     assert committed is not None, "stores/ladder/eval_regret_noise.parquet is not committed"
     noise, record = committed
-    assert set(noise["dataset"]) == set(E.DATASETS) and set(noise["n"]) == {80, 2000}
-    oracle = R.regrets(E.load()[0]).groupby("dataset")["p_oracle"].agg(lambda p: p.mode().min())
+    assert set(noise["dataset"]) == set(R.DATASETS) and set(noise["n"]) == {80, 2000}
+    oracle = (
+        R.regrets(R.load("eval_rung")[0])
+        .groupby("dataset")["p_oracle"]
+        .agg(lambda p: p.mode().min())
+    )
     assert (noise.set_index("dataset")["p_oracle"] == oracle.reindex(noise["dataset"])).all()
     assert (noise["regret_se"] <= noise["unpaired_se"]).all()
     stored = noise[noise["dataset"] == "fmnist_rotate"].reset_index(drop=True)
     fresh = regret_noise(
-        "fmnist_rotate", E.NOISE_SEED, int(stored["p_rule"].iloc[0]),
-        int(stored["p_oracle"].iloc[0]), E.EVAL_PER_CLIENT,
-        (E.BOOK_TEST_IMAGES, E.EVAL_PER_CLIENT), E.NOISE_DRAWS,
+        "fmnist_rotate", R.NOISE_SEED, int(stored["p_rule"].iloc[0]),
+        int(stored["p_oracle"].iloc[0]), R.EVAL_PER_CLIENT,
+        (R.BOOK_TEST_IMAGES, R.EVAL_PER_CLIENT), R.NOISE_DRAWS,
     )  # fmt: skip
     columns = ["n", "regret_se", "unpaired_se"]
     if record["machine"]["key"] == machine.fingerprint(threads=1)["key"]:
         pd.testing.assert_frame_equal(fresh[columns], stored[columns])
     else:
         assert np.allclose(fresh["regret_se"], stored["regret_se"], rtol=0.15)
+
+
+# -- the paper-size first epochs ------------------------------------------------------------------
+def _first_epochs(work, datasets, seeds, profile, workers):
+    """The ladder's first epochs through the study runner (what ``playerfl study run`` does)."""
+    study = replace(
+        registry.study("scale_ladder"), federations=datasets, seeds=seeds, profile=profile
+    )
+    runner.compute(study, runner.RunOptions(workers=workers, progress=False), work)
+    return runner.collect(study, work)
+
+
+def test_compute_is_the_first_epoch_of_each_seed_whatever_the_workers(tmp_path):
+    """Each (federation, seed) is one task; the table is the same as computing the seeds one by
+    one in this process, and the CPU-seconds are counted."""
+    table, totals = _first_epochs(tmp_path, ("digits",), (0, 1), "quick", workers=2)
+    with R.one_thread():
+        direct = first_epoch_sensitivities("digits", [0, 1], "quick", progress=False)
+    pd.testing.assert_frame_equal(
+        table, direct.sort_values(["dataset", "seed", "client", "depth"], ignore_index=True)
+    )
+    assert totals["cpu_seconds"] > 0
+
+
+def test_the_ladder_summary_counts_every_split_per_rung():
+    rows = [("fmnist", "book", s, 3) for s in range(10)]
+    rows += [("fmnist", "paper", s, 3 if s < 7 else 4) for s in range(10)]
+    at = pd.DataFrame(rows, columns=["dataset", "rung", "seed", "p_rule"])
+    summary = R.ladder_summary(at).set_index("rung")
+    assert summary.loc["book", "splits"] == "3×10" and summary.loc["paper", "splits"] == "3×7, 4×3"
+    assert summary.loc["paper", "modal_share"] == pytest.approx(0.7)
+
+    from playerfl_core.book.reports.ladder import ladder_lines, ladder_table
+
+    shown = ladder_table(R.ladder_summary(at))["most frequent p"].tolist()
+    tied = at.assign(p_rule=[3] * 10 + [3] * 5 + [4] * 5)
+    assert shown == ["3 (100%)", "3 (70%)"]
+    assert ladder_table(R.ladder_summary(tied))["most frequent p"].iloc[1] == "3, 4 (50% each)"
+
+    text = ladder_lines(R.ladder_summary(at))
+    assert "3×7, 4×3" in text and "another split than p = 3 on 3 of 10 seeds" in text
+    moved = at.assign(p_rule=at["p_rule"].where(at["rung"] == "book", 2))
+    assert "another split than p = 3 on 10 of 10 seeds" in ladder_lines(R.ladder_summary(moved))
+
+
+@pytest.mark.slow
+def test_the_committed_paper_size_choice_is_reproduced_for_one_seed(monkeypatch, tmp_path):
+    """One seed of the committed paper-size first epochs, recomputed here: the rule's split is
+    the same (its numbers may drift in their last bits on another CPU; the split may not)."""
+    monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
+    committed = R.load("scale_ladder")
+    assert committed is not None, "stores/ladder is not committed"
+    table, _ = committed
+    seed0 = table[(table["dataset"] == "fmnist") & (table["seed"] == 0)]
+    again, _ = _first_epochs(tmp_path, ("fmnist",), (0,), R.PAPER, workers=1)
+    split = rule_splits(seed0).set_index("variant")["p_rule"]
+    assert rule_splits(again).set_index("variant")["p_rule"].equals(split)
+
+
+def test_only_the_evaluation_rung_measures_noise_once_committed(tmp_path, monkeypatch):
+    """The runner calls ``after_commit`` for every study of this module; only the evaluation
+    rung has noise to measure."""
+    monkeypatch.setenv("PLAYERFL_STORES", str(tmp_path))
+    said = []
+    for rung in (R.MIDDLE_RUNG, R.SCALE_LADDER):
+        R.after_commit(rung, said.append)
+    assert said == [] and not any(tmp_path.iterdir())
+
+
+def test_a_rung_of_an_unknown_name_is_refused_naming_the_known_ones():
+    with pytest.raises(ValueError, match="'top'; choose one of: eval_rung, middle_rung, scale_"):
+        R.load("top")

@@ -11,6 +11,7 @@ import pytest
 from playerfl_core.cli import main
 from playerfl_core.study import registry, rungs, runner
 from playerfl_core.study.declaration import missing_fields
+from playerfl_core.study.split_rules_table import load_rules_table
 
 FIXTURES = Path(__file__).parent / "fixtures" / "study_runner"
 """Tables the deleted per-study process pools computed on this machine (one thread per run)."""
@@ -42,32 +43,24 @@ def test_the_paper_scale_declaration_keeps_its_key():
     assert (P.PAPER_SCALE.key(), P.TINY.key()) == ("e302e0ca2433", "92844c65ada1")
 
 
+def test_the_ladders_and_the_rescores_declarations_keep_their_keys():
+    """Their committed stores were computed under these declarations: the same federations,
+    seeds, sizes, declaration date and commit, wherever the declaration lives."""
+    names = ["eval_rung", "middle_rung", "scale_ladder", "r1_rescore", "r2_rescore", "val_rescore"]
+    assert [registry.study(n).key() for n in names] == [
+        "4119c462f003", "e5d3d186424f", "be107a21dddb", "6c7288f9a2f3", "fd7e1823860f",
+        "34be2b00987b",
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "name", ["middle_rung", "eval_rung", "scale_ladder", "r1_rescore", "r2_rescore", "val_rescore"]
 )
 def test_each_committed_store_loads_as_its_module_reads_it_and_matches_its_sha256(name, committed):
-    from playerfl_core.study import (
-        eval_rung,
-        middle_rung,
-        r1_rescore,
-        r2_rescore,
-        scale_ladder,
-        val_rescore,
-    )
-    from playerfl_core.study.split_rules_table import load_rules_table
-
-    modules = {
-        "middle_rung": middle_rung,
-        "eval_rung": eval_rung,
-        "scale_ladder": scale_ladder,
-        "r1_rescore": r1_rescore,
-        "r2_rescore": r2_rescore,
-        "val_rescore": val_rescore,
-    }
     study = registry.study(name)
     state = runner.store_state(study)
     assert state["committed"] and state["sha256_matches"] is True
-    table, record = modules[name].load()
+    table, record = runner.computes(study).load(name)
     again, _ = load_rules_table(study.store_path())
     pd.testing.assert_frame_equal(table, again)
     assert state["cpu_seconds"] == record["cpu_seconds"] > 0

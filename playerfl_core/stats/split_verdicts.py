@@ -201,7 +201,7 @@ def _row(claim, dataset, family, values, ev: Evidence, rescored: bool = False) -
 COLUMNS = ["claim", "dataset", "family", "estimate", "lo", "hi", "median", "n_seeds", "p",
            "p_holm", "verdict", "strength", "reason", "rescored"]  # fmt: skip
 """``rescored``: every seed's regret of the federation has both test terms on the large test
-sets (``study.r1_rescore``), so its lines name them."""
+sets (``study.rescore``), so its lines name them."""
 
 
 def split_verdicts(
@@ -221,7 +221,7 @@ def split_verdicts(
     column; ``tuned``: the comparison grid's results, for C5's part at tuned learning rates
     (without it C5's family is the sweep's parts alone). Estimate: mean over seeds, with its
     bootstrap interval; the verdict comes from the family's tests. A ``rescored`` column of
-    ``regrets`` or ``heterogeneity`` (``study.r1_rescore.r1_regrets``) marks the federations
+    ``regrets`` or ``heterogeneity`` (``study.rescore.r1_regrets``) marks the federations
     whose every regret is on the large test sets. Columns: :data:`COLUMNS`.
     """
     if not tolerance > 0:

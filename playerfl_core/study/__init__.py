@@ -34,14 +34,10 @@ Declared studies:
 - ``preregistration``: the pre-registered test of the split rules: its tuning and analysis
 - ``preregistration_plan``: what that test declares: federations, seeds, rules
 - ``fair_sweeps``: every split at its own tuned learning rate
-- ``rungs``: a rung of the scale ladder: the full split sweep at declared sizes
-- ``scale_ladder``: does the paper's rule choose the same split at the paper's sizes?
-- ``middle_rung``: the ladder's middle rung, between the book's sizes and the paper's
-- ``eval_rung``: the ladder's evaluation rung: the book's sweep scored on larger sets
+- ``rungs``: the scale ladder's rungs: the full split sweep at declared sizes, scored on
+  declared evaluation sets
 - ``paper_scale``: the paper's sizes, computed in chunks with the batched driver
-- ``r1_rescore``: R1's regrets with their test terms on larger test sets
-- ``r2_rescore``: R2's regrets with their test terms on larger test sets
-- ``val_rescore``: R1's and R2's families with larger validation sets too
+- ``rescore``: R1's and R2's regrets rescored on larger test and validation sets
 - ``authors_mode``: every algorithm under the authors' protocol and under the book's
 
 May import: ``measure``, ``stats``, ``fl`` and ``data_prep``. Imported by ``flower``, ``book``

@@ -15,6 +15,8 @@ from pathlib import Path
 
 Pairs = tuple[tuple[str, object], ...]
 EVERY_SPLIT = "every split p = 0 … L of the prefix federation (prefix_p<p>)"
+ONE_RATE = "one rate per federation: PLayer-FL's tuned rate (preregistered.LEARNING_RATES)"
+R2_FAMILIES = "R2 (pre-registered split-rule test)"
 
 
 @dataclass(frozen=True)

@@ -1,121 +1,204 @@
-"""A rung of the scale ladder: the full split sweep (every p = 0 … L, the book's one sweep rate)
-of some federations on some seeds, at sizes that differ from the book's in a declared way
-(``study.middle_rung``: larger clients and model; ``study.eval_rung``: larger evaluation sets).
-
-A rung is a :class:`~playerfl_core.study.declaration.Study`; this module says what one of its
-runs is (for ``study.runner``) and reads the committed rung: per federation and seed the paper's
-rule's split, the validation oracle's and the regret, and per federation how they move against
-the book's sweeps on the same seeds.
+"""The scale ladder: Fashion-MNIST, base and rotated (the federation that decides R2), at sizes
+other than the book's, declared (:data:`STUDIES`): the paper-size first epochs (all the paper's
+rule reads, :func:`rule_at_rungs`), the middle rung (every split at 1,000 images per client,
+width 0.5, 20 rounds) and the evaluation rung (the book's sweep scored on 2,000 validation and
+test images per client; its noise measured once committed, :func:`after_commit`). A rung gives
+per seed the rule's split, the oracle's and the regret (:func:`regrets`), and per federation how
+they move against the book's on the same seeds (:func:`rung_summary`, :func:`what_moves`).
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
+import torch
 
-from playerfl_core.study.declaration import Study, federation, n_splits
+from data_prep import preregistered
+from data_prep.registry import federation as declared_federation
+from playerfl_core.fl.algorithms import get_algorithm
+from playerfl_core.fl.algorithms.prefix import prefix_name
+from playerfl_core.fl.divergence import check_table
+from playerfl_core.fl.engine import run_federated
+from playerfl_core.fl.errors import DivergenceError
+from playerfl_core.measure.score_noise import client_score_noise, regret_noise
+from playerfl_core.stats.results import COLUMNS
+from playerfl_core.stats.split_verdicts import TOLERANCE
+from playerfl_core.study import split_scores as S
+from playerfl_core.study.declaration import EVERY_SPLIT, Study, federation, n_splits
+from playerfl_core.study.runner import cpu_seconds
+from playerfl_core.study.split_rules_table import load_rules_table, save_with_record
 
-__all__ = ["federation", "n_splits"]
+DATASETS = preregistered.LADDER
+EVAL_PER_CLIENT = 2000
+BOOK_TEST_IMAGES = 80  # a client's test images at the book's sizes (400 images, 64/16/20)
+NOISE_SEED, NOISE_DRAWS = 0, 2000
+MIDDLE_SAMPLES_PER_CLIENT, MIDDLE_WIDTH, MIDDLE_ROUNDS = 1000, 0.5, 20
+PAPER = "paper"
+FIRST_EPOCH_SIZES = {
+    "book": "standard profile: 400 images per client, width 0.25, batch 32, lr 0.003",
+    "paper": "paper profile: 2,000 images per client, width 1.0, batch 128, lr 0.001",
+}
+
+EVAL_RUNG = Study(
+    name="eval_rung",
+    what="The ladder's evaluation rung: the book's sweep scored on 2,000-image sets.",
+    federations=tuple(DATASETS),
+    seeds=tuple(preregistered.EVAL_SEEDS),
+    arms=EVERY_SPLIT,
+    rates="the book's one sweep rate and batch (the quick profile's)",
+    profile="quick",
+    loader=(("eval_per_client", EVAL_PER_CLIENT),),
+    training_profile="quick",
+    scoring=(("val_per_client", EVAL_PER_CLIENT), ("test_per_client", EVAL_PER_CLIENT),
+             ("round_and_oracle", "large validation")),
+    claim="R1 at low evaluation noise",
+    declared="2026-12-03",
+    commit="742bae1",
+    why="At the book's sizes a run's score is about δ from its expectation by the draw of "
+    "the evaluation images alone (pre-registration §14).",
+    store="ladder/eval_sweep.parquet",
+    computes="playerfl_core.study.rungs",
+    work="ladder_eval",
+)  # fmt: skip
+MIDDLE_RUNG = replace(
+    EVAL_RUNG, name="middle_rung",
+    what="The ladder's middle rung: 1,000 images per client, width 0.5, 20 rounds.",
+    seeds=tuple(preregistered.MIDDLE_SEEDS), profile="paper",
+    loader=(("samples_per_client", MIDDLE_SAMPLES_PER_CLIENT),),
+    training=(("width", MIDDLE_WIDTH), ("rounds", MIDDLE_ROUNDS)),
+    scoring=(("val_per_client", "the paper profile's 16 %"),
+             ("test_per_client", "the paper profile's 20 %"), ("round_and_oracle", "validation")),
+    claim="descriptive (R1's reading at a larger scale; no test with 5 seeds)",
+    declared="2026-12-02", commit="e76b198",
+    why="Do the oracle and the regret, not only the rule's choice, hold on a larger "
+    "federation (pre-registration §13)?",
+    store="ladder/middle_sweep.parquet", work="ladder_middle",
+)  # fmt: skip
+SCALE_LADDER = Study(
+    name="scale_ladder",
+    what="The paper-size first epochs: the rule's split at the paper's sizes.",
+    federations=tuple(DATASETS),
+    seeds=tuple(preregistered.LADDER_SEEDS),
+    arms="the paper's rule (one local epoch per seed: all the rule reads)",
+    rates="the paper profile's rate (1e-3)",
+    profile=PAPER,
+    scoring=(("val_per_client", "none (first epoch only)"),
+             ("test_per_client", "none (first epoch only)"), ("round_and_oracle", "none")),
+    claim="descriptive (R2's scope: the rule's choice at the paper's sizes)",
+    declared="2026-12-02",
+    commit="de09bbb",
+    why="Does the paper's rule choose the same split at the paper's sizes as at the "
+    "book's? Its choice there costs one epoch per seed.",
+    store="ladder/paper_first_epoch.parquet",
+    computes="playerfl_core.study.rungs",
+    work="ladder_paper_first_epoch",
+)  # fmt: skip
+STUDIES = (EVAL_RUNG, MIDDLE_RUNG, SCALE_LADDER)
 
 
-def config(rung: Study, dataset: str, seed: int, device: str | None = "cpu"):
-    """The rung's :class:`~playerfl_core.fl.engine.RunConfig`: the quick profile's rate and
-    batch with the rung's training settings."""
-    return rung.config(dataset, device, seed=seed)
+def first_epoch_only(study: Study) -> bool:
+    """Whether ``study`` trains first epochs only (it chooses no round and no oracle)."""
+    return dict(study.scoring).get("round_and_oracle") == "none"
 
 
-def tasks(rung: Study, datasets=None, seeds=None) -> list[tuple[str, int, int]]:
-    """Every (federation, seed, split) of the rung (or of the given federations and seeds)."""
-    return [
-        (d, int(s), p) for d in datasets or rung.federations for s in seeds or rung.seeds
-        for p in range(n_splits(rung, d))
-    ]  # fmt: skip
+def load(study: Study | str) -> tuple[pd.DataFrame, dict] | None:
+    """The committed store of ``study`` (or of the rung so named) and its record, or None."""
+    if isinstance(study, str):
+        known = {s.name: s for s in STUDIES}
+        if study not in known:
+            raise ValueError(f"Unknown rung {study!r}; choose one of: {', '.join(known)}.")
+        study = known[study]
+    return _committed(study.store_path())
 
 
-def study_tasks(rung: Study) -> list[tuple[str, int, int]]:
-    return tasks(rung)
+def _committed(path: Path) -> tuple[pd.DataFrame, dict] | None:
+    return load_rules_table(path) if path.exists() else None
 
 
-def task_name(task: tuple[str, int, int]) -> str:
-    dataset, seed, p = task
-    return f"{dataset}_s{seed}_p{p}"
+# -- computing: one run -------------------------------------------------------------------------
+def study_tasks(rung: Study, datasets=None, seeds=None) -> list[tuple]:
+    """Every (federation, seed, split), or (federation, seed) for first epochs only."""
+    pairs = [(d, int(s)) for d in datasets or rung.federations for s in seeds or rung.seeds]
+    if first_epoch_only(rung):
+        return pairs
+    return [(d, s, p) for d, s in pairs for p in range(n_splits(rung, d))]
 
 
-def run_one(rung: Study, task: tuple[str, int, int], device: str = "cpu"):
-    """One split's run: ``(task, table or None when it diverged, record)``."""
-    import torch
+def task_name(task: tuple) -> str:
+    dataset, seed, *split = task
+    return f"{dataset}_s{seed}" + "".join(f"_p{p}" for p in split)
 
-    from playerfl_core.fl.algorithms import get_algorithm
-    from playerfl_core.fl.algorithms.prefix import prefix_name
-    from playerfl_core.fl.divergence import check_table
-    from playerfl_core.fl.engine import run_federated
-    from playerfl_core.fl.errors import DivergenceError
 
-    dataset, seed, p = task
-    start = time.process_time()
-    data = federation(rung, dataset, seed)
+@contextmanager
+def one_thread():
+    """One torch thread, in a worker or not: a run's last bits do not depend on where it ran."""
     previous = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread per run, in a worker or not: the same last bits
+    torch.set_num_threads(1)
     try:
-        cfg = config(rung, dataset, seed, device)
-        run = run_federated(data, get_algorithm(prefix_name(p)), cfg)
-        table, error = check_table(run.table()), None
-    except DivergenceError as err:
-        table, error = None, str(err)
+        yield
     finally:
         torch.set_num_threads(previous)
+
+
+def run_one(rung: Study, task: tuple, device: str = "cpu"):
+    """One split's run, or one seed's first epochs: ``(task, table or None: diverged, record)``."""
+    start = time.process_time()
+    if first_epoch_only(rung):
+        dataset, seed = task
+        with one_thread():
+            sens = S.first_epoch_sensitivities(
+                dataset, [seed], rung.profile, device=device, progress=False
+            )
+        return task, sens, {"cpu_seconds": round(time.process_time() - start, 2)}
+    dataset, seed, p = task
+    data = federation(rung, dataset, seed)
+    try:
+        with one_thread():
+            run = run_federated(
+                data, get_algorithm(prefix_name(p)), rung.config(dataset, device, seed=seed)
+            )
+            table, error = check_table(run.table()), None
+    except DivergenceError as err:
+        table, error = None, str(err)
     return task, table, {"cpu_seconds": round(time.process_time() - start, 2), "error": error}
 
 
 def sort_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """The rung's runs in one order (by federation, seed and split), whatever order they ended
-    in. Within a run the rows keep the order the engine logged them: a run's sensitivity rows
-    follow the model's units, which is how ``split_scores.table_sensitivities`` reads depth."""
+    """The runs by federation, seed and split; within a run the engine's order, which is how
+    ``split_scores.table_sensitivities`` reads depth."""
     return table.sort_values(["dataset", "seed", "algorithm"], ignore_index=True, kind="stable")
 
 
 def gather(rung: Study, todo, work: Path, records: dict) -> tuple[pd.DataFrame, dict]:
-    """The rung's long table (sorted) and its totals: runs, CPU-seconds and the runs that
-    diverged."""
-    from playerfl_core.stats.results import COLUMNS
-    from playerfl_core.study.runner import cpu_seconds
-
+    """The long table (sorted) and its totals: runs, CPU-seconds and the runs that diverged."""
     names = [task_name(t) for t in todo]
-    tables = [pd.read_parquet(work / f"{n}.parquet") for n in names if not records[n]["error"]]
-    table = sort_rows(pd.concat(tables, ignore_index=True)[COLUMNS])
-    totals = {
-        "runs": len(names),
-        "cpu_seconds": cpu_seconds(records, names),
-        "diverged": {n: records[n]["error"] for n in names if records[n]["error"]},
-    }
-    return table, totals
+    kept = [n for n in names if not records[n].get("error")]
+    table = pd.concat([pd.read_parquet(work / f"{n}.parquet") for n in kept], ignore_index=True)
+    totals = {"runs": len(names), "cpu_seconds": cpu_seconds(records, names)}
+    if first_epoch_only(rung):
+        return table.sort_values(["dataset", "seed", "client", "depth"], ignore_index=True), totals
+    diverged = {n: records[n]["error"] for n in names if records[n]["error"]}
+    return sort_rows(table[COLUMNS]), {**totals, "diverged": diverged}
 
 
 def record_extra(rung: Study, totals: dict, wall: float) -> dict:
-    """The committed record's fields: the rung's federations, seeds and declared sizes, the
-    rate and batch, the wall time of the last call and the totals."""
-    cfg = config(rung, rung.federations[0], rung.seeds[0])
-    return {"datasets": list(rung.federations), "seeds": list(rung.seeds),
-            **dict(rung.loader), **dict(rung.training), "lr": cfg.lr,
+    """The committed record's fields: where, the declared sizes, the wall time and the totals."""
+    where = {"datasets": list(rung.federations), "seeds": list(rung.seeds)}
+    if first_epoch_only(rung):
+        return {**where, "profile": rung.profile, "wall_seconds": round(wall, 1), **totals}
+    cfg = rung.config(rung.federations[0], seed=rung.seeds[0])
+    return {**where, **dict(rung.loader), **dict(rung.training), "lr": cfg.lr,
             "batch_size": cfg.batch_size, "wall_seconds_last_call": round(wall, 1),
             **totals}  # fmt: skip
 
 
-def load(rung: Study) -> tuple[pd.DataFrame, dict] | None:
-    """The committed rung and its record; None when not computed."""
-    from playerfl_core.study.split_rules_table import load_rules_table
-
-    path = rung.store_path()
-    return load_rules_table(path) if path.exists() else None
-
-
+# -- reading ----------------------------------------------------------------------------------
 def regrets(table: pd.DataFrame) -> pd.DataFrame:
-    """Per federation and seed: the paper's rule's split (from the runs' recorded first
-    epochs), the validation oracle's and the regret (``split_scores.regrets``)."""
-    from playerfl_core.study import split_scores as S
-
+    """Per federation and seed: the paper's rule's split (recorded), the oracle's, the regret."""
     rules = S.rule_splits(S.table_sensitivities(table))
     return S.regrets(S.sweep_scores(table), rules, "paper")
 
@@ -133,16 +216,13 @@ def _splits(values: pd.Series) -> str:
 def rung_summary(
     book: pd.DataFrame, other: pd.DataFrame, name: str = "middle", seed: int = 0
 ) -> pd.DataFrame:
-    """Per federation and rung (``book``, ``other``: :func:`regrets`' columns, the book's on the
-    rung's seeds; ``other`` is called ``name``): the rule's and the oracle's splits, their most
-    frequent ones, and the mean regret with its seeded 95 % bootstrap interval. Columns:
-    dataset, rung, n_seeds, rule_splits, rule_modal, oracle_splits, oracle_modal, mean, lo, hi."""
-    from playerfl_core.study.split_scores import interval
-
+    """Per federation and rung (:func:`regrets` of the book on the rung's seeds, and ``other``,
+    called ``name``): the rule's and the oracle's splits, the most frequent ones, and the mean
+    regret with its seeded 95 % bootstrap interval."""
     rows = []
     for rung, reg in (("book", book), (name, other)):
         for ds, g in reg.groupby("dataset", sort=False):
-            m, lo, hi = interval(g["regret"], seed=seed)
+            m, lo, hi = S.interval(g["regret"], seed=seed)
             rule, oracle = g["p_rule"], g["p_oracle"]
             rows.append(
                 (ds, rung, len(g), _splits(rule), _most_frequent(rule), _splits(oracle),
@@ -154,14 +234,9 @@ def rung_summary(
 
 
 def what_moves(summary: pd.DataFrame) -> pd.DataFrame:
-    """The declared reading of :func:`rung_summary` (the middle and evaluation rungs'), per
-    federation: the
-    rule's p moves when the rungs' sets of most frequent splits share none (the oracle's the
-    same); the regret moves when the book's mean lies outside the other rung's interval; and
-    whether the other rung's mean regret is above δ. Columns: dataset, rule_moves,
-    oracle_moves, regret_moves, above_delta."""
-    from playerfl_core.stats.split_verdicts import TOLERANCE
-
+    """The declared reading of :func:`rung_summary`, per federation: a split moves when the
+    rungs' most frequent ones share none; the regret moves when the book's mean lies outside the
+    other rung's interval; and whether the other rung's mean is above δ."""
     rows = []
     for ds, g in summary.groupby("dataset", sort=False):
         book, other = g[g["rung"] == "book"].iloc[0], g[g["rung"] != "book"].iloc[0]
@@ -173,3 +248,110 @@ def what_moves(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         rows, columns=["dataset", "rule_moves", "oracle_moves", "regret_moves", "above_delta"]
     )
+
+
+def rung_sizes() -> dict[str, str]:
+    """The book's sizes and the middle rung's as the chapter names them."""
+    fed = declared_federation(DATASETS[0])
+    cfg = MIDDLE_RUNG.config(DATASETS[0], seed=MIDDLE_RUNG.seeds[0])
+    book, train = fed.loader_sizes("quick"), fed.training_settings("quick")
+    return {
+        "book": f"book: {book['samples_per_client']:,} images per client, width "
+        f"{train['width']:g}, {train['rounds']} rounds",
+        "middle": f"middle rung: {MIDDLE_SAMPLES_PER_CLIENT:,} images per client, width "
+        f"{cfg.width:g}, {cfg.rounds} rounds",
+    }
+
+
+def rule_at_rungs(book_sens: pd.DataFrame, paper_sens: pd.DataFrame) -> pd.DataFrame:
+    """Per federation, rung and seed: the paper's rule's split from its first epochs."""
+    parts = []
+    for rung, sens in (("book", book_sens), ("paper", paper_sens)):
+        splits = S.rule_splits(sens[sens["dataset"].isin(DATASETS)])
+        splits = splits[splits["variant"] == "paper"]
+        parts.append(splits.assign(rung=rung)[["dataset", "rung", "seed", "p_rule"]])
+    return pd.concat(parts, ignore_index=True)
+
+
+def ladder_summary(at_rungs: pd.DataFrame) -> pd.DataFrame:
+    """Per federation and rung: seeds, the modal split and its share, every split ("3×8, 2×2")."""
+    rows = []
+    for (ds, rung), g in at_rungs.groupby(["dataset", "rung"], sort=False):
+        counts = g["p_rule"].value_counts().sort_index()
+        rows.append((ds, rung, len(g), int(counts.idxmax()), float(counts.max() / len(g)),
+                     _splits(g["p_rule"])))  # fmt: skip
+    return pd.DataFrame(
+        rows, columns=["dataset", "rung", "n_seeds", "modal_p", "modal_share", "splits"]
+    )
+
+
+# -- the evaluation rung's noise measurements -------------------------------------------------
+def noise_path() -> Path:
+    return EVAL_RUNG.store_path().with_name("eval_noise.parquet")
+
+
+def regret_noise_path() -> Path:
+    return EVAL_RUNG.store_path().with_name("eval_regret_noise.parquet")
+
+
+def load_noise() -> tuple[pd.DataFrame, dict] | None:
+    """The committed noise measurement and its record, or None."""
+    return _committed(noise_path())
+
+
+def load_regret_noise() -> tuple[pd.DataFrame, dict] | None:
+    """The committed measurement of a regret's noise and its record, or None."""
+    return _committed(regret_noise_path())
+
+
+def rule_split(table: pd.DataFrame, dataset: str, seed: int) -> int:
+    """The paper's rule's split on one seed (every run records it)."""
+    row = table[(table["dataset"] == dataset) & (table["seed"] == seed)
+                & (table["metric"] == "rule_split_p")]  # fmt: skip
+    return int(row["value"].iloc[0])
+
+
+def measure_noise(table: pd.DataFrame) -> tuple[pd.DataFrame, float]:
+    """The declared measurement: per federation (seed :data:`NOISE_SEED`, the rule's split) a
+    client's and a run's standard error at the book's and the rung's test sizes; (table, CPU-s)."""
+    start, frames = time.process_time(), []
+    for d in DATASETS:
+        p = rule_split(table, d, NOISE_SEED)
+        noise = client_score_noise(
+            d, NOISE_SEED, p, EVAL_PER_CLIENT, (BOOK_TEST_IMAGES, EVAL_PER_CLIENT), NOISE_DRAWS
+        )
+        frames.append(noise.assign(dataset=d, seed=NOISE_SEED, p=p))
+    return pd.concat(frames, ignore_index=True), round(time.process_time() - start, 1)
+
+
+def measure_regret_noise(table: pd.DataFrame) -> tuple[pd.DataFrame, float]:
+    """How noisy one seed's regret is from its test images alone (measured after the results were
+    read, not declared): per federation, the rule's split against the oracle's most frequent
+    (the smaller on ties), both scored on the same resampled images; (table, CPU-s)."""
+    start, frames = time.process_time(), []
+    oracle = regrets(table)
+    for d in DATASETS:
+        p_rule = rule_split(table, d, NOISE_SEED)
+        p_oracle = int(oracle.loc[oracle["dataset"] == d, "p_oracle"].mode().min())
+        noise = regret_noise(
+            d, NOISE_SEED, p_rule, p_oracle, EVAL_PER_CLIENT,
+            (BOOK_TEST_IMAGES, EVAL_PER_CLIENT), NOISE_DRAWS,
+        )  # fmt: skip
+        frames.append(noise.assign(dataset=d, seed=NOISE_SEED, p_rule=p_rule, p_oracle=p_oracle))
+    return pd.concat(frames, ignore_index=True), round(time.process_time() - start, 1)
+
+
+def after_commit(study: Study, say=print) -> None:
+    """The evaluation rung, once committed: its score's and regret's noise, measured once each
+    (delete a file to measure it again)."""
+    if study.name != EVAL_RUNG.name:
+        return
+    for what, path, measure in (
+        ("score noise", noise_path(), measure_noise),
+        ("regret noise", regret_noise_path(), measure_regret_noise),
+    ):
+        if path.exists():
+            continue
+        noise, cpu = measure(load(EVAL_RUNG)[0])
+        extra = {"eval_per_client": EVAL_PER_CLIENT, "draws": NOISE_DRAWS, "cpu_seconds": cpu}
+        say(f"{what} to {save_with_record(noise, path, extra)} ({cpu:.0f} CPU-s)")

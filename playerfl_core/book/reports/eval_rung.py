@@ -16,7 +16,6 @@ from playerfl_core.book.reports.tables import p_text
 from playerfl_core.book.style import dataset_label
 from playerfl_core.measure.score_noise import run_se
 from playerfl_core.stats.split_verdicts import TOLERANCE
-from playerfl_core.study import eval_rung as E
 from playerfl_core.study import rungs
 
 BOOK_WORDS = "with the book's evaluation sets"
@@ -32,9 +31,9 @@ class EvalRung:
     :func:`protocol_comparison.r1_side_by_side`."""
     record: dict
     noise: pd.DataFrame | None
-    """``eval_rung.measure_noise``'s table (None when not committed)."""
+    """``rungs.measure_noise``'s table (None when not committed)."""
     regret_noise: pd.DataFrame | None = None
-    """``eval_rung.measure_regret_noise``'s table (None when not committed)."""
+    """``rungs.measure_regret_noise``'s table (None when not committed)."""
 
     @property
     def words(self) -> str:
@@ -45,7 +44,7 @@ def analyse(every: pd.DataFrame) -> EvalRung | None:
     """The committed rung against ``every`` (the paper's rule's regrets at the book's
     evaluation sizes on every swept federation: R1's family); None when the rung is not
     committed or ``every`` lacks its federations (a chapter run on other data)."""
-    committed = E.load()
+    committed = rungs.load("eval_rung")
     if committed is None:
         return None
     table, record = committed
@@ -53,7 +52,7 @@ def analyse(every: pd.DataFrame) -> EvalRung | None:
     if set(book["dataset"]) != set(record["datasets"]):
         return None
     rung = rungs.regrets(table)
-    noise, regret_noise = E.load_noise(), E.load_regret_noise()
+    noise, regret_noise = rungs.load_noise(), rungs.load_regret_noise()
     return EvalRung(
         rungs.rung_summary(book, rung, "eval"),
         PC.r1_side_by_side(every, rung),

@@ -1,4 +1,4 @@
-"""Chapter 04's scale ladder (``study.scale_ladder``): the paper's rule's split at the book's
+"""Chapter 04's scale ladder (``study.rungs``): the paper's rule's split at the book's
 sizes and at the paper's, what the ladder cost, and what a full sweep at the paper's sizes would
 cost."""
 
@@ -12,26 +12,24 @@ from playerfl_core.book.reports.tables import interval_text, signed
 from playerfl_core.book.style import dataset_label
 from playerfl_core.fl.profiles import training_settings
 from playerfl_core.stats.split_verdicts import TOLERANCE
-from playerfl_core.study import middle_rung as M
 from playerfl_core.study import rungs as R
-from playerfl_core.study import scale_ladder as L
 from playerfl_core.study import split_oracle as O
 
 
 def ladder(table: pd.DataFrame, het: pd.DataFrame) -> pd.DataFrame | None:
-    """The scale ladder (``study.scale_ladder``): per federation and rung, the paper's rule's
+    """The scale ladder (``study.rungs``): per federation and rung, the paper's rule's
     splits on the ladder's seeds, the book's rung read from this chapter's sweeps; None when the
     paper-size first epochs are not committed."""
 
-    committed = L.load()
+    committed = R.load("scale_ladder")
     if committed is None:
         return None
     paper, record = committed
     book = O.table_sensitivities(pd.concat([table, het], ignore_index=True))
-    book = book[book["seed"].isin(record.get("seeds", L.SEEDS))]
-    if not set(L.DATASETS) <= set(book["dataset"]):
+    book = book[book["seed"].isin(record.get("seeds", R.SCALE_LADDER.seeds))]
+    if not set(R.DATASETS) <= set(book["dataset"]):
         return None  # this chapter was run on other federations
-    return L.ladder_summary(L.rule_at_rungs(book, paper))
+    return R.ladder_summary(R.rule_at_rungs(book, paper))
 
 
 def ladder_cost() -> str:
@@ -39,12 +37,12 @@ def ladder_cost() -> str:
     at the paper's sizes would then cost at least: every split, every round of the paper
     profile, each round at least one such epoch (evaluation not counted)."""
 
-    committed = L.load()
+    committed = R.load("scale_ladder")
     if committed is None:
         return "not measured (the paper-size first epochs are not committed)"
     table, record = committed
     per_task = record["cpu_seconds"] / (len(record["datasets"]) * len(record["seeds"]))
-    rounds = training_settings(record["datasets"][0], L.PAPER)["rounds"]
+    rounds = training_settings(record["datasets"][0], R.PAPER)["rounds"]
     n_splits = int(table["depth"].max()) + 1
     hours = per_task * rounds * n_splits / 3600
     return (
@@ -60,7 +58,7 @@ def ladder_table(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "federation": summary["dataset"].map(dataset_label),
-            "sizes": summary["rung"].map(L.RUNGS),
+            "sizes": summary["rung"].map(R.FIRST_EPOCH_SIZES),
             "rule's p (p×seeds)": summary["splits"],
             "most frequent p": [_modal(splits, share) for splits, share in
                                 zip(summary["splits"], summary["modal_share"], strict=True)],
@@ -92,13 +90,13 @@ def ladder_lines(summary: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-# -- the middle rung (study.middle_rung): every split trained, so the oracle and the regret -----
+# -- the middle rung (study.rungs): every split trained, so the oracle and the regret -----
 def middle(table: pd.DataFrame, het: pd.DataFrame) -> pd.DataFrame | None:
     """The middle rung beside the book's sweeps on the rung's seeds
     (``rungs.rung_summary``); None when the rung is not committed or this chapter was run
     on other federations."""
 
-    committed = M.load()
+    committed = R.load("middle_rung")
     if committed is None:
         return None
     rung, record = committed
@@ -113,7 +111,7 @@ def middle_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Both rungs as shown: federation and sizes as rows; the rule's and the oracle's splits
     (p×seeds) and the mean regret with its interval."""
 
-    sizes = M.rung_sizes()
+    sizes = R.rung_sizes()
     return pd.DataFrame(
         {
             "federation": summary["dataset"].map(dataset_label),
@@ -166,7 +164,7 @@ def rung_lines(summary: pd.DataFrame, book_words: str, rung_words: str) -> str:
 def middle_cost() -> str:
     """What the middle rung cost (its record) and what one of its runs costs."""
 
-    committed = M.load()
+    committed = R.load("middle_rung")
     if committed is None:
         return "not computed (`playerfl study run middle_rung`)"
     return PC.Cost.of(committed[1]).per_run()
@@ -194,9 +192,9 @@ def middle_summary(summary: pd.DataFrame | None) -> str:
     )
     seeds = int(middle["n_seeds"].min())
     return (
-        f"With every split trained at a larger size ({M.SAMPLES_PER_CLIENT:,} images per client, "
-        f"the CNN at width {M.WIDTH:g}, {M.ROUNDS} rounds, {seeds} seeds, no test), the rule's "
-        "most frequent split "
+        f"With every split trained at a larger size ({R.MIDDLE_SAMPLES_PER_CLIENT:,} images per "
+        f"client, the CNN at width {R.MIDDLE_WIDTH:g}, {R.MIDDLE_ROUNDS} rounds, {seeds} seeds, no "
+        "test), the rule's most frequent split "
         f"{which('rule_moves')}, the oracle's {which('oracle_moves')}, and the mean regret "
         f"{which('regret_moves')} (mean regret on those seeds: {regrets})."
     )
@@ -206,12 +204,12 @@ def middle_noise(table: pd.DataFrame, het: pd.DataFrame) -> str:
     """How noisy one score is at the middle rung against the book's sweeps of the same
     federations (``evaluation_noise.noise_table``: the accuracy's binomial standard error)."""
 
-    committed = M.load()
+    committed = R.load("middle_rung")
     book = pd.concat([table, het], ignore_index=True)
-    if committed is None or not set(M.DATASETS) <= set(book["dataset"]):
+    if committed is None or not set(R.DATASETS) <= set(book["dataset"]):
         return "not measured (the middle rung is not committed or this chapter ran on others)"
     at_rung = noise_table(committed[0]).set_index("dataset")
-    at_book = noise_table(book[book["dataset"].isin(M.DATASETS)]).set_index("dataset")
+    at_book = noise_table(book[book["dataset"].isin(R.DATASETS)]).set_index("dataset")
     return "; ".join(
         f"{dataset_label(d)}: a client scores on {r.test_images:.0f} test images on average "
         f"({at_book.loc[d, 'test_images']:.0f} at the book's sizes), a run's standard error is "

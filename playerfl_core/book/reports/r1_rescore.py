@@ -14,8 +14,8 @@ from playerfl_core.book.prose import listed
 from playerfl_core.book.reports import protocol_comparison as PC
 from playerfl_core.book.reports.tables import interval_text
 from playerfl_core.book.style import dataset_label
-from playerfl_core.study import r1_rescore as RS
-from playerfl_core.study import val_rescore as VS
+from playerfl_core.study import rescore as RS
+from playerfl_core.study import rungs
 
 
 @dataclass
@@ -50,7 +50,7 @@ def analyse(every: pd.DataFrame) -> Rescore | None:
     """The committed rescore read against ``every`` (the paper's rule's regrets of every swept
     federation on the book's test sets: R1's family before it); None when the rescore is not
     committed or replaces none of ``every``'s regrets (a chapter run on other data)."""
-    committed = RS.load()
+    committed = RS.load("r1_rescore")
     if committed is None:
         return None
     new = RS.r1_regrets(every, committed)
@@ -61,19 +61,17 @@ def analyse(every: pd.DataFrame) -> Rescore | None:
 
 def analyse_validation(every: pd.DataFrame) -> Rescore | None:
     """R1's family with 2,000 test images per client (A) and with 2,000 validation images too
-    (B: ``val_rescore.r1_family``), per federation it rescored, and on how many seeds the
+    (B: ``rescore.r1_family``), per federation it rescored, and on how many seeds the
     oracle's split moved; None when not committed or holding none of ``every``'s seeds."""
-    from playerfl_core.study import eval_rung
-
-    committed = VS.load()
+    committed = RS.load("val_rescore")
     if committed is None:
         return None
     test_only = RS.r1_regrets(every)
-    both = VS.r1_family(every, committed)
+    both = RS.r1_family(every, committed)
     if not both["large_val"].any():
         return None
     mine = both.drop(columns="rescored").rename(columns={"large_val": "rescored"})
-    moved, n = VS.oracle_moves(test_only, mine)
+    moved, n = RS.oracle_moves(test_only, mine)
     c = _rescored(test_only.drop(columns="rescored"), mine)
     keys = ["dataset", "lr", "seed"]
     pairs = test_only[[*keys, "p_oracle"]].merge(mine.loc[mine["rescored"], [*keys, "p_oracle"]],
@@ -83,9 +81,9 @@ def analyse_validation(every: pd.DataFrame) -> Rescore | None:
         .map((pairs["p_oracle_x"] != pairs["p_oracle_y"]).groupby(pairs["dataset"]).sum())
         .astype(int)
     )
-    rung = eval_rung.load()
+    rung = rungs.load("eval_rung")
     held = set(mine.loc[mine["rescored"], keys].itertuples(index=False, name=None))
-    reused = len(VS.rung_seeds(None if rung is None else rung[0]) & held)
+    reused = len(RS.rung_seeds(None if rung is None else rung[0]) & held)
     images = f"{RS.TEST_PER_CLIENT:,}"
     return Rescore(c, committed[1], n, f"{images} test images per client",
                    f"{images} validation and test images per client", moved, reused)  # fmt: skip

@@ -15,14 +15,13 @@ from playerfl_core.book.reports import rule_family as RF
 from playerfl_core.book.reports.tables import signed
 from playerfl_core.book.style import set_label
 from playerfl_core.study import preregistration as P
-from playerfl_core.study import r1_rescore as R1
-from playerfl_core.study import r2_rescore as R2
+from playerfl_core.study import rescore as RS
 
 
 @dataclass
 class Rescore:
     comparison: pd.DataFrame
-    """``r2_rescore.family_comparison``: per family, entry and kind, both verdicts."""
+    """``rescore.family_comparison``: per family, entry and kind, both verdicts."""
     claim_book: object
     claim_large: object
     """Claim R2's verdict with the book's test sets and with the large ones."""
@@ -33,7 +32,7 @@ class Rescore:
     reused: int
     """Runs of R1's rescore that the families read."""
     before: str = "the book's test sets"
-    after: str = f"{R1.TEST_PER_CLIENT:,} test images per client"
+    after: str = f"{RS.TEST_PER_CLIENT:,} test images per client"
     """What the regrets were scored on before and after the rescore (for sentences)."""
     oracle_moved: tuple[int, int] | None = None
     """Validation rescore: (seeds whose oracle's split moved, seeds rescored); else None."""
@@ -46,8 +45,8 @@ class Rescore:
     def columns(self) -> tuple[str, str]:
         """The short column labels of the two sides."""
         if self.oracle_moved is None:
-            return "book's test sets", f"{R1.TEST_PER_CLIENT:,} images"
-        return f"{R1.TEST_PER_CLIENT:,} test images", f"{R1.TEST_PER_CLIENT:,} validation too"
+            return "book's test sets", f"{RS.TEST_PER_CLIENT:,} images"
+        return f"{RS.TEST_PER_CLIENT:,} test images", f"{RS.TEST_PER_CLIENT:,} validation too"
 
 
 def analyse(study: RF.RuleStudy) -> Rescore | None:
@@ -56,9 +55,9 @@ def analyse(study: RF.RuleStudy) -> Rescore | None:
     if study.book is None:
         return None
     after = study.test_only or study
-    committed = R2.load()
-    tested = after.regrets[after.regrets["role"].isin(R2.TESTED)]
-    reused = len(set(R1.tasks(tested)) & R2.runs_in(R1.load()))
+    committed = RS.load("r2_rescore")
+    tested = after.regrets[after.regrets["role"].isin(RS.TESTED)]
+    reused = len(set(RS.tasks(tested)) & RS.runs_in(RS.load("r1_rescore")))
     record = None if committed is None else committed[1]
     return _side_by_side(study.book, after, record, reused)
 
@@ -67,8 +66,6 @@ def analyse_validation(study: RF.RuleStudy) -> Rescore | None:
     """Every family with 2,000 test images per client (A) and with 2,000 validation images too
     (B), and on how many seeds the oracle's split moved; None when the validation rescore
     replaced none of the study's regrets."""
-    from playerfl_core.study import val_rescore as V
-
     if study.test_only is None:
         return None
     keys = ["dataset", "lr", "seed"]
@@ -77,8 +74,8 @@ def analyse_validation(study: RF.RuleStudy) -> Rescore | None:
     rescored = study.regrets.loc[study.regrets["rescored"], keys].drop_duplicates()
     both = oracles[0].merge(oracles[1].merge(rescored, on=keys), on=keys)
     moved = (int((both["p_oracle_x"] != both["p_oracle_y"]).sum()), len(both))
-    images = f"{R1.TEST_PER_CLIENT:,}"
-    committed = V.load()
+    images = f"{RS.TEST_PER_CLIENT:,}"
+    committed = RS.load("val_rescore")
     return _side_by_side(
         study.test_only, study, None if committed is None else committed[1], 0,
         before=f"{images} test images per client",
@@ -92,7 +89,7 @@ def _side_by_side(old: RF.RuleStudy, new: RF.RuleStudy, record, reused, **labels
         was = P.curvature_comparison(old.regrets)[["set", "verdict"]]
         now = P.curvature_comparison(new.regrets)[["set", "verdict"]]
         curvature = was.merge(now, on="set", suffixes=("_book", "_large"))
-    comparison = R2.family_comparison(old.regrets, new.regrets)
+    comparison = RS.family_comparison(old.regrets, new.regrets)
     return Rescore(comparison, RF.r2_verdict(old), RF.r2_verdict(new), curvature, record,
                    reused, **labels)  # fmt: skip
 
@@ -122,7 +119,7 @@ def _counts(verdicts: pd.Series) -> str:
 
 
 def sides(comparison: pd.DataFrame) -> pd.DataFrame:
-    """``r2_rescore.family_comparison`` in the comparison's columns (``a``: the book's side)."""
+    """``rescore.family_comparison`` in the comparison's columns (``a``: the book's side)."""
     names = {"mean_book": "a", "verdict_book": "a_verdict", "mean_large": "b",
              "lo_large": "b_lo", "hi_large": "b_hi", "verdict_large": "b_verdict"}  # fmt: skip
     return comparison.rename(columns=names)
@@ -185,7 +182,7 @@ def summary(res: Rescore | None) -> str:
         what, moved, sizes = f"Scoring R2's regrets on {res.images}", "", "test sizes"
     else:
         what = ("Choosing every split and every client's round on "
-                f"{R1.TEST_PER_CLIENT:,} validation images per client too")  # fmt: skip
+                f"{RS.TEST_PER_CLIENT:,} validation images per client too")  # fmt: skip
         moved = "; the oracle's split moves on {} of {} seeds".format(*res.oracle_moved)
         sizes = "validation sizes"
     claim = (

@@ -42,8 +42,7 @@ from playerfl_core.stats.decisions import ALPHA
 from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.study import preregistration as P
 from playerfl_core.study import split_rules_table as R
-from playerfl_core.study.r1_rescore import TEST_PER_CLIENT
-from playerfl_core.study.r2_rescore import family_comparison
+from playerfl_core.study.rescore import TEST_PER_CLIENT, family_comparison
 
 
 # -- tables ---------------------------------------------------------------------------------------

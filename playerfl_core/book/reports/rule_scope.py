@@ -13,10 +13,10 @@ from playerfl_core.book.reports.tables import p_text, signed
 from playerfl_core.book.style import dataset_label, set_label
 from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.stats.split_verdicts import TOLERANCE
-from playerfl_core.study import eval_rung, middle_rung, rungs
 from playerfl_core.study import preregistration as P
-from playerfl_core.study.eval_rung import BOOK_TEST_IMAGES
-from playerfl_core.study.r1_rescore import TEST_PER_CLIENT
+from playerfl_core.study import rungs
+from playerfl_core.study.rescore import TEST_PER_CLIENT
+from playerfl_core.study.rungs import BOOK_TEST_IMAGES
 
 TESTED = ("evaluation", "follow-up", P.SECOND_FOLLOW_UP, P.CONFIRMING)
 """The sets whose seeds no threshold was tuned on."""
@@ -131,19 +131,19 @@ def scale_text(dataset: str | None = None) -> str:
     regret there, rung by rung; "" when neither rung is committed."""
     dataset = dataset or LADDER[-1]
     parts = []
-    for module, words in (
+    for name, words in (
         (
-            middle_rung,
+            "middle_rung",
             "when each client trains on 1,000 images, the CNN at half width ({n} seeds, "
             "too few for a test)",
         ),
         (
-            eval_rung,
+            "eval_rung",
             "at the book's training sizes with 2,000 validation and 2,000 test images per "
             "client ({n} seeds)",
         ),  # fmt: skip
     ):
-        committed = module.load()
+        committed = rungs.load(name)
         if committed is None or dataset not in committed[1]["datasets"]:
             continue
         reg = rungs.regrets(committed[0])

@@ -11,9 +11,9 @@ import pandas as pd
 
 from playerfl_core.book.reports.rule_scope import r2_scope
 from playerfl_core.study import preregistration as P
+from playerfl_core.study import rescore as V
 from playerfl_core.study import split_rules_table as R
-from playerfl_core.study import val_rescore as V
-from playerfl_core.study.r2_rescore import r2_regrets
+from playerfl_core.study.rescore import r2_regrets
 from playerfl_core.study.split_scores import sweep_scores
 
 RULES_FILE = Path(__file__).resolve().parents[3] / "stores" / "rules" / "standard.parquet"
@@ -80,10 +80,10 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame, rescore: bool = True) -> R
     """The pre-registered analysis, on the sweeps of both sets (and of each follow-up, and
     the third declaration's rule, when the sweeps and the rules table hold every seed they
     declare). With ``rescore``, every regret whose runs were rescored on large test sets reads
-    its test terms on 2,000 images per client (``study.r2_rescore``), and :attr:`RuleStudy.book`
+    its test terms on 2,000 images per client (``study.rescore``), and :attr:`RuleStudy.book`
     keeps the study on the book's test sets; where the validation rescore's store holds the
     seed, its regret (every split and round chosen on 2,000 validation images too,
-    ``study.val_rescore``) takes their place, and :attr:`RuleStudy.test_only` keeps the study
+    ``study.rescore``) takes their place, and :attr:`RuleStudy.test_only` keeps the study
     before it."""
     datasets = [*P.DEVELOPMENT, *P.EVALUATION]
     missing = sorted(set(datasets) - set(rules["dataset"]))
@@ -132,7 +132,7 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame, rescore: bool = True) -> R
     large = V.large_sweep() if rescore else None
     if large is None:
         return test_only
-    newer = V.r2_regrets(new, large, rules)
+    newer = V.large_val_r2_regrets(new, large, rules)
     if not newer["rescored"].any():
         return test_only
     return study_of(newer, **fixed, test_only=test_only)
