@@ -28,6 +28,7 @@ from playerfl_core.book.reports.authors_choices import (  # noqa: F401 (the chap
     timing_ranks,
 )
 from playerfl_core.book.reports.bottom_line import bottom_line  # noqa: F401 (the chapter's R.)
+from playerfl_core.book.reports.every_protocol import every_protocol, own_rate_note
 from playerfl_core.book.reports.tables import MISSING, signed
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.fl.names import tied_text
@@ -213,7 +214,7 @@ def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> di
     if c5_datasets is not None:
         c5 = c5[c5["dataset"].isin(list(c5_datasets))]
     own_rates = profile == "standard"  # the fair sweep pairs with the standard archive
-    out = {"c5": c5, "r1": _r1_with_own_rates(regrets, rules, on_sweep, own_rates)}
+    out = {"c5": c5, "r1": _r1_with_own_rates(regrets, on_sweep, own_rates)}
     if rule_family.RULES_FILE.exists() and profile == "standard":
         study = rule_family.analyse(O.load_sweeps(archive_dir(profile)), rule_family.load_rules())
         sets = (
@@ -231,20 +232,19 @@ def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> di
     return out
 
 
-def _r1_with_own_rates(regrets: pd.DataFrame, rules: pd.DataFrame, profile: str, own_rates: bool):
+def _r1_with_own_rates(regrets: pd.DataFrame, profile: str, own_rates: bool):
     """R1 from its one-rate family, its regrets on large evaluation sets where the committed
     rescores hold them (2,000 test images per client, and as many validation images where the
     validation rescore reached them: ``val_rescore.r1_family``); with ``own_rates`` and the fair
     sweep committed, its reason also names every federation whose verdict differs with each
     split at its own rate (both on the book's test sets)."""
-    from playerfl_core.book.reports import fair_sweeps as FS
     from playerfl_core.study.val_rescore import large_sets_text, r1_family
 
     family = r1_family(regrets)
     if family["rescored"].any():  # the scorecard's profile column says what R1's regrets are
         profile = f"{profile}; Fashion-MNIST regrets on {large_sets_text(family)}"
     claim = C.r1_rule_finds_oracle(family, label=dataset_label, profile=profile)
-    note = FS.r1_note(FS.analyse(regrets, rules) if own_rates else None)
+    note = own_rate_note(every_protocol()) if own_rates else ""
     if not note:
         return claim
     return replace(claim, verdict=replace(claim.verdict, reason=f"{claim.verdict.reason}. {note}"))
