@@ -87,46 +87,6 @@ def test_the_side_by_side_names_the_verdicts_the_large_test_sets_change():
                                                          "feature skew (rotate)": 10}  # fmt: skip
 
 
-def test_chapter_04b_says_which_verdicts_changed_and_what_became_of_claim_r2():
-    from playerfl_core.book.reports import r2_rescore as RR2
-    from playerfl_core.stats.decisions import Verdict
-
-    book = _regrets(lambda e, d: 0.0)
-    large = _regrets(lambda e, d: 0.1 if (e, d) == (P.ENTRIES[0].label, "fmnist_rotate") else 0.0)
-    c = R2.family_comparison(book.assign(rescored=False), large)
-    curvature = pd.DataFrame({"set": ["evaluation"], "verdict_book": ["undecided"],
-                              "verdict_large": ["undecided"]})  # fmt: skip
-    record = {"runs": 2, "identical_to_committed": 2, "max_abs_diff": 0.0, "cpu_seconds": 36.0}
-    res = RR2.Rescore(c, Verdict("undecided", "weak", ""), Verdict("contradicted", "moderate", ""),
-                      curvature, record, reused=5)  # fmt: skip
-    assert RR2.summary(res) == (
-        "Scoring R2's regrets on 2,000 test images per client changes 1 of the 4 declared "
-        "verdicts (the second table below names them); the mean regret is higher on 1, lower "
-        "on 0 and unchanged on 3 of the 4 (rule, kind) pairs. Claim R2 is undecided (weak) "
-        "with the book's test sets and "
-        "contradicted (moderate) with 2,000 test images per client. The curvature comparison "
-        "(each second-order rule against its first-order form, one paired test per set, apart "
-        "from the tolerance verdicts counted above) keeps its verdicts."
-    )
-    same = RR2.Rescore(c, Verdict("contradicted", "strong", ""),
-                       Verdict("contradicted", "strong", ""), None, record, reused=5)  # fmt: skip
-    assert "Claim R2 is contradicted (strong) with both test sizes." in RR2.summary(same)
-    assert RR2.cost(res) == (
-        "2 runs trained again, 0.0 CPU-hours in all, each run on one core; every one identical to "
-        "its committed run, row for row; 5 more runs were read from chapter 04's rescore of R1's "
-        "family (the ninth declaration), not trained again"
-    )
-    table = RR2.family_table(res)
-    assert table.loc["evaluation"].tolist() == [4, "20 of 40", "4 / 0 / 0", "3 / 1 / 0", 1]
-    assert len(RR2.changed_table(res)) == 1 and "not rescored" in RR2.summary(None)
-    # every mean regret at three decimals, as the intervals beside it (the appendix's table
-    # showed 0.01 beside 0.029, issue 35)
-    full = RR2.full_table(res)
-    cells = full[["book's test sets", "2,000 images"]].to_numpy().ravel()
-    assert {len(c.partition(".")[2].split()[0]) for c in cells} == {3} and "0.100 ✗" in cells
-    assert "0.000 ✓" in cells  # the mark beside the mean: one short cell a protocol (phones)
-
-
 def test_the_committed_rescore_holds_every_run_item_16_needs_and_replaces_every_tested_regret(
     monkeypatch,
 ):

@@ -46,18 +46,6 @@ def test_the_ladder_summary_counts_every_split_per_rung():
     assert summary.loc["book", "splits"] == "3×10" and summary.loc["paper", "splits"] == "3×7, 4×3"
     assert summary.loc["paper", "modal_share"] == pytest.approx(0.7)
 
-    from playerfl_core.book.reports.ladder import ladder_lines, ladder_table
-
-    shown = ladder_table(L.ladder_summary(at))["most frequent p"].tolist()
-    tied = at.assign(p_rule=[3] * 10 + [3] * 5 + [4] * 5)
-    assert shown == ["3 (100%)", "3 (70%)"]
-    assert ladder_table(L.ladder_summary(tied))["most frequent p"].iloc[1] == "3, 4 (50% each)"
-
-    text = ladder_lines(L.ladder_summary(at))
-    assert "3×7, 4×3" in text and "another split than p = 3 on 3 of 10 seeds" in text
-    moved = at.assign(p_rule=at["p_rule"].where(at["rung"] == "book", 2))
-    assert "another split than p = 3 on 10 of 10 seeds" in ladder_lines(L.ladder_summary(moved))
-
 
 @pytest.mark.slow
 def test_the_committed_paper_size_choice_is_reproduced_for_one_seed(monkeypatch, tmp_path):

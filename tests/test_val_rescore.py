@@ -212,45 +212,11 @@ def test_r1s_family_reads_item_17_where_it_holds_the_seed_and_item_15_elsewhere(
     assert V.large_sets_text(without) == "2,000 test images per client"
 
 
-def test_chapter_04_shows_r1_with_2000_test_images_and_with_2000_validation_images_too(rung_only):
-    from playerfl_core.book.reports import r1_rescore as RR
-    from playerfl_core.study import r1_rescore as R1
-    from playerfl_core.study import rungs
-
-    book = R1.committed_regrets()
-    res = RR.analyse_validation(book)
-    assert res.comparison["dataset"].tolist() == ["fmnist", "fmnist_rotate"]
-    keys = ["dataset", "lr", "seed"]
-    both = R1.r1_regrets(book).merge(rungs.regrets(rung_only[0]), on=keys)
-    moved = int((both["p_oracle_x"] != both["p_oracle_y"]).sum())
-    assert (res.oracle_moved, res.rescored_seeds, res.reused) == (moved, 20, 20)
-    assert res.comparison["moved"].sum() == moved
-    table = RR.comparison_table(res)
-    assert list(table.columns) == [
-        "seeds", "oracle's split moved", "regret, 2,000 test images per client",
-        "verdict, 2,000 test images per client", "regret, 2,000 validation images too",
-        "verdict, 2,000 validation images too"]  # fmt: skip
-    assert f"the oracle's split moves on {moved} of 20 seeds" in RR.rescore_summary(res)
-    assert RR.rescore_summary(res).startswith(
-        "Choosing the oracle's split and every client's round on 2,000 validation images"
-    )
-    assert RR.rescore_cost(res).endswith(
-        "the 20 seeds of the evaluation rung above were read from its store, not trained again"
-    )
-    # the verdicts after are R1's one family (Holm over every federation) of the regrets every
-    # page reads (val_rescore.r1_family)
-    from playerfl_core.stats.split_verdicts import r1_family
-
-    p_holm = {ds: e.p_adjusted for ds, _, e in r1_family(V.r1_family(book))}
-    after = res.comparison.set_index("dataset")["b_p_holm"]
-    assert after.to_dict() == {ds: p_holm[ds] for ds in after.index}
-
-
 def test_chapter_04b_reads_item_17_and_keeps_item_16_beside_it(rung_only):
     import re
 
-    from playerfl_core.book.reports import r2_rescore as RR2
     from playerfl_core.book.reports import rule_family as RF
+    from playerfl_core.book.reports.rule_follow_ups import r2_tests
     from playerfl_core.study import preregistration as P
     from playerfl_core.study import r2_rescore as R2
     from playerfl_core.study.archive import archive_dir
@@ -264,21 +230,11 @@ def test_chapter_04b_reads_item_17_and_keeps_item_16_beside_it(rung_only):
     kept = [s.regrets[~rescored].drop(columns="rescored").reset_index(drop=True)
             for s in (study, study.test_only)]  # fmt: skip
     assert kept[0].equals(kept[1])
-    # item 16's side by side still compares the book's test sets with 2,000 test images
-    item16 = RR2.analyse(study)
-    assert item16.comparison.equals(
-        R2.family_comparison(study.book.regrets, study.test_only.regrets)
-    )
-    item17 = RR2.analyse_validation(study)
-    assert item17.comparison.equals(R2.family_comparison(study.test_only.regrets, study.regrets))
-    assert item17.oracle_moved[1] == 20 and 0 < item17.oracle_moved[0] < 20
-    assert "validation images per client too changes" in RR2.summary(item17)
-    assert "the eleventh declaration" in RR2.cost(item17)
     details = RF.result_details(study)
     assert "(the tenth and eleventh declarations)" in details
     n, verb = re.search(r"(\d+) of the \d+ verdicts (differs?) from", details).groups()
     assert (verb == "differs") == (n == "1")  # "1 of the 104 verdicts differ" read wrong
-    table = RR2.full_table(item16, item17)
+    table = r2_tests(study)
     protocols = ["book's test sets", "2,000 images", "2,000 validation too"]
     assert list(table.columns) == ["seeds", "rescored", *protocols]
     cells = table.iloc[:, 2:].to_numpy().ravel()

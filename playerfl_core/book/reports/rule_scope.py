@@ -283,10 +283,11 @@ def _family_words(m: int) -> str:
 
 
 # -- which test sets a table reads -----------------------------------------------------------------
-def scoring_text(study, role: str) -> str:
+def scoring_text(study, role: str, record: bool = True) -> str:
     """Which test sets a set's regrets were scored on, per base federation, for its table's
     caption ("Regrets scored: Fashion-MNIST on 2,000 test images per client (the tenth
-    declaration); Digits on the book's test sets."): each table says it, not a later caption."""
+    declaration); Digits on the book's test sets."): each table says it, not a later caption.
+    Without ``record``, the pre-registration's names are left out (for a main-path page)."""
     keys = ["dataset", "lr", "seed", "entry"]
     rows = study.regrets[study.regrets["role"] == role][[*keys, "rescored"]]
     if study.test_only is not None:  # the validation rescore's rows are those its store replaced
@@ -295,7 +296,7 @@ def scoring_text(study, role: str) -> str:
         level = 2 * rows["rescored"] + (rows["rescored_test"] & ~rows["rescored"])
     else:
         level = rows["rescored"].astype(int)
-    words = {level: _scored(level) for level in range(3)}
+    words = {level: _scored(level, record) for level in range(3)}
     by_base = rows.assign(base=rows["dataset"].map(P.base_of), level=level.to_numpy())
     merged: dict[str, list[str]] = {}
     order = (
@@ -315,14 +316,16 @@ def scoring_text(study, role: str) -> str:
     return f"Regrets scored: {text}."
 
 
-def _scored(level: int) -> str:
+def _scored(level: int, record: bool = True) -> str:
     """How a regret was scored: 0 the book's test sets, 1 the large-test rescore's 2,000 test
-    images per client, 2 the validation rescore's 2,000 validation and test images."""
+    images per client, 2 the validation rescore's 2,000 validation and test images; with
+    ``record``, the pre-registration's name of the rescore."""
     n = f"{TEST_PER_CLIENT:,}"
+    names = ("", " (the tenth declaration)", " (the eleventh declaration)") if record else ("",) * 3
     return (
         "on the book's test sets",
-        f"on {n} test images per client (the tenth declaration)",
-        f"with {n} validation and {n} test images per client (the eleventh declaration)",
+        f"on {n} test images per client{names[1]}",
+        f"with {n} validation and {n} test images per client{names[2]}",
     )[level]
 
 
