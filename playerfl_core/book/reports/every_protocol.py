@@ -250,7 +250,7 @@ def cost(p: Protocol) -> tuple[int, float]:
     for name in p.studies:
         path = registry.study(name).store_path()
         record = json.loads(path.with_name(path.name + ".json").read_text(encoding="utf-8"))
-        total_runs += record.get("runs", len(record["datasets"]) * len(record["seeds"]))
+        total_runs += record.get("runs") or len(record["datasets"]) * len(record["seeds"])
         total_seconds += record["cpu_seconds"]
     return total_runs, total_seconds
 
