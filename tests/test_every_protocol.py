@@ -86,6 +86,9 @@ def test_the_scorecards_note_names_the_verdicts_own_rates_move(table):
         "With every split trained at its own tuned rate (2 federations, on the book's test "
         "sets; chapter 04), the verdict moves on Heart (from within δ to undecided)"
     )
+    assert EP.own_rate_note(table, where="").startswith("With every split trained at its own "
+                                                       "tuned rate (2 federations, on the book's "
+                                                       "test sets), the verdict moves")  # fmt: skip
     assert EP.own_rate_note(table[table["protocol"] != OWN]) == ""
     same = table.assign(verdict=table["verdict"].where(table["federation"] != "heart", "undecided"))
     assert EP.own_rate_note(same).endswith(" no verdict changes")

@@ -390,10 +390,10 @@ def decided_at(table: pd.DataFrame) -> str:
     )
 
 
-def own_rate_note(table: pd.DataFrame | None) -> str:
+def own_rate_note(table: pd.DataFrame | None, where: str = "chapter 04") -> str:
     """The sentence the scorecard's R1 adds: on which federations R1's verdict differs with each
     split at its own tuned rate (both on the book's test sets: those runs were not rescored);
-    empty when the table lacks that protocol."""
+    empty when the table lacks that protocol. ``where``: the page that shows both, if any."""
     if table is None:
         return ""
     regrets = table[table["quantity"] == REGRET].set_index("federation")
@@ -405,7 +405,7 @@ def own_rate_note(table: pd.DataFrame | None) -> str:
              for d in book.index if d in own.index and book[d] != own[d]]  # fmt: skip
     head = (
         f"With every split trained at its own tuned rate ({len(own)} federations, on the book's "
-        "test sets; chapter 04)"
+        f"test sets{'; ' + where if where else ''})"
     )
     return (
         f"{head}, the verdict moves on {listed(moved)}" if moved else f"{head} no verdict changes"
