@@ -71,7 +71,10 @@ def test_what_r1_rests_on_is_read_from_the_table(table):
     text = EP.r1_parts(table)
     assert "R1's parts within δ are on Heart: all 1 rest on an oracle chosen on small" in text
     assert "Its 1 parts beyond δ are feature skew, none label skew." in text
-    assert "the larger sizes decide none" in text
+    assert text.endswith("Decided at the book's sizes (Fashion-MNIST: 400 images per client, "
+                         "width 0.25, 10 rounds).")  # fmt: skip
+    sized = pd.concat([table, _table([_row("fmnist", "middle rung", 0.0, "within δ")])])
+    assert EP.decided_at(sized).endswith("10 rounds) and at middle rung.")
     more = [_row("fmnist_alpha0.1", BOTH, 0.1, "beyond δ"),
             _row("fmnist_alpha10", BOTH, 0.0, "within δ")]  # fmt: skip
     labelled = pd.concat([table, _table(more)])

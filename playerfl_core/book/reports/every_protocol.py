@@ -380,14 +380,13 @@ def r1_parts(table: pd.DataFrame) -> str:
 
 
 def decided_at(table: pd.DataFrame) -> str:
-    """At which sizes the table's verdicts were decided: "Every verdict was decided at the
-    book's sizes (…); the larger sizes decide none." """
+    """At which sizes the table's verdicts were decided: "Decided at the book's sizes
+    (Fashion-MNIST: 400 images per client, width 0.25, 10 rounds)." """
     decided = sorted({p.name for p in PROTOCOLS if p.new_size}
                      & set(table.loc[table["verdict"].notna(), "protocol"]))  # fmt: skip
     sizes = middle_rung.rung_sizes()["book"].removeprefix("book: ")
-    return f"Every verdict was decided at the book's sizes ({sizes} on Fashion-MNIST)" + (
-        f" and at {listed(decided)}." if decided else "; the larger sizes decide none."
-    )
+    also = f" and at {listed(decided)}" if decided else ""
+    return f"Decided at the book's sizes (Fashion-MNIST: {sizes}){also}."
 
 
 def own_rate_note(table: pd.DataFrame | None, where: str = "chapter 04") -> str:
