@@ -359,6 +359,9 @@ def test_equal_regrets_with_different_verdicts_are_put_down_to_the_family_size()
     assert note.startswith("On quantity skew (the quantity-skew follow-up)"), note
     assert "its own family of one test" in note and "a family of 7" in note
     assert "differ by the size of the families" in note
+    plain = RS.family_size_note(s, plain=True)  # chapter 04b's words
+    assert "the first is tested alone (Holm-adjusted p" in plain
+    assert "the second among 7 tests (Holm-adjusted p" in plain and "famil" not in plain
     assert RS.family_size_note(s, sets=["evaluation"]) == ""
     one_seed = (regrets["entry"] == costs[1]) & (regrets["seed"] == 1)
     assert (

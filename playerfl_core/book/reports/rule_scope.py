@@ -250,11 +250,12 @@ def same_regret_pairs(study, sets=None) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["set", "kind", "seeds", *sides])
 
 
-def family_size_note(study, sets=None) -> str:
+def family_size_note(study, sets=None, plain: bool = False) -> str:
     """One sentence per pair of entries and families of :func:`same_regret_pairs` (the
     second-order cost in its own family against the first-order cost with Holm over the first
     seven entries): their regrets and test are the same, their verdicts differ only by the
-    families' sizes, which a reader must not take for a finding; "" when no pair is."""
+    families' sizes, which a reader must not take for a finding; "" when no pair is. ``plain``:
+    in words for a main-path page (how many tests Holm adjusts over, not "family")."""
     pairs = same_regret_pairs(study, sets)
     group = ["set", "entry_a", "tests_a", "verdict_a", "entry_b", "tests_b", "verdict_b"]
     notes = []
@@ -262,15 +263,24 @@ def family_size_note(study, sets=None) -> str:
         kinds = list(g["kind"])
         kinds = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} and {kinds[-1]}"
         where = {"evaluation": "the evaluation set", P.CONFIRMING: "the confirmation test"}
+        first, second, why = (
+            (_tests(ma), _tests(mb), "how many tests Holm's adjustment counts")
+            if plain
+            else (_family_words(ma), f"a family of {mb}", "the size of the families")
+        )  # fmt: skip
         notes.append(
             f"On {kinds} ({where.get(role, f'the {set_label(role)}')}), “{a}” and “{b}” have "
             f"the same regret on every seed, so the same p before adjustment "
-            f"({_p_range(g['p_a'])}), yet “{a}” is {va} and “{b}” {vb}: the first is tested in "
-            f"{_family_words(ma)} (Holm-adjusted p {_p_range(g['p_holm_a'])}), the second in a "
-            f"family of {mb} (Holm-adjusted p {_p_range(g['p_holm_b'])}). The verdicts differ by "
-            "the size of the families, not by the rules."
+            f"({_p_range(g['p_a'])}), yet “{a}” is {va} and “{b}” {vb}: the first is tested "
+            f"{'' if plain else 'in '}{first} (Holm-adjusted p {_p_range(g['p_holm_a'])}), the "
+            f"second {'' if plain else 'in '}{second} (Holm-adjusted p "
+            f"{_p_range(g['p_holm_b'])}). The verdicts differ by {why}, not by the rules."
         )
     return " ".join(notes)
+
+
+def _tests(m: int) -> str:
+    return "alone" if m == 1 else f"among {m} tests"
 
 
 def _p_range(ps: pd.Series) -> str:
