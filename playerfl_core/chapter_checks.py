@@ -224,6 +224,11 @@ SPECS: dict[str, dict[str, Callable]] = {
         "device": None,
         "dataset_module": None,
     },
+    "appendix_every_protocol": {
+        "example": _one_dataset,
+        "device": None,  # no such parameter: the page reads committed stores only
+        "dataset_module": None,
+    },
     "appendix_bring_your_own": {
         "dataset": _datasets,
         "profile": _one_of("quick", "paper"),

@@ -1,209 +1,111 @@
-"""What chapters 04, 04b and the pre-registration appendix show from the reports that set two
-evaluation protocols side by side, computed on the committed stores by the chapters' own code
-cells: every table (its values, caption and HTML), every glued sentence and number.
+"""The numbers chapters 04 and 04b showed before the answer under every protocol replaced their
+before/after sections, read from ``tests/fixtures/evidence_snapshot.json`` (written by the code
+of those sections, then deleted; never rewritten from the new code), beside the same quantity
+under the same protocol in ``book.reports.every_protocol``'s table.
 
-Written once by the code before a rewrite (``python tests/evidence_snapshot.py`` writes
-``tests/fixtures/evidence_snapshot.json``); ``test_evidence_snapshot.py`` recomputes it with the
-current code and compares, so a rewrite that changes one number, verdict or word fails.
-Reads stores only; trains nothing."""
+Each old table compared two protocols; a side is compared where it measured what the new table
+holds: the same protocol on the same seeds (a side read on fewer seeds than the protocol has is
+another quantity and is skipped). Reads stores only; trains nothing."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import math
 import re
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = ROOT / "tests" / "fixtures" / "evidence_snapshot.json"
-DIGITS = 12
+CH04, CH04B = "04_does_the_rule_pick_the_right_split", "04b_beyond_the_paper"
+BOOK, TEST, BOTH = "book's sets", "2,000 test", "2,000 val + test"
 
-REPORT_ALIASES = r"\b(FS|SL|EN|ER|RR|RR2|RS)\.(?!TEST_PER_CLIENT)"
-"""Module aliases through which the chapters call the before/after reports (``RS`` is the
-rescore's study module in chapter 04, rule_scope in 04b: 04b's report cells are picked by
-``RR2`` lines only)."""
-
-CHAPTERS = {
-    "04_does_the_rule_pick_the_right_split": {
-        "setup": (
-            "book.reports import split_choice",
-            "stored = O.load_sweeps",
-            "table = O.sweeps",
-            "het = O.sweeps",
-        ),  # fmt: skip
-        "report": REPORT_ALIASES,
-        "extra": 'glue("scorecard_r1_note", FS.r1_note(fair))',
-    },
-    "04b_beyond_the_paper": {
-        "setup": ("rescore = RR2.analyse",),
-        "report": r"\bRR2\.",
-        "lines_of": 'glue("r2_rescore_summary"',
-    },
-    "appendix_preregistration": {"setup": ("rescore = RR2.analyse",), "report": r"\bRR2\."},
-}
-"""Per chapter: markers of the cells that build what the reports read (run in order after the
-parameters cell), which report cells to run, a mixed cell of which only the report lines run
-(04b glues other reports' numbers in the same cell), and calls no chapter cell makes but the
-scorecard does."""
+SIDES = {
+    f"{CH04}: display 1": [("one rate", BOOK), ("own rates", "own rates")],
+    f"{CH04}: display 6": [("book's sets", BOOK), ("2,000 images", "evaluation rung")],
+    f"{CH04}: display 9": [("book's test sets", BOOK), ("2,000 images", TEST)],
+    f"{CH04}: display 10": [("2,000 test images per client", TEST),
+                            ("2,000 validation images too", BOTH)],
+}  # fmt: skip
+"""The old R1 side-by-side tables: per side, the words its column names end with and the
+protocol it was. Regret columns read "regret, <words>", verdict columns "<R1 or verdict>,
+<words>"."""
 
 
-def rounded(value):
-    """A float to :data:`DIGITS` significant digits (NaN and infinities as strings, for JSON)."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        return float(f"{value:.{DIGITS}g}")
-    return value
+def old() -> dict:
+    return json.loads(SNAPSHOT.read_text(encoding="utf-8"))
 
 
-def frame_record(frame) -> dict:
-    """A data frame as JSON: index, columns and rows, floats rounded."""
-    import numpy as np
+def _frame(entry: dict) -> list[dict]:
+    f = entry["frame"]
+    return [dict(zip(f["columns"], row, strict=True)) for row in f["rows"]]
 
-    def plain(v):
-        if isinstance(v, np.generic):
-            v = v.item()
-        return rounded(v)
 
-    reset = frame.reset_index()
+def regret_cells() -> list[tuple[str, str, str, str, str, int]]:
+    """(display, federation label, protocol, regret cell, verdict, seeds) of every side of the
+    old R1 tables."""
+    snap, out = old(), []
+    for key, sides in SIDES.items():
+        for row in _frame(snap[key]):
+            for words, protocol in sides:
+                verdict = next(v for c, v in row.items() if c.endswith(f", {words}")
+                               and c.startswith(("verdict", "R1")))  # fmt: skip
+                out.append((key, row["federation"], protocol, row[f"regret, {words}"], verdict,
+                            row["seeds"]))  # fmt: skip
+    return out
+
+
+def rung_cells() -> list[tuple[str, str, str, str, int | None]]:
+    """(federation label, protocol, quantity, cell, seeds) of the old ladder tables: the middle
+    rung's splits and mean regret, the paper-size first epochs' splits, the book's splits."""
+    snap, out = old(), []
+    for row in _frame(snap[f"{CH04}: display 4"]):
+        protocol = "middle rung" if row["sizes"].startswith("middle") else BOOK
+        out.append((row["federation"], protocol, "rule's split", row["rule's p (p×seeds)"],
+                    row["seeds"]))  # fmt: skip
+        out.append((row["federation"], protocol, "mean regret",
+                    row["mean regret (95 % interval)"], row["seeds"]))  # fmt: skip
+    for row in _frame(snap[f"{CH04}: display 3"]):
+        protocol = "paper's sizes" if row["sizes"].startswith("paper") else BOOK
+        seeds = sum(int(part.split("×")[1]) for part in row["rule's p (p×seeds)"].split(", "))
+        out.append((row["federation"], protocol, "rule's split", row["rule's p (p×seeds)"],
+                    seeds))  # fmt: skip
+    return out
+
+
+def claim_r2() -> dict[str, str]:
+    """Claim R2 per protocol, "contradicted (strong)", from the old summaries' last sentence
+    ("Claim R2 is contradicted (strong) with both test sizes")."""
+    snap = old()
+    pattern = re.compile(r"Claim R2 is (\w+) \((\w+)\) with both")
+    test = pattern.search(snap[f"{CH04B}: glue r2_rescore_summary"]).groups()
+    val = pattern.search(snap[f"{CH04B}: glue r2_val_summary"]).groups()
+    return {BOOK: "{} ({})".format(*test), TEST: "{} ({})".format(*test),
+            BOTH: "{} ({})".format(*val)}  # fmt: skip
+
+
+def costs() -> dict[str, tuple[int, float]]:
+    """(runs, CPU-hours to one decimal) per protocol, from the old cost sentences; the
+    2,000-test protocol is R1's and R2's rescores together (hours summed as shown)."""
+    snap = old()
+
+    def glue(name: str, chapter: str = CH04) -> str:
+        return snap[f"{chapter}: glue {name}"]
+
+    def runs_hours(text: str) -> tuple[int, float]:
+        runs = re.search(r"([\d,]+) runs", text).group(1).replace(",", "")
+        return int(runs), float(re.search(r"([\d.]+) CPU-hours", text).group(1))
+
+    r1, r2 = runs_hours(glue("rescore_cost")), runs_hours(glue("r2_rescore_cost", CH04B))
     return {
-        "index": [str(n) for n in frame.index.names],
-        "columns": [str(c) for c in reset.columns],
-        "rows": [[plain(v) for v in row] for row in reset.itertuples(index=False)],
+        "own rates": runs_hours(glue("fair_cost")),
+        "evaluation rung": runs_hours(glue("eval_cost")),
+        "middle rung": runs_hours(glue("middle_cost")),
+        TEST: (r1[0] + r2[0], r1[1] + r2[1]),
+        BOTH: runs_hours(glue("val_rescore_cost")),
     }
 
 
-def shown(value):
-    """What a chapter displays or glues, as JSON."""
-    import pandas as pd
-
-    from playerfl_core.book.reports.tables import Shown
-
-    if isinstance(value, Shown):
-        return {"caption": value.caption, "frame": frame_record(value.frame),
-                "html": value._repr_html_()}  # fmt: skip
-    if isinstance(value, pd.DataFrame):
-        return {"frame": frame_record(value)}
-    if hasattr(value, "data") and type(value).__module__.startswith("IPython"):
-        return {type(value).__name__: value.data}
-    return rounded(value.item() if hasattr(value, "item") else value)
-
-
-def code_cells(name: str) -> list:
-    import nbformat
-
-    nb = nbformat.read(ROOT / "chapters" / f"{name}.ipynb", as_version=4)
-    return [c for c in nb.cells if c.cell_type == "code"]
-
-
-@contextlib.contextmanager
-def captured(out: dict, chapter: str):
-    """``display`` and ``glue`` write to ``out`` while a chapter's cells run."""
-    import IPython.display
-    import myst_nb
-
-    count = {"n": 0}
-
-    def display(*objects, **_):
-        for obj in objects:
-            count["n"] += 1
-            out[f"{chapter}: display {count['n']}"] = shown(obj)
-
-    def glue(key, value, display=True):
-        out[f"{chapter}: glue {key}"] = shown(value)
-
-    saved = IPython.display.display, myst_nb.glue
-    IPython.display.display, myst_nb.glue = display, glue
-    try:
-        yield
-    finally:
-        IPython.display.display, myst_nb.glue = saved
-
-
-def _statements(sources) -> tuple[list, list]:
-    """The import statements and the other statements of some cells, as ``ast`` nodes."""
-    import ast
-
-    nodes = [n for s in sources for n in ast.parse(s).body]
-    imports = [n for n in nodes if isinstance(n, ast.Import | ast.ImportFrom)]
-    return imports, [n for n in nodes if n not in imports]
-
-
-def _run(nodes, namespace: dict) -> None:
-    import ast
-
-    exec(compile(ast.Module(body=nodes, type_ignores=[]), "<cell>", "exec"), namespace)
-
-
-def set_up(cells, plan: dict, done: dict) -> dict:
-    """A chapter's namespace after its parameters and setup cells. Chapters whose setup computes
-    the same statements from the same parameter values share one computation (04b and the
-    appendix analyse the same study): the longest part of the snapshot, run once."""
-    import ast
-
-    namespace: dict = {"__name__": "__chapter__"}
-    exec(next(c.source for c in cells if "parameters" in c.metadata.get("tags", [])), namespace)
-    sources = [next(c.source for c in cells if marker in c.source) for marker in plan["setup"]]
-    imports, work = _statements(sources)
-    read = {n.id for node in work for n in ast.walk(node) if isinstance(n, ast.Name)}
-    key = (frozenset(ast.dump(n) for n in work),
-           tuple(sorted((k, repr(v)) for k, v in namespace.items() if k in read)))  # fmt: skip
-    if key in done:
-        namespace = {**done[key], **namespace}
-        _run(imports, namespace)
-        return namespace
-    _run(imports, namespace)
-    _run(work, namespace)
-    done[key] = dict(namespace)
-    return namespace
-
-
-def chapter_outputs(name: str, plan: dict, done: dict) -> dict:
-    """Run a chapter's parameters cell, its setup cells and its report cells; what they show."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    cells = code_cells(name)
-    out: dict = {}
-    with captured(out, name):
-        namespace = set_up(cells, plan, done)
-        pattern = re.compile(plan["report"])
-        for cell in cells:
-            source = cell.source
-            if any(m in source for m in plan["setup"]) or not pattern.search(source):
-                continue
-            if plan.get("lines_of", "\0") in source:
-                source = "\n".join(line for line in source.splitlines() if pattern.search(line))
-            exec(source, namespace)
-        if plan.get("extra"):
-            exec(plan["extra"], namespace)
-    return out
-
-
-def snapshot() -> dict:
-    """Every chapter's outputs, keyed by chapter and display number or glue key."""
-    out: dict = {}
-    done: dict = {}
-    for name, plan in CHAPTERS.items():
-        out.update(chapter_outputs(name, plan, done))
-    return out
-
-
-def normalised(outputs: dict) -> dict:
-    """As the JSON file holds it (tuples as lists), for comparing with what it holds."""
-    return json.loads(json.dumps(outputs, ensure_ascii=False))
-
-
-def main() -> int:
-    sys.path.insert(0, str(ROOT))
-    outputs = snapshot()
-    SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
-    SNAPSHOT.write_text(json.dumps(outputs, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    print(f"{len(outputs)} outputs written to {SNAPSHOT.relative_to(ROOT)}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+def r2_test_rows() -> tuple[list[str], list[list]]:
+    """(columns, rows) of the pre-registration appendix's table of every R2 test under each
+    evaluation protocol."""
+    frame = old()["appendix_preregistration: display 1"]["frame"]
+    return frame["columns"], frame["rows"]

@@ -2,12 +2,8 @@
 rate re-derived from the archive with the grid's own rule, the regrets paired with the one-rate
 sweep's seeds, and the scorecard's R1 naming what moved."""
 
-import numpy as np
-import pandas as pd
 import pytest
 
-from playerfl_core.book.reports import fair_sweeps as FR
-from playerfl_core.book.reports import protocol_comparison as PC
 from playerfl_core.study import fair_sweeps as F
 from playerfl_core.study.archive import load_archive, pack
 from playerfl_core.study.grid import run_grid
@@ -68,51 +64,6 @@ def test_own_rate_scores_pair_with_the_one_rate_sweep(heart_fair):
         F.own_rate_scores(table, rates, seeds={"heart": (0, 1, 2)})
 
 
-def _regrets(ds, values, p_oracle=1):
-    return pd.DataFrame({"dataset": ds, "lr": 0.0, "seed": range(len(values)), "p_rule": 1,
-                         "p_oracle": p_oracle, "regret": values})  # fmt: skip
-
-
-def test_compare_names_a_verdict_that_moves():
-    zeros = np.zeros(20)
-    one = pd.concat([_regrets("a", zeros), _regrets("b", zeros)])
-    own = pd.concat([_regrets("a", zeros), _regrets("b", np.full(20, 0.08), p_oracle=3)])
-    c = PC.r1_side_by_side(one, own).set_index("dataset")
-    assert not c.loc["a", "changed"] and c.loc["b", "changed"]
-    assert c.loc["b", "b_oracle"] == 3 and c.loc["b", "b"] == pytest.approx(0.08)
-    fair = FR.FairSweep(pd.DataFrame(), own, c.reset_index(), PC.Cost(0, 0.0))
-    assert FR.r1_note(fair).endswith("the verdict moves on b (from within δ to beyond δ)")
-    # a one-rate sweep with more seeds than the own-rate one (rotated: 30 against 10): the
-    # regrets set side by side are those of the same seeds
-    more = pd.concat([one, _regrets("a", np.r_[zeros, np.full(10, 0.3)])[20:]])
-    paired = PC.r1_side_by_side(more, own).set_index("dataset")
-    assert paired.loc["a", "a"] == 0 and paired.loc["a", "n_seeds"] == 20
-    assert "changes 1 of the 2 verdicts (b)" in FR.fair_summary(fair)
-
-
 def test_the_cost_counts_only_runs_the_one_rate_archive_lacks():
     fair = {"runs": [{"run_id": "x", "cpu_seconds": 2.0}, {"run_id": "y", "cpu_seconds": 3.0}]}
     assert F.cost(fair, {"runs": [{"run_id": "x"}]}) == (1, 3.0)
-
-
-def test_the_rates_table_explains_only_the_marks_it_shows():
-    """Chapter 04's rates table promised "*" marks none of its cells showed, and left the splits
-    a 5-unit model lacks blank (issue 35)."""
-    rates = pd.DataFrame({"dataset": ["heart", "heart", "fmnist", "fmnist", "fmnist"],
-                          "p": [0, 1, 0, 1, 2], "lr": [0.1, 0.03, 0.001, 0.003, 0.003],
-                          "at_edge": False})  # fmt: skip
-    # the comparison table's order (the chapter's), so the two tables read row for row
-    fair = FR.FairSweep(
-        rates, pd.DataFrame(), pd.DataFrame({"dataset": ["fmnist", "heart"]}), PC.Cost(0, 0.0)
-    )
-    table = FR.rates_table(fair)
-    assert list(table.index) == ["Fashion-MNIST", "Heart"]
-    assert table.loc["Heart", "p = 2"] == "–" and not table.isin(["", "0.1*"]).any().any()
-    assert "*" not in FR.rates_caption(fair) and "none of the 5 tuned rates" in FR.rates_caption(
-        fair
-    )
-    rates.loc[0, "at_edge"] = True
-    assert FR.rates_table(fair).loc["Heart", "p = 0"] == "0.1*"
-    assert "* at an edge of the rates tried, after widening: 1 of 5 splits" in FR.rates_caption(
-        fair
-    )

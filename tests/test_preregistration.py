@@ -359,6 +359,9 @@ def test_equal_regrets_with_different_verdicts_are_put_down_to_the_family_size()
     assert note.startswith("On quantity skew (the quantity-skew follow-up)"), note
     assert "its own family of one test" in note and "a family of 7" in note
     assert "differ by the size of the families" in note
+    plain = RS.family_size_note(s, plain=True)  # chapter 04b's words
+    assert "the first is tested alone (Holm-adjusted p" in plain
+    assert "the second among 7 tests (Holm-adjusted p" in plain and "famil" not in plain
     assert RS.family_size_note(s, sets=["evaluation"]) == ""
     one_seed = (regrets["entry"] == costs[1]) & (regrets["seed"] == 1)
     assert (
@@ -410,11 +413,10 @@ def test_the_follow_ups_are_named_by_their_kind_wherever_the_book_shows_a_set():
     list and sentence chapter 04b and the appendix show names them by their kind (issue 35)."""
     from types import SimpleNamespace
 
-    from playerfl_core.book.reports import r2_rescore as RR2
     from playerfl_core.book.reports import rule_family as RF
     from playerfl_core.book.reports import rule_scope as RS
+    from playerfl_core.book.reports.rule_follow_ups import r2_tests
     from playerfl_core.book.style import set_label
-    from playerfl_core.study import rescore as R2
 
     first, second = P.FOLLOW_UP[0], P.FOLLOW_UP_2[0]
     quantity, concept = set_label(P.role_of(first)), set_label(P.role_of(second))
@@ -456,14 +458,13 @@ def test_the_follow_ups_are_named_by_their_kind_wherever_the_book_shows_a_set():
         "The follow-up on concept shift is not computed in these sweeps."
     )
 
-    comparison = R2.family_comparison(regrets.assign(rescored=False), regrets.assign(rescored=True))
-    res = RR2.Rescore(comparison, None, None, None, None, 0)
-    for table in (RR2.family_table(res), RR2.full_table(res)):
-        assert named(table.index.get_level_values("family")) == {
-            quantity,
-            f"{quantity}, second-order rule",
-            concept,
-        }
+    book = SimpleNamespace(regrets=regrets.assign(rescored=False))
+    rescored = SimpleNamespace(book=book, test_only=None, regrets=regrets.assign(rescored=True))
+    assert named(r2_tests(rescored).index.get_level_values("family")) == {
+        quantity,
+        f"{quantity}, second-order rule",
+        concept,
+    }
 
 
 def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2():

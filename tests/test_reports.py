@@ -435,58 +435,6 @@ def test_every_term_the_result_box_links_is_in_the_glossary():
         assert term in terms, term
 
 
-def test_evaluation_noise_is_the_binomial_error_of_a_client_and_of_a_weighted_run():
-    """Two clients at accuracy 0.5 on 100 test images, training shares 0.5 each: a client's
-    standard error is 0.05, the run's sqrt(2 · 0.5² · 0.0025) ≈ 0.0354 (1.77 × δ); a second
-    round with a higher validation loss is not the one scored."""
-    import numpy as np
-
-    from playerfl_core.book.reports.evaluation_noise import noise_table
-
-    rows = []
-    for client in (0, 1):
-        for rnd, val_loss, acc in ((0, 0.5, 0.5), (1, 0.9, 0.9)):
-            run = ("d", "prefix_p1", 0.01, 0, client, rnd)
-            rows += [(*run, "val", "loss", val_loss, 50), (*run, "test", "accuracy", acc, 100)]
-        rows.append(("d", "prefix_p1", 0.01, 0, client, 0, "train", "weight", 0.5, 200))
-    cols = ["dataset", "algorithm", "lr", "seed", "client", "round", "split", "metric", "value",
-            "n_samples"]  # fmt: skip
-    noise = noise_table(pd.DataFrame(rows, columns=cols)).iloc[0]
-    assert noise["test_images"] == 100 and noise["client_se"] == pytest.approx(0.05)
-    assert noise["run_se"] == pytest.approx(np.sqrt(2 * 0.25 * 0.0025))
-    assert noise["run_se_over_delta"] == pytest.approx(np.sqrt(2 * 0.25 * 0.0025) / 0.02)
-    from playerfl_core.book.reports.evaluation_noise import noise_summary
-
-    assert noise_summary(noise_table(pd.DataFrame(rows, columns=cols))) == (
-        "A run's score is at least as noisy as δ = 0.02 itself on d; its standard error is "
-        "below δ/4 on no dataset."
-    )
-
-
-def test_a_clients_test_images_are_their_mean_and_an_empty_group_reads_as_words():
-    """Chapter 04's Table 40 gave Fashion-MNIST's clients 78 test images (the median of sizes
-    that label skew makes unequal) where the text and the rung's tables say 80 (400 images per
-    client on average, 20 % for test); and "below δ/4 on: none." read as an unfilled template."""
-    from playerfl_core.book.reports.evaluation_noise import mean_sizes, noise_summary, noise_table
-
-    rows = []
-    for client, (v, n) in enumerate(((37, 46), (62, 78), (93, 116))):  # test: median 78, mean 80
-        run = ("d", "prefix_p1", 0.01, 0, client, 0)
-        rows += [(*run, "val", "loss", 0.5, v), (*run, "test", "accuracy", 0.5, n),
-                 (*run, "train", "weight", 1 / 3, 4 * n)]  # fmt: skip
-    cols = ["dataset", "algorithm", "lr", "seed", "client", "round", "split", "metric", "value",
-            "n_samples"]  # fmt: skip
-    table = pd.DataFrame(rows, columns=cols)
-    assert noise_table(table).iloc[0]["test_images"] == 80
-    assert mean_sizes([table, table.assign(dataset="other")], ["d"]) == (64, 80)
-    assert mean_sizes([table], ["other"]) is None
-    quiet = pd.DataFrame({"dataset": ["a", "b", "c"], "run_se_over_delta": [0.1, 0.2, 0.5]})
-    assert noise_summary(quiet) == (
-        "A run's score is at least as noisy as δ = 0.02 itself on no dataset; its standard "
-        "error is below δ/4 on a and b."
-    )
-
-
 def test_the_split_lines_list_each_seeds_split_in_words_not_a_python_list():
     """Chapter 03's Result box read "seeds: [3, 3, 3]" (a Python list, issue 35)."""
     from playerfl_core.book.reports.sensitivity_study import split_numbers
@@ -857,7 +805,7 @@ def test_the_scorecards_r1_says_what_its_regrets_were_scored_on_and_no_protocol_
     import numpy as np
 
     from playerfl_core.book.reports import reproduction
-    from playerfl_core.study import val_rescore as V
+    from playerfl_core.study import rescore as V
 
     one = _r1_regrets("fmnist", np.zeros(20))
     monkeypatch.setattr(V, "r1_family", lambda r: r.assign(rescored=True, large_val=True))

@@ -120,70 +120,6 @@ def test_the_committed_rescore_is_complete_keeps_the_books_validation_and_recomp
         assert large == pytest.approx(R.run_scores(stored)["test"].item(), abs=0.03)
 
 
-def test_chapter_04_names_every_verdict_the_large_test_sets_change():
-    from playerfl_core.book.reports import r1_rescore as RR
-
-    comparison = pd.DataFrame(
-        {
-            "dataset": ["fmnist", "fmnist_rotate"],
-            "n_seeds": [10, 30],
-            "a": [0.010, 0.18], "a_lo": [-0.01, 0.16], "a_hi": [0.03, 0.20],
-            "a_verdict": ["undecided", "beyond δ"],
-            "b": [0.002, 0.17], "b_lo": [-0.004, 0.15], "b_hi": [0.008, 0.19],
-            "b_verdict": ["within δ", "beyond δ"],
-        }
-    )  # fmt: skip
-    comparison["changed"] = comparison["a_verdict"] != comparison["b_verdict"]
-    record = {"test_per_client": 2000, "runs": 4, "identical_to_committed": 3,
-              "max_abs_diff": 1e-7, "cpu_seconds": 7200.0}  # fmt: skip
-    res = RR.Rescore(comparison, record, rescored_seeds=40)
-    assert RR.rescore_summary(res) == (
-        "Scoring the regrets on 2,000 test images per client changes 1 of the 2 verdicts "
-        "(Fashion-MNIST); the mean regret is higher on 0 and lower on 2 of the 2 federations."
-    )
-    lines = RR.rescore_lines(res)
-    assert lines.startswith("- Fashion-MNIST: **undecided** with the book's test sets")
-    assert "**within δ** with 2,000 test images per client" in lines and "\n" not in lines
-    assert RR.rescore_cost(res) == (
-        "4 runs trained again for 40 seeds, 2.0 CPU-hours in all, each run on one core; 3 of them "
-        "identical to their committed runs (largest difference 1e-07)"
-    )
-    assert list(RR.comparison_table(res).columns)[-1] == "verdict, 2,000 images"
-    assert RR.rescore_summary(None) == "" and "not computed" in RR.rescore_cost(None)
-    assert "`playerfl study run val_rescore`" in RR.rescore_lines(None, "val_rescore")
-
-
-def test_a_rescore_that_changes_no_verdict_says_so_in_words():
-    """Chapter 04 read "changes 0 of the 13 verdicts (none)" and then a list of one item, "- No
-    verdict changes …": an unfilled template, not a sentence."""
-    from playerfl_core.book.reports import r1_rescore as RR
-
-    comparison = pd.DataFrame(
-        {"dataset": ["fmnist", "fmnist_rotate", "fmnist_noise"], "n_seeds": [10, 30, 10],
-         "a": [0.01, 0.18, 0.03], "a_lo": [-0.01, 0.16, 0.01], "a_hi": [0.03, 0.2, 0.05],
-         "b": [0.002, 0.17, 0.04], "b_lo": [-0.004, 0.15, 0.02], "b_hi": [0.008, 0.19, 0.06],
-         "a_verdict": ["undecided", "beyond δ", "beyond δ"]}
-    )  # fmt: skip
-    comparison["b_verdict"] = comparison["a_verdict"]
-    comparison["changed"] = False
-    record = {"test_per_client": 2000, "val_per_client": 2000}
-    res = RR.Rescore(comparison, record, rescored_seeds=50)
-    assert RR.rescore_summary(res) == (
-        "Scoring the regrets on 2,000 test images per client changes none of the 3 verdicts; "
-        "the mean regret is higher on 1 and lower on 2 of the 3 federations."
-    )
-    assert RR.rescore_lines(res) == (
-        "With the book's test sets and with 2,000 test images per client alike, the verdicts are "
-        "2 beyond δ and 1 undecided; the table below gives each federation's."
-    )
-    two = RR.Rescore(
-        comparison.iloc[:2], record, 40, oracle_moved=3
-    )  # the validation rescore's reading
-    assert " changes neither of the two verdicts; the oracle's split moves on 3 of 40" in (
-        RR.rescore_summary(two)
-    )
-
-
 # -- R2's rescore --------------------------------------------------------------------------------
 def _one_client_run(p: int, book: float, large: float, seed: int = 0) -> pd.DataFrame:
     """A rescored run of one client on Fashion-MNIST, best validation at round 1."""
@@ -263,46 +199,6 @@ def test_the_side_by_side_names_the_verdicts_the_large_test_sets_change():
     assert changed["mean_large"].item() == pytest.approx(0.1)
     assert c.set_index("kind")["rescored"].to_dict() == {"base federation": 0,
                                                          "feature skew (rotate)": 10}  # fmt: skip
-
-
-def test_chapter_04b_says_which_verdicts_changed_and_what_became_of_claim_r2():
-    from playerfl_core.book.reports import r2_rescore as RR2
-    from playerfl_core.stats.decisions import Verdict
-
-    book = _regrets(lambda e, d: 0.0)
-    large = _regrets(lambda e, d: 0.1 if (e, d) == (P.ENTRIES[0].label, "fmnist_rotate") else 0.0)
-    c = R.family_comparison(book.assign(rescored=False), large)
-    curvature = pd.DataFrame({"set": ["evaluation"], "verdict_book": ["undecided"],
-                              "verdict_large": ["undecided"]})  # fmt: skip
-    record = {"runs": 2, "identical_to_committed": 2, "max_abs_diff": 0.0, "cpu_seconds": 36.0}
-    res = RR2.Rescore(c, Verdict("undecided", "weak", ""), Verdict("contradicted", "moderate", ""),
-                      curvature, record, reused=5)  # fmt: skip
-    assert RR2.summary(res) == (
-        "Scoring R2's regrets on 2,000 test images per client changes 1 of the 4 declared "
-        "verdicts (the second table below names them); the mean regret is higher on 1, lower "
-        "on 0 and unchanged on 3 of the 4 (rule, kind) pairs. Claim R2 is undecided (weak) "
-        "with the book's test sets and "
-        "contradicted (moderate) with 2,000 test images per client. The curvature comparison "
-        "(each second-order rule against its first-order form, one paired test per set, apart "
-        "from the tolerance verdicts counted above) keeps its verdicts."
-    )
-    same = RR2.Rescore(c, Verdict("contradicted", "strong", ""),
-                       Verdict("contradicted", "strong", ""), None, record, reused=5)  # fmt: skip
-    assert "Claim R2 is contradicted (strong) with both test sizes." in RR2.summary(same)
-    assert RR2.cost(res) == (
-        "2 runs trained again, 0.0 CPU-hours in all, each run on one core; every one identical to "
-        "its committed run, row for row; 5 more runs were read from chapter 04's rescore of R1's "
-        "family (the ninth declaration), not trained again"
-    )
-    table = RR2.family_table(res)
-    assert table.loc["evaluation"].tolist() == [4, "20 of 40", "4 / 0 / 0", "3 / 1 / 0", 1]
-    assert len(RR2.changed_table(res)) == 1 and "not rescored" in RR2.summary(None)
-    # every mean regret at three decimals, as the intervals beside it (the appendix's table
-    # showed 0.01 beside 0.029)
-    full = RR2.full_table(res)
-    cells = full[["book's test sets", "2,000 images"]].to_numpy().ravel()
-    assert {len(c.partition(".")[2].split()[0]) for c in cells} == {3} and "0.100 ✗" in cells
-    assert "0.000 ✓" in cells  # the mark beside the mean: one short cell a protocol (phones)
 
 
 def test_r2s_committed_rescore_holds_every_run_it_needs_and_replaces_every_tested_regret(
@@ -529,41 +425,9 @@ def test_r1s_family_reads_the_validation_rescore_where_it_holds_the_seed_and_r1s
     assert R.large_sets_text(without) == "2,000 test images per client"
 
 
-def test_chapter_04_shows_r1_with_2000_test_images_and_with_2000_validation_images_too(rung_only):
-    from playerfl_core.book.reports import r1_rescore as RR
-
-    book = R.r1_committed_regrets()
-    res = RR.analyse_validation(book)
-    assert res.comparison["dataset"].tolist() == ["fmnist", "fmnist_rotate"]
-    keys = ["dataset", "lr", "seed"]
-    both = R.r1_regrets(book).merge(rungs.regrets(rung_only[0]), on=keys)
-    moved = int((both["p_oracle_x"] != both["p_oracle_y"]).sum())
-    assert (res.oracle_moved, res.rescored_seeds, res.reused) == (moved, 20, 20)
-    assert res.comparison["moved"].sum() == moved
-    table = RR.comparison_table(res)
-    assert list(table.columns) == [
-        "seeds", "oracle's split moved", "regret, 2,000 test images per client",
-        "verdict, 2,000 test images per client", "regret, 2,000 validation images too",
-        "verdict, 2,000 validation images too"]  # fmt: skip
-    assert f"the oracle's split moves on {moved} of 20 seeds" in RR.rescore_summary(res)
-    assert RR.rescore_summary(res).startswith(
-        "Choosing the oracle's split and every client's round on 2,000 validation images"
-    )
-    assert RR.rescore_cost(res).endswith(
-        "the 20 seeds of the evaluation rung above were read from its store, not trained again"
-    )
-    # the verdicts after are R1's one family (Holm over every federation) of the regrets every
-    # page reads (val_rescore.r1_family)
-    from playerfl_core.stats.split_verdicts import r1_family
-
-    p_holm = {ds: e.p_adjusted for ds, _, e in r1_family(R.r1_family(book))}
-    after = res.comparison.set_index("dataset")["b_p_holm"]
-    assert after.to_dict() == {ds: p_holm[ds] for ds in after.index}
-
-
 def test_chapter_04b_reads_the_validation_rescore_and_keeps_r2s_beside_it(rung_only):
-    from playerfl_core.book.reports import r2_rescore as RR2
     from playerfl_core.book.reports import rule_family as RF
+    from playerfl_core.book.reports.rule_follow_ups import r2_tests
     from playerfl_core.study.split_sweeps import load_sweeps
 
     study = RF.analyse(load_sweeps(archive_dir("standard")), RF.load_rules())
@@ -574,21 +438,11 @@ def test_chapter_04b_reads_the_validation_rescore_and_keeps_r2s_beside_it(rung_o
     kept = [s.regrets[~rescored].drop(columns="rescored").reset_index(drop=True)
             for s in (study, study.test_only)]  # fmt: skip
     assert kept[0].equals(kept[1])
-    # R2's rescore's side by side still compares the book's test sets with 2,000 test images
-    test_only = RR2.analyse(study)
-    assert test_only.comparison.equals(
-        R.family_comparison(study.book.regrets, study.test_only.regrets)
-    )
-    large_val = RR2.analyse_validation(study)
-    assert large_val.comparison.equals(R.family_comparison(study.test_only.regrets, study.regrets))
-    assert large_val.oracle_moved[1] == 20 and 0 < large_val.oracle_moved[0] < 20
-    assert "validation images per client too changes" in RR2.summary(large_val)
-    assert "the eleventh declaration" in RR2.cost(large_val)
     details = RF.result_details(study)
     assert "(the tenth and eleventh declarations)" in details
     n, verb = re.search(r"(\d+) of the \d+ verdicts (differs?) from", details).groups()
     assert (verb == "differs") == (n == "1")  # "1 of the 104 verdicts differ" read wrong
-    table = RR2.full_table(test_only, large_val)
+    table = r2_tests(study)
     protocols = ["book's test sets", "2,000 images", "2,000 validation too"]
     assert list(table.columns) == ["seeds", "rescored", *protocols]
     cells = table.iloc[:, 2:].to_numpy().ravel()

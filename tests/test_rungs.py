@@ -118,102 +118,6 @@ def test_a_committed_rung_is_complete_and_its_first_round_recomputes(rung, monke
         assert split[0] == split[1], split
 
 
-def test_the_chapter_says_what_moves_in_words_with_true_minus_signs():
-    from playerfl_core.book.reports import ladder as SL
-
-    book = pd.concat(
-        [_regrets("fmnist", [3] * 5, [4] * 5, [0.01, 0.0, 0.02, 0.0, 0.0]),
-         _regrets("fmnist_rotate", [3] * 5, [1] * 5, [0.2, 0.15, 0.18, 0.2, 0.19])]
-    )  # fmt: skip
-    middle = pd.concat(
-        [_regrets("fmnist", [3] * 5, [3] * 5, [-0.01, 0.0, -0.02, 0.0, 0.0]),
-         _regrets("fmnist_rotate", [4] * 5, [1] * 5, [0.2, 0.17, 0.18, 0.21, 0.19])]
-    )  # fmt: skip
-    summary = R.rung_summary(book, middle)
-    lines = SL.middle_lines(summary).splitlines()
-    assert lines[0].startswith("- Fashion-MNIST: the rule's most frequent split stays (p = 3 ")
-    assert "the oracle's moves (p = 4, p = 3)" in lines[0] and "\u22120.006" in lines[0]
-    assert "-0" not in lines[0] and "not above δ" in lines[0]
-    assert "split moves (p = 3 at the book's sizes, p = 4 at the middle rung)" in lines[1]
-    assert "mean regret stays" in lines[1] and ", above δ = 0.02)" in lines[1]
-    text = SL.middle_summary(summary)
-    assert "the rule's most frequent split moves on Fashion-MNIST, rotated" in text, text
-    assert "the oracle's moves on Fashion-MNIST," in text
-    assert "the mean regret moves on Fashion-MNIST (" in text  # 0.006 outside [−0.014, 0]
-    # both rungs' means on the rung's seeds, so the book's is not read as the sweep's (10-30 seeds)
-    assert (
-        "(mean regret on those seeds: Fashion-MNIST: 0.006 at the book's sizes, −0.006 at the "
-        "larger; Fashion-MNIST, rotated: 0.184 at the book's sizes, 0.190 at the larger, "
-        "above δ)."
-    ) in text, text
-    shown = SL.middle_table(summary)
-    assert shown["mean regret (95 % interval)"].iloc[2].startswith("\u22120.006 (\u22120.014 to ")
-    assert SL.middle_summary(None) == "" and "Not computed" in SL.middle_lines(None)
-
-
-def _evaluation_rung():
-    from playerfl_core.book.reports import eval_rung as ER
-    from playerfl_core.book.reports import protocol_comparison as PC
-
-    book = pd.concat(
-        [_regrets("fmnist", [3] * 10, [4] * 10, [0.0, 0.01] * 5),
-         _regrets("fmnist_rotate", [3] * 10, [1] * 10, [0.15, 0.2] * 5)]
-    )  # fmt: skip
-    rung = pd.concat(
-        [_regrets("fmnist", [3] * 10, [3] * 10, [0.0] * 10),
-         _regrets("fmnist_rotate", [3] * 10, [1] * 10, [0.01, 0.015] * 5)]
-    )  # fmt: skip
-    noise = pd.DataFrame(
-        {"dataset": "fmnist_rotate", "client": ["a", "b"] * 2, "weight": 0.5,
-         "n": [80, 80, 2000, 2000], "macro_f1_se": [0.04, 0.04, 0.008, 0.008],
-         "accuracy_se": 0.05, "binomial_se": 0.05}
-    )  # fmt: skip
-    regret_noise = pd.DataFrame(
-        {"dataset": "fmnist_rotate", "n": [80, 2000], "regret_se": [0.03, 0.0063],
-         "unpaired_se": [0.04, 0.008], "p_rule": 3, "p_oracle": 1}
-    )  # fmt: skip
-    record = {"eval_per_client": 2000, "cpu_seconds": 7200.0, "runs": 120, "seeds": [0] * 10}
-    summary = R.rung_summary(book, rung, "eval")
-    return ER, ER.EvalRung(summary, PC.r1_side_by_side(book, rung), record, noise, regret_noise)
-
-
-def test_the_evaluation_rung_reads_both_verdicts_and_its_noise_in_words():
-    ER, ev = _evaluation_rung()
-    lines = ER.eval_lines(ev).splitlines()
-    assert lines[1].startswith("- Fashion-MNIST, rotated: the rule's most frequent split stays")
-    assert "0.175 with the book's evaluation sets, 0.013 (" in lines[1]
-    assert "**beyond δ** in R1's family with the book's evaluation sets" in lines[3]
-    assert "**within δ** with 2,000 images per client" in lines[3]
-    assert lines[3].endswith("a different verdict.")
-    text = ER.eval_summary(ev)
-    assert (
-        "and 1 of R1's 2 verdicts there change (Fashion-MNIST, rotated from beyond δ to within δ)"
-        in (text)
-    )
-    shown = ER.eval_table(ev)
-    assert shown.loc["Fashion-MNIST, rotated", "rule's p, book → 2,000"] == "3×10 → 3×10"
-    assert shown.loc["Fashion-MNIST", "verdict, 2,000 images"] == "within δ"
-    assert "6.0 CPU-seconds" not in ER.eval_cost(ev) and "2.0 CPU-hours" in ER.eval_cost(ev)
-    assert ER.noise_sentence(ev) == (
-        "a run's macro-F1 error is 1.41 δ and 0.28 δ at 80 test images per client and at 2,000 "
-        "on Fashion-MNIST, rotated"
-    )
-    assert ER.eval_summary(None) == "" and "Not computed" in ER.eval_lines(None)
-    assert "instead of the book's 64 and 80 on average," in ER.eval_summary(ev, (64, 80))
-    same = ER.EvalRung(ev.summary, ev.comparison.assign(changed=False), ev.record, ev.noise)
-    assert ER.eval_summary(same).endswith(  # not "0 of R1's 2 verdicts there change (none)"
-        "on Fashion-MNIST, rotated, and neither of R1's two verdicts there changes."
-    )
-    assert ER.regret_noise_sentence(ev) == (
-        "the error of the mean regret over 10 seeds is 0.47 δ and 0.10 δ at 80 test images per "
-        "client and at 2,000 on Fashion-MNIST, rotated (below δ/4 at 2,000)"
-    )
-    shown = ER.regret_noise_table(ev)
-    row = shown.loc[("Fashion-MNIST, rotated (p = 3 vs 1)", 2000)]
-    assert row["one seed's regret SE"] == pytest.approx(0.006, abs=5e-4)
-    assert row["that SE / δ"] == pytest.approx(0.10, abs=5e-3)
-
-
 def test_r2s_scope_says_where_the_deciding_federation_was_run_beyond_the_books_sizes(
     monkeypatch, tmp_path
 ):
@@ -312,18 +216,6 @@ def test_the_ladder_summary_counts_every_split_per_rung():
     summary = R.ladder_summary(at).set_index("rung")
     assert summary.loc["book", "splits"] == "3×10" and summary.loc["paper", "splits"] == "3×7, 4×3"
     assert summary.loc["paper", "modal_share"] == pytest.approx(0.7)
-
-    from playerfl_core.book.reports.ladder import ladder_lines, ladder_table
-
-    shown = ladder_table(R.ladder_summary(at))["most frequent p"].tolist()
-    tied = at.assign(p_rule=[3] * 10 + [3] * 5 + [4] * 5)
-    assert shown == ["3 (100%)", "3 (70%)"]
-    assert ladder_table(R.ladder_summary(tied))["most frequent p"].iloc[1] == "3, 4 (50% each)"
-
-    text = ladder_lines(R.ladder_summary(at))
-    assert "3×7, 4×3" in text and "another split than p = 3 on 3 of 10 seeds" in text
-    moved = at.assign(p_rule=at["p_rule"].where(at["rung"] == "book", 2))
-    assert "another split than p = 3 on 10 of 10 seeds" in ladder_lines(R.ladder_summary(moved))
 
 
 @pytest.mark.slow

@@ -74,6 +74,11 @@ CHAPTERS = {
         "biopsies split by texture): one run, its split sweep and rules, the baselines",
         "as homework",
     ),
+    "appendix_every_protocol": (
+        "one table of the split rule's answers under every evaluation protocol and size: "
+        "reads the committed stores; trains nothing",
+        "no: reading for 04",
+    ),
     "appendix_preregistration": (
         "chapter 04b's full record: reads the committed sweeps and rules table; trains nothing",
         "no: reading for 04b",

@@ -17,13 +17,12 @@ By chapter:
 - ``averaging`` (03a): how well the first-order term predicts the loss change of averaging.
 - ``split_choice`` (04): the split sweep against the rule, heterogeneity, C5 at one rate.
 - ``rule_variants`` (04): the rule's pooling variants against the paper's.
-- ``eval_rung``, ``ladder``, ``fair_sweeps``, ``r1_rescore``, ``evaluation_noise`` (04): R1 at
-  larger evaluation sets, the paper's sizes, each split at its own rate, one score's noise.
 - ``rule_study`` (04b): the rules table, the pre-registered analysis and claim R2.
 - ``rule_follow_ups`` (04b, appendix): the follow-up and confirmation tests in sentences.
 - ``rule_family`` (04b): the chapter's answer, glued numbers and tables of the rule family.
 - ``rule_scope`` (04b, 06): what R2's verdict rests on (sets, distinct rules, deciding kinds).
-- ``r2_rescore`` (04b): R2's families before and after the rescore on larger sets.
+- ``every_protocol`` (appendix; 04, 04b, 06): the answer under every protocol, one long table,
+  and the one headline value per quantity the chapters print.
 - ``comparison``, ``claim_answers`` (05): PLayer-FL against the baselines, claims C3–C5.
 - ``reproduction`` (06): our grid beside the published tables, the claims scorecard.
 - ``authors_choices`` (06): the authors' evaluation and training choices, measured.

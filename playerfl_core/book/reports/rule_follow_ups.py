@@ -8,11 +8,12 @@ from __future__ import annotations
 import pandas as pd
 
 from playerfl_core.book.reports.rule_study import RuleStudy, r2_verdict
-from playerfl_core.book.reports.table_text import interval_text, p_text
+from playerfl_core.book.reports.table_text import interval_text, p_text, signed
 from playerfl_core.book.style import set_label
 from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.study import preregistration as P
 from playerfl_core.study import split_rules_table as R
+from playerfl_core.study.rescore import family_comparison
 
 
 def follow_up_lines(verdicts: pd.DataFrame | None, datasets=P.FOLLOW_UP) -> str:
@@ -164,3 +165,26 @@ def confirmation_headline(study: RuleStudy) -> str:
         f"{P.TOLERANCE:g} on at least one kind, and {both} within δ on both. So claim R2 (some "
         f"first-epoch rule within δ on every kind) is {r2.verdict}{strength}."
     )
+
+
+def r2_tests(study) -> pd.DataFrame | None:
+    """Every test of R2's pre-registered families (family, rule, kind) under the three
+    evaluation protocols that rescored them: the seeds, how many were rescored, and per protocol
+    the mean regret with its verdict's mark (✓ within δ, ✗ beyond, ? undecided), one short cell
+    each for a phone. ``study``: ``rule_family.analyse``'s; None when nothing was rescored."""
+    if study.book is None:
+        return None
+    keys = ["family", "entry", "kind"]
+    first = family_comparison(study.book.regrets, (study.test_only or study).regrets)
+    out = first[keys].assign(seeds=first["n"], rescored=first["rescored"])
+    columns = {"book's test sets": (first, "book"), "2,000 images": (first, "large")}
+    if study.test_only is not None:
+        then = family_comparison(study.test_only.regrets, study.regrets).set_index(keys)
+        rows = then.loc[pd.MultiIndex.from_frame(first[keys])].reset_index()
+        columns["2,000 validation too"] = (rows, "large")
+    marks = {P.WITHIN: "✓", P.BEYOND: "✗"}
+    for name, (frame, side) in columns.items():
+        pairs = zip(frame[f"mean_{side}"], frame[f"verdict_{side}"], strict=True)
+        out[name] = [f"{signed(m)} {marks.get(v, '?')}" for m, v in pairs]
+    out["family"] = out["family"].map(set_label)
+    return out.rename(columns={"entry": "rule"}).set_index(["family", "rule", "kind"])

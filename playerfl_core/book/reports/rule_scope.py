@@ -250,11 +250,12 @@ def same_regret_pairs(study, sets=None) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["set", "kind", "seeds", *sides])
 
 
-def family_size_note(study, sets=None) -> str:
+def family_size_note(study, sets=None, plain: bool = False) -> str:
     """One sentence per pair of entries and families of :func:`same_regret_pairs` (the
     second-order cost in its own family against the first-order cost with Holm over the first
     seven entries): their regrets and test are the same, their verdicts differ only by the
-    families' sizes, which a reader must not take for a finding; "" when no pair is."""
+    families' sizes, which a reader must not take for a finding; "" when no pair is. ``plain``:
+    in words for a main-path page (how many tests Holm adjusts over, not "family")."""
     pairs = same_regret_pairs(study, sets)
     group = ["set", "entry_a", "tests_a", "verdict_a", "entry_b", "tests_b", "verdict_b"]
     notes = []
@@ -262,15 +263,24 @@ def family_size_note(study, sets=None) -> str:
         kinds = list(g["kind"])
         kinds = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} and {kinds[-1]}"
         where = {"evaluation": "the evaluation set", P.CONFIRMING: "the confirmation test"}
+        first, second, why = (
+            (_tests(ma), _tests(mb), "how many tests Holm's adjustment counts")
+            if plain
+            else (_family_words(ma), f"a family of {mb}", "the size of the families")
+        )  # fmt: skip
         notes.append(
             f"On {kinds} ({where.get(role, f'the {set_label(role)}')}), “{a}” and “{b}” have "
             f"the same regret on every seed, so the same p before adjustment "
-            f"({_p_range(g['p_a'])}), yet “{a}” is {va} and “{b}” {vb}: the first is tested in "
-            f"{_family_words(ma)} (Holm-adjusted p {_p_range(g['p_holm_a'])}), the second in a "
-            f"family of {mb} (Holm-adjusted p {_p_range(g['p_holm_b'])}). The verdicts differ by "
-            "the size of the families, not by the rules."
+            f"({_p_range(g['p_a'])}), yet “{a}” is {va} and “{b}” {vb}: the first is tested "
+            f"{'' if plain else 'in '}{first} (Holm-adjusted p {_p_range(g['p_holm_a'])}), the "
+            f"second {'' if plain else 'in '}{second} (Holm-adjusted p "
+            f"{_p_range(g['p_holm_b'])}). The verdicts differ by {why}, not by the rules."
         )
     return " ".join(notes)
+
+
+def _tests(m: int) -> str:
+    return "alone" if m == 1 else f"among {m} tests"
 
 
 def _p_range(ps: pd.Series) -> str:
@@ -283,10 +293,11 @@ def _family_words(m: int) -> str:
 
 
 # -- which test sets a table reads -----------------------------------------------------------------
-def scoring_text(study, role: str) -> str:
+def scoring_text(study, role: str, record: bool = True) -> str:
     """Which test sets a set's regrets were scored on, per base federation, for its table's
     caption ("Regrets scored: Fashion-MNIST on 2,000 test images per client (the tenth
-    declaration); Digits on the book's test sets."): each table says it, not a later caption."""
+    declaration); Digits on the book's test sets."): each table says it, not a later caption.
+    Without ``record``, the pre-registration's names are left out (for a main-path page)."""
     keys = ["dataset", "lr", "seed", "entry"]
     rows = study.regrets[study.regrets["role"] == role][[*keys, "rescored"]]
     if study.test_only is not None:  # the validation rescore's rows are those its store replaced
@@ -295,7 +306,7 @@ def scoring_text(study, role: str) -> str:
         level = 2 * rows["rescored"] + (rows["rescored_test"] & ~rows["rescored"])
     else:
         level = rows["rescored"].astype(int)
-    words = {level: _scored(level) for level in range(3)}
+    words = {level: _scored(level, record) for level in range(3)}
     by_base = rows.assign(base=rows["dataset"].map(P.base_of), level=level.to_numpy())
     merged: dict[str, list[str]] = {}
     order = (
@@ -315,14 +326,16 @@ def scoring_text(study, role: str) -> str:
     return f"Regrets scored: {text}."
 
 
-def _scored(level: int) -> str:
+def _scored(level: int, record: bool = True) -> str:
     """How a regret was scored: 0 the book's test sets, 1 the large-test rescore's 2,000 test
-    images per client, 2 the validation rescore's 2,000 validation and test images."""
+    images per client, 2 the validation rescore's 2,000 validation and test images; with
+    ``record``, the pre-registration's name of the rescore."""
     n = f"{TEST_PER_CLIENT:,}"
+    names = ("", " (the tenth declaration)", " (the eleventh declaration)") if record else ("",) * 3
     return (
         "on the book's test sets",
-        f"on {n} test images per client (the tenth declaration)",
-        f"with {n} validation and {n} test images per client (the eleventh declaration)",
+        f"on {n} test images per client{names[1]}",
+        f"with {n} validation and {n} test images per client{names[2]}",
     )[level]
 
 

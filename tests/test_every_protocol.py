@@ -1,0 +1,103 @@
+"""The answer under every protocol: which value a page prints (the headline), the narrow display
+and the sentences computed from the table (the values themselves: test_evidence_snapshot)."""
+
+import pandas as pd
+import pytest
+
+from playerfl_core.book.reports import every_protocol as EP
+
+BOOK, TEST, BOTH, OWN = EP.BOOK, "2,000 test", "2,000 val + test", "own rates"
+
+
+def _row(federation, protocol, value, verdict, applies=True, quantity=EP.REGRET, seeds=10):
+    lo, hi = (None, None) if value is None else (value - 0.01, value + 0.01)
+    return {"quantity": quantity, "federation": federation, "protocol": protocol, "value": value,
+            "lo": lo, "hi": hi, "verdict": verdict, "detail": "strong",
+            "seeds": seeds, "applies": applies, "runs": 1, "cpu_hours": 0.1}  # fmt: skip
+
+
+def _table(rows) -> pd.DataFrame:
+    return pd.DataFrame(rows).reindex(columns=EP.COLUMNS)
+
+
+@pytest.fixture
+def table():
+    """Heart: the book's and own rates (the rescores leave it as the book scores it);
+    Fashion-MNIST: every evaluation protocol; rotated Fashion-MNIST at the middle rung too."""
+    return _table([
+        _row("heart", BOOK, 0.008, "within δ"), _row("heart", TEST, 0.008, "within δ", False),
+        _row("heart", BOTH, 0.008, "within δ", False), _row("heart", OWN, 0.010, "undecided"),
+        _row("fmnist", BOOK, 0.010, "undecided"), _row("fmnist", TEST, 0.029, "undecided"),
+        _row("fmnist", BOTH, 0.033, "undecided"), _row("fmnist", OWN, 0.018, "undecided"),
+        _row("fmnist_rotate", BOOK, 0.182, "beyond δ"),
+        _row("fmnist_rotate", BOTH, 0.183, "beyond δ"),
+        _row("fmnist_rotate", "middle rung", 0.073, None, seeds=5),
+        _row("R1", BOTH, None, "contradicted", quantity=EP.CLAIM),
+    ])  # fmt: skip
+
+
+def test_the_best_protocol_has_the_largest_evaluation_sets_then_own_rates():
+    assert EP.BEST_FIRST[:3] == (BOTH, "evaluation rung", TEST)
+    assert EP.BEST_FIRST.index(OWN) < EP.BEST_FIRST.index(BOOK)
+    assert not {"middle rung", "paper's sizes"} & set(EP.BEST_FIRST)  # another federation size
+
+
+def test_the_headline_is_the_best_protocol_that_changes_the_row(table):
+    fmnist = EP.headline(EP.REGRET, "fmnist", table)
+    assert (fmnist.value, fmnist.protocol) == (0.033, BOTH)
+    assert str(fmnist) == "0.033 (0.023–0.043), undecided (2,000 val + test)"
+    heart = EP.headline(EP.REGRET, "heart", table)  # the rescores left Heart as the book's
+    assert (heart.value, heart.verdict, heart.protocol) == (0.010, "undecided", OWN)
+    rotated = EP.headline(EP.REGRET, "fmnist_rotate", table)  # never the middle rung's 0.073
+    assert rotated.protocol == BOTH
+    assert str(EP.headline(EP.CLAIM, "R1", table)) == "contradicted (strong) (2,000 val + test)"
+    with pytest.raises(ValueError, match="No protocol measures 'mean regret' of 'digits'; held"):
+        EP.headline(EP.REGRET, "digits", table)
+
+
+def test_the_wide_display_is_short_and_blank_where_a_protocol_did_not_measure(table):
+    shown = EP.wide(table, EP.REGRET)
+    assert list(shown.columns) == ["book", "test 2k", "val+test 2k", "own lr", "middle"]
+    assert shown.loc["Heart", "test 2k"] == "" and shown.loc["Heart", "own lr"] == "0.010 ?"
+    assert shown.loc["Fashion-MNIST, rotated", "val+test 2k"] == "0.183 ✗"
+    assert shown.loc["Fashion-MNIST, rotated", "middle"] == "0.073"  # no verdict, no mark
+    only_book = EP.wide(table[table["federation"] != "fmnist_rotate"], EP.REGRET, (BOOK, OWN))
+    assert list(only_book.columns) == ["book", "own lr"]
+    claims = EP.wide(table, EP.CLAIM)
+    assert claims.loc["val+test 2k", "R1"] == "contradicted (strong)"  # a protocol per row
+
+
+def test_what_r1_rests_on_is_read_from_the_table(table):
+    text = EP.r1_parts(table)
+    assert "R1's parts within δ are on Heart: all 1 rest on an oracle chosen on small" in text
+    assert "Its 1 parts beyond δ are feature skew, none label skew." in text
+    assert text.endswith("Decided at the book's sizes (Fashion-MNIST: 400 images per client, "
+                         "width 0.25, 10 rounds).")  # fmt: skip
+    sized = pd.concat([table, _table([_row("fmnist", "middle rung", 0.0, "within δ")])])
+    assert EP.decided_at(sized).endswith("10 rounds) and at middle rung.")
+    more = [_row("fmnist_alpha0.1", BOTH, 0.1, "beyond δ"),
+            _row("fmnist_alpha10", BOTH, 0.0, "within δ")]  # fmt: skip
+    labelled = pd.concat([table, _table(more)])
+    text = EP.r1_parts(labelled)
+    assert "none label skew" not in text and "strong label skew" in text
+    assert "1 of the 2 rest on an oracle chosen on small validation sets" in text
+    assert "parts within δ are on Heart and Fashion-MNIST" in text
+
+
+def test_the_scorecards_note_names_the_verdicts_own_rates_move(table):
+    assert EP.own_rate_note(table) == (
+        "With every split trained at its own tuned rate (2 federations, on the book's test "
+        "sets; chapter 04), the verdict moves on Heart (from within δ to undecided)"
+    )
+    assert EP.own_rate_note(table, where="").startswith("With every split trained at its own "
+                                                       "tuned rate (2 federations, on the book's "
+                                                       "test sets), the verdict moves")  # fmt: skip
+    assert EP.own_rate_note(table[table["protocol"] != OWN]) == ""
+    same = table.assign(verdict=table["verdict"].where(table["federation"] != "heart", "undecided"))
+    assert EP.own_rate_note(same).endswith(" no verdict changes")
+
+
+def test_an_unknown_protocol_is_refused_naming_the_valid_ones():
+    assert EP.protocol(OWN).own_rates
+    with pytest.raises(ValueError, match="Unknown protocol 'own rate'; choose one of: book's sets"):
+        EP.protocol("own rate")
