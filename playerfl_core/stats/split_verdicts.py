@@ -23,10 +23,11 @@ the text says "mean regret within δ" (18 seeds at 0 and 2 at 0.30: mean 0.03 > 
 ``test="wilcoxon"`` keeps the earlier test, for the side-by-side re-analysis of chapter 04b.
 
 Why the bootstrap confirms the sign-flip test: regrets are skewed and zero-inflated, so δ − regret
-is not symmetric when its mean is 0, and the sign-flip test alone said "within δ" on 7–14 % of
-samples drawn from the book's own regrets with the mean set at δ (2.5 % nominal;
-``tests/test_mean_tests.py``). ``test="sign_flip"`` keeps it, for the comparison
-(:func:`test_change`).
+is not symmetric when its mean is 0, and the sign-flip test alone said "within δ" of up to 14 %
+of samples drawn from the book's own regrets with the mean set at δ (2.5 % nominal;
+``tests/test_mean_tests.py``); the bootstrap confirms only what it can (see
+:func:`~playerfl_core.stats.exact_tests.mean_test_confirmed`). ``test="sign_flip"`` keeps the
+sign-flip test alone, for the comparison (:func:`test_change`).
 
 Every verdict is one part of its claim's family: Holm's adjustment applies over the family
 (:func:`decide_family`), and strength comes from the adjusted p-value (strong: p ≤ α/5). A test
