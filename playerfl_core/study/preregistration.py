@@ -199,7 +199,7 @@ def reanalysis(regrets: pd.DataFrame) -> pd.DataFrame:
         if rows.empty:
             continue
         old = evaluate(regrets, role, added=added, test="wilcoxon")
-        new = evaluate(regrets, role, added=added, test="mean")
+        new = evaluate(regrets, role, added=added, test="sign_flip")
         both = old[[*keys, "mean", "n", "verdict", "p_holm"]].merge(
             new[[*keys, "verdict", "p_holm"]], on=keys, suffixes=("_wilcoxon", "_mean")
         )
