@@ -237,7 +237,8 @@ def cost(p: Protocol) -> tuple[int, float]:
         if p.name == BOOK:
             runs = [r for r in standard["runs"] if r["algorithm"].startswith("prefix_p")]
             return len(runs), float(sum(r.get("cpu_seconds") or 0.0 for r in runs))
-        return F.cost(read_manifest(F.archive_path()), standard)
+        committed = F.load()
+        return (0, 0.0) if committed is None else F.cost(committed[1], standard)
     total_runs, total_seconds = 0, 0.0
     for name in p.studies:
         path = registry.study(name).store_path()
