@@ -23,7 +23,7 @@ without touching training code.
 - ``sent140``: Sentiment140, single users' tweets as clients
 - ``mimic3``: MIMIC-III clinical notes, four diagnosis groups as clients
 
-May import: nothing of ``playerfl_core`` (the ground floor). Every wing may import it.
+May import: nothing of the engine or its wings (the ground floor). Every wing may import it.
 """
 
 from .base import ClientData, DataError, FederatedData, data_root

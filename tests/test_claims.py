@@ -406,11 +406,13 @@ def test_split_verdicts_on_per_seed_values():
     }  # fmt: skip
     assert out["p_holm"].dropna().ge(out["p"].dropna()).all()
     text = C.split_verdict_lines(out, label=str.upper)
-    assert "- A, \"the rule's split is as good" in text and "**supported**" in text
-    assert "C5 (vs random (drawn))" in text
+    assert "- **R1**, \"the rule's split is as good" in text and "  - A: **supported**" in text
+    assert "  - A, vs random (drawn): **undecided**" in text
+    assert text.count("the rule's split is as good") == 1  # the claim once, not per part
     assert not re.search(r"-\d", text) and "(−0.030 to 0.030)" in text  # minus signs, and "to"
     assert "(0.053–0.056)" in text  # a dash between two positive bounds
-    assert "within δ on 1 of 2 federations, beyond δ on 0, undecided on 1 (5–10 seeds" in text
+    het_line = "the 2 heterogeneity federations: within δ on 1, beyond δ on 0, undecided on 1 (5–10"
+    assert het_line in text
     with pytest.raises(ValueError, match="tolerance"):
         C.split_verdicts(regrets, c5, het, tolerance=0)
 
@@ -425,7 +427,7 @@ def test_a_rescored_federations_verdict_line_names_its_test_sets():
     out = C.split_verdicts(regrets, c5, tolerance=0.02).set_index(["claim", "dataset"])
     assert out.loc[("oracle", "a"), "rescored"] and not out.loc[("oracle", "b"), "rescored"]
     lines = C.split_verdict_lines(out.reset_index(), large_test="2,000 test images").splitlines()
-    a, b = (next(x for x in lines if x.startswith(f"- {d},")) for d in "ab")
+    a, b = (next(x for x in lines if x.startswith(f"  - {d}:")) for d in "ab")
     assert "(0.000–0.000) on 2,000 test images; Holm" in a, a
     assert "2,000" not in b, b  # half its seeds on the book's sets: not named as rescored
     assert "2,000" not in C.split_verdict_lines(out.reset_index())

@@ -40,6 +40,27 @@ def test_the_best_protocol_has_the_largest_evaluation_sets_then_own_rates():
     assert EP.BEST_FIRST[:3] == (BOTH, "evaluation rung", TEST)
     assert EP.BEST_FIRST.index(OWN) < EP.BEST_FIRST.index(BOOK)
     assert not {"middle rung", "paper's sizes"} & set(EP.BEST_FIRST)  # another federation size
+    assert "sign-flip test alone" not in EP.BEST_FIRST  # another test: never a headline
+
+
+def test_the_sign_flip_row_decides_with_the_test_it_names(monkeypatch):
+    """The row that records the change of test reads the headline's regrets and decides them
+    with the sign-flip test alone; every other row with the book's test."""
+    from playerfl_core.stats.split_verdicts import OLD_TEST, TEST
+
+    used = []
+
+    def family(regrets, test):
+        used.append(test)
+        return []
+
+    monkeypatch.setattr(EP, "r1_family", family)
+    regrets = pd.DataFrame({"dataset": ["heart"] * 3, "regret": 0.0, "p_rule": 1,
+                            "applies": True})  # fmt: skip
+    for name in ("sign-flip test alone", BOTH):
+        EP._regret_rows(EP.protocol(name), regrets)
+    assert used == [OLD_TEST, TEST] and OLD_TEST != TEST
+    assert EP.READERS["sign-flip test alone"] is EP.READERS[BOTH]
 
 
 def test_the_headline_is_the_best_protocol_that_changes_the_row(table):
@@ -53,6 +74,16 @@ def test_the_headline_is_the_best_protocol_that_changes_the_row(table):
     assert str(EP.headline(EP.CLAIM, "R1", table)) == "contradicted (strong) (2,000 val + test)"
     with pytest.raises(ValueError, match="No protocol measures 'mean regret' of 'digits'; held"):
         EP.headline(EP.REGRET, "digits", table)
+
+
+def test_the_intro_prints_the_headline_and_the_sets_it_was_scored_on(table):
+    assert EP.regret_text(table, "fmnist_rotate") == (
+        "0.183 (10 seeds, 2,000 validation and test images per client)"
+    )
+    assert EP.regret_text(table, "heart") == "0.010 (10 seeds, each split at its own tuned rate)"
+    assert EP.regret_text(None, "heart") == EP.regret_text(table, "digits") == "not measured here"
+    assert EP.sets_text(TEST) == "2,000 test images per client"
+    assert EP.sets_text(BOOK) == "the book's evaluation sets"
 
 
 def test_the_wide_display_is_short_and_blank_where_a_protocol_did_not_measure(table):

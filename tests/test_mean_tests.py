@@ -196,8 +196,8 @@ def test_the_reanalysis_shows_both_tests_for_every_declared_family():
 def committed_r1():
     """R1's regrets per seed as the scorecard and chapter 04 read them, from the committed
     standard archive (every swept federation; Heart's 50 seeds)."""
+    from playerfl_core.study import rescore as V
     from playerfl_core.study import split_oracle as O
-    from playerfl_core.study import val_rescore as V
 
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("PLAYERFL_STORES", raising=False)  # the committed stores, as chapters

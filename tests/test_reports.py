@@ -33,25 +33,6 @@ def test_unweighted_average_is_not_the_engines(digits_runs):
     assert scratch.compare_with_engine(model, acc, engine_run)["max_param_diff"] > 0
 
 
-def test_stability_lines_count_in_words_with_display_names():
-    summary = pd.DataFrame(
-        {
-            "dataset": ["digits_rotate", "fmnist_alpha0.1", "heart"],
-            "variant": ["paper", "paper", "median"],
-            "modal_p": [2, 3, 1],
-            "modal_share": [1.0, 0.5, 1.0],
-            "distinct": [1, 2, 1],
-            "p_oracle": [2, 2, 1],
-            "within_one": [1.0, 0.9, 1.0],
-        }
-    )
-    text = split_choice.stability_lines(summary)
-    assert "- Digits, rotated: most frequent p = 2 on 100% of seeds, one distinct split;" in text
-    assert "Fashion-MNIST, α = 0.1" in text and "two distinct splits" in text
-    assert "Heart" not in text  # only the paper's rule is listed
-    assert "digits_rotate" not in text and "(s)" not in text
-
-
 def test_captions_conclude_with_the_values_of_their_figure():
     summary = pd.DataFrame(
         {
@@ -259,18 +240,11 @@ def test_the_tuned_thresholds_are_listed_by_the_rules_names_not_their_codes():
 
 
 def test_paired_verdict_lines_write_intervals_and_p_values_the_books_way():
-    """Chapter 04's variant lines wrote "CI [-0.020, 0.001]" and NaN p-values their own way."""
+    """Chapter 04's variant table wrote NaN p-values its own way."""
     from playerfl_core.book.reports.tables import p_text
 
     assert p_text(float("nan")) == "not run" and p_text(0.01234) == "0.012"
     assert p_text(float("nan"), "not computable") == "not computable"
-    comparison = pd.DataFrame(
-        [["heart", "median", -0.0102, -0.0204, 0.0011, 12, float("nan"), "undecided"]],
-        columns=["dataset", "variant", "mean", "lo", "hi", "n_seeds", "p_holm", "verdict"],
-    )
-    line = rule_variants.variant_lines(comparison)
-    assert "\u22120.010 (\u22120.020 to 0.001) on average, 12 paired seeds" in line, line
-    assert line.endswith("Holm-adjusted p not run)"), line
     # a variant whose regret is the paper's on every seed: nothing to test, not "undecided"
     regrets = pd.DataFrame(
         {"dataset": "heart", "seed": [0, 1, 0, 1, 0, 1], "regret": [0.1, 0.0, 0.1, 0.0, 0.0, 0.0],
@@ -281,9 +255,6 @@ def test_paired_verdict_lines_write_intervals_and_p_values_the_books_way():
     # one seed differs: no test could reach α, and the verdict says so (Table 34 showed a bare
     # "undecided" beside a missing p)
     assert both.loc["geomean", "verdict"] == "undecided: too few seeds differ to test", both
-    assert "median pooling against the paper's mean: the same regret on every one of the 2" in (
-        rule_variants.variant_lines(both.reset_index())
-    )
 
 
 def test_the_variant_comparison_keeps_the_chapters_dataset_order():
@@ -516,7 +487,7 @@ def test_a_claims_sentence_opens_with_its_verdict():
     assert "(1 supported, 1 contradicted" in text
     # one part (a federation of your own): its count, not an empty "( , one family ...)"
     one = split_choice.claim_sentence(rows.iloc[:1], "oracle")
-    assert "(1 supported of 1 part, one family" in one, one
+    assert "(1 supported of 1 part, with Holm" in one, one
 
 
 def test_chapter_04s_result_box_answers_in_a_plain_sentence_before_any_term():
@@ -538,6 +509,8 @@ def test_chapter_04s_result_box_answers_in_a_plain_sentence_before_any_term():
     )
     short = split_choice.claim_sentence(rows, "oracle", restate=False)
     assert short.startswith("**Claim R1 is contradicted** (strong evidence): some part of it")
+    # the intro's counts are the same parts' (it prints them, chapter 04 glues them)
+    assert split_choice.r1_counts(rows) == {"r1_within": 2, "r1_beyond": 1, "r1_federations": 6}
     assert "It says" not in short
 
 
@@ -789,6 +762,10 @@ def test_the_averaging_lines_write_p_values_as_the_table_does():
     assert lines["lines_first_order"] == (
         "- Heart: mean ρ = 0.72 over 5 seeds, Holm-adjusted p = 0.0080: supported (strong)."
     )
+    weaker = SimpleNamespace(part="Digits", estimate=-0.1, n=5, p_adjusted=0.4,
+                             verdict="undecided", strength="weak")  # fmt: skip
+    both = ranking_numbers({"first_order": {"parts": [weaker, part], "verdict": verdict}})
+    assert both["strongest_first_order"] == "Heart: mean rank correlation 0.72 over 5 seeds"
 
 
 def _r1_regrets(ds, values):

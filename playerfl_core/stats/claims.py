@@ -89,6 +89,9 @@ from playerfl_core.stats.split_verdicts import (
     tolerance_evidence,
     tolerance_verdicts,
 )
+from playerfl_core.stats.split_verdicts import (
+    TEST as MEAN_TEST,
+)
 
 __all__ = [  # chapters read the claims' statistics through this one module (``claims as C``)
     "ALPHA",
@@ -239,8 +242,13 @@ def m1_sensitivity_ranks_cost(
 
 
 def r1_rule_finds_oracle(
-    regrets: pd.DataFrame, tolerance: float = TOLERANCE, label=str, profile: str = ""
+    regrets: pd.DataFrame,
+    tolerance: float = TOLERANCE,
+    label=str,
+    profile: str = "",
+    test: str = MEAN_TEST,
 ) -> Claim:
-    """R1: per federation, the paper's rule's mean regret is within δ (:func:`r1_family`), read
-    as universal."""
-    return evidence_claim("R1", [e for *_, e in r1_family(regrets, tolerance, label)], profile)
+    """R1: per federation, the paper's rule's mean regret is within δ (:func:`r1_family`, with
+    the mean test ``test``), read as universal."""
+    parts = r1_family(regrets, tolerance, label, test=test)
+    return evidence_claim("R1", [e for *_, e in parts], profile)

@@ -338,47 +338,47 @@ def _interval(value: float, lo: float, hi: float) -> str:
 
 
 def split_verdict_lines(verdicts: pd.DataFrame, label=str, large_test: str = "") -> str:
-    """Markdown bullet lines of :func:`split_verdicts`: each claim's family first (how many
-    parts Holm adjusts over), then one line per sweep dataset and claim, C5's tuned part, and
-    one count over the heterogeneity federations. ``label`` maps a dataset name to display
-    text; ``large_test`` names the large test sets (e.g. "2,000 test images per client") after
-    a rescored federation's regret, so that it is not read as the sweep's."""
-    r1 = verdicts[verdicts["claim"] == "oracle"]
-    c5 = verdicts[verdicts["claim"] == "C5"]
-    lines = [
-        f"- One family per claim: R1, Holm over its {_count(len(r1), 'federation')}; C5, Holm "
-        f"over its {_count(len(c5), 'part')}."
-    ]
-    for r in verdicts[_shown(verdicts)].itertuples():
-        strength = f"{r.strength} evidence, " if r.verdict != "undecided" else ""
-        if r.family == TUNED_PART:
-            lines.append(
-                f"- C5 at {TUNED_PART} (chapter 05): PLayer-FL beats PLayer-FL-Random, each at "
-                f"its own tuned rate: **{r.verdict}** ({strength}{r.n_seeds} paired runs; "
-                f"median difference {_signed(r.median)}; "
-                f"Holm-adjusted p {_p(r.p_holm)})"
-            )
+    """Markdown, one bullet per claim (what it says, how many parts Holm adjusts over) with one
+    sub-bullet per sweep dataset and C5 part, and one counting the heterogeneity federations.
+    ``label`` maps a dataset name to display text; ``large_test`` names the large test sets (e.g.
+    "2,000 test images per client") after a rescored federation's regret, so that it is not read
+    as the sweep's."""
+    lines = []
+    for claim, name, noun in (("oracle", "R1", "federation"), ("C5", "C5", "part")):
+        rows = verdicts[verdicts["claim"] == claim]
+        if rows.empty:
             continue
-        what = "regret" if r.claim == "oracle" else "difference"
-        versus = f" ({r.family})" if r.claim == "C5" else ""
-        on = f" on {large_test}" if large_test and r.rescored else ""
-        lines.append(
-            f"- {label(r.dataset)}, {'C5' + versus + ': ' if r.claim == 'C5' else ''}"
-            f'"{SPLIT_CLAIMS[r.claim]}": **{r.verdict}** ({strength}{r.n_seeds} seeds; mean '
-            f"{what} {_interval(r.estimate, r.lo, r.hi)}{on}; Holm-adjusted p {_p(r.p_holm)})"
-        )
-    het = verdicts[~_shown(verdicts)]
-    if len(het):
-        counts = het["verdict"].value_counts()
-        seeds = sorted(het["n_seeds"].unique())
-        span = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}"
-        lines.append(
-            f"- Heterogeneity (R1's other federations): the rule's mean regret is within δ on "
-            f"{counts.get('supported', 0)} of {len(het)} federations, beyond δ on "
-            f"{counts.get('contradicted', 0)}, undecided on {counts.get('undecided', 0)} "
-            f"({span} seeds each)."
-        )
+        lines.append(f'- **{name}**, "{SPLIT_CLAIMS[claim]}", Holm over its '
+                     f"{_count(len(rows), noun)}:")  # fmt: skip
+        lines += [
+            f"  - {_part_line(r, label, large_test)}" for r in rows[_shown(rows)].itertuples()
+        ]
+        het = rows[~_shown(rows)]
+        if len(het):
+            counts = het["verdict"].value_counts()
+            seeds = sorted(het["n_seeds"].unique())
+            span = f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}"
+            lines.append(
+                f"  - the {_count(len(het), 'heterogeneity federation')}: within δ on "
+                f"{counts.get('supported', 0)}, beyond δ on {counts.get('contradicted', 0)}, "
+                f"undecided on {counts.get('undecided', 0)} ({span} seeds each)."
+            )
     return "\n".join(lines)
+
+
+def _part_line(r, label, large_test: str) -> str:
+    strength = f"{r.strength} evidence, " if r.verdict != "undecided" else ""
+    if r.family == TUNED_PART:
+        return (f"at {TUNED_PART} (chapter 05), PLayer-FL against PLayer-FL-Random, each at its "
+                f"own tuned rate: **{r.verdict}** ({strength}{r.n_seeds} paired runs; median "
+                f"difference {_signed(r.median)}; Holm-adjusted p {_p(r.p_holm)})")  # fmt: skip
+    what = "regret" if r.claim == "oracle" else "difference"
+    versus = f", {r.family}" if r.claim == "C5" else ""
+    on = f" on {large_test}" if large_test and r.rescored else ""
+    return (
+        f"{label(r.dataset)}{versus}: **{r.verdict}** ({strength}{r.n_seeds} seeds; mean "
+        f"{what} {_interval(r.estimate, r.lo, r.hi)}{on}; Holm-adjusted p {_p(r.p_holm)})"
+    )
 
 
 def _count(n: int, noun: str) -> str:

@@ -138,4 +138,9 @@ def ranking_numbers(tests: dict) -> dict:
             f"p = {p_value_text(e.p_adjusted)}: {e.verdict} ({e.strength})."
             for e in t["parts"]
         )
+        strongest = min(t["parts"], key=lambda e: e.p_adjusted)  # the intro's example
+        out[f"strongest_{column}"] = (
+            f"{strongest.part}: mean rank correlation {signed(strongest.estimate, 2)} over "
+            f"{strongest.n} seeds"
+        )
     return out

@@ -396,6 +396,8 @@ def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5,
     if [o["verdict"] for o in (c3_outcome, fair_outcome, ipr_outcome)] != decided:
         raise RuntimeError("the Result box's answers differ from the claims' verdicts")
     out |= {
+        "c3_run_rank": f"{c3_outcome['mean_rank']:.2f} over {c3_outcome['n']} "
+        f"{c3_outcome['blocks']}",  # the intro's: the rank the test ranks, as the Result box
         "c3_answer": c3_answer(c3, c3_outcome),
         "c4_answer": c4_answer(c4, fair_outcome, ipr_outcome, out["c4_ipr_mean"]),
         "c5_answer": c5_answer(c5),

@@ -6,9 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from playerfl_core.book.prose import counted
-from playerfl_core.book.reports.tables import interval_text, p_text
-from playerfl_core.book.style import dataset_label
 from playerfl_core.stats.split_verdicts import decide_family, difference_evidence
 from playerfl_core.study.split_scores import interval
 
@@ -45,18 +42,3 @@ so there is nothing to test (not "undecided")."""
 TOO_FEW = "undecided: too few seeds differ to test"
 """A variant's verdict where so few seeds' regrets differ from the paper's rule's that no test of
 them could reach α: no test is run (its p is shown as missing)."""
-
-
-def variant_lines(comparison: pd.DataFrame) -> str:
-    """Markdown: per dataset and variant, the paired verdict against the paper's rule."""
-
-    def line(r) -> str:
-        head = f"- {dataset_label(r.dataset)}, {r.variant} pooling against the paper's mean: "
-        if r.verdict == SAME_REGRET:
-            return head + f"the same regret on every one of the {r.n_seeds} paired seeds"
-        return head + (
-            f"**{r.verdict}** (regret lower by {interval_text(r.mean, r.lo, r.hi)} on average, "
-            f"{counted(r.n_seeds, 'paired seed')}, Holm-adjusted p {p_text(r.p_holm)})"
-        )
-
-    return "\n".join(line(r) for r in comparison.itertuples())

@@ -3,7 +3,9 @@ facing column names (:data:`COLUMN_NAMES`, one map for the whole book), interval
 the best value in bold where "best" means something, numbers rounded to what the data support,
 no index column when it carries nothing, and a caption that says what to read. How a single
 number is written (signs, intervals, p-values, significant digits) is in :mod:`.table_text`;
-its names are importable from here too, where every chapter and report imports them."""
+its names are importable from here too, where every chapter and report imports them. About 430
+lines in one module: every table a chapter shows goes through its one display function, and
+split by kind of table the column names and formats would be defined twice."""
 
 from __future__ import annotations
 
