@@ -100,8 +100,8 @@ def test_the_wide_display_is_short_and_blank_where_a_protocol_did_not_measure(ta
 
 def test_what_r1_rests_on_is_read_from_the_table(table):
     text = EP.r1_parts(table)
-    assert "R1's parts within δ are on Heart: all 1 rest on an oracle chosen on small" in text
-    assert "Its 1 parts beyond δ are feature skew, none label skew." in text
+    assert "R1's one part within δ is on Heart: it rests on an oracle chosen on small" in text
+    assert "Its one part beyond δ is feature skew, none label skew." in text
     assert text.endswith("Decided at the book's sizes (Fashion-MNIST: 400 images per client, "
                          "width 0.25, 10 rounds).")  # fmt: skip
     sized = pd.concat([table, _table([_row("fmnist", "middle rung", 0.0, "within δ")])])

@@ -89,17 +89,21 @@ def _answer(cid: str, title: str, verdict, plain: str) -> str:
     return f"**{cid}, {title}: {verdict.verdict}.** {plain[0].upper()}{plain[1:]}"
 
 
-def c3_answer(claim, outcome: dict) -> str:
-    """C3's answer for the Result box: where PLayer-FL ranks among how many algorithms, its mean
-    rank over the runs the test ranks (named as the chapter's C3 table and the claim card name
-    it), and why the verdict is what it is."""
+def c3_plain(outcome: dict) -> str:
+    """C3's answer in one plain sentence: where PLayer-FL ranks among how many algorithms, its
+    mean rank over the runs the test ranks (named as the chapter's C3 table and the claim card
+    name it), and why the verdict is what it is. The intro quotes it as the Result box does."""
     joiner = "and" if outcome["case"] == "ahead" else "but"
-    plain = (
+    return (
         f"PLayer-FL ranks {_ordinal(outcome['position'])} of {outcome['k']} algorithms (mean "
         f"rank {outcome['mean_rank']:.2f} over {outcome['n']} {outcome['blocks']}), {joiner} "
         f"{_rank_clause(outcome)}."
     )
-    return _answer(claim.id, "PLayer-FL ranks best on macro-F1", claim.verdict, plain)
+
+
+def c3_answer(claim, outcome: dict) -> str:
+    """C3's answer for the Result box: its verdict, then :func:`c3_plain`."""
+    return _answer(claim.id, "PLayer-FL ranks best on macro-F1", claim.verdict, c3_plain(outcome))
 
 
 def c4_answer(claim, fairness: dict, ipr: dict, ipr_mean: str) -> str:

@@ -10,6 +10,7 @@ from data_prep import load
 from playerfl_core.book.reports.claim_answers import (
     PLAYER,
     c3_answer,
+    c3_plain,
     c4_answer,
     c5_answer,
     rank_outcome,
@@ -381,6 +382,9 @@ def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5,
         "c4_ipr_mean": f"{100 * incent['macro_f1'].loc[PLAYER].mean():.0f}%",
         "n_for_cd2": min(n for n in range(3, 500) if M.nemenyi_cd(len(order), n) < 2),
     }
+    accuracy = M.run_scores(table, "accuracy").query("algorithm == @PLAYER")
+    for dataset, values in accuracy.groupby("dataset", observed=True)["value"]:
+        out[f"{dataset}_playerfl_accuracy"] = f"{100 * values.median():.0f} %"  # the intro's scale
     # the Result box: per claim one plain sentence, then the numbers (glued as MyST)
     blocks = M.run_scores(table, "macro_f1").pivot_table(
         index="algorithm", columns=["dataset", "seed"], values="value"
@@ -396,8 +400,7 @@ def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5,
     if [o["verdict"] for o in (c3_outcome, fair_outcome, ipr_outcome)] != decided:
         raise RuntimeError("the Result box's answers differ from the claims' verdicts")
     out |= {
-        "c3_run_rank": f"{c3_outcome['mean_rank']:.2f} over {c3_outcome['n']} "
-        f"{c3_outcome['blocks']}",  # the intro's: the rank the test ranks, as the Result box
+        "c3_plain": c3_plain(c3_outcome),  # the intro quotes the Result box's sentence
         "c3_answer": c3_answer(c3, c3_outcome),
         "c4_answer": c4_answer(c4, fair_outcome, ipr_outcome, out["c4_ipr_mean"]),
         "c5_answer": c5_answer(c5),

@@ -397,15 +397,25 @@ def r1_parts(table: pd.DataFrame) -> str:
     within = parts[parts["verdict"] == VERDICT_WORDS["oracle"]["supported"]]
     beyond = parts[parts["verdict"] == VERDICT_WORDS["oracle"]["contradicted"]]
     bases = listed(dataset_label(b) for b in dict.fromkeys(within["federation"].map(base_of)))
-    small = (f"all {len(within)}" if not within["applies"].any()
-             else f"{int((~within['applies']).sum())} of the {len(within)}")  # fmt: skip
+    n, small = len(within), int((~within["applies"]).sum())
+    if n == 0:
+        held = "R1 has no part within δ."
+    elif n == 1:
+        held = (f"R1's one part within δ is on {bases}: it rests on an oracle chosen on "
+                f"{'small' if small else 'large'} validation sets.")  # fmt: skip
+    else:
+        share = (f"all {n} rest" if small == n else "none rests" if small == 0
+                 else f"{small} of the {n} rest")  # fmt: skip
+        held = (
+            f"R1's {n} parts within δ are on {bases}: {share} on an oracle chosen on small "
+            "validation sets."
+        )
     kinds = list(dict.fromkeys(kind_of(d).split(" (")[0] for d in beyond["federation"]))
-    label_skew = any(k.endswith("label skew") for k in kinds)
-    return (
-        f"R1's parts within δ are on {bases}: {small} rest on an oracle chosen on small "
-        f"validation sets. Its {len(beyond)} parts beyond δ are {listed(sorted(kinds))}"
-        f"{'' if label_skew else ', none label skew'}. {decided_at(table)}"
-    )
+    none_label = "" if any(k.endswith("label skew") for k in kinds) else ", none label skew"
+    failed = (f"Its one part beyond δ is {kinds[0]}{none_label}." if len(beyond) == 1
+              else f"Its {len(beyond)} parts beyond δ are {listed(sorted(kinds))}{none_label}."
+              if len(beyond) else "None is beyond δ.")  # fmt: skip
+    return f"{held} {failed} {decided_at(table)}"
 
 
 def decided_at(table: pd.DataFrame) -> str:
