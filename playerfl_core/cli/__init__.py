@@ -17,12 +17,14 @@ The parser lives in ``cli.parser`` (shared options in ``cli.options``), the comm
 from __future__ import annotations
 
 import sys
+import tempfile
 import warnings
+from dataclasses import asdict
 
 import pandas as pd
 from tqdm import tqdm
 
-from data_prep.base import DataError
+from data_prep import DataError, load
 from playerfl_core import checks
 from playerfl_core.cli import study
 from playerfl_core.cli.options import add_backend_options, add_training_options
@@ -31,6 +33,7 @@ from playerfl_core.cli.parser import build_parser
 from playerfl_core.cli.stores import ALGS, _known_algorithm, cmd_archive, cmd_grid, cmd_status
 from playerfl_core.cli.sweep import _rules_path, cmd_rules, cmd_sweep
 from playerfl_core.fl.algorithms import ALGORITHMS, get_algorithm
+from playerfl_core.fl.divergence import check_table
 from playerfl_core.fl.engine import LR_MAX, DivergenceError, run_federated
 from playerfl_core.fl.profiles import make_config
 from playerfl_core.study.archive import ArchiveError
@@ -41,9 +44,6 @@ __all__ = ["_rules_path", "add_backend_options", "add_training_options", "build_
 
 
 def cmd_run(args) -> int:
-    from data_prep import DataError, load
-    from playerfl_core.fl.divergence import check_table
-
     if args.backend == "flower" and args.device not in (None, "cpu"):
         raise checks.OptionError("--backend flower runs on the CPU: drop --device.")
     dataset = checks.dataset_list(args.dataset, "--dataset")
@@ -112,12 +112,7 @@ def cmd_run(args) -> int:
 
 def _run_on_flower(args, names, seeds, settings, out) -> int:
     """``playerfl run --backend flower``: the same runs, each silo a Flower SuperNode."""
-    import tempfile
-    from dataclasses import asdict
-
-    from data_prep import DataError, load
-    from playerfl_core.fl.divergence import check_table
-    from playerfl_core.flower.link import FlowerRunError, Job, simulate
+    from playerfl_core.flower import link  # deferred: Flower (flwr) takes about 1 s to import
 
     jobs, silos = [], 0
     try:  # every seed's data is loaded here, before any run: a failing seed stops all of them
@@ -126,7 +121,8 @@ def _run_on_flower(args, names, seeds, settings, out) -> int:
             config = asdict(make_config(args.dataset, args.profile, seed=seed, **settings))
             modules = tuple(args.dataset_module or ())
             jobs += [
-                Job(args.dataset, name, {}, config, args.profile, seed, modules) for name in names
+                link.Job(args.dataset, name, {}, config, args.profile, seed, modules)
+                for name in names
             ]
     except DataError as err:
         print(f"playerfl: seed {seed} failed, before any run: {err}", file=sys.stderr)
@@ -135,11 +131,11 @@ def _run_on_flower(args, names, seeds, settings, out) -> int:
     finished: list[pd.DataFrame] = []
     try:
         with interrupts_as_keyboard(), tempfile.TemporaryDirectory() as tmp:
-            result = simulate(jobs, silos, tmp, finished=finished, progress=True)
+            result = link.simulate(jobs, silos, tmp, finished=finished, progress=True)
     except KeyboardInterrupt as err:
         tables = [check_table(t) for t in finished]
         return _keep_finished(tables, out, len(jobs), *stop_reason(err))
-    except FlowerRunError as err:  # a silo lost or failing: every run stops
+    except link.FlowerRunError as err:  # a silo lost or failing: every run stops
         return _keep_finished([check_table(t) for t in finished], out, len(jobs), str(err), 3)
     except Exception as err:  # noqa: BLE001 - Flower or Ray crashed: keep the finished runs
         why = f"the Flower run failed: {type(err).__name__}: {err}"

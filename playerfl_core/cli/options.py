@@ -8,6 +8,7 @@ from playerfl_core import checks
 from playerfl_core.fl.config import PROTOCOLS
 from playerfl_core.fl.engine import EVAL_TIMINGS
 from playerfl_core.fl.losses import LOSSES
+from playerfl_core.study.ray_cluster import RayBackend
 
 
 def add_training_options(parser: argparse.ArgumentParser) -> None:
@@ -96,8 +97,6 @@ def backend_from(args):
             "--workers: a setting of --backend local; on Ray, how many runs compute at once "
             "follows from the cluster and --cpus/--gpus per run."
         )
-    from playerfl_core.study.ray_cluster import RayBackend
-
     backend = RayBackend(
         **{
             key: value

@@ -3,8 +3,11 @@ keep what finished when it stops, and the exit code of a failure."""
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 
@@ -54,10 +57,6 @@ def _save_rows(table: pd.DataFrame, out) -> str:
     """:func:`save_table` to ``out``; when that fails (a full disk, a quota), once to a file in
     the temporary folder, if it is on another file system or the failure was not lack of space,
     and :class:`RowsNotWritten` says where the rows are, or that they could not be kept."""
-    import errno
-    import tempfile
-    from pathlib import Path
-
     try:
         return str(save_table(table, out))
     except OSError as err:

@@ -11,13 +11,15 @@ from data_prep.registry import default_datasets
 from playerfl_core import checks
 from playerfl_core.cli.options import backend_from
 from playerfl_core.cli.output import _save_rows
-from playerfl_core.fl.algorithms import ALGORITHMS
+from playerfl_core.fl.algorithms import ALGORITHMS, is_algorithm
 from playerfl_core.study import machine
+from playerfl_core.study.archive import archive_dir, pack, verify
+from playerfl_core.study.code_versions import check_code_versions, equivalent_codes, record_checks
+from playerfl_core.study.experiments import Store, default_store, dry_run, run_grid
+from playerfl_core.study.run_store import code_fingerprint
 
 
 def cmd_grid(args) -> int:
-    from playerfl_core.study.experiments import dry_run, run_grid
-
     if args.list_runs and not args.dry_run:
         raise checks.OptionError("--list-runs: only with --dry-run.")
     out = checks.output_file(args.out)
@@ -80,15 +82,10 @@ ALGS = f"available: {', '.join(ALGORITHMS)}, prefix_p<k>, or 'all'"
 
 
 def _known_algorithm(name: str) -> bool:
-    from playerfl_core.fl.algorithms import is_algorithm
-
     return is_algorithm(name)
 
 
 def cmd_archive(args) -> int:
-    from playerfl_core.study.archive import archive_dir, pack, verify
-    from playerfl_core.study.experiments import Store, default_store
-
     checks.positive_int(args.sample, "--sample")
     checks.positive_int(args.seed, "--seed", minimum=0)
     checks.positive_int(args.threads, "--threads")
@@ -121,9 +118,6 @@ def cmd_archive(args) -> int:
 def _code_versions_line(codes: pd.Series) -> str:
     """Which code computed the store's runs: today's, versions checked to give today's runs bit
     for bit, or versions never checked (or that differ), which grids flag stale_code."""
-    from playerfl_core.study.code_versions import equivalent_codes
-    from playerfl_core.study.run_store import code_fingerprint
-
     code = code_fingerprint()
     same = equivalent_codes(code)
     now, checked = int((codes == code).sum()), int((codes.isin(same) & (codes != code)).sum())
@@ -135,9 +129,6 @@ def _code_versions_line(codes: pd.Series) -> str:
 
 
 def _check_code(path, seed: int) -> int:
-    from playerfl_core.study.code_versions import check_code_versions, record_checks
-    from playerfl_core.study.run_store import code_fingerprint
-
     code = code_fingerprint()
     report = check_code_versions(path, code, seed=seed)
     if report.empty:
@@ -155,8 +146,6 @@ def _check_code(path, seed: int) -> int:
 
 
 def cmd_status(args) -> int:
-    from playerfl_core.study.experiments import Store, default_store
-
     root = checks.optional(checks.existing_store, args.store, "--store")
     root = root or default_store(args.profile)
     if not root.is_dir():

@@ -7,6 +7,9 @@ import argparse
 from pathlib import Path
 
 from playerfl_core.cli.options import add_backend_options, backend_from
+from playerfl_core.study import registry, runner
+from playerfl_core.study.declaration import REQUIRED
+from playerfl_core.study.run_store import default_store
 
 
 def add_parser(sub, common: argparse.ArgumentParser) -> None:
@@ -42,8 +45,6 @@ def add_parser(sub, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_study(args) -> int:
-    from playerfl_core.study import registry
-
     if args.study_command == "list":
         return _list(registry.studies())
     study = registry.tiny(args.name) if getattr(args, "tiny", False) else registry.study(args.name)
@@ -53,28 +54,23 @@ def cmd_study(args) -> int:
 
 
 def _list(studies) -> int:
-    from playerfl_core.study.runner import store_state
-
     width = max(len(n) for n in studies)
     for name, study in studies.items():
-        committed = "committed" if store_state(study)["committed"] else "not committed"
+        committed = "committed" if runner.store_state(study)["committed"] else "not committed"
         print(f"{name:<{width}}  {committed:<13}  {study.what}")
     return 0
 
 
 def _show(study) -> int:
-    from playerfl_core.study.declaration import REQUIRED
-    from playerfl_core.study.runner import command, store_state
-
     fields = [f for f in REQUIRED if f != "name"]
     fields += [f for f in ("learning_rates", "splits", "loader", "training", "training_profile",
                            "work") if getattr(study, f) not in ((), None)]  # fmt: skip
     print(study.name)
     for field in fields:
         print(f"  {field}: {_text(getattr(study, field))}")
-    state = store_state(study)
+    state = runner.store_state(study)
     if not state["committed"]:
-        print(f"  store: {state['path']} is not committed; compute it: {command(study)}")
+        print(f"  store: {state['path']} is not committed; compute it: {runner.command(study)}")
         return 0
     sha = {True: "matches its record", False: "DIFFERS from its record",
            None: "not kept in its record"}[state["sha256_matches"]]  # fmt: skip
@@ -98,9 +94,6 @@ def _text(value) -> str:
 
 
 def _run(study, args) -> int:
-    from playerfl_core.study import runner
-    from playerfl_core.study.run_store import default_store
-
     if args.workers is not None and args.workers < 1:
         raise ValueError(f"--workers {args.workers}: give at least 1.")
     backend, device = backend_from(args)

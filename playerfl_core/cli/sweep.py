@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+from data_prep import DataError
 from playerfl_core import checks
 from playerfl_core.cli.options import backend_from
 from playerfl_core.cli.output import _failure_code, _keep_finished, _save_rows
 from playerfl_core.fl.engine import LR_MAX
 from playerfl_core.fl.profiles import make_config
+from playerfl_core.fl.split_rules import RULES, describe_rules
 from playerfl_core.stats.results import save_table
+from playerfl_core.study import split_oracle
+from playerfl_core.study import split_rules_table as R
+from playerfl_core.study.archive import MANIFEST_FILE, read_manifest
+from playerfl_core.study.split_sweeps import load_sweeps
 from playerfl_core.study.workers import interrupts_as_keyboard, stop_reason
 
 
 def cmd_sweep(args) -> int:
-    from data_prep import DataError
-    from playerfl_core.study.split_oracle import run_sweep
-
     dataset = checks.dataset_list(args.dataset, "--dataset")
     if len(dataset) != 1:
         raise checks.OptionError(f"--dataset: give one dataset, got {args.dataset!r}.")
@@ -37,7 +41,7 @@ def cmd_sweep(args) -> int:
     splits = checks.optional(checks.int_list, args.splits, "--splits")
     try:
         with interrupts_as_keyboard():
-            table = run_sweep(
+            table = split_oracle.run_sweep(
                 args.dataset, seeds, args.profile, **settings, splits=splits, workers=workers,
                 diverged=diverged, finished=finished, backend=backend, planned=planned,
             )  # fmt: skip
@@ -79,8 +83,6 @@ def _split_lines(diverged) -> list[str]:
 
 def _rule_names(text: str | None) -> list[str] | None:
     """``--rules``: None, 'all' or comma-separated names, checked before any training."""
-    from playerfl_core.fl.split_rules import RULES
-
     if text is None:
         return None
     names = [n.strip() for n in text.split(",") if n.strip()]
@@ -98,8 +100,6 @@ def _rule_names(text: str | None) -> list[str] | None:
 
 def _write_rules(sweep, profile, names, out, device=None, source: str = "") -> None:
     """The rules table of a sweep next to it, with the replay check and one line per rule."""
-    from playerfl_core.study import split_rules_table as R
-
     if device not in (None, "cpu"):
         print("playerfl: the rules table replays the first epoch on the CPU.", file=sys.stderr)
     table = R.rules_for_sweep(sweep, profile, names)
@@ -126,8 +126,6 @@ def _write_rules(sweep, profile, names, out, device=None, source: str = "") -> N
 def _rules_path(out: str) -> str:
     """``<out>.rules.csv`` beside a sweep's table, in its format (``x.parquet``:
     ``x.rules.parquet``)."""
-    from pathlib import Path
-
     path = Path(out)
     return str(path.with_name(f"{path.stem}.rules{path.suffix}"))
 
@@ -141,9 +139,6 @@ def _rules_out(out):
 
 
 def cmd_rules(args) -> int:
-    from playerfl_core.fl.split_rules import describe_rules
-    from playerfl_core.study.split_sweeps import load_sweeps
-
     if args.sweep is None:
         for row in describe_rules():
             print(f"{row['rule']} (p in {row['range']}, default threshold {row['threshold']:g})")
@@ -175,10 +170,6 @@ def cmd_rules(args) -> int:
 
 
 def _archive_profile(path) -> str:
-    from pathlib import Path
-
-    from playerfl_core.study.archive import MANIFEST_FILE, read_manifest
-
     if Path(path).is_dir() and (Path(path) / MANIFEST_FILE).exists():
         return read_manifest(Path(path))["profile"]
     raise checks.OptionError("--profile: give the sweep's data profile (quick, standard, paper).")

@@ -301,8 +301,7 @@ class Federation:
     def provide_data(self, config: dict) -> None:
         """Put each silo's own part of the run's federation into its data folder, unless it is
         there (on one machine the recipe plays the data steward: see ``silo_data``)."""
-        # deferred: deploy imports flwr, which the recipe's own process does not need
-        from playerfl_core.flower.deploy import RUN_CONFIG
+        from playerfl_core.flower.deploy import RUN_CONFIG  # deferred: deploy imports flwr (1 s)
 
         dataset, profile, seed = (
             {**RUN_CONFIG, **config}[k] for k in ("dataset", "profile", "seed")

@@ -278,7 +278,7 @@ def _run_simulation(app: ServerApp, silos: int) -> None:
         log.setLevel(logging.CRITICAL)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Ray's import notices (tqdm widgets in notebooks)
-        import ray  # noqa: F401  (its import configures its loggers: quiet them again below)
+        import ray  # noqa: F401  # deferred: slow; importing it resets its loggers, quieted below
         from flwr.simulation import run_simulation  # deferred: it imports ray
 
     for log in loggers.values():
