@@ -87,9 +87,13 @@ source-archive: setup
 # base grid and the 5-seed heterogeneity sweeps 13265 CPU-seconds (about 1.9 hours); the
 # pre-registered split-rule test's additions (Heart to 50 seeds, every heterogeneity federation
 # to 10 seeds, the noise federations, the follow-ups, the Digits development federations to 20
-# seeds, the confirmation test's seeds 10-29) are timed in the README. Heterogeneity
-# federations: every split at the learning rate tuned for PLayer-FL on their base (heart 0.03,
-# digits 0.005, fmnist 0.003); seeds and sets as declared in playerfl_core/study/preregistration.py.
+# seeds, the confirmation test's seeds 10-29) are timed in the README. The base grid tunes every
+# algorithm; each split-rule study (playerfl_core/study/split_rule_runs.py; its federations and
+# seeds as declared in playerfl_core/study/preregistration.py) then sweeps every split at the
+# learning rate tuned for PLayer-FL on its base (heart 0.03, digits 0.005, fmnist 0.003) with the
+# same grid, packs what it added into stores/standard and, once every study's sweeps are there,
+# commits the rules table stores/rules/standard.parquet (`playerfl study run NAME --dry-run`: what
+# is left to compute).
 # The scale ladder (playerfl_core/study/rungs.py): the paper-size first epochs of
 # Fashion-MNIST and its rotated federation, seeds 0-9 (its record in stores/ladder states the cost),
 # and its middle rung: every split at 1,000 images per client,
@@ -100,36 +104,12 @@ source-archive: setup
 # rescore: the same for every other rule's split that the
 # pre-registered test reads.
 # The fair sweep (playerfl_core/study/fair_sweeps.py): every split at its own tuned rate (stores/fair).
-HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1 noise noise_alpha0.1
-het = $(subst $(eval) ,$(comma),$(addprefix $(1)_,$(or $(2),$(HET))))
-DEV_HET = alpha0.05 alpha0.1 alpha0.3 alpha1 alpha10 rotate invert rotate_alpha0.1
-comma := ,
-SEEDS10 := 0,1,2,3,4,5,6,7,8,9
-SEEDS20 := $(shell seq -s, 0 19)
-SEEDS50 := $(shell seq -s, 0 49)
-SEEDS10_29 := $(shell seq -s, 10 29)
+SPLIT_RULE_STUDIES := split_rule_test split_rule_follow_up split_rule_development_seeds \
+  split_rule_second_follow_up split_rule_confirmation
 standard: setup data
 	$(VENV)/bin/playerfl grid --datasets heart,digits,fmnist --algorithms all --profile standard --splits
-	$(VENV)/bin/playerfl grid --datasets heart --algorithms playerfl --lrs 0.03 --seeds $(SEEDS50) \
-	  --profile standard --splits
-	$(VENV)/bin/playerfl grid --datasets $(call het,digits) --algorithms playerfl --lrs 0.005 \
-	  --seeds $(SEEDS10) --profile standard --splits
-	$(VENV)/bin/playerfl grid --datasets $(call het,digits,$(DEV_HET)) --algorithms playerfl \
-	  --lrs 0.005 --seeds $(SEEDS20) --profile standard --splits
-	$(VENV)/bin/playerfl grid --datasets $(call het,fmnist) --algorithms playerfl --lrs 0.003 \
-	  --seeds $(SEEDS10) --profile standard --splits
-	$(VENV)/bin/playerfl grid --datasets digits_quantity --algorithms playerfl --lrs 0.005 \
-	  --seeds $(SEEDS20) --profile standard --splits
-	$(VENV)/bin/playerfl grid --datasets fmnist_quantity --algorithms playerfl --lrs 0.003 \
-	  --seeds $(SEEDS20) --profile standard --splits
-	$(VENV)/bin/playerfl grid --datasets digits_swap --algorithms playerfl --lrs 0.005 \
-	  --seeds $(SEEDS20) --profile standard --splits
-	$(VENV)/bin/playerfl grid --datasets fmnist_swap --algorithms playerfl --lrs 0.003 \
-	  --seeds $(SEEDS20) --profile standard --splits
-	$(VENV)/bin/playerfl grid --datasets fmnist_rotate,fmnist_rotate_alpha0.1 --algorithms playerfl \
-	  --lrs 0.003 --seeds $(SEEDS10_29) --profile standard --splits
 	$(VENV)/bin/playerfl archive pack --profile standard
-	$(VENV)/bin/playerfl rules --sweep stores/standard --out stores/rules/standard.parquet
+	for study in $(SPLIT_RULE_STUDIES); do $(VENV)/bin/playerfl study run $$study || exit 1; done
 	test -f stores/ladder/paper_first_epoch.parquet || $(VENV)/bin/playerfl study run scale_ladder
 	test -f stores/ladder/middle_sweep.parquet || $(VENV)/bin/playerfl study run middle_rung
 	test -f stores/ladder/eval_regret_noise.parquet || $(VENV)/bin/playerfl study run eval_rung

@@ -33,6 +33,7 @@ Declared studies:
 - ``runner``: one runner for every study: computes, keeps, collects and commits
 - ``preregistration``: the pre-registered test of the split rules: its tuning and analysis
 - ``preregistration_plan``: what that test declares: federations, seeds, rules
+- ``split_rule_runs``: that test's studies: their sweeps through the grid, then the rules table
 - ``fair_sweeps``: every split at its own tuned learning rate
 - ``rungs``: the scale ladder's rungs: the full split sweep at declared sizes, scored on
   declared evaluation sets

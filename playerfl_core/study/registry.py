@@ -20,8 +20,8 @@ BOOK_SCORING = (("val_per_client", "the profile's"), ("test_per_client", "the pr
                 ("round_and_oracle", "validation"))  # fmt: skip
 """The book's scoring: each client's validation and test split of its profile; a client's
 round and the oracle's split chosen on validation."""
-PREREGISTRATION = "playerfl_core.study.preregistration"
-SWEEPS = "playerfl_core.study.split_sweeps"
+SPLIT_RULE_RUNS = "playerfl_core.study.split_rule_runs"
+"""What computes a split-rule study: its sweeps through the grid, then the rules table."""
 
 
 SPLIT_RULE_TEST = Study(
@@ -40,7 +40,7 @@ SPLIT_RULE_TEST = Study(
     "federations unseen when its threshold was tuned (pre-registration §1-6)? Heart "
     "runs 50 seeds (preregistration.SEEDS).",
     store="rules/standard.parquet",
-    computes=SWEEPS,
+    computes=SPLIT_RULE_RUNS,
 )
 SPLIT_RULE_STUDIES = (
     SPLIT_RULE_TEST,
@@ -52,7 +52,8 @@ SPLIT_RULE_STUDIES = (
         "(pre-registration §7, preregistration.FOLLOW_UP)?",
     ),
     replace(
-        SPLIT_RULE_TEST, name="split_rule_development_seeds", federations=PR.DEVELOPMENT,
+        SPLIT_RULE_TEST, name="split_rule_development_seeds",
+        federations=tuple(n for n in PR.DEVELOPMENT if n.startswith("digits_")),
         seeds=PR.DEVELOPMENT_ADDED_SEEDS,
         what="More development seeds: the Digits heterogeneity federations at seeds 10-19.",
         declared="2026-12-01", commit="af500a6",
@@ -87,7 +88,6 @@ SPLIT_RULE_STUDIES = (
         declared="2026-12-02", commit="72efc53",
         why="The tables say 'mean regret within δ'; Wilcoxon decides on a symmetric centre "
         "(pre-registration §11, split_verdicts.TEST).",
-        computes=PREREGISTRATION,
     ),
 )  # fmt: skip
 """The pre-registered test of the split rules and what was declared after it."""
@@ -135,7 +135,8 @@ def study(name: str) -> Study:
 
 def tiny(name: str) -> Study:
     """The CPU stand-in of study ``name`` (seconds, not its numbers); raises when it has none."""
-    stand_ins = {"paper_scale": paper_scale.TINY, "middle_rung": _tiny_rung(study("middle_rung"))}
+    stand_ins = {"paper_scale": paper_scale.TINY, "middle_rung": _tiny_rung(study("middle_rung")),
+                 "split_rule_test": _tiny_split_rules(SPLIT_RULE_TEST)}  # fmt: skip
     if name not in stand_ins:
         study(name)  # an unknown name says so first
         raise ValueError(
@@ -152,4 +153,14 @@ def _tiny_rung(rung: Study) -> Study:
         loader=(("samples_per_client", 60),), training=(("width", 0.5), ("rounds", 1)),
         why="A CPU stand-in: the runner's resuming, not the study's numbers.",
         work=f"{rung.work}_tiny",
+    )  # fmt: skip
+
+
+def _tiny_split_rules(test: Study) -> Study:
+    """One evaluation federation (so no development seeds join it) and one seed, at the quick
+    profile's sizes and two rounds (the validation probe's)."""
+    return replace(
+        test, name=f"{test.name}_tiny", federations=("digits_noise",), seeds=(0,),
+        profile="quick", training=(("rounds", 2),),
+        why="A CPU stand-in: the sweeps' resuming and the rules table, not the study's numbers.",
     )  # fmt: skip

@@ -209,14 +209,12 @@ def run(study: Study, options: RunOptions = RunOptions(), say=print) -> int:
         compute(study, options, work, say=say)
         table, totals = collect(study, work)
         extra = module.record_extra(study, totals, time.time() - start)
-    elif hasattr(module, "compute_table"):
+    else:
         made = module.compute_table(study, options, say)
         if made is None:
             say(f"{study.name}: not every run is finished; nothing committed yet.")
             return 0
         table, extra = made
-    else:
-        raise ValueError(_computed_elsewhere(study))
     path = commit(study, table, extra, store, say)
     if path is not None:
         say(f"{len(table)} rows of {extra.get('runs', 'its')} runs to {path}")
@@ -229,8 +227,6 @@ def dry_run(study: Study, options: RunOptions = RunOptions(), say=print) -> int:
     """Say every run of ``study`` and whether it is finished (or its module's plan)."""
     module = computes(study)
     if not hasattr(module, "run_one"):
-        if not hasattr(module, "dry_run"):
-            raise ValueError(_computed_elsewhere(study))
         say(module.dry_run(study, options))
         return 0
     work = options.out / study.name if options.out is not None else study.work_dir()
@@ -240,14 +236,6 @@ def dry_run(study: Study, options: RunOptions = RunOptions(), say=print) -> int:
     left = sum(not done for _, done in planned)
     say(f"{study.name}: {len(planned)} runs, {left} to compute, in {work}")
     return 0
-
-
-def _computed_elsewhere(study: Study) -> str:
-    return (
-        f"study run {study.name}: its runs are the committed grid's and sweeps' "
-        f"({study.computes}); compute them with `playerfl grid`, `playerfl sweep` and "
-        "`playerfl rules` (README, 'The committed standard-profile results')."
-    )
 
 
 # -- what is committed ------------------------------------------------------------------------
