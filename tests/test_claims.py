@@ -431,6 +431,9 @@ def test_a_rescored_federations_verdict_line_names_its_test_sets():
     assert "(0.000–0.000) on 2,000 test images; Holm" in a, a
     assert "2,000" not in b, b  # half its seeds on the book's sets: not named as rescored
     assert "2,000" not in C.split_verdict_lines(out.reset_index())
+    # C5 has one part here: no Holm over "its 1 part"; R1's two federations are adjusted
+    assert lines[-2].endswith('", its one part, so no adjustment is needed:'), lines
+    assert lines[0].endswith('", Holm over its 2 federations:'), lines[0]
 
 
 def test_tolerance_curve_moves_from_beyond_to_within_as_delta_grows():

@@ -98,6 +98,34 @@ def test_the_wide_display_is_short_and_blank_where_a_protocol_did_not_measure(ta
     assert claims.loc["val+test 2k", "R1"] == "contradicted (strong)"  # a protocol per row
 
 
+def test_the_wide_display_lists_the_base_first_and_alpha_as_a_number():
+    names = ["fmnist_swap", "fmnist_alpha10", "fmnist_rotate_alpha0.1", "fmnist", "fmnist_alpha1",
+             "fmnist_rotate", "fmnist_alpha0.05"]  # fmt: skip
+    shown = EP.wide(_table([_row(n, BOOK, 0.0, None) for n in names]
+                           + [_row(n, OWN, 0.0, None) for n in names]), EP.REGRET)  # fmt: skip
+    assert list(shown.index) == [
+        "Fashion-MNIST", "Fashion-MNIST, α = 0.05", "Fashion-MNIST, α = 1", "Fashion-MNIST, α = 10",
+        "Fashion-MNIST, rotated", "Fashion-MNIST, rotated, α = 0.1", "Fashion-MNIST, swap",
+    ]  # fmt: skip
+
+
+def test_a_mean_regret_names_its_seeds():
+    assert EP.seeds_text(range(30)) == "seeds 0–29"
+    assert EP.seeds_text([*range(10), *range(20, 30), 40]) == "seeds 0–9, 20–29, 40"
+    regrets = pd.DataFrame({"dataset": "heart", "seed": [2, 0, 1], "regret": 0.0, "p_rule": 1,
+                            "applies": True})  # fmt: skip
+    rows = EP._regret_rows(EP.protocol("own rates"), regrets)
+    assert [r["detail"] for r in rows if r["quantity"] == EP.REGRET] == ["seeds 0–2"]
+
+
+def test_a_protocol_without_runs_of_its_own_says_so_and_costs_are_measured(table):
+    rows = [_row("fmnist", name, 0.01, None) for name in (BOTH, "sign-flip test alone")]
+    text = EP.notes(_table(rows)).split("\n\n")
+    assert text[0].endswith("Cost, measured (the store's record): 1 runs, 0.1 CPU-hours.")
+    assert text[1].endswith("No runs of its own: it re-tests the val+test 2k regrets.")
+    assert "Cost" not in text[1] and "pre-registration" not in text[1]
+
+
 def test_what_r1_rests_on_is_read_from_the_table(table):
     text = EP.r1_parts(table)
     assert "R1's one part within δ is on Heart: it rests on an oracle chosen on small" in text

@@ -487,7 +487,8 @@ def test_a_claims_sentence_opens_with_its_verdict():
     assert "(1 supported, 1 contradicted" in text
     # one part (a federation of your own): its count, not an empty "( , one family ...)"
     one = split_choice.claim_sentence(rows.iloc[:1], "oracle")
-    assert "(1 supported of 1 part, with Holm" in one, one
+    assert one.endswith("(its one part is supported; no adjustment is needed)."), one
+    assert "(1 supported, 1 contradicted of 2 parts, with Holm's adjustment over them)" in text
 
 
 def test_chapter_04s_result_box_answers_in_a_plain_sentence_before_any_term():

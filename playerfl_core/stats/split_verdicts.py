@@ -338,7 +338,8 @@ def _interval(value: float, lo: float, hi: float) -> str:
 
 
 def split_verdict_lines(verdicts: pd.DataFrame, label=str, large_test: str = "") -> str:
-    """Markdown, one bullet per claim (what it says, how many parts Holm adjusts over) with one
+    """Markdown, one bullet per claim (what it says, how many parts Holm adjusts over, or that a
+    claim of one part needs no adjustment) with one
     sub-bullet per sweep dataset and C5 part, and one counting the heterogeneity federations.
     ``label`` maps a dataset name to display text; ``large_test`` names the large test sets (e.g.
     "2,000 test images per client") after a rescored federation's regret, so that it is not read
@@ -348,8 +349,9 @@ def split_verdict_lines(verdicts: pd.DataFrame, label=str, large_test: str = "")
         rows = verdicts[verdicts["claim"] == claim]
         if rows.empty:
             continue
-        lines.append(f'- **{name}**, "{SPLIT_CLAIMS[claim]}", Holm over its '
-                     f"{_count(len(rows), noun)}:")  # fmt: skip
+        family = (f"Holm over its {_count(len(rows), noun)}" if len(rows) > 1
+                  else f"its one {noun}, so no adjustment is needed")  # fmt: skip
+        lines.append(f'- **{name}**, "{SPLIT_CLAIMS[claim]}", {family}:')
         lines += [
             f"  - {_part_line(r, label, large_test)}" for r in rows[_shown(rows)].itertuples()
         ]

@@ -37,7 +37,7 @@ SPLIT_RULE_TEST = Study(
     declared="2026-12-01",
     commit="a025bfc",
     why="Does any split rule choose a split within δ of the validation oracle's, on "
-    "federations unseen when its threshold was tuned (pre-registration §1-6)? Heart "
+    "federations unseen when its threshold was tuned (pre-registration, points 1–6)? Heart "
     "runs 50 seeds (preregistration.SEEDS).",
     store="rules/standard.parquet",
     computes=SPLIT_RULE_RUNS,
@@ -49,7 +49,7 @@ SPLIT_RULE_STUDIES = (
         seeds=PR.FOLLOW_UP_SEEDS, what="The follow-up: the same entries on quantity skew.",
         declared="2026-12-01", commit="e31df63",
         why="Does the first test's pattern hold on a kind neither set contains "
-        "(pre-registration §7, preregistration.FOLLOW_UP)?",
+        "(pre-registration, point 7, preregistration.FOLLOW_UP)?",
     ),
     replace(
         SPLIT_RULE_TEST, name="split_rule_development_seeds",
@@ -58,7 +58,7 @@ SPLIT_RULE_STUDIES = (
         what="More development seeds: the Digits heterogeneity federations at seeds 10-19.",
         declared="2026-12-01", commit="af500a6",
         why="Describe the development federations with 20 seeds; tuning keeps its seeds "
-        "(pre-registration §8, preregistration.DEVELOPMENT_ADDED_SEEDS).",
+        "(pre-registration, point 8, preregistration.DEVELOPMENT_ADDED_SEEDS).",
     ),
     replace(
         SPLIT_RULE_TEST, name="split_rule_second_follow_up", federations=PR.FOLLOW_UP_2,
@@ -67,7 +67,7 @@ SPLIT_RULE_STUDIES = (
         what="The second follow-up: every entry, cost2 added, on concept shift.",
         declared="2026-12-01", commit="af500a6",
         why="Does curvature explain the first-order rule's misses, and does the pattern "
-        "hold on concept shift (pre-registration §9, preregistration.FOLLOW_UP_2, "
+        "hold on concept shift (pre-registration, point 9, preregistration.FOLLOW_UP_2, "
         "ADDED_ENTRIES)?",
     ),
     replace(
@@ -77,7 +77,7 @@ SPLIT_RULE_STUDIES = (
         what="The confirmation test: every entry on its worst kinds, fresh seeds 10-29.",
         declared="2026-12-02", commit="67a5b2e",
         why="Is each entry beyond δ where the first test saw it fail worst, with enough "
-        "seeds to decide (pre-registration §10, preregistration.CONFIRMATION)?",
+        "seeds to decide (pre-registration, point 10, preregistration.CONFIRMATION)?",
     ),
     replace(
         SPLIT_RULE_TEST, name="split_rule_mean_test",
@@ -87,7 +87,7 @@ SPLIT_RULE_STUDIES = (
         what="A declared correction: the sign-flip test of the mean replaces Wilcoxon.",
         declared="2026-12-02", commit="72efc53",
         why="The tables say 'mean regret within δ'; Wilcoxon decides on a symmetric centre "
-        "(pre-registration §11, split_verdicts.TEST).",
+        "(pre-registration, point 11, split_verdicts.TEST).",
     ),
 )  # fmt: skip
 """The pre-registered test of the split rules and what was declared after it."""
@@ -106,7 +106,7 @@ FAIR_SWEEPS = Study(
     declared="2026-12-02",
     commit="01055fd",
     why="A one-rate sweep handicaps the splits the rule did not choose, so the oracle is "
-    "weaker than it could be (pre-registration §12). Heart runs its 50 seeds.",
+    "weaker than it could be (pre-registration, point 12). Heart runs its 50 seeds.",
     store="fair",
     computes="playerfl_core.study.fair_sweeps",
 )

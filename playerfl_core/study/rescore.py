@@ -72,7 +72,7 @@ R1_RESCORE = Study(
     declared="2026-12-03",
     commit="4f240c7",
     why="A seed's regret moves by about δ from the draw of 80 test images alone "
-    "(pre-registration §15).",
+    "(pre-registration, point 15).",
     store="ladder/r1_rescore.parquet",
     computes="playerfl_core.study.rescore",
     work="r1_rescore",
@@ -83,7 +83,7 @@ R2_RESCORE = replace(
     federations=("every federation of R2's tested sets with held-out images",),
     arms="the committed runs of every entry's split and the oracle's that R1's rescore lacks",
     claim=R2_FAMILIES, declared="2026-12-03", commit="0ad807f",
-    why="R2's families still read 80 test images per client (pre-registration §16).",
+    why="R2's families still read 80 test images per client (pre-registration, point 16).",
     store="ladder/r2_rescore.parquet", work="r2_rescore",
 )  # fmt: skip
 VAL_RESCORE = replace(
@@ -96,7 +96,7 @@ VAL_RESCORE = replace(
              ("round_and_oracle", "large validation")),
     claim=f"R1 and {R2_FAMILIES}", declared="2026-12-03", commit="07c1796",
     why="The book's 64 validation images choose the oracle's split and each client's round; "
-    "their noise is about δ (pre-registration §17).",
+    "their noise is about δ (pre-registration, point 17).",
     store="ladder/val_rescore.parquet", work="val_rescore", work_in_stores=True,
 )  # fmt: skip
 STUDIES = (R1_RESCORE, R2_RESCORE, VAL_RESCORE)

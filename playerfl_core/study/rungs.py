@@ -59,7 +59,7 @@ EVAL_RUNG = Study(
     declared="2026-12-03",
     commit="742bae1",
     why="At the book's sizes a run's score is about δ from its expectation by the draw of "
-    "the evaluation images alone (pre-registration §14).",
+    "the evaluation images alone (pre-registration, point 14).",
     store="ladder/eval_sweep.parquet",
     computes="playerfl_core.study.rungs",
     work="ladder_eval",
@@ -75,7 +75,7 @@ MIDDLE_RUNG = replace(
     claim="descriptive (R1's reading at a larger scale; no test with 5 seeds)",
     declared="2026-12-02", commit="e76b198",
     why="Do the oracle and the regret, not only the rule's choice, hold on a larger "
-    "federation (pre-registration §13)?",
+    "federation (pre-registration, point 13)?",
     store="ladder/middle_sweep.parquet", work="ladder_middle",
 )  # fmt: skip
 SCALE_LADDER = Study(

@@ -36,9 +36,10 @@ REGRET, SPLIT, CLAIM = "mean regret", "rule's split", "claim"
 COLUMNS = ["quantity", "federation", "protocol", "value", "lo", "hi", "verdict", "detail",
            "seeds", "applies", "runs", "cpu_hours"]  # fmt: skip
 """One row per quantity, federation (the claim's name for a claim) and protocol. ``detail``: the
-splits per seed ("3×5, 4×5") or a claim's strength; ``applies``: False where the protocol left
-the row as the book scores it (a federation without held-out images); ``runs`` and
-``cpu_hours``: what the protocol's own runs cost (its stores' records)."""
+splits per seed ("3×5, 4×5"), a mean regret's seeds ("seeds 0–29") or a claim's strength;
+``applies``: False where the protocol left the row as the book scores it (a federation without
+held-out images); ``runs`` and ``cpu_hours``: what the protocol's own runs cost (its stores'
+records)."""
 
 
 @dataclass(frozen=True)
@@ -200,8 +201,21 @@ def _regret_rows(p: Protocol, regrets: pd.DataFrame) -> list[dict]:
         if "regret" in g:
             mean, lo, hi = interval(g["regret"])
             rows.append({**base, "quantity": REGRET, "value": mean, "lo": lo, "hi": hi,
-                         "verdict": verdicts.get(ds)})  # fmt: skip
+                         "verdict": verdicts.get(ds),
+                         "detail": seeds_text(g["seed"]) if "seed" in g else None})  # fmt: skip
     return rows
+
+
+def seeds_text(seeds) -> str:
+    """ "seeds 0–29" or "seeds 0–9, 20–29": which seeds a mean is over, runs of consecutive
+    seeds joined, so a page can say which seeds two tables share."""
+    spans: list[list[int]] = []
+    for s in sorted({int(s) for s in seeds}):
+        if spans and s == spans[-1][1] + 1:
+            spans[-1][1] = s
+        else:
+            spans.append([s, s])
+    return "seeds " + ", ".join(f"{a}–{b}" if a != b else f"{a}" for a, b in spans)
 
 
 def _claim_rows(p: Protocol, regrets: pd.DataFrame, r2) -> list[dict]:
@@ -330,25 +344,47 @@ def wide(table: pd.DataFrame, quantity: str, protocols=PROTOCOL_NAMES) -> pd.Dat
     out = out.reindex(columns=[p for p in PROTOCOL_NAMES if p in out.columns])
     out = out.loc[list(dict.fromkeys(t["federation"]))].fillna("")
     if quantity != CLAIM:
+        out = out.loc[sorted(out.index, key=federation_order)]
         out.index = out.index.map(dataset_label)
     out.index.name = "federation" if quantity != CLAIM else "claim"
     out.columns = [protocol(c).short for c in out.columns]
     return out.T.rename_axis(index="protocol", columns="claim") if quantity == CLAIM else out
 
 
+def federation_order(name: str) -> tuple:
+    """Sort key of a federation's rows: by base, the base federation first, then label skew by
+    α as a number, then each kind of skew (its α forms after it), so "α = 1" comes before
+    "α = 10"."""
+    base, _, rest = str(name).partition("_")
+    kind, _, alpha = rest.partition("alpha")
+    try:
+        a = float(alpha) if alpha else -1.0
+    except ValueError:
+        a = float("inf")
+    return base, kind.rstrip("_"), a
+
+
 def notes(table: pd.DataFrame) -> str:
     """Markdown, one paragraph per protocol: what changes, why it was run (its study's
-    declaration in ``study.registry``) and what its own runs cost."""
+    declaration in ``study.registry``) and what its own runs cost, measured (its stores'
+    records). A protocol that reads an earlier one's runs says so instead: it has no runs of
+    its own."""
     costs = table.groupby("protocol", sort=False)[["runs", "cpu_hours"]].first()
-    paragraphs = []
+    paragraphs, runs_of = [], {}
     for p in PROTOCOLS:
         if p.name not in costs.index:
             continue
+        changes = f"**{p.name}** ({p.short}). {p.changes[0].upper()}{p.changes[1:]}."
+        earlier = runs_of.get(p.studies)
+        if earlier is not None:
+            paragraphs.append(f"{changes} No runs of its own: it re-tests the {earlier} regrets.")
+            continue
+        runs_of[p.studies] = protocol(p.name).short
         why = " ".join(registry.study(s).why for s in p.studies[:1])
         runs, hours = costs.loc[p.name]
         paragraphs.append(
-            f"**{p.name}** ({p.short}). {p.changes[0].upper()}{p.changes[1:]}. {why} "
-            f"Cost: {int(runs):,} runs, {hours:.1f} CPU-hours."
+            f"{changes} {why} Cost, measured (the store's record): {int(runs):,} runs, "
+            f"{hours:.1f} CPU-hours."
         )
     return "\n\n".join(paragraphs)
 

@@ -379,12 +379,10 @@ def claim_sentence(verdicts: pd.DataFrame, claim: str, restate: bool = True) -> 
         for r in rows.itertuples()
     ]  # fmt: skip
     combined = C.combine(parts)
-    reason = combined.reason if len(parts) > 1 else f"1 {combined.verdict} of 1 part"
+    reason = (f"{combined.reason}, with Holm's adjustment over them" if len(parts) > 1
+              else f"its one part is {combined.verdict}; no adjustment is needed")  # fmt: skip
     cid, statement = CLAIM_WORDS[claim]
     strength = f" ({combined.strength} evidence)" if combined.strength != "none" else ""
     said = f". It says {statement}; {MEANING[combined.verdict]}" if restate else (
         f": {MEANING[combined.verdict]}")  # fmt: skip
-    return (
-        f"**Claim {cid} is {combined.verdict}**{strength}{said} ({reason}, with Holm's "
-        "adjustment over them)."
-    )
+    return f"**Claim {cid} is {combined.verdict}**{strength}{said} ({reason})."
