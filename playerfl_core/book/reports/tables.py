@@ -433,3 +433,14 @@ def transposed(frame: pd.DataFrame) -> pd.DataFrame:
         return str(v)
 
     return out.T.map(text)
+
+
+def seed_span(regrets: pd.DataFrame) -> str:
+    """Which seeds a mean regret averages, for a reader comparing two values of one quantity:
+    "seeds 0–29" when they run without a gap, else "30 seeds"."""
+    if "seed" not in regrets:
+        return f"{len(regrets)} seeds"
+    seeds = sorted(set(int(s) for s in regrets["seed"]))
+    if len(seeds) == len(regrets) and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {seeds[0]}–{seeds[-1]}"
+    return f"{len(regrets)} seeds"
