@@ -444,7 +444,7 @@ def test_the_split_lines_say_where_the_split_is_the_rules_fallback():
     out = split_numbers(splits, units)
     assert out["split_lines"].splitlines()[1] == (
         "- Digits: p = 3 of 4 units (federate c1, c2, fc1; per seed: 3, 3; no rise above t in "
-        "any seed: the rule's fallback)"
+        "any seed, so the rule federates every unit but the head)"
     )
     assert "fallback" not in out["split_lines"].splitlines()[0]
     assert out["split_fallback"].startswith("At t = 1 no relative rise exceeds t on Digits in any")
