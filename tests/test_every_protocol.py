@@ -90,6 +90,11 @@ def test_the_intro_prints_the_headline_and_the_sets_it_was_scored_on(table):
         "Fashion-MNIST, rotated: 0.183 (0.173–0.193), beyond δ, on seeds 0–29 with 2,000 "
         "validation and test images per client"
     )
+    assert EP.headline_lines(["heart", "fmnist"], table).splitlines() == [
+        "- Heart: 0.010 (0.000–0.020), undecided (each split at its own tuned rate)",
+        "- Fashion-MNIST: 0.033 (0.023–0.043), undecided (2,000 validation and test images per "
+        "client)",
+    ]
     frame = pd.DataFrame({"seed": [0, 1, 2], "regret": 0.0})
     assert EP.seed_span(frame) == "seeds 0–2"
     assert EP.seed_span(frame.assign(seed=[0, 1, 5])) == "3 seeds"  # a gap: counted, not spanned

@@ -241,7 +241,7 @@ def split_lines(
             )
         note = coinciding_note(means, named)
         if note:
-            ax.text(0.02, 0.97, textwrap.fill(note, 60), transform=ax.transAxes, va="top",
+            ax.text(0.02, 0.97, textwrap.fill(note, 44), transform=ax.transAxes, va="top",
                     fontsize=7, bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})  # fmt: skip
         if logx:
             ax.set_xscale("log", base=2)
