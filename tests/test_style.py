@@ -853,3 +853,17 @@ def test_split_lines_say_which_lines_coincide():
     heights = {tuple(line.get_ydata()) for line in fig.axes[0].get_lines()}
     assert len(heights) == 2  # drawn apart, not one on the other
     plt.close(fig)
+
+
+def test_the_critical_difference_axis_labels_do_not_run_together():
+    """Fig. 26 printed "9 101112": the names' margins narrow the axis, so labels thin out."""
+    algs = list(ALGORITHMS)[:12]
+    ranks = pd.Series(np.linspace(3.67, 9.5, len(algs)), index=algs)
+    fig = comparison_plots.plot_cd_diagram(ranks, 9.62, "macro-F1, datasets as blocks")
+    fig.canvas.draw()
+    labels = [t for t in fig.axes[0].texts if t.get_text().isdigit()]
+    assert [t.get_text() for t in labels][0] == "1" and len(labels) >= 4
+    boxes = [t.get_window_extent() for t in labels]
+    gaps = [b.x0 - a.x1 for a, b in zip(boxes[:-1], boxes[1:], strict=True)]
+    assert min(gaps) > 0.12 * fig.dpi, gaps  # clear space between neighbours
+    plt.close(fig)
