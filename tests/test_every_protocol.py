@@ -120,7 +120,7 @@ def test_what_r1_rests_on_is_read_from_the_table(table):
     text = EP.r1_parts(table)
     assert text.startswith("The one federation within δ is on Heart, whose oracle is chosen on "
                            "small validation sets.")  # fmt: skip
-    assert "The one federation beyond δ has feature skew, not label skew." in text
+    assert "The one federation beyond δ has feature skew, not label skew alone." in text
     assert text.endswith("These verdicts were decided at the book's sizes (Fashion-MNIST: 400 "
                          "images per client, width 0.25, 10 rounds).")  # fmt: skip
     sized = pd.concat([table, _table([_row("fmnist", "middle rung", 0.0, "within δ")])])
@@ -130,6 +130,8 @@ def test_what_r1_rests_on_is_read_from_the_table(table):
     labelled = pd.concat([table, _table(more)])
     text = EP.r1_parts(labelled)
     assert "not label skew" not in text and "strong label skew" in text
+    mixed = pd.concat([table, _table([_row("fmnist_rotate_alpha0.1", BOTH, 0.1, "beyond δ")])])
+    assert "have feature skew and mixed skew; none has label skew alone." in EP.r1_parts(mixed)
     assert ("The 2 federations within δ are on Heart and Fashion-MNIST; 1 of them has an oracle "
             "chosen on small validation sets.") in text  # fmt: skip
     assert "The 2 federations beyond δ have feature skew and strong label skew." in text

@@ -436,12 +436,16 @@ def r1_parts(table: pd.DataFrame) -> str:
         held = (f"The {n} federations within δ are on {bases}; {small} of them {has} an oracle "
                 "chosen on small validation sets.")  # fmt: skip
     kinds = list(dict.fromkeys(kind_of(d).split(" (")[0] for d in beyond["federation"]))
+    kinds = [f"{k} skew" if k == "mixed" else k for k in kinds]  # "mixed": feature + label
     labelled = any(k.endswith("label skew") for k in kinds)
-    failed = (f"The one federation beyond δ has {kinds[0]}{'' if labelled else ', not label skew'}."
-              if len(beyond) == 1
-              else f"The {len(beyond)} federations beyond δ have {listed(sorted(kinds))}"
-              f"{'' if labelled else '; none has label skew'}."
-              if len(beyond) else "None is beyond δ.")  # fmt: skip
+    if not len(beyond):
+        failed = "None is beyond δ."
+    elif len(beyond) == 1:
+        failed = f"The one federation beyond δ has {kinds[0]}"
+        failed += "." if labelled else ", not label skew alone."
+    else:
+        failed = f"The {len(beyond)} federations beyond δ have {listed(sorted(kinds))}"
+        failed += "." if labelled else "; none has label skew alone."
     return f"{held} {failed} {decided_at(table)}"
 
 
