@@ -92,8 +92,8 @@ def follow_up_headline(
     probes = verdicts.loc[verdicts["entry"].isin(probe), "entry"].drop_duplicates().tolist()
     aside = ""
     if probes:
-        left = "; ".join(probes)
-        aside = f" ({left} trains every split, so it is left out)"
+        left = "; ".join(p.split(" (")[0] for p in probes)  # no brackets within brackets
+        aside = f" (the {left} trains every split, so it is left out)"
     within = rows[rows["verdict"] == P.WITHIN]["entry"].tolist()
     beyond = rows[rows["verdict"] == P.BEYOND]["entry"].tolist()
     n = len(rows)
@@ -107,6 +107,8 @@ def follow_up_headline(
     def group(names: list[str], what: str) -> str:
         if not names:
             return f"none is {what}"
+        if len(names) == n > 1:
+            return f"all {n} are {what}"
         return f"{len(names)} {'is' if len(names) == 1 else 'are'} {what}: {'; '.join(names)}"
 
     beyond_text = group(beyond, "beyond it")
