@@ -320,9 +320,7 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
     assert RF.follow_up_headline(decided).endswith("paper (t = 1); paper, median pooling.")
     assert " 0 " not in RF.follow_up_headline(decided)  # never "0 are undecided"
     beyond = verdicts.assign(verdict=P.BEYOND)
-    assert RF.follow_up_headline(beyond).endswith(
-        "none is within δ = 0.02. All 4 are beyond it."
-    )
+    assert RF.follow_up_headline(beyond).endswith("none is within δ = 0.02. All 4 are beyond it.")
     # the second-order rule, tested in a family of its own, is counted too (of its kinds, only
     # the follow-up's)
     second = P.ADDED_ENTRIES[0].label
