@@ -260,7 +260,7 @@ def split_lines(
     return fig
 
 
-SPLIT_LINE_OFFSET = 0.08
+SPLIT_LINE_OFFSET = 0.1
 """How far apart (in units of p) :func:`split_lines` draws lines that would lie on one another."""
 SPLIT_LINE_MARKERS = ("o", "s", "^", "D")
 
