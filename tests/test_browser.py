@@ -503,7 +503,7 @@ _PAGES = {
     # pydata-sphinx-theme 0.17's header search field above the book theme's sidebar one
     "search.html": '<header><button class="search-button__button">Search</button></header>'
     '<nav><button class="search-button__button">Search</button></nav>',
-    # 03a's displayed ΔL_k expansion, cut at a phone's right edge
+    # 03a's displayed Δℓ_k expansion, cut at a phone's right edge
     "equation.html": '<mjx-container display="true" style="display: block; overflow: hidden">'
     '<span style="display: inline-block; width: 600px">wide formula</span></mjx-container>',
     # chapter 03's pruning expansion on one line: it scrolled inside its box on a phone

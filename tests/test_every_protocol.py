@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from playerfl_core.book.reports import every_protocol as EP
+from playerfl_core.book.reports import tables as T
 
 BOOK, TEST, BOTH, OWN = EP.BOOK, "2,000 test", "2,000 val + test", "own rates"
 
@@ -12,7 +13,8 @@ BOOK, TEST, BOTH, OWN = EP.BOOK, "2,000 test", "2,000 val + test", "own rates"
 def _row(federation, protocol, value, verdict, applies=True, quantity=EP.REGRET, seeds=10):
     lo, hi = (None, None) if value is None else (value - 0.01, value + 0.01)
     return {"quantity": quantity, "federation": federation, "protocol": protocol, "value": value,
-            "lo": lo, "hi": hi, "verdict": verdict, "detail": "strong",
+            "lo": lo, "hi": hi, "verdict": verdict,
+            "detail": "strong" if quantity == EP.CLAIM else None,
             "seeds": seeds, "applies": applies, "runs": 1, "cpu_hours": 0.1}  # fmt: skip
 
 
@@ -30,7 +32,7 @@ def table():
         _row("fmnist", BOOK, 0.010, "undecided"), _row("fmnist", TEST, 0.029, "undecided"),
         _row("fmnist", BOTH, 0.033, "undecided"), _row("fmnist", OWN, 0.018, "undecided"),
         _row("fmnist_rotate", BOOK, 0.182, "beyond δ"),
-        _row("fmnist_rotate", BOTH, 0.183, "beyond δ"),
+        {**_row("fmnist_rotate", BOTH, 0.183, "beyond δ", seeds=30), "detail": "seeds 0–29"},
         _row("fmnist_rotate", "middle rung", 0.073, None, seeds=5),
         _row("R1", BOTH, None, "contradicted", quantity=EP.CLAIM),
     ])  # fmt: skip
@@ -72,15 +74,32 @@ def test_the_headline_is_the_best_protocol_that_changes_the_row(table):
     rotated = EP.headline(EP.REGRET, "fmnist_rotate", table)  # never the middle rung's 0.073
     assert rotated.protocol == BOTH
     assert str(EP.headline(EP.CLAIM, "R1", table)) == "contradicted (strong) (2,000 val + test)"
+    assert EP.claim_text(table, "R1") == (
+        "R1 is contradicted, with strong evidence, with 2,000 validation and test images per "
+        "client."
+    )
     with pytest.raises(ValueError, match="No protocol measures 'mean regret' of 'digits'; held"):
         EP.headline(EP.REGRET, "digits", table)
 
 
 def test_the_intro_prints_the_headline_and_the_sets_it_was_scored_on(table):
     assert EP.regret_text(table, "fmnist_rotate") == (
-        "0.183 (10 seeds, 2,000 validation and test images per client)"
+        "0.183 (seeds 0–29, 2,000 validation and test images per client)"
     )
     assert EP.regret_text(table, "heart") == "0.010 (10 seeds, each split at its own tuned rate)"
+    assert EP.largest(table) == (
+        "Fashion-MNIST, rotated: 0.183 (0.173–0.193), beyond δ, on seeds 0–29 with 2,000 "
+        "validation and test images per client"
+    )
+    assert EP.headline_lines(["heart", "fmnist"], table).splitlines() == [
+        "- Heart: 0.010 (0.000–0.020), undecided (each split at its own tuned rate)",
+        "- Fashion-MNIST: 0.033 (0.023–0.043), undecided (2,000 validation and test images per "
+        "client)",
+    ]
+    frame = pd.DataFrame({"seed": [0, 1, 2], "regret": 0.0})
+    assert T.seed_span(frame) == "seeds 0–2"
+    assert T.seed_span(frame.assign(seed=[0, 1, 5])) == "seeds 0–1, 5"  # a gap: named
+    assert T.seed_span(frame.assign(seed=[0, 0, 1])) == "3 seeds"  # two rates per seed
     assert EP.regret_text(None, "heart") == EP.regret_text(table, "digits") == "not measured here"
     assert EP.sets_text(TEST) == "2,000 test images per client"
     assert EP.sets_text(BOOK) == "the book's evaluation sets"
@@ -110,8 +129,8 @@ def test_the_wide_display_lists_the_base_first_and_alpha_as_a_number():
 
 
 def test_a_mean_regret_names_its_seeds():
-    assert EP.seeds_text(range(30)) == "seeds 0–29"
-    assert EP.seeds_text([*range(10), *range(20, 30), 40]) == "seeds 0–9, 20–29, 40"
+    assert T.seeds_text(range(30)) == "seeds 0–29"
+    assert T.seeds_text([*range(10), *range(20, 30), 40]) == "seeds 0–9, 20–29, 40"
     regrets = pd.DataFrame({"dataset": "heart", "seed": [2, 0, 1], "regret": 0.0, "p_rule": 1,
                             "applies": True})  # fmt: skip
     rows = EP._regret_rows(EP.protocol("own rates"), regrets)
@@ -128,19 +147,29 @@ def test_a_protocol_without_runs_of_its_own_says_so_and_costs_are_measured(table
 
 def test_what_r1_rests_on_is_read_from_the_table(table):
     text = EP.r1_parts(table)
-    assert "R1's one part within δ is on Heart: it rests on an oracle chosen on small" in text
-    assert "Its one part beyond δ is feature skew, none label skew." in text
-    assert text.endswith("Decided at the book's sizes (Fashion-MNIST: 400 images per client, "
-                         "width 0.25, 10 rounds).")  # fmt: skip
+    assert text.startswith("The one federation within δ is on Heart, whose oracle is chosen on "
+                           "small validation sets.")  # fmt: skip
+    assert "The one federation beyond δ has feature skew, not label skew alone." in text
+    assert text.endswith("These verdicts were decided at the book's sizes (Fashion-MNIST: 400 "
+                         "images per client, width 0.25, 10 rounds).")  # fmt: skip
     sized = pd.concat([table, _table([_row("fmnist", "middle rung", 0.0, "within δ")])])
     assert EP.decided_at(sized).endswith("10 rounds) and at middle rung.")
     more = [_row("fmnist_alpha0.1", BOTH, 0.1, "beyond δ"),
             _row("fmnist_alpha10", BOTH, 0.0, "within δ")]  # fmt: skip
     labelled = pd.concat([table, _table(more)])
     text = EP.r1_parts(labelled)
-    assert "none label skew" not in text and "strong label skew" in text
-    assert "1 of the 2 rest on an oracle chosen on small validation sets" in text
-    assert "parts within δ are on Heart and Fashion-MNIST" in text
+    assert "not label skew" not in text and "strong label skew" in text
+    mixed = pd.concat([table, _table([_row("fmnist_rotate_alpha0.1", BOTH, 0.1, "beyond δ")])])
+    assert "have feature skew and mixed skew; none has label skew alone." in EP.r1_parts(mixed)
+    assert ("The 2 federations within δ are on Heart and Fashion-MNIST; 1 of them has an oracle "
+            "chosen on small validation sets.") in text  # fmt: skip
+    assert "The 2 federations beyond δ have feature skew and strong label skew." in text
+    digits = _table([_row("digits", BOTH, 0.0, "within δ", False),
+                     _row("digits_noise", BOTH, 0.0, "within δ", False),
+                     _row("R1", BOTH, None, "contradicted", quantity=EP.CLAIM)])  # fmt: skip
+    assert EP.r1_parts(digits).startswith(
+        "All 2 within δ are on Digits, whose oracle is chosen on small validation sets. None is "
+    )
 
 
 def test_the_scorecards_note_names_the_verdicts_own_rates_move(table):

@@ -292,6 +292,7 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
     assert "make standard" in RF.follow_up_lines(None)
     assert "digits_swap" in RF.follow_up_lines(None, P.FOLLOW_UP_2)
     probe = next(e.label for e in P.ENTRIES if e.rule == "probe")
+    short = probe.split(" (")[0]
     verdicts = pd.DataFrame(
         {
             "entry": [
@@ -306,23 +307,28 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
     )
     # names apart by semicolons: 'paper (t = 1), paper, median pooling' reads as three rules
     assert RF.follow_up_headline(verdicts) == (
-        f"On quantity skew, of the 4 first-epoch entries (not counting {probe}, which trains "
-        "every split) 1 is within δ = 0.02: averaging cost (tuned τ). 2 are beyond it: "
+        f"On quantity skew, of the 4 first-epoch rules (the {short} trains every split, so it "
+        "is left out), 1 is within δ = 0.02: averaging cost (tuned τ). 2 are beyond it: "
         "paper (t = 1); paper, median pooling. 1 is undecided."
     )
     nothing = verdicts.assign(verdict="undecided")
     assert RF.follow_up_headline(nothing) == (
-        f"On quantity skew, of the 4 first-epoch entries (not counting {probe}, which trains "
-        "every split) none is within δ = 0.02. None is beyond it. 4 are undecided."
+        f"On quantity skew, of the 4 first-epoch rules (the {short} trains every split, so it "
+        "is left out), none is within δ = 0.02 and none is decided beyond it: all 4 are undecided."
     )
+    decided = verdicts.assign(verdict=[P.BEYOND, P.BEYOND, P.WITHIN, P.WITHIN, P.WITHIN])
+    assert RF.follow_up_headline(decided).endswith("paper (t = 1); paper, median pooling.")
+    assert " 0 " not in RF.follow_up_headline(decided)  # never "0 are undecided"
+    beyond = verdicts.assign(verdict=P.BEYOND)
+    assert RF.follow_up_headline(beyond).endswith("none is within δ = 0.02. All 4 are beyond it.")
     # the second-order rule, tested in a family of its own, is counted too (of its kinds, only
     # the follow-up's)
     second = P.ADDED_ENTRIES[0].label
     added = pd.DataFrame({"entry": [second, second], "kind": ["quantity skew", "base federation"],
                           "verdict": [P.WITHIN, P.BEYOND]})  # fmt: skip
     assert RF.follow_up_headline(verdicts, added=added).startswith(
-        f"On quantity skew, of the 5 first-epoch entries (not counting {probe}, which trains "
-        f"every split) 2 are within δ = 0.02: averaging cost (tuned τ); {second}. 2 are "
+        f"On quantity skew, of the 5 first-epoch rules (the {short} trains every split, so it "
+        f"is left out), 2 are within δ = 0.02: averaging cost (tuned τ); {second}. 2 are "
         "beyond"
     )
 

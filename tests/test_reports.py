@@ -47,6 +47,19 @@ def test_captions_conclude_with_the_values_of_their_figure():
         "The paper's rule picks Heart p = 1 on 55% of seeds (best on mean validation: p = 3); "
         "Digits p = 3 on 100% of seeds (best on mean validation: p = 3)"
     )
+    moving = pd.DataFrame(
+        {
+            "base": ["fmnist", "fmnist"],
+            "order": [0, 1],
+            "level": ["α=0.05", "rotate+α=0.1"],
+            "rule_ps": [[3, 3], [3, 4]],
+            "oracle_ps": [[1, 1], [0, 1]],
+        }
+    )
+    assert split_choice.movement_lines(moving) == (
+        "- Fashion-MNIST: the rule moves: p 3×3, 4×1 over the 4 seeds of its 2 federations. "
+        "Oracle's median p per federation: α = 0.05: 1; rotate + α = 0.1: 0.5."
+    )
     c5 = pd.DataFrame(
         {
             "dataset": ["heart", "heart"],
@@ -363,6 +376,8 @@ def test_chapter_05s_answers_for_fairness_and_the_random_split():
     assert "3 datasets are too few for any test to decide" in answer
     assert "{term}`fairness`" in answer and "incentivized participation rate>`" in answer
     assert "(mean IPR 72%)" in answer and _words(answer) <= 36, answer  # places differ: longest
+    assert R.evidence_words("none") == "no evidence"  # not "none evidence"
+    assert R.evidence_words("weak") == "weak evidence"
     parts = pd.DataFrame(
         {"part": [C.TUNED_PART, "one learning rate: digits, vs random (drawn)",
                   "one learning rate: heart, vs random (drawn)"],
@@ -429,7 +444,7 @@ def test_the_split_lines_say_where_the_split_is_the_rules_fallback():
     out = split_numbers(splits, units)
     assert out["split_lines"].splitlines()[1] == (
         "- Digits: p = 3 of 4 units (federate c1, c2, fc1; per seed: 3, 3; no rise above t in "
-        "any seed: the rule's fallback)"
+        "any seed, so the rule federates every unit but the head)"
     )
     assert "fallback" not in out["split_lines"].splitlines()[0]
     assert out["split_fallback"].startswith("At t = 1 no relative rise exceeds t on Digits in any")

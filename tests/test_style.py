@@ -823,3 +823,47 @@ def test_every_split_rule_and_the_oracle_have_a_shape_no_other_has():
     assert len(set(shapes)) == len(shapes)
     round_looking = {"o", "h", "H", "p", "8"}
     assert len(round_looking & set(shapes)) <= 1, shapes
+
+
+def test_split_lines_say_which_lines_coincide():
+    """Fig. 14's Fashion-MNIST panel drew the mean, the paper's transition and the authors' code
+    at p = 3 on one another; Fig. 12's Local lay under FedAvg: the panel says so in words."""
+    flat = np.array([3.0, 3.0, 3.0])
+    note = analysis_plots.coinciding_note(
+        [("mean over seeds", flat)], {"paper's transition": 3, "authors' code": 3}
+    )
+    assert note == "mean over seeds, paper's transition and authors' code: all at p = 3"
+    assert analysis_plots.coinciding_note([("Local", flat), ("FedAvg", flat)], {}) == (
+        "Local and FedAvg: both at p = 3"
+    )
+    moving = np.array([1.0, 2.0, 3.0])
+    assert analysis_plots.coinciding_note([("Local", moving), ("FedAvg", moving)], {}) == (
+        "Local and FedAvg coincide"
+    )
+    assert analysis_plots.coinciding_note([("Local", moving), ("FedAvg", flat)], {}) == ""
+    assert analysis_plots.coinciding_note([("mean over seeds", moving)], {"paper's": 2}) == ""
+    table = pd.DataFrame(
+        [(d, s, e, 3, 5, a) for d in ("digits",) for s in range(2) for e in (1, 2)
+         for a in ("local", "fedavg")],
+        columns=["dataset", "seed", "epoch", "p", "n_units", "algorithm"],
+    )  # fmt: skip
+    fig = analysis_plots.split_lines(table, "epoch", "epoch", hue="algorithm")
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts == ["Local and FedAvg: both at p = 3"], texts
+    heights = {tuple(line.get_ydata()) for line in fig.axes[0].get_lines()}
+    assert len(heights) == 2  # drawn apart, not one on the other
+    plt.close(fig)
+
+
+def test_the_critical_difference_axis_labels_do_not_run_together():
+    """Fig. 26 printed "9 101112": the names' margins narrow the axis, so labels thin out."""
+    algs = list(ALGORITHMS)[:12]
+    ranks = pd.Series(np.linspace(3.67, 9.5, len(algs)), index=algs)
+    fig = comparison_plots.plot_cd_diagram(ranks, 9.62, "macro-F1, datasets as blocks")
+    fig.canvas.draw()
+    labels = [t for t in fig.axes[0].texts if t.get_text().isdigit()]
+    assert [t.get_text() for t in labels][0] == "1" and len(labels) >= 4
+    boxes = [t.get_window_extent() for t in labels]
+    gaps = [b.x0 - a.x1 for a, b in zip(boxes[:-1], boxes[1:], strict=True)]
+    assert min(gaps) > 0.12 * fig.dpi, gaps  # clear space between neighbours
+    plt.close(fig)

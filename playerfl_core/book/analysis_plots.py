@@ -211,27 +211,38 @@ def split_lines(
     fig, axes = panel_grid(len(datasets), panel_height=2.5)
     for ax, name in zip(axes, datasets, strict=True):
         d = table[table["dataset"] == name]
-        groups = d.groupby(hue, sort=False) if hue else [(None, d)]
-        for key, g in groups:
+        groups = list(d.groupby(hue, sort=False)) if hue else [(None, d)]
+        means = []
+        for i, (key, g) in enumerate(groups):
             agg = g.groupby(x)["p"].agg(["mean", "min", "max"]).reset_index()
+            # lines that coincide stay apart: a small offset and a marker of their own each
+            shift = (i - (len(groups) - 1) / 2) * SPLIT_LINE_OFFSET
             (line,) = ax.plot(
                 agg[x],
-                agg["mean"],
-                marker="o",
+                agg["mean"] + shift,
+                marker=SPLIT_LINE_MARKERS[i % len(SPLIT_LINE_MARKERS)],
                 ms=4,
                 label=algorithm_label(key) if key else "mean over seeds",
                 color=_line_color(key) if key else "k",
             )
             ax.fill_between(agg[x], agg["min"], agg["max"], color=line.get_color(), alpha=0.15)
-        for ref, value in (references or {}).get(name, {}).items():
+            means.append((line.get_label(), agg["mean"].to_numpy()))
+        refs = (references or {}).get(name, {})
+        named = {}
+        for ref, value in refs.items():
             color = marker_color(ref) if ref in MARKER_COLORS else "grey"
             text = MARKER_NAMES.get(ref, ref)
+            named[text] = value
             ax.axhline(
-                value + (0.04 if ref == "authors_config" else -0.04),
+                value + (SPLIT_LINE_OFFSET if ref == "authors_config" else -SPLIT_LINE_OFFSET),
                 color=color,
                 ls=MARKER_LINESTYLES.get(ref, ":"),
                 label=text,
             )
+        note = coinciding_note(means, named)
+        if note:
+            ax.text(0.02, 0.97, textwrap.fill(note, 44), transform=ax.transAxes, va="top",
+                    fontsize=7, bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})  # fmt: skip
         if logx:
             ax.set_xscale("log", base=2)
         elif pd.api.types.is_integer_dtype(d[x]):
@@ -247,6 +258,35 @@ def split_lines(
             ax.set_ylabel("split p (federated)")
     _figure_legend(fig, axes)
     return fig
+
+
+SPLIT_LINE_OFFSET = 0.1
+"""How far apart (in units of p) :func:`split_lines` draws lines that would lie on one another."""
+SPLIT_LINE_MARKERS = ("o", "s", "^", "D")
+
+
+def coinciding_note(means: list[tuple[str, np.ndarray]], references: dict[str, float]) -> str:
+    """What a panel of :func:`split_lines` says when lines coincide, which the offsets alone
+    barely show: the lines (mean lines by label, reference lines by name) that sit at one constant
+    split ("Local and FedAvg: both at p = 3"), or mean lines equal where they move ("Local and
+    FedAvg coincide"); "" when no two lines coincide."""
+    flat: dict[float, list[str]] = {}
+    for name, m in means:
+        if len(m) and np.allclose(m, m[0]):
+            flat.setdefault(float(m[0]), []).append(name)
+    for name, value in references.items():
+        flat.setdefault(float(value), []).append(name)
+    notes = []
+    for value, names in flat.items():
+        if len(names) > 1:
+            who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+            notes.append(f"{who}: {'both' if len(names) == 2 else 'all'} at p = {value:g}")
+    moving = [(n, m) for n, m in means if not (len(m) and np.allclose(m, m[0]))]
+    if len(moving) > 1 and all(
+        len(m) == len(moving[0][1]) and np.allclose(m, moving[0][1]) for _, m in moving
+    ):
+        notes.append(f"{' and '.join(n for n, _ in moving)} coincide")
+    return "; ".join(notes)
 
 
 def _figure_legend(fig, axes, ncol: int = 3) -> None:

@@ -135,7 +135,6 @@ def plot_cd_diagram(mean_ranks: pd.Series, cd: float, title: str = ""):
     ax.plot([lo, hi], [top, top], color="k", lw=1)
     for t in range(lo, hi + 1):
         ax.plot([t, t], [top, top + 0.03], color="k", lw=1)
-        ax.text(t, top + 0.05, str(t), ha="center", va="bottom", fontsize=MIN_FONT_PT)
     if np.isfinite(cd):
         ax.plot([lo, lo + cd], [0.98, 0.98], color="k", lw=2)
         ax.text(lo + cd / 2, 0.99, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize=MIN_FONT_PT)
@@ -173,7 +172,21 @@ def plot_cd_diagram(mean_ranks: pd.Series, cd: float, title: str = ""):
     if title:
         ax.set_title(title)
     _margins_for(fig, ax, names)
+    for t in range(lo, hi + 1, rank_label_step(fig, ax, hi - lo + 0.6)):
+        ax.text(t, top + 0.05, str(t), ha="center", va="bottom", fontsize=MIN_FONT_PT)
     return fig
+
+
+RANK_LABEL_SPACING = 0.3
+"""Inches a rank label of the critical-difference diagram needs: closer, "9 10 11 12" ran
+together into "9 101112"."""
+
+
+def rank_label_step(fig, ax, span: float) -> int:
+    """Every how many ranks the diagram labels its axis, so that labels keep
+    :data:`RANK_LABEL_SPACING` apart once the names' margins have narrowed the axis."""
+    inches = ax.get_position().width * fig.get_figwidth() / span
+    return max(1, int(np.ceil(RANK_LABEL_SPACING / inches)))
 
 
 def _margins_for(fig, ax, texts) -> None:

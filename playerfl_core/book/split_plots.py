@@ -105,34 +105,39 @@ def regret_strip(reg: pd.DataFrame, summary: pd.DataFrame, by: str = "dataset"):
 
 def client_gain_lines(curves: pd.DataFrame, client_names: Mapping[str, list] | None = None):
     """Per dataset: each client's mean gain in test macro-F1 over Local against p (clients in
-    the style's qualitative colours, solid then dashed past ten), the legend below each panel."""
+    the style's qualitative colours, solid then dashed past ten). One panel a row, its legend
+    beside it: side by side, two panels' legends ran together into one row, and each panel's
+    clients reuse the colours, so a panel's own marker shape and legend tell them apart."""
     datasets = list(dict.fromkeys(curves["dataset"]))
-    fig, axes = _panels(len(datasets), panel_height=3.2)
-    for ax, ds in zip(axes, datasets, strict=True):
+    fig, axes = panel_grid(len(datasets), max_cols=1, panel_height=2.4, width=FIGURE_WIDTH)
+    for i, (ax, ds) in enumerate(zip(axes, datasets, strict=True)):
         d = curves[curves["dataset"] == ds]
+        marker = CLIENT_PANEL_MARKERS[i % len(CLIENT_PANEL_MARKERS)]
         for k, (c, g) in enumerate(d.groupby("client")):
             g = g.sort_values("p")
             name = (client_names or {}).get(ds, [])
             ax.plot(
                 g["p"],
                 g["gain"],
-                "o-" if k < len(QUALITATIVE) else "o--",
-                ms=3,
+                marker + ("-" if k < len(QUALITATIVE) else "--"),
+                ms=3.5,
                 color=QUALITATIVE[k % len(QUALITATIVE)],
                 label=client_label(name[c]) if c < len(name) else f"client {c + 1}",
             )
         ax.axhline(0, color="grey", ls=":")
         ax.set_title(dataset_label(ds))
         ax.set_xlabel("federated units p")
+        ax.set_ylabel("gain over Local\n(macro-F1)")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-        # below the panel: with five or more lines no corner of the axes is free of points
-        ax.legend(ncol=3, columnspacing=0.8, handlelength=1.5, frameon=False,
-                  loc="upper center", bbox_to_anchor=(0.5, -0.28))  # fmt: skip
-    for k, ax in enumerate(axes):
-        if k % 2 == 0:
-            ax.set_ylabel("gain over Local\n(macro-F1)")
+        ax.legend(title=dataset_label(ds), frameon=False, loc="center left",
+                  bbox_to_anchor=(1.01, 0.5), handlelength=1.8)  # fmt: skip
     return fig
+
+
+CLIENT_PANEL_MARKERS = ("o", "s", "^", "D")
+"""One marker shape per panel of :func:`client_gain_lines`, so equal colours in two panels
+(different clients) do not read as one client."""
 
 
 FAMILY_GAP = 0.35

@@ -43,7 +43,7 @@ def _accuracy_row(g: pd.DataFrame) -> pd.Series:
     return pd.Series(
         {
             "measurements": len(g),
-            "share of ΔL > 0": float((g["actual"] > 0).mean()),
+            "share of Δℓ > 0": float((g["actual"] > 0).mean()),
             "sign right (1st order)": float(
                 (np.sign(g["first_order"]) == np.sign(g["actual"])).mean()
             ),
@@ -66,14 +66,14 @@ def quality_numbers(quality: pd.DataFrame) -> dict:
         out[f"{name}_sign_right"] = r["sign right (1st order)"]
         out[f"{name}_rel1"] = r["median rel. error, 1st order"]
         out[f"{name}_rel2"] = r["median rel. error, 2nd order"]
-        out[f"{name}_positive"] = r["share of ΔL > 0"]
+        out[f"{name}_positive"] = r["share of Δℓ > 0"]
         lines.append(
             f"- {dataset_label(name)}: the first-order prediction has the sign of the measured "
             f"change for {r['sign right (1st order)']:.0%} of the {int(r['measurements'])} "
             f"measurements, with a median relative error of "
             f"{r['median rel. error, 1st order']:.2f} "
             f"({r['median rel. error, 2nd order']:.2f} with the second-order term); averaging "
-            f"raised the client's loss in {r['share of ΔL > 0']:.0%} of them."
+            f"raised the client's loss in {r['share of Δℓ > 0']:.0%} of them."
         )
     out["quality_lines"] = "\n".join(lines)
     return out

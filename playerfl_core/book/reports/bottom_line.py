@@ -111,7 +111,7 @@ def bottom_line(card: pd.DataFrame) -> str:
         "scorecard names the rule).",
         "contradicted": f"In {registered} tests, every rule that reads only the first epoch "
         f"lost more than {delta} against {oracle} on some kind of heterogeneity (R2; its card "
-        "in the scorecard names the rules).",
+        "in the scorecard says where).",
         "undecided": f"{registered.replace('>pre-', '>Pre-', 1)} tests could not decide "
         f"whether any rule that reads only the first epoch keeps its {regret} within {delta} "
         "everywhere (R2).",

@@ -341,6 +341,12 @@ def c3_block_table(table) -> pd.DataFrame:
     ).set_index("algorithm")
 
 
+def evidence_words(strength: str) -> str:
+    """A verdict's strength as the verdict list prints it: "weak evidence", and "no evidence"
+    for strength "none" ("none evidence" reads as a template's slip)."""
+    return "no evidence" if strength == "none" else f"{strength} evidence"
+
+
 def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5, order):
     """Claims C3–C5: the scorecard and every glue value of the chapter's verdict section."""
     c3_rank = M.best_mean_rank(rank_table, PLAYER)
@@ -366,6 +372,7 @@ def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5,
         key = claim.id.lower()
         out[f"{key}_verdict"] = claim.verdict.verdict
         out[f"{key}_strength"] = claim.verdict.strength
+        out[f"{key}_evidence"] = evidence_words(claim.verdict.strength)
         out[f"{key}_reason"] = claim.verdict.reason
     out |= {
         "c3_test": c3.parts["reason"].iloc[0],

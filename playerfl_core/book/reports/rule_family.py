@@ -265,6 +265,13 @@ R2_ANSWER = {
 }
 
 
+def evaluation_seeds() -> str:
+    """The evaluation set's seeds ("seeds 0–9"), said beside a mean regret so that it is not
+    read as the same federation's value on other seeds (chapter 04's, the confirmation's)."""
+    seeds = sorted({s for d in P.EVALUATION for s in P.seeds_of(d)})
+    return f"seeds {seeds[0]}–{seeds[-1]}"
+
+
 def result_box(study: RuleStudy) -> str:
     """The chapter's answer, student first: claim R2's verdict in one plain sentence, then why,
     in three short sentences (Markdown with glossary links); :func:`result_details` holds the
@@ -392,6 +399,7 @@ def advice(study: RuleStudy) -> str:
     lines.append(
         f"- The paper's rule (t = 1) is decided within δ on {int(tally.loc[paper, 'within'])} of "
         f"{int(tally.loc[paper, 'kinds'])} kinds of the evaluation set; its largest mean regret "
-        f"is {tally.loc[paper, 'worst']:.3f}, {_on(tally.loc[paper, 'worst_kind'])}."
+        f"is {tally.loc[paper, 'worst']:.3f} ({evaluation_seeds()}), "
+        f"{_on(tally.loc[paper, 'worst_kind'])}."
     )
     return "\n".join(lines)

@@ -92,22 +92,31 @@ def follow_up_headline(
     probes = verdicts.loc[verdicts["entry"].isin(probe), "entry"].drop_duplicates().tolist()
     aside = ""
     if probes:
-        aside = f" (not counting {'; '.join(probes)}, which trains every split)"
+        left = "; ".join(p.split(" (")[0] for p in probes)  # no brackets within brackets
+        aside = f" (the {left} trains every split, so it is left out)"
     within = rows[rows["verdict"] == P.WITHIN]["entry"].tolist()
     beyond = rows[rows["verdict"] == P.BEYOND]["entry"].tolist()
-    undecided = len(rows) - len(within) - len(beyond)
+    n = len(rows)
+    undecided = n - len(within) - len(beyond)
+    if undecided == n:
+        return (
+            f"On {kind}, of the {n} first-epoch rules{aside}, none is within δ = "
+            f"{P.TOLERANCE:g} and none is decided beyond it: all {n} are undecided."
+        )
 
     def group(names: list[str], what: str) -> str:
         if not names:
             return f"none is {what}"
+        if len(names) == n > 1:
+            return f"all {n} are {what}"
         return f"{len(names)} {'is' if len(names) == 1 else 'are'} {what}: {'; '.join(names)}"
 
     beyond_text = group(beyond, "beyond it")
+    rest = f" {undecided} {'is' if undecided == 1 else 'are'} undecided." if undecided else ""
     return (
-        f"On {kind}, of the {len(rows)} first-epoch entries{aside} "
+        f"On {kind}, of the {n} first-epoch rules{aside}, "
         f"{group(within, f'within δ = {P.TOLERANCE:g}')}. "
-        f"{beyond_text[0].upper()}{beyond_text[1:]}. "
-        f"{undecided} {'is' if undecided == 1 else 'are'} undecided."
+        f"{beyond_text[0].upper()}{beyond_text[1:]}.{rest}"
     )
 
 

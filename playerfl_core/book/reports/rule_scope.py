@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from data_prep.preregistered import LADDER
-from playerfl_core.book.reports.tables import p_text, signed
+from playerfl_core.book.reports.tables import p_text, seed_span, signed
 from playerfl_core.book.style import dataset_label, set_label
 from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.stats.split_verdicts import TOLERANCE
@@ -118,43 +118,67 @@ def _named(kind: str) -> str:
 
 
 def r2_scope(study, claim) -> str:
-    """The scope of claim R2's verdict, for its reason, one short sentence each: the distinct
-    rules, the kinds where they are beyond δ, and the ladder's rungs (``claim``: R2 as
-    :func:`rule_study.r2_claim` computes it)."""
-    parts = (distinct_text(study.regrets), deciding_kinds(claim.parts), scale_text())
+    """The reason for claim R2's verdict, plain and short (``claim``: R2 as
+    :func:`rule_study.r2_claim` computes it): first where every first-epoch rule is beyond δ (a
+    confirmed kind with its federation and fresh seeds), else the verdict's own reason and the
+    kinds; then how many distinct rules the entries are, and the deciding federation's regret
+    beyond the book's sizes."""
+    first = claim.parts[claim.parts["part"].isin(P.FIRST_EPOCH)]
+    n = first["part"].nunique()
+    beyond = first[first["verdict"] == P.BEYOND].groupby("kind")["part"].nunique()
+    every = [_plain_kind(k) for k, c in beyond.items() if c == n]
+    if every:
+        lead = f"Every first-epoch rule is beyond δ on {' and on '.join(every)}"
+    else:
+        lead = f"{claim.verdict.reason}: {deciding_kinds(claim.parts)}"
+    groups = distinct_rules(study.regrets)
+    same = (
+        f"the {n} rules tested are {len(groups)} distinct ones (some pick the same split on "
+        f"≥ {SAME_RULE:.0%} of seeds)"
+        if len(groups) < n
+        else ""
+    )
+    parts = (lead, same, scale_text())
     return ". ".join(p[0].upper() + p[1:] for p in parts if p)
+
+
+def _plain_kind(kind: str) -> str:
+    """A kind where R2 is decided, in plain words: a confirmed kind by its federation and fresh
+    seeds ("Fashion-MNIST, rotated (feature skew), confirmed on fresh seeds 10–29"); other
+    kinds as they are."""
+    base, sep, _ = kind.rpartition(" (confirmation)")
+    if not sep:
+        return kind
+    feds = [dataset_label(d) for d in P.CONFIRMATION if P.kind_of(d) == base]
+    seeds = f"{P.CONFIRMATION_SEEDS[0]}–{P.CONFIRMATION_SEEDS[-1]}"
+    return f"{', '.join(feds)} ({base.split(' (')[0]}), confirmed on fresh seeds {seeds}"
 
 
 def scale_text(dataset: str | None = None) -> str:
     """Where R2's deciding federation (default: the ladder's last, ``preregistered.LADDER``) was
     also run beyond the book's sizes (chapter 04's committed rungs): the paper's rule's mean
-    regret there, rung by rung; "" when neither rung is committed."""
+    regret there, rung by rung, with the seeds it averages; "" when neither rung is committed."""
     dataset = dataset or LADDER[-1]
     parts = []
     for name, words in (
+        ("eval_rung", "with 2,000 validation and 2,000 test images per client"),
         (
             "middle_rung",
-            "when each client trains on 1,000 images, the CNN at half width ({n} seeds, "
-            "too few for a test)",
+            "when each client trains on 1,000 images with the CNN at half width (too few seeds "
+            "for a test)",
         ),
-        (
-            "eval_rung",
-            "at the book's training sizes with 2,000 validation and 2,000 test images per "
-            "client ({n} seeds)",
-        ),  # fmt: skip
     ):
         committed = rungs.load(name)
         if committed is None or dataset not in committed[1]["datasets"]:
             continue
         reg = rungs.regrets(committed[0])
         reg = reg[reg["dataset"] == dataset]
-        parts.append(f"{signed(reg['regret'].mean())} {words.format(n=len(reg))}")
+        parts.append(f"{signed(reg['regret'].mean())} on {seed_span(reg)} {words}")
     if not parts:
         return ""
     return (
-        f"beyond the book's sizes, on {dataset_label(dataset)}, the federation that decides R2, "
-        f"the paper's rule's mean regret is {' and '.join(parts)}, against δ = {TOLERANCE:g} "
-        "(chapter 04)"
+        f"on {dataset_label(dataset)}, the paper's rule's mean regret is "
+        f"{', and '.join(parts)}; δ = {TOLERANCE:g}"
     )
 
 

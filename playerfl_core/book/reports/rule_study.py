@@ -159,7 +159,7 @@ def r2_claim(study: RuleStudy, profile: str = ""):
     claim = P.claim(study.evaluation, profile, confirmation=study.confirmation, added=added)
     if claim.verdict.verdict != "contradicted" or study.regrets is None:
         return claim
-    reason = f"{claim.verdict.reason}. {r2_scope(study, claim)}"
+    reason = r2_scope(study, claim)
     return replace(claim, verdict=replace(claim.verdict, reason=reason))
 
 

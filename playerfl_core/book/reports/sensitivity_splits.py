@@ -68,13 +68,13 @@ def split_numbers(splits: pd.DataFrame, units_of: dict) -> dict:
 
 
 def _fallback_note(rows: pd.DataFrame) -> str:
-    """ "no rise above t in any seed: the rule's fallback", "… in 2 of 3 seeds" or ""."""
+    """ "no rise above t in any seed, so the rule federates every unit but the head", "… in 2 of
+    3 seeds …" or "": said plainly, as the Result box uses it before "fallback" is defined."""
     if "fallback" not in rows or not rows["fallback"].any():
         return ""
     k, n = int(rows["fallback"].sum()), len(rows)
-    return (
-        f"no rise above t in {'any seed' if k == n else f'{k} of {n} seeds'}: the rule's fallback"
-    )
+    seeds = "any seed" if k == n else f"{k} of {n} seeds"
+    return f"no rise above t in {seeds}, so the rule federates every unit but the head"
 
 
 def fallback_text(splits: pd.DataFrame, units_of: dict) -> str:

@@ -188,7 +188,9 @@ def movement_lines(summary: pd.DataFrame) -> str:
     for base, g in summary.groupby("base", sort=False):
         g = g.sort_values("order")
         rule = [p for ps in g["rule_ps"] for p in ps]
-        oracle = "; ".join(f"{r.level} {np.median(r.oracle_ps):g}" for r in g.itertuples())
+        oracle = "; ".join(
+            f"{_spaced(r.level)}: {np.median(r.oracle_ps):g}" for r in g.itertuples()
+        )  # "α = 0.05: 1; α = 0.1: 3": "α=0.05 1; α=0.1 3" read as one run of numbers
         moves = "does not move" if len(set(rule)) == 1 else "moves"
         lines.append(
             f"- {dataset_label(base)}: the rule {moves}: p {split_counts(rule)} over the "
@@ -196,6 +198,11 @@ def movement_lines(summary: pd.DataFrame) -> str:
             f"{oracle}."
         )
     return "\n".join(lines)
+
+
+def _spaced(level: str) -> str:
+    """A federation's level with its signs spaced: "rotate + α = 0.1"."""
+    return level.replace("+", " + ").replace("=", " = ")
 
 
 def stability_seeds_text(stab_summary: pd.DataFrame) -> str:
