@@ -12,6 +12,7 @@ from playerfl_core.study import machine
 from playerfl_core.study import preregistration as P
 from playerfl_core.study import split_rules_table as R
 from playerfl_core.study.run_store import REPO_ROOT
+from playerfl_core.study.runner import load_store, write_store
 
 RULES_FILE = REPO_ROOT / "stores" / "rules" / "standard.parquet"
 
@@ -211,7 +212,7 @@ def test_the_declared_test_decides_per_kind_with_holm_and_the_headline_needs_eve
 def committed():
     if not RULES_FILE.exists():
         pytest.fail(f"{RULES_FILE} is missing: `make standard` (or `playerfl rules`) writes it.")
-    return R.load_rules_table(RULES_FILE)
+    return load_store(RULES_FILE)
 
 
 def test_the_committed_rules_table_covers_every_preregistered_seed(committed):
@@ -272,11 +273,11 @@ def test_a_replayed_first_epoch_gives_the_committed_quantities(committed):
 
 def test_a_changed_rules_table_is_refused(committed, tmp_path):
     table, _ = committed
-    path = R.save_rules_table(table.head(50), tmp_path / "r.parquet", "test")
-    R.load_rules_table(path)
+    path = write_store(table.head(50), tmp_path / "r.parquet", {"sweeps": "test"})
+    load_store(path)
     (tmp_path / "r.parquet").write_bytes(table.head(40).to_parquet())
     with pytest.raises(ValueError, match="does not match the SHA-256"):
-        R.load_rules_table(path)
+        load_store(path)
 
 
 def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():

@@ -11,7 +11,6 @@ import pytest
 from playerfl_core.cli import main
 from playerfl_core.study import registry, rungs, runner
 from playerfl_core.study.declaration import missing_fields
-from playerfl_core.study.split_rules_table import load_rules_table
 
 FIXTURES = Path(__file__).parent / "fixtures" / "study_runner"
 """Tables the deleted per-study process pools computed on this machine (one thread per run)."""
@@ -61,7 +60,7 @@ def test_each_committed_store_loads_as_its_module_reads_it_and_matches_its_sha25
     state = runner.store_state(study)
     assert state["committed"] and state["sha256_matches"] is True
     table, record = runner.computes(study).load(name)
-    again, _ = load_rules_table(study.store_path())
+    again, _ = runner.load_store(study.store_path())
     pd.testing.assert_frame_equal(table, again)
     assert state["cpu_seconds"] == record["cpu_seconds"] > 0
 

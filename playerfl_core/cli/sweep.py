@@ -99,6 +99,7 @@ def _rule_names(text: str | None) -> list[str] | None:
 def _write_rules(sweep, profile, names, out, device=None, source: str = "") -> None:
     """The rules table of a sweep next to it, with the replay check and one line per rule."""
     from playerfl_core.study import split_rules_table as R
+    from playerfl_core.study.runner import write_store
 
     if device not in (None, "cpu"):
         print("playerfl: the rules table replays the first epoch on the CPU.", file=sys.stderr)
@@ -113,7 +114,8 @@ def _write_rules(sweep, profile, names, out, device=None, source: str = "") -> N
             file=sys.stderr,
         )
     if str(out).endswith(".parquet"):
-        path = R.save_rules_table(table, out, source, check)
+        replay = [int(check["same"].sum()), len(check)]
+        path = write_store(table, out, {"sweeps": source, "replay_same": replay})
     else:
         path = save_table(table, out)
     chosen = R.splits(table)

@@ -29,8 +29,7 @@ from playerfl_core.stats.results import COLUMNS
 from playerfl_core.stats.split_verdicts import TOLERANCE
 from playerfl_core.study import split_scores as S
 from playerfl_core.study.declaration import EVERY_SPLIT, Study, federation, n_splits
-from playerfl_core.study.runner import cpu_seconds
-from playerfl_core.study.split_rules_table import load_rules_table, save_with_record
+from playerfl_core.study.runner import committed, cpu_seconds, write_store
 
 DATASETS = preregistered.LADDER
 EVAL_PER_CLIENT = 2000
@@ -38,10 +37,6 @@ BOOK_TEST_IMAGES = 80  # a client's test images at the book's sizes (400 images,
 NOISE_SEED, NOISE_DRAWS = 0, 2000
 MIDDLE_SAMPLES_PER_CLIENT, MIDDLE_WIDTH, MIDDLE_ROUNDS = 1000, 0.5, 20
 PAPER = "paper"
-FIRST_EPOCH_SIZES = {
-    "book": "standard profile: 400 images per client, width 0.25, batch 32, lr 0.003",
-    "paper": "paper profile: 2,000 images per client, width 1.0, batch 128, lr 0.001",
-}
 
 EVAL_RUNG = Study(
     name="eval_rung",
@@ -112,11 +107,7 @@ def load(study: Study | str) -> tuple[pd.DataFrame, dict] | None:
         if study not in known:
             raise ValueError(f"Unknown rung {study!r}; choose one of: {', '.join(known)}.")
         study = known[study]
-    return _committed(study.store_path())
-
-
-def _committed(path: Path) -> tuple[pd.DataFrame, dict] | None:
-    return load_rules_table(path) if path.exists() else None
+    return committed(study.store_path())
 
 
 # -- computing: one run -------------------------------------------------------------------------
@@ -273,18 +264,6 @@ def rule_at_rungs(book_sens: pd.DataFrame, paper_sens: pd.DataFrame) -> pd.DataF
     return pd.concat(parts, ignore_index=True)
 
 
-def ladder_summary(at_rungs: pd.DataFrame) -> pd.DataFrame:
-    """Per federation and rung: seeds, the modal split and its share, every split ("3×8, 2×2")."""
-    rows = []
-    for (ds, rung), g in at_rungs.groupby(["dataset", "rung"], sort=False):
-        counts = g["p_rule"].value_counts().sort_index()
-        rows.append((ds, rung, len(g), int(counts.idxmax()), float(counts.max() / len(g)),
-                     _splits(g["p_rule"])))  # fmt: skip
-    return pd.DataFrame(
-        rows, columns=["dataset", "rung", "n_seeds", "modal_p", "modal_share", "splits"]
-    )
-
-
 # -- the evaluation rung's noise measurements -------------------------------------------------
 def noise_path() -> Path:
     return EVAL_RUNG.store_path().with_name("eval_noise.parquet")
@@ -292,16 +271,6 @@ def noise_path() -> Path:
 
 def regret_noise_path() -> Path:
     return EVAL_RUNG.store_path().with_name("eval_regret_noise.parquet")
-
-
-def load_noise() -> tuple[pd.DataFrame, dict] | None:
-    """The committed noise measurement and its record, or None."""
-    return _committed(noise_path())
-
-
-def load_regret_noise() -> tuple[pd.DataFrame, dict] | None:
-    """The committed measurement of a regret's noise and its record, or None."""
-    return _committed(regret_noise_path())
 
 
 def rule_split(table: pd.DataFrame, dataset: str, seed: int) -> int:
@@ -354,4 +323,4 @@ def after_commit(study: Study, say=print) -> None:
             continue
         noise, cpu = measure(load(EVAL_RUNG)[0])
         extra = {"eval_per_client": EVAL_PER_CLIENT, "draws": NOISE_DRAWS, "cpu_seconds": cpu}
-        say(f"{what} to {save_with_record(noise, path, extra)} ({cpu:.0f} CPU-s)")
+        say(f"{what} to {write_store(noise, path, extra)} ({cpu:.0f} CPU-s)")
