@@ -201,7 +201,7 @@ def test_compute_is_the_first_epoch_of_each_seed_whatever_the_workers(tmp_path):
     """Each (federation, seed) is one task; the table is the same as computing the seeds one by
     one in this process, and the CPU-seconds are counted."""
     table, totals = _first_epochs(tmp_path, ("digits",), (0, 1), "quick", workers=2)
-    with R.one_thread():
+    with machine.one_thread():
         direct = first_epoch_sensitivities("digits", [0, 1], "quick", progress=False)
     pd.testing.assert_frame_equal(
         table, direct.sort_values(["dataset", "seed", "client", "depth"], ignore_index=True)

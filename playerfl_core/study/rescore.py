@@ -277,7 +277,7 @@ def rescore_run(task: Task, archive: Path | None = None, large_val: bool = False
     val = {i: (c.x_val, c.y_val) for i, c in enumerate(large.clients)} if large_val else None
     deployed = _Deployed(algorithm, val, batch or 1)
     key = (dataset, spec.algorithm, lr, seed)
-    with rungs.one_thread():  # as the committed runs were computed: their last bits
+    with machine.one_thread():  # as the committed runs were computed: their last bits
         fresh = run_federated(data, algorithm, spec.config("cpu"), [deployed]).table()
         scored = _val_table(key, deployed, large) if large_val else fresh
         selected = select_rounds(scored)

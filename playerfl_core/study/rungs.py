@@ -10,12 +10,10 @@ they move against the book's on the same seeds (:func:`rung_summary`, :func:`wha
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from data_prep import preregistered
 from data_prep.registry import federation as declared_federation
@@ -29,6 +27,7 @@ from playerfl_core.stats.results import COLUMNS
 from playerfl_core.stats.split_verdicts import TOLERANCE
 from playerfl_core.study import split_scores as S
 from playerfl_core.study.declaration import EVERY_SPLIT, Study, federation, n_splits
+from playerfl_core.study.machine import one_thread
 from playerfl_core.study.runner import committed, cpu_seconds, write_store
 
 DATASETS = preregistered.LADDER
@@ -124,17 +123,6 @@ def task_name(task: tuple) -> str:
     return f"{dataset}_s{seed}" + "".join(f"_p{p}" for p in split)
 
 
-@contextmanager
-def one_thread():
-    """One torch thread, in a worker or not: a run's last bits do not depend on where it ran."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def run_one(rung: Study, task: tuple, device: str = "cpu"):
     """One split's run, or one seed's first epochs: ``(task, table or None: diverged, record)``."""
     start = time.process_time()
@@ -199,11 +187,6 @@ def _most_frequent(values: pd.Series) -> list[int]:
     return sorted(int(p) for p in counts[counts == counts.max()].index)
 
 
-def _splits(values: pd.Series) -> str:
-    """ "3×4, 4×1": every split with its number of seeds."""
-    return ", ".join(f"{int(p)}×{int(n)}" for p, n in values.value_counts().sort_index().items())
-
-
 def rung_summary(
     book: pd.DataFrame, other: pd.DataFrame, name: str = "middle", seed: int = 0
 ) -> pd.DataFrame:
@@ -216,8 +199,8 @@ def rung_summary(
             m, lo, hi = S.interval(g["regret"], seed=seed)
             rule, oracle = g["p_rule"], g["p_oracle"]
             rows.append(
-                (ds, rung, len(g), _splits(rule), _most_frequent(rule), _splits(oracle),
-                 _most_frequent(oracle), m, lo, hi)
+                (ds, rung, len(g), S.split_counts(rule), _most_frequent(rule),
+                 S.split_counts(oracle), _most_frequent(oracle), m, lo, hi)
             )  # fmt: skip
     cols = ["dataset", "rung", "n_seeds", "rule_splits", "rule_modal", "oracle_splits",
             "oracle_modal", "mean", "lo", "hi"]  # fmt: skip

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-import torch
 from tqdm import tqdm
 
 from data_prep import load
@@ -37,7 +36,8 @@ from playerfl_core.fl.units import unit_names
 from playerfl_core.measure.layer_measure import first_epoch_models
 from playerfl_core.stats.metrics import client_weights
 from playerfl_core.stats.results import SERVER
-from playerfl_core.study.split_scores import oracle_splits, regrets, sweep_rows
+from playerfl_core.study.machine import one_thread
+from playerfl_core.study.split_scores import regrets, sweep_rows
 from playerfl_core.study.split_sweeps import RUN, check_sweeps_complete
 
 COLUMNS = [*RUN, "rule", "threshold", "p", "unit", "depth", "quantity", "value"]
@@ -107,16 +107,12 @@ def rules_table(
             return load(dataset, profile=profile, seed=s)
 
     rows = []
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)  # the sweep's runs use one thread: the same last bits
-    try:
+    with one_thread():  # the sweep's runs use one thread: the same last bits
         for seed in tqdm(list(seeds), desc=f"rules {dataset}", disable=not progress):
             data = data_loader(seed)
             config = make_config(dataset, profile, seed=seed, lr=lr, device=device, progress=False)
             state = first_epoch_state(data, config)
             rows += state_rows((data.name, config.lr, seed), state, rules)
-    finally:
-        torch.set_num_threads(previous)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -238,20 +234,3 @@ def rule_regrets(scores: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
     parts = [regrets(scores, frame, v) for v in frame["variant"].unique()]
     out = pd.concat(parts, ignore_index=True).rename(columns={"variant": "rule"})
     return out.drop(columns="margin")
-
-
-__all__ = [
-    "COLUMNS",
-    "PROBE",
-    "check_replay",
-    "first_epoch_state",
-    "oracle_splits",
-    "probe_rows",
-    "probe_splits",
-    "rules_for_sweep",
-    "rethreshold",
-    "rule_regrets",
-    "rules_table",
-    "splits",
-    "state_rows",
-]
