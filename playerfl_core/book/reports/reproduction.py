@@ -37,10 +37,11 @@ from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import claims as C
 from playerfl_core.stats import metrics as M
 from playerfl_core.stats import published as P
+from playerfl_core.study import rescore
 from playerfl_core.study import split_oracle as O
 from playerfl_core.study.archive import archive_dir
 from playerfl_core.study.experiments import run_grid
-from playerfl_core.study.rescore import TEST_PER_CLIENT, large_sets_text, r1_family
+from playerfl_core.study.rescore import TEST_PER_CLIENT
 
 PAPER_ROUNDS = {"FMNIST": 100, "Heart": 20}
 """Rounds of the paper's runs (appendix §1.1), by the published tables' column names."""
@@ -254,10 +255,9 @@ def _r1_claim(regrets: pd.DataFrame, profile: str):
     rescores hold them (2,000 test images per client, and as many validation images where the
     validation rescore reached them: ``rescore.r1_family``). How the verdict moves under
     other protocols is the appendix's table, not the card's."""
-
-    family = r1_family(regrets)
+    family = rescore.r1_family(regrets)
     if family["rescored"].any():  # the scorecard's profile column says what R1's regrets are
-        profile = f"{profile}; Fashion-MNIST regrets on {large_sets_text(family)}"
+        profile = f"{profile}; Fashion-MNIST regrets on {rescore.large_sets_text(family)}"
     return C.r1_rule_finds_oracle(family, label=dataset_label, profile=profile)
 
 
