@@ -29,6 +29,7 @@ from playerfl_core.book.reports.authors_choices import (  # noqa: F401 (the chap
 )
 from playerfl_core.book.reports.bottom_line import bottom_line  # noqa: F401 (the chapter's R.)
 from playerfl_core.book.reports.comparison import sizes_text
+from playerfl_core.book.reports.rule_study import RULES_FILE
 from playerfl_core.book.reports.tables import MISSING, signed
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.fl.names import tied_text
@@ -233,7 +234,7 @@ def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> di
     if c5_datasets is not None:
         c5 = c5[c5["dataset"].isin(list(c5_datasets))]
     out = {"c5": c5, "r1": _r1_claim(regrets, on_sweep)}
-    if rule_family.RULES_FILE.exists() and profile == "standard":
+    if RULES_FILE.exists() and profile == "standard":
         study = rule_family.analyse(O.load_sweeps(archive_dir(profile)), rule_family.load_rules())
         sets = (
             "pre-registered evaluation set"
