@@ -12,6 +12,7 @@ from playerfl_core.study import machine
 from playerfl_core.study import preregistration as P
 from playerfl_core.study import split_rules_table as R
 from playerfl_core.study.run_store import REPO_ROOT
+from playerfl_core.study.runner import load_store, write_store
 
 RULES_FILE = REPO_ROOT / "stores" / "rules" / "standard.parquet"
 
@@ -211,7 +212,7 @@ def test_the_declared_test_decides_per_kind_with_holm_and_the_headline_needs_eve
 def committed():
     if not RULES_FILE.exists():
         pytest.fail(f"{RULES_FILE} is missing: `make standard` (or `playerfl rules`) writes it.")
-    return R.load_rules_table(RULES_FILE)
+    return load_store(RULES_FILE)
 
 
 def test_the_committed_rules_table_covers_every_preregistered_seed(committed):
@@ -272,15 +273,15 @@ def test_a_replayed_first_epoch_gives_the_committed_quantities(committed):
 
 def test_a_changed_rules_table_is_refused(committed, tmp_path):
     table, _ = committed
-    path = R.save_rules_table(table.head(50), tmp_path / "r.parquet", "test")
-    R.load_rules_table(path)
+    path = write_store(table.head(50), tmp_path / "r.parquet", {"sweeps": "test"})
+    load_store(path)
     (tmp_path / "r.parquet").write_bytes(table.head(40).to_parquet())
     with pytest.raises(ValueError, match="does not match the SHA-256"):
-        R.load_rules_table(path)
+        load_store(path)
 
 
 def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
-    from playerfl_core.book.reports import rule_family as RF
+    from playerfl_core.book.reports import rule_follow_ups as RFU
     from playerfl_core.book.reports.rule_study import has_every_seed
 
     rows = [(ds, s) for ds in P.FOLLOW_UP for s in P.seeds_of(ds)]
@@ -288,9 +289,9 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
     assert has_every_seed(full, full)
     short = full[full["seed"] != P.seeds_of(P.FOLLOW_UP[0])[-1]]
     assert not has_every_seed(short, full) and not has_every_seed(full, short)
-    assert "not computed" in RF.follow_up_headline(None)
-    assert "make standard" in RF.follow_up_lines(None)
-    assert "digits_swap" in RF.follow_up_lines(None, P.FOLLOW_UP_2)
+    assert "not computed" in RFU.follow_up_headline(None)
+    assert "make standard" in RFU.follow_up_lines(None)
+    assert "digits_swap" in RFU.follow_up_lines(None, P.FOLLOW_UP_2)
     probe = next(e.label for e in P.ENTRIES if e.rule == "probe")
     short = probe.split(" (")[0]
     verdicts = pd.DataFrame(
@@ -306,27 +307,27 @@ def test_the_follow_up_is_analysed_only_when_every_declared_seed_is_there():
         }
     )
     # names apart by semicolons: 'paper (t = 1), paper, median pooling' reads as three rules
-    assert RF.follow_up_headline(verdicts) == (
+    assert RFU.follow_up_headline(verdicts) == (
         f"On quantity skew, of the 4 first-epoch rules (the {short} trains every split, so it "
         "is left out), 1 is within δ = 0.02: averaging cost (tuned τ). 2 are beyond it: "
         "paper (t = 1); paper, median pooling. 1 is undecided."
     )
     nothing = verdicts.assign(verdict="undecided")
-    assert RF.follow_up_headline(nothing) == (
+    assert RFU.follow_up_headline(nothing) == (
         f"On quantity skew, of the 4 first-epoch rules (the {short} trains every split, so it "
         "is left out), none is within δ = 0.02 and none is decided beyond it: all 4 are undecided."
     )
     decided = verdicts.assign(verdict=[P.BEYOND, P.BEYOND, P.WITHIN, P.WITHIN, P.WITHIN])
-    assert RF.follow_up_headline(decided).endswith("paper (t = 1); paper, median pooling.")
-    assert " 0 " not in RF.follow_up_headline(decided)  # never "0 are undecided"
+    assert RFU.follow_up_headline(decided).endswith("paper (t = 1); paper, median pooling.")
+    assert " 0 " not in RFU.follow_up_headline(decided)  # never "0 are undecided"
     beyond = verdicts.assign(verdict=P.BEYOND)
-    assert RF.follow_up_headline(beyond).endswith("none is within δ = 0.02. All 4 are beyond it.")
+    assert RFU.follow_up_headline(beyond).endswith("none is within δ = 0.02. All 4 are beyond it.")
     # the second-order rule, tested in a family of its own, is counted too (of its kinds, only
     # the follow-up's)
     second = P.ADDED_ENTRIES[0].label
     added = pd.DataFrame({"entry": [second, second], "kind": ["quantity skew", "base federation"],
                           "verdict": [P.WITHIN, P.BEYOND]})  # fmt: skip
-    assert RF.follow_up_headline(verdicts, added=added).startswith(
+    assert RFU.follow_up_headline(verdicts, added=added).startswith(
         f"On quantity skew, of the 5 first-epoch rules (the {short} trains every split, so it "
         f"is left out), 2 are within δ = 0.02: averaging cost (tuned τ); {second}. 2 are "
         "beyond"
@@ -422,6 +423,7 @@ def test_the_follow_ups_are_named_by_their_kind_wherever_the_book_shows_a_set():
     from types import SimpleNamespace
 
     from playerfl_core.book.reports import rule_family as RF
+    from playerfl_core.book.reports import rule_follow_ups as RFU
     from playerfl_core.book.reports import rule_scope as RS
     from playerfl_core.book.reports.rule_follow_ups import r2_tests
     from playerfl_core.book.style import set_label
@@ -462,7 +464,7 @@ def test_the_follow_ups_are_named_by_their_kind_wherever_the_book_shows_a_set():
     assert RF.added_lines(study).startswith(f"- **{quantity} set**")
     curvature = RF.curvature_lines(study).splitlines()
     assert [line.split(":")[0] for line in curvature] == [f"- **{quantity}**", f"- **{concept}**"]
-    assert RF.follow_up_headline(None, "concept shift") == (
+    assert RFU.follow_up_headline(None, "concept shift") == (
         "The follow-up on concept shift is not computed in these sweeps."
     )
 
@@ -477,6 +479,7 @@ def test_the_follow_ups_are_named_by_their_kind_wherever_the_book_shows_a_set():
 
 def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2():
     from playerfl_core.book.reports import rule_family as RF
+    from playerfl_core.book.reports import rule_follow_ups as RFU
     from playerfl_core.book.reports.rule_study import has_every_seed
 
     old = pd.DataFrame(
@@ -488,7 +491,7 @@ def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2()
     assert has_every_seed(new, new, P.CONFIRMATION, P.CONFIRMATION_SEEDS)
     assert not has_every_seed(old, old, P.CONFIRMATION, P.CONFIRMATION_SEEDS)
     assert has_every_seed(old, old, P.CONFIRMATION)  # the first test's seeds are there
-    assert "make standard" in RF.confirmation_lines(None)
+    assert "make standard" in RFU.confirmation_lines(None)
 
     cols = ["entry", "kind", "mean", "lo", "hi", "n", "p", "p_holm", "verdict", "strength"]
     first = pd.DataFrame(
@@ -501,14 +504,14 @@ def test_the_confirmation_is_analysed_only_with_its_fresh_seeds_and_decides_r2()
     )  # fmt: skip
     confirm.loc[confirm["entry"] == P.FIRST_EPOCH[0], "verdict"] = P.WITHIN
     study = RF.RuleStudy(*[None] * 3, first, *[None] * 3, confirmation=confirm)
-    lines = RF.confirmation_lines(confirm).splitlines()
+    lines = RFU.confirmation_lines(confirm).splitlines()
     assert len(lines) == len(P.FIRST_EPOCH) and "feature skew (rotate): within δ" in lines[0]
     assert "Holm-adjusted p 1.0\u00a0×\u00a010⁻⁴" in lines[1] and "(20 seeds each)" in lines[1]
-    head = RF.confirmation_headline(study)
+    head = RFU.confirmation_headline(study)
     assert f"{len(P.FIRST_EPOCH) - 1} of the {len(P.FIRST_EPOCH)} first-epoch entries" in head
     assert "and 1 of them is within δ on both" in head and "is undecided" in head
     confirm["verdict"] = P.BEYOND
-    head = RF.confirmation_headline(study)
+    head = RFU.confirmation_headline(study)
     assert f"every one of the {len(P.FIRST_EPOCH)} first-epoch entries is beyond δ" in head
     assert "none is within δ on both" in head and "is contradicted (strong evidence)" in head
     # glued as plain text, it cannot link the scorecard: the page names and links it after it

@@ -352,7 +352,6 @@ def test_the_validation_rescores_reading_gives_the_rungs_regrets_on_its_seeds(mo
     holds (the same runs, read and reported already): R1's regret on each is the rung's own,
     every other regret stays as committed, and R2's paper entry gives R1's regret."""
     from playerfl_core.study import split_oracle as O
-    from playerfl_core.study.split_rules_table import load_rules_table
 
     monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
     rung = rungs.load("eval_rung")
@@ -370,7 +369,7 @@ def test_the_validation_rescores_reading_gives_the_rungs_regrets_on_its_seeds(mo
     moved, n = R.oracle_moves(book, large)
     assert n == 20 and 0 < moved < n  # the large validation sets move some oracles
 
-    rules_table = load_rules_table(stores_dir() / "rules" / f"{R.PROFILE}.parquet")[0]
+    rules_table = runner.load_store(stores_dir() / "rules" / f"{R.PROFILE}.parquet")[0]
     r2 = R.large_val_r2_regrets(R.r2_committed_regrets(), sweep, rules_table)
     assert r2["rescored"].sum() == 20 * len(P.ALL_ENTRIES)
     paper = r2[r2["rescored"] & (r2["entry"] == P.ENTRIES[0].label)].merge(mine, on=keys)

@@ -141,7 +141,7 @@ def test_the_committed_noise_measurement_is_complete_and_recomputes(monkeypatch)
     elsewhere a flipped prediction moves a standard error a little)."""
 
     monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
-    committed = R.load_noise()
+    committed = runner.committed(R.noise_path())
     assert committed is not None, "stores/ladder/eval_noise.parquet is not committed"
     noise, record = committed
     assert set(noise["dataset"]) == set(R.DATASETS) and set(noise["n"]) == {80, 2000}
@@ -163,7 +163,7 @@ def test_the_committed_regret_noise_is_complete_and_recomputes(monkeypatch):
     split and the rung's most frequent oracle split; one federation's recomputes."""
 
     monkeypatch.delenv("PLAYERFL_STORES", raising=False)  # the committed stores
-    committed = R.load_regret_noise()
+    committed = runner.committed(R.regret_noise_path())
     assert committed is not None, "stores/ladder/eval_regret_noise.parquet is not committed"
     noise, record = committed
     assert set(noise["dataset"]) == set(R.DATASETS) and set(noise["n"]) == {80, 2000}
@@ -201,21 +201,12 @@ def test_compute_is_the_first_epoch_of_each_seed_whatever_the_workers(tmp_path):
     """Each (federation, seed) is one task; the table is the same as computing the seeds one by
     one in this process, and the CPU-seconds are counted."""
     table, totals = _first_epochs(tmp_path, ("digits",), (0, 1), "quick", workers=2)
-    with R.one_thread():
+    with machine.one_thread():
         direct = first_epoch_sensitivities("digits", [0, 1], "quick", progress=False)
     pd.testing.assert_frame_equal(
         table, direct.sort_values(["dataset", "seed", "client", "depth"], ignore_index=True)
     )
     assert totals["cpu_seconds"] > 0
-
-
-def test_the_ladder_summary_counts_every_split_per_rung():
-    rows = [("fmnist", "book", s, 3) for s in range(10)]
-    rows += [("fmnist", "paper", s, 3 if s < 7 else 4) for s in range(10)]
-    at = pd.DataFrame(rows, columns=["dataset", "rung", "seed", "p_rule"])
-    summary = R.ladder_summary(at).set_index("rung")
-    assert summary.loc["book", "splits"] == "3×10" and summary.loc["paper", "splits"] == "3×7, 4×3"
-    assert summary.loc["paper", "modal_share"] == pytest.approx(0.7)
 
 
 @pytest.mark.slow

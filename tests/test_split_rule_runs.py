@@ -14,7 +14,8 @@ from playerfl_core.fl.split_rules import RULES
 from playerfl_core.study import registry, runner
 from playerfl_core.study import split_rule_runs as S
 from playerfl_core.study.run_spec import REPO_ROOT
-from playerfl_core.study.split_rules_table import PROBE, load_rules_table, rules_for_sweep
+from playerfl_core.study.runner import load_store
+from playerfl_core.study.split_rules_table import PROBE, rules_for_sweep
 from playerfl_core.study.split_sweeps import RUN, load_sweeps
 
 COMMITTED_RULES = REPO_ROOT / "stores" / "rules" / "standard.parquet"
@@ -56,7 +57,7 @@ def test_a_tiny_study_computes_commits_and_resumes_computing_nothing_new(tmp_pat
     assert "6 runs new to it" in lines[1] and "of 1 of its 1 seeds" in lines[2]
     path = runner.store_file(study, tmp_path)
     assert lines[-1] == f"29 rows of 5 runs to {path}"
-    table, record = load_rules_table(path)  # its SHA-256 checked
+    table, record = load_store(path)  # its SHA-256 checked
     assert set(table["rule"]) == {*RULES, PROBE} and record["rows"] == 29
     assert record["runs"] == 5 and record["replay_same"] == [1, 1] and record["cpu_seconds"] > 0
     sweeps = load_sweeps(tmp_path / study.name / "sweeps")  # the archive, verified
@@ -108,7 +109,7 @@ def test_the_mean_test_has_no_runs_and_says_so_in_one_line(committed, tmp_path, 
     assert lines[0] == out[0] and len(lines) == 2
     copy = runner.store_file(study, tmp_path)
     assert lines[1].startswith("14960 rows of ") and lines[1].endswith(f"runs to {copy}")
-    pd.testing.assert_frame_equal(load_rules_table(copy)[0], pd.read_parquet(COMMITTED_RULES))
+    pd.testing.assert_frame_equal(load_store(copy)[0], pd.read_parquet(COMMITTED_RULES))
 
 
 def test_every_run_of_a_committed_study_is_already_done(committed):

@@ -17,7 +17,6 @@ from playerfl_core.study import paper_scale as P
 from playerfl_core.study import registry, rungs, runner
 from playerfl_core.study.archive import load_archive, read_manifest, stores_dir
 from playerfl_core.study.declaration import missing_fields
-from playerfl_core.study.split_rules_table import load_rules_table
 
 FIXTURES = Path(__file__).parent / "fixtures" / "study_runner"
 """Tables the deleted per-study process pools computed on this machine (one thread per run)."""
@@ -61,7 +60,7 @@ def test_each_committed_store_loads_as_its_module_reads_it_and_matches_its_sha25
     state = runner.store_state(study)
     assert state["committed"] and state["sha256_matches"] is True
     table, record = runner.computes(study).load(name)
-    again, _ = load_rules_table(study.store_path())
+    again, _ = runner.load_store(study.store_path())
     pd.testing.assert_frame_equal(table, again)
     assert state["cpu_seconds"] == record["cpu_seconds"] > 0
 

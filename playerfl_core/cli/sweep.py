@@ -16,6 +16,7 @@ from playerfl_core.stats.results import save_table
 from playerfl_core.study import split_oracle
 from playerfl_core.study import split_rules_table as R
 from playerfl_core.study.archive import MANIFEST_FILE, read_manifest
+from playerfl_core.study.runner import write_store
 from playerfl_core.study.split_sweeps import load_sweeps
 from playerfl_core.study.workers import interrupts_as_keyboard, stop_reason
 
@@ -113,7 +114,8 @@ def _write_rules(sweep, profile, names, out, device=None, source: str = "") -> N
             file=sys.stderr,
         )
     if str(out).endswith(".parquet"):
-        path = R.save_rules_table(table, out, source, check)
+        replay = [int(check["same"].sum()), len(check)]
+        path = write_store(table, out, {"sweeps": source, "replay_same": replay})
     else:
         path = save_table(table, out)
     chosen = R.splits(table)

@@ -23,6 +23,8 @@ from playerfl_core.fl.config import PROTOCOLS
 from playerfl_core.stats.published import AUTHORS_DEFAULT_LR, published
 from playerfl_core.study.archive import stores_dir
 from playerfl_core.study.declaration import Study
+from playerfl_core.study.grid import dry_run as grid_dry_run
+from playerfl_core.study.grid import run_grid
 from playerfl_core.study.run_store import RESULTS_DIR
 
 TABLE_FILE = "comparison.parquet"
@@ -91,7 +93,6 @@ def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]
     """Run (or load) every (dataset, algorithm, seed) under both protocols: the long table with
     a ``protocol`` column and its record's fields (runs that diverged or failed are listed
     there, never averaged in). Safe to kill and call again: finished runs are kept."""
-    from playerfl_core.study.grid import run_grid  # the grid pulls in the whole study wing
 
     local = options.local()
     tables, failed, run_ids, store = [], [], [], None
@@ -122,9 +123,8 @@ def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]
 
 def dry_run(study: Study, options) -> str:
     """What each (dataset, protocol) grid would compute and cost; computes nothing."""
-    from playerfl_core.study.grid import dry_run
 
-    return "\n".join(f"{dataset}, {protocol} protocol:\n{dry_run(**grid)}"
+    return "\n".join(f"{dataset}, {protocol} protocol:\n{grid_dry_run(**grid)}"
                      for dataset, protocol, grid in _grids(study, options))  # fmt: skip
 
 

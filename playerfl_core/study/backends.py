@@ -86,6 +86,6 @@ def execute(fn, jobs: list[tuple], backend, device: str, on_done) -> None:
 
 
 def _ray_backend():
-    from playerfl_core.study.ray_cluster import RayBackend  # imports no Ray until a run needs it
+    from playerfl_core.study.ray_cluster import RayBackend  # deferred: no Ray until a run needs it
 
     return RayBackend

@@ -13,6 +13,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from data_prep import load
+from playerfl_core.fl.profiles import make_config
+from playerfl_core.study.archive import pending_dir, stores_dir
+from playerfl_core.study.run_store import default_store
+from playerfl_core.study.split_sweeps import model_units
+
 Pairs = tuple[tuple[str, object], ...]
 EVERY_SPLIT = "every split p = 0 … L of the prefix federation (prefix_p<p>)"
 ONE_RATE = "one rate per federation: PLayer-FL's tuned rate (preregistered.LEARNING_RATES)"
@@ -75,14 +81,11 @@ class Study:
 
     def store_path(self) -> Path:
         """``stores/<store>`` (``PLAYERFL_STORES`` replaces ``stores``)."""
-        from playerfl_core.study.archive import stores_dir
 
         return stores_dir() / self.store
 
     def work_dir(self) -> Path:
         """Where finished runs wait until the study is complete."""
-        from playerfl_core.study.archive import pending_dir
-        from playerfl_core.study.run_store import default_store
 
         if self.work is None:
             raise ValueError(f"{self.name}: its runs are kept by its own store, not a work folder.")
@@ -91,7 +94,6 @@ class Study:
     def config(self, dataset: str, device: str | None = "cpu", **settings):
         """The :class:`~playerfl_core.fl.config.RunConfig` of one run: the training profile's
         settings with the study's ``training`` in their place (and ``settings``, e.g. seed)."""
-        from playerfl_core.fl.profiles import make_config
 
         return make_config(
             dataset,
@@ -106,14 +108,12 @@ class Study:
 @lru_cache(maxsize=4)
 def federation(study: Study, dataset: str, seed: int):
     """The study's federation of one seed (its partition depends on the seed)."""
-    from data_prep import load
 
     return load(dataset, study.profile, seed=seed, **dict(study.loader))
 
 
 def n_splits(study: Study, dataset: str) -> int:
     """How many splits a sweep of ``dataset`` has (L + 1 for a model of L units)."""
-    from playerfl_core.study.split_sweeps import model_units
 
     width = study.config(dataset, seed=study.seeds[0]).width
     return len(model_units(federation(study, dataset, study.seeds[0]), width)) + 1

@@ -16,19 +16,15 @@ These modules do the work:
   :class:`RayBackend`).
 """
 
-from playerfl_core.study.grid import (
+from playerfl_core.study.grid import dry_run, load_grid, plan_grid, run_grid
+from playerfl_core.study.grid_plan import (
     SPLIT_PREFIX,
     GridPlan,
-    GridResult,
-    MissingResultsError,
     PairPlan,
     algorithm_names,
-    dry_run,
-    load_grid,
-    plan_grid,
-    run_grid,
     split_algorithms,
 )
+from playerfl_core.study.grid_result import GridResult, MissingResultsError
 from playerfl_core.study.grid_runner import GridInterrupted, run_plan
 from playerfl_core.study.ray_cluster import ClusterError, RayBackend
 from playerfl_core.study.run_store import (

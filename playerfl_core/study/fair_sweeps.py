@@ -31,8 +31,15 @@ from data_prep import preregistered
 from playerfl_core.fl.algorithms.prefix import parse_prefix_name
 from playerfl_core.stats.metrics import best_val_loss, choose_lr
 from playerfl_core.study import runner
+from playerfl_core.study.archive import packed
 from playerfl_core.study.archive_manifest import stores_dir
+from playerfl_core.study.grid import dry_run as grid_dry_run
+from playerfl_core.study.grid import run_grid
+from playerfl_core.study.grid_plan import split_algorithms
+from playerfl_core.study.preregistration import seeds_of
+from playerfl_core.study.run_store import Store, default_store
 from playerfl_core.study.split_scores import sweep_rows, sweep_scores
+from playerfl_core.study.tuning import default_grid
 
 DATASETS = preregistered.FAIR_SWEEP
 PROFILE = "standard"
@@ -45,7 +52,6 @@ def sweep_lr(dataset: str) -> float:
 
 
 def _tune_seeds(dataset: str) -> tuple[int, ...]:
-    from playerfl_core.study.tuning import default_grid
 
     return tuple(default_grid(dataset, PROFILE)["tune_seeds"])
 
@@ -96,7 +102,6 @@ def own_rate_scores(
     sweep's), with ``lr`` the one-rate sweep's (so each seed pairs with its one-rate sweep and
     its rule) and ``lr_own`` the split's. Raises ValueError naming the first (dataset, p) whose
     runs are missing."""
-    from playerfl_core.study.preregistration import seeds_of
 
     rows = sweep_rows(table)
     parts = []
@@ -125,9 +130,6 @@ def load() -> tuple[pd.DataFrame, dict] | None:
 def _grid(dataset: str, options) -> dict:
     """The fair grid of one federation: every split tuned like an algorithm of the standard
     grid, on the declared seeds, in ``results/fair`` (``--out``: ``<out>/fair_sweeps``)."""
-    from playerfl_core.study.grid_plan import split_algorithms
-    from playerfl_core.study.preregistration import seeds_of
-
     return dict(datasets=dataset, algorithms=split_algorithms(dataset, PROFILE), profile=PROFILE,
                 seeds=seeds_of(dataset), store=store_path(options))  # fmt: skip
 
@@ -136,9 +138,6 @@ def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
     """The fair grids (resumable), then the rows of the runs they used, tuning and evaluation
     (each with its ``run_id``), and the record's fields: each run's entry (spec, status,
     CPU-seconds, SHA-256 of its rows)."""
-    from playerfl_core.study.archive import packed
-    from playerfl_core.study.grid import run_grid
-    from playerfl_core.study.run_store import Store
 
     used = set()
     for ds in study.federations:
@@ -158,15 +157,13 @@ def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
 
 def dry_run(study, options) -> str:
     """What each federation's fair grid would compute and cost; computes nothing."""
-    from playerfl_core.study.grid import dry_run
 
-    return "\n".join(f"{ds}:\n{dry_run(**_grid(ds, options))}" for ds in study.federations)
+    return "\n".join(f"{ds}:\n{grid_dry_run(**_grid(ds, options))}" for ds in study.federations)
 
 
 def store_path(options=None) -> Path:
     """``results/fair``: where the fair grids compute (a standard-profile store); under
     ``options.out`` when given."""
-    from playerfl_core.study.run_store import default_store
 
     if options is not None and options.out is not None:
         return Path(options.out) / "fair_sweeps"

@@ -3,9 +3,6 @@ runs what is missing on a backend (:mod:`~playerfl_core.study.grid_runner`, on t
 Ray cluster: :mod:`~playerfl_core.study.backends`) and collects the result
 (:mod:`~playerfl_core.study.grid_result`); :func:`load_grid` only loads, never computes;
 :func:`dry_run` says what a grid would compute and what it would cost, computing nothing.
-
-Cut out of the former ``grid_plan``; its former path ``playerfl_core.grid_plan`` leads
-here, and this module re-exports the plan's and the result's names for it (:data:`__all__`).
 """
 
 from __future__ import annotations
@@ -16,15 +13,16 @@ from pathlib import Path
 from playerfl_core.fl.algorithms import ALGORITHMS
 from playerfl_core.fl.profiles import PROFILE_NAMES
 from playerfl_core.stats.results import atomic_write, save_table
+from playerfl_core.study.archive import (
+    MANIFEST_FILE,
+    archive_dir,
+    archive_view,
+    read_manifest,
+    unpack,
+)
 from playerfl_core.study.backends import backend_for
 from playerfl_core.study.grid_cost import cost_report, grid_cost, widening_runs
-from playerfl_core.study.grid_plan import (
-    SPLIT_PREFIX,
-    GridPlan,
-    PairPlan,
-    algorithm_names,
-    split_algorithms,
-)
+from playerfl_core.study.grid_plan import SPLIT_PREFIX, GridPlan, algorithm_names
 from playerfl_core.study.grid_result import GridResult, MissingResultsError
 from playerfl_core.study.grid_runner import run_plan
 from playerfl_core.study.run_store import (
@@ -36,49 +34,23 @@ from playerfl_core.study.run_store import (
 )
 from playerfl_core.study.tuning import grid_settings
 
-__all__ = [  # the former grid_plan's names
-    "GridPlan",
-    "GridResult",
-    "MissingResultsError",
-    "PairPlan",
-    "SPLIT_PREFIX",
-    "algorithm_names",
-    "dry_run",
-    "load_grid",
-    "plan_grid",
-    "run_grid",
-    "split_algorithms",
-]
-
 
 def run_grid(
     datasets: Iterable[str] | str,
     algorithms="all",
     profile: str = "quick",
     *,
-    seeds=None,
-    lrs=None,
-    tune_seeds=None,
-    fixed_lr: dict | None = None,
-    store: str | Path | None = None,
-    eval_timing: str = "after_aggregation",
-    rounds: int | None = None,
-    loss: str = "cross_entropy",
-    augment: bool = False,
-    protocol: str = "book",
     device: str | None = None,
     workers: int | None = None,
     threads: int = 1,
     backend="local",
     compute: bool = True,
-    retry_errors: bool = True,
-    fresh: bool = False,
-    recompute_stale: bool = False,
     progress: bool = True,
     name: str | None = None,
-    splits: bool = False,
+    **plan_options,
 ) -> GridResult:
     """Run (or load) the grid; return its tables. Safe to kill and call again at any time.
+    ``plan_options``: as :func:`plan_grid`.
 
     ``seeds``/``lrs``/``tune_seeds`` override :func:`default_grid` for every dataset. ``fixed_lr``
     maps ``(dataset, algorithm)`` to a learning rate and skips tuning for those pairs (e.g. to
@@ -104,12 +76,7 @@ def run_grid(
     each one.
     """
     backend = backend_for(backend, workers)
-    plan, stale = plan_grid(
-        datasets, algorithms, profile, seeds=seeds, lrs=lrs, tune_seeds=tune_seeds,
-        fixed_lr=fixed_lr, store=store, eval_timing=eval_timing, rounds=rounds, loss=loss,
-        augment=augment, protocol=protocol, fresh=fresh, retry_errors=retry_errors,
-        recompute_stale=recompute_stale, splits=splits, compute=compute,
-    )  # fmt: skip
+    plan, stale = plan_grid(datasets, algorithms, profile, compute=compute, **plan_options)
     store = plan.store
     device = device or backend.default_device()
     ready, n_left = plan.todo()
@@ -139,6 +106,7 @@ def run_grid(
             f"Removed {len(stale)} temporary files of writes interrupted earlier (their "
             f"processes are gone): {', '.join(stale)}."
         )
+    eval_timing, _, loss, augment, protocol = plan.options
     tag = (options_tag(loss, augment) + protocol_tag(protocol)).replace("_", "-")
     name = name or f"grid-{eval_timing}{tag}"
     if computed or not (store.root / f"{name}.csv").exists():
@@ -191,8 +159,6 @@ def plan_grid(
         store.check_writable()
     stale = store.remove_stale_temporaries() if compute else []
     if dry:
-        from playerfl_core.study.archive import archive_view
-
         store = archive_view(store, profile)
     else:
         _start_from_archive(store, profile)
@@ -237,8 +203,6 @@ def _start_from_archive(store: Store, profile: str) -> None:
     """A store that lacks runs of its profile's committed archive gets them (verified; runs
     already there are kept), so a fresh clone recomputes only what the archive does not hold,
     whichever chapter or command wrote into the store first."""
-    from playerfl_core.study.archive import MANIFEST_FILE, archive_dir, read_manifest, unpack
-
     if not (archive_dir(profile) / MANIFEST_FILE).exists():
         return
     ids = [entry["run_id"] for entry in read_manifest(archive_dir(profile))["runs"]]

@@ -19,9 +19,13 @@ import math
 
 import numpy as np
 import pandas as pd
+import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from data_prep.registry import federation
-from playerfl_core.study.run_store import OK, Store
+from playerfl_core.fl.models import model_for
+from playerfl_core.fl.profiles import SIZE_OF, make_config
+from playerfl_core.study.run_store import OK, Store, load_data_cached
 
 PRIOR_FACTOR = {"pfedme": 4.0, "ditto": 2.0}
 """How much slower than the dataset's ``seconds_per_run`` an algorithm is: used only until the
@@ -76,7 +80,6 @@ class RunTimer:
 def size_factor(dataset: str, profile: str) -> float:
     """Training work of one run at ``profile``'s sizes ÷ at the quick sizes (1 for the quick
     sizes): rounds × local epochs × training images × operations per image (module docstring)."""
-    from playerfl_core.fl.profiles import SIZE_OF
 
     if SIZE_OF[profile] == "quick":
         return 1.0
@@ -84,13 +87,6 @@ def size_factor(dataset: str, profile: str) -> float:
 
 
 def _work(dataset: str, profile: str) -> float:
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from playerfl_core.fl.models import model_for
-    from playerfl_core.fl.profiles import make_config
-    from playerfl_core.study.run_store import load_data_cached
-
     data = load_data_cached(dataset, profile, 0)
     config = make_config(dataset, profile, device="cpu")
     model = model_for(data, config.width, 0)

@@ -1,27 +1,10 @@
-"""The grid plan: which runs a grid (dataset × algorithm × learning rate × seed) needs;
-:func:`~playerfl_core.study.grid.run_grid` plans, runs (:mod:`playerfl_core.study.grid_runner`)
-and collects them.
+"""The grid plan: which runs a grid (dataset × algorithm × learning rate × seed) needs.
 
 A :class:`GridPlan` holds one :class:`PairPlan` per (dataset, algorithm): its tuning runs, its
-evaluation seeds and, once tuning has finished, its learning rate (:mod:`playerfl_core.study.tuning`
-decides). Within a seed all algorithms share the data split and initial weights (the engine
-guarantees it). A tuning run at the chosen LR on a seed that is also an evaluation seed is
-reused, not recomputed; in the quick profile the tuning seed is evaluation seed 0 for time,
-which can favour seed 0 slightly (its LR was picked on its own validation split), the same way
-for every algorithm. The paper profile tunes on separate seeds.
-
-The store is a directory (default ``<repo>/results/<profile>``, found from the package location
-so notebooks run from ``chapters/`` see the same files; :mod:`playerfl_core.study.run_store`). Runs
-that diverge (a non-finite value or a loss above :data:`playerfl_core.fl.divergence.LOSS_BOUND`,
-or non-finite PLayer-FL sensitivities) are recorded with status ``diverged`` and no rows; they
-are never retried nor averaged in, and :meth:`GridResult.note` lists them. Runs that crashed
-for another reason (``error``) are retried on the next start.
-
-Runs execute with one CPU thread each (``threads=1``): results then do not depend on how many
-worker processes share the machine (CNN kernels give last-bit differences across thread counts).
-On a CPU, two runs go at a time in spawned worker processes; from a script, call
-:func:`run_grid` under ``if __name__ == "__main__":`` (workers re-import the script) or pass
-``workers=1``.
+evaluation seeds and, once tuning has finished, its learning rate (:mod:`~.tuning` decides). A
+tuning run at the chosen rate on an evaluation seed is reused, not recomputed; in the quick
+profile the tuning seed is evaluation seed 0 (for time), which favours seed 0 slightly, the
+same way for every algorithm. The paper profile tunes on separate seeds.
 """
 
 from __future__ import annotations
@@ -32,7 +15,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from playerfl_core.fl.algorithms import ALGORITHMS, is_algorithm
+from playerfl_core.fl.models import model_for
 from playerfl_core.fl.schema import COLUMNS
+from playerfl_core.fl.units import unit_names
 from playerfl_core.study import machine
 from playerfl_core.study.code_versions import equivalent_codes
 from playerfl_core.study.grid_result import GridResult
@@ -45,8 +30,6 @@ SPLIT_PREFIX = "prefix_p"
 
 def split_algorithms(dataset: str, profile: str) -> list[str]:
     """``prefix_p0`` … ``prefix_pL`` for the model of ``dataset`` (L its number of units)."""
-    from playerfl_core.fl.models import model_for
-    from playerfl_core.fl.units import unit_names
 
     data = load_data_cached(dataset, profile, 0)
     model = model_for(data, 1.0, 0)

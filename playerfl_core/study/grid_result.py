@@ -1,8 +1,5 @@
 """What a grid gives back: its long table, each run's status, the chosen learning rates, and a
-note on what is missing, diverged or at the edge of the LR grid (:class:`GridResult`).
-
-Cut out of :mod:`playerfl_core.study.grid_plan`.
-"""
+note on what is missing, diverged or at the edge of the LR grid (:class:`GridResult`)."""
 
 from __future__ import annotations
 

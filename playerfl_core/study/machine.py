@@ -19,6 +19,7 @@ import os
 import platform
 import re
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +160,14 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+@contextmanager
+def one_thread():
+    """One torch thread, in a worker or not: a run's last bits do not depend on where it ran."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

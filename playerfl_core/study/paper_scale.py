@@ -30,15 +30,17 @@ import torch
 
 from data_prep import preregistered
 from playerfl_core.fl import batched
+from playerfl_core.fl.config import RunConfig, default_device
 from playerfl_core.fl.errors import DivergenceError
 from playerfl_core.study import machine, runner
 from playerfl_core.study.declaration import Study, federation
+from playerfl_core.study.run_store import code_fingerprint
+from playerfl_core.study.split_sweeps import model_units
 
 
 def study_tasks(study: Study) -> list[tuple[str, float, int, int]]:
     """Every run ``(federation, lr, seed, p)``, seed-major within a federation and rate (the
     order chunks are cut in)."""
-    from playerfl_core.study.split_sweeps import model_units
 
     out = []
     for dataset in study.federations:
@@ -147,7 +149,6 @@ COMMAND = "playerfl study run paper_scale --out $OUT --budget-s 480 --device cud
 
 # -- computing --------------------------------------------------------------------------------
 def _record(study: Study, tasks, device: str, seconds: float, status: str, error: str) -> dict:
-    from playerfl_core.study.run_store import code_fingerprint
 
     return {
         "study": study.name,
@@ -267,7 +268,6 @@ def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]
     """``playerfl study run paper_scale``: compute what fits in ``options.budget_s`` into
     ``options.out`` and say what is left; once no run is left, the table of every chunk and its
     record's fields (runs, diverged runs, device-seconds, devices)."""
-    from playerfl_core.fl.config import RunConfig, default_device
 
     if options.out is None:
         raise ValueError(f"study run {study.name}: give --out FOLDER for its finished chunks.")

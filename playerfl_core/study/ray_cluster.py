@@ -1,28 +1,12 @@
 """The ``ray`` backend: a grid's or a sweep's runs as Ray tasks on a cluster.
 
-Why Ray: the paper profile's grid is hundreds of CPU-hours, out of reach of one machine, and Ray
-(pinned, since Flower's simulation needs it) is what FL-bench and Flower spread work with. Only
-*where* a run computes changes: each run is one task that returns the run (its record and rows,
-:class:`~playerfl_core.study.run_store.FinishedRun`) to the driver, and the driver alone writes it
-into the store, so the nodes need the same code and data but no shared file system.
-
-What a researcher with a cluster expects, and where it is handled:
-
-* ``address``: ``auto`` (the cluster ``ray start`` made on this machine, or ``RAY_ADDRESS``),
-  ``HOST:PORT`` of a head node, ``ray://HOST:PORT`` (Ray Client) or ``local`` (a throw-away
-  one-machine Ray in this process). A Ray already initialised in this process (a notebook, a
-  test) is used as it is and left running. A cluster that cannot be found or reached is one
-  :class:`ClusterError` line naming the address and the fix, after a short TCP probe (Ray itself
-  retries an unreachable address for minutes).
-* ``cpus``/``gpus``: what Ray reserves per run (fractional GPUs share one device). Runs compute
-  with the grid's thread count (one), so their numbers do not depend on the cluster.
-* ``max_retries``: a run whose worker or node is lost is re-run elsewhere that many times; one
-  lost more often is not stored (the grid says so; running again computes it).
-* Every task first checks that its node runs the driver's code (the code fingerprint stored with
-  every run); a node with other code stops the grid with one line instead of storing runs under
-  the wrong fingerprint.
-
-Ray is imported only here, and only when this backend is used.
+The paper profile's grid is hundreds of CPU-hours. Only *where* a run computes changes: each
+run is one task that returns the run (:class:`~playerfl_core.study.run_store.FinishedRun`) to
+the driver, and the driver alone writes it into the store, so the nodes need the same code and
+data but no shared file system. A cluster that cannot be reached is one :class:`ClusterError`
+line after a short TCP probe (Ray itself retries an unreachable address for minutes); a lost
+run is retried ``max_retries`` times; every task first checks that its node runs the driver's
+code, so no run is stored under the wrong fingerprint.
 """
 
 from __future__ import annotations
@@ -36,6 +20,10 @@ import socket
 import threading
 import warnings
 from dataclasses import dataclass
+
+import torch
+
+from playerfl_core.study.run_store import code_fingerprint
 
 PASSED_ENV = ("PLAYERFL_DATASET_MODULES", "PLAYERFL_DATA")
 """Environment variables a task needs as the driver has them: the user's federation files
@@ -114,7 +102,7 @@ class RayBackend:
 
 def _ray():
     try:
-        import ray
+        import ray  # deferred: Ray is optional and heavy; imported only when this backend runs
     except ImportError:
         raise ClusterError(
             "--backend ray needs the ray package (requirements.txt pins ray 2.55.1: "
@@ -171,7 +159,7 @@ def resolve(address: str) -> str:
         return address
     if os.environ.get("RAY_ADDRESS", "").strip():
         return os.environ["RAY_ADDRESS"].strip()
-    from ray._private.services import canonicalize_bootstrap_address  # Ray's own lookup
+    from ray._private.services import canonicalize_bootstrap_address  # deferred: Ray is optional
 
     try:
         found = canonicalize_bootstrap_address("auto")
@@ -196,15 +184,11 @@ def probe(address: str) -> str:
 
 @functools.cache
 def _node_code() -> str:
-    from playerfl_core.study.run_store import code_fingerprint
-
     return code_fingerprint()
 
 
 def _run_task(code: str, threads: int | None, fn, *args):
     """A Ray task: check the node's code, compute ``fn(*args)`` with ``threads`` CPU threads."""
-    import torch
-
     if code and _node_code() != code:
         raise CodeMismatch(
             f"node {socket.gethostname()} runs other code (fingerprint {_node_code()}) than the "

@@ -40,8 +40,8 @@ from playerfl_core.study import preregistration as P
 from playerfl_core.study import split_oracle as O
 from playerfl_core.study.archive import archive_dir, load_archive, spec_of, stores_dir
 from playerfl_core.study.declaration import EVERY_SPLIT, ONE_RATE, R2_FAMILIES, Study
-from playerfl_core.study.runner import cpu_seconds
-from playerfl_core.study.split_rules_table import PROBE, RUN, load_rules_table, probe_rows
+from playerfl_core.study.runner import committed, cpu_seconds, load_store
+from playerfl_core.study.split_rules_table import PROBE, RUN, probe_rows
 from playerfl_core.study.split_scores import regrets as split_regrets
 from playerfl_core.study.split_scores import sweep_scores
 from playerfl_core.study.split_sweeps import load_sweeps
@@ -107,8 +107,7 @@ def load(name: str) -> tuple[pd.DataFrame, dict] | None:
     known = {s.name: s for s in STUDIES}
     if name not in known:
         raise ValueError(f"Unknown rescore {name!r}; choose one of: {', '.join(known)}.")
-    path = known[name].store_path()
-    return load_rules_table(path) if path.exists() else None
+    return committed(known[name].store_path())
 
 
 def large_val(study: Study) -> bool:
@@ -189,7 +188,7 @@ def r2_committed_regrets() -> pd.DataFrame:
     sweep = load_sweeps(archive_dir(PROFILE))
     sweep = sweep[sweep["dataset"].isin(datasets)]
     sweep = sweep[sweep["lr"] == sweep["dataset"].map(lambda d: P.LEARNING_RATES[P.base_of(d)])]
-    rules = load_rules_table(stores_dir() / "rules" / f"{PROFILE}.parquet")[0]
+    rules = load_store(stores_dir() / "rules" / f"{PROFILE}.parquet")[0]
     scores = sweep_scores(sweep)
     declared = [s in P.seeds_of(d) or P.role_of(d, s) == P.CONFIRMING
                 for d, s in zip(scores["dataset"], scores["seed"], strict=True)]  # fmt: skip
@@ -278,7 +277,7 @@ def rescore_run(task: Task, archive: Path | None = None, large_val: bool = False
     val = {i: (c.x_val, c.y_val) for i, c in enumerate(large.clients)} if large_val else None
     deployed = _Deployed(algorithm, val, batch or 1)
     key = (dataset, spec.algorithm, lr, seed)
-    with rungs.one_thread():  # as the committed runs were computed: their last bits
+    with machine.one_thread():  # as the committed runs were computed: their last bits
         fresh = run_federated(data, algorithm, spec.config("cpu"), [deployed]).table()
         scored = _val_table(key, deployed, large) if large_val else fresh
         selected = select_rounds(scored)

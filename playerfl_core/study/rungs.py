@@ -10,12 +10,10 @@ they move against the book's on the same seeds (:func:`rung_summary`, :func:`wha
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from data_prep import preregistered
 from data_prep.registry import federation as declared_federation
@@ -29,8 +27,8 @@ from playerfl_core.stats.results import COLUMNS
 from playerfl_core.stats.split_verdicts import TOLERANCE
 from playerfl_core.study import split_scores as S
 from playerfl_core.study.declaration import EVERY_SPLIT, Study, federation, n_splits
-from playerfl_core.study.runner import cpu_seconds
-from playerfl_core.study.split_rules_table import load_rules_table, save_with_record
+from playerfl_core.study.machine import one_thread
+from playerfl_core.study.runner import committed, cpu_seconds, write_store
 
 DATASETS = preregistered.LADDER
 EVAL_PER_CLIENT = 2000
@@ -38,10 +36,6 @@ BOOK_TEST_IMAGES = 80  # a client's test images at the book's sizes (400 images,
 NOISE_SEED, NOISE_DRAWS = 0, 2000
 MIDDLE_SAMPLES_PER_CLIENT, MIDDLE_WIDTH, MIDDLE_ROUNDS = 1000, 0.5, 20
 PAPER = "paper"
-FIRST_EPOCH_SIZES = {
-    "book": "standard profile: 400 images per client, width 0.25, batch 32, lr 0.003",
-    "paper": "paper profile: 2,000 images per client, width 1.0, batch 128, lr 0.001",
-}
 
 EVAL_RUNG = Study(
     name="eval_rung",
@@ -112,11 +106,7 @@ def load(study: Study | str) -> tuple[pd.DataFrame, dict] | None:
         if study not in known:
             raise ValueError(f"Unknown rung {study!r}; choose one of: {', '.join(known)}.")
         study = known[study]
-    return _committed(study.store_path())
-
-
-def _committed(path: Path) -> tuple[pd.DataFrame, dict] | None:
-    return load_rules_table(path) if path.exists() else None
+    return committed(study.store_path())
 
 
 # -- computing: one run -------------------------------------------------------------------------
@@ -131,17 +121,6 @@ def study_tasks(rung: Study, datasets=None, seeds=None) -> list[tuple]:
 def task_name(task: tuple) -> str:
     dataset, seed, *split = task
     return f"{dataset}_s{seed}" + "".join(f"_p{p}" for p in split)
-
-
-@contextmanager
-def one_thread():
-    """One torch thread, in a worker or not: a run's last bits do not depend on where it ran."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def run_one(rung: Study, task: tuple, device: str = "cpu"):
@@ -208,11 +187,6 @@ def _most_frequent(values: pd.Series) -> list[int]:
     return sorted(int(p) for p in counts[counts == counts.max()].index)
 
 
-def _splits(values: pd.Series) -> str:
-    """ "3×4, 4×1": every split with its number of seeds."""
-    return ", ".join(f"{int(p)}×{int(n)}" for p, n in values.value_counts().sort_index().items())
-
-
 def rung_summary(
     book: pd.DataFrame, other: pd.DataFrame, name: str = "middle", seed: int = 0
 ) -> pd.DataFrame:
@@ -225,8 +199,8 @@ def rung_summary(
             m, lo, hi = S.interval(g["regret"], seed=seed)
             rule, oracle = g["p_rule"], g["p_oracle"]
             rows.append(
-                (ds, rung, len(g), _splits(rule), _most_frequent(rule), _splits(oracle),
-                 _most_frequent(oracle), m, lo, hi)
+                (ds, rung, len(g), S.split_counts(rule), _most_frequent(rule),
+                 S.split_counts(oracle), _most_frequent(oracle), m, lo, hi)
             )  # fmt: skip
     cols = ["dataset", "rung", "n_seeds", "rule_splits", "rule_modal", "oracle_splits",
             "oracle_modal", "mean", "lo", "hi"]  # fmt: skip
@@ -273,18 +247,6 @@ def rule_at_rungs(book_sens: pd.DataFrame, paper_sens: pd.DataFrame) -> pd.DataF
     return pd.concat(parts, ignore_index=True)
 
 
-def ladder_summary(at_rungs: pd.DataFrame) -> pd.DataFrame:
-    """Per federation and rung: seeds, the modal split and its share, every split ("3×8, 2×2")."""
-    rows = []
-    for (ds, rung), g in at_rungs.groupby(["dataset", "rung"], sort=False):
-        counts = g["p_rule"].value_counts().sort_index()
-        rows.append((ds, rung, len(g), int(counts.idxmax()), float(counts.max() / len(g)),
-                     _splits(g["p_rule"])))  # fmt: skip
-    return pd.DataFrame(
-        rows, columns=["dataset", "rung", "n_seeds", "modal_p", "modal_share", "splits"]
-    )
-
-
 # -- the evaluation rung's noise measurements -------------------------------------------------
 def noise_path() -> Path:
     return EVAL_RUNG.store_path().with_name("eval_noise.parquet")
@@ -292,16 +254,6 @@ def noise_path() -> Path:
 
 def regret_noise_path() -> Path:
     return EVAL_RUNG.store_path().with_name("eval_regret_noise.parquet")
-
-
-def load_noise() -> tuple[pd.DataFrame, dict] | None:
-    """The committed noise measurement and its record, or None."""
-    return _committed(noise_path())
-
-
-def load_regret_noise() -> tuple[pd.DataFrame, dict] | None:
-    """The committed measurement of a regret's noise and its record, or None."""
-    return _committed(regret_noise_path())
 
 
 def rule_split(table: pd.DataFrame, dataset: str, seed: int) -> int:
@@ -354,4 +306,4 @@ def after_commit(study: Study, say=print) -> None:
             continue
         noise, cpu = measure(load(EVAL_RUNG)[0])
         extra = {"eval_per_client": EVAL_PER_CLIENT, "draws": NOISE_DRAWS, "cpu_seconds": cpu}
-        say(f"{what} to {save_with_record(noise, path, extra)} ({cpu:.0f} CPU-s)")
+        say(f"{what} to {write_store(noise, path, extra)} ({cpu:.0f} CPU-s)")

@@ -29,13 +29,20 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib import import_module
 from pathlib import Path
 
 import pandas as pd
+from tqdm.auto import tqdm
 
+from playerfl_core.stats.results import atomic_write, read_table_file
+from playerfl_core.study import machine
+from playerfl_core.study.archive import MANIFEST_FILE, load_archive
+from playerfl_core.study.archive_manifest import read_manifest, seal
 from playerfl_core.study.backends import backend_for, execute
 from playerfl_core.study.declaration import Study
+from playerfl_core.study.run_spec import code_fingerprint
 
 TABLE_FILE = "runs.parquet"
 """The table of a store declared as a folder."""
@@ -138,8 +145,6 @@ def compute(
 ) -> int:
     """Every run of ``study`` (or ``tasks``) not yet in ``work``, on ``options``' backend, each
     kept as it ends; returns how many were computed."""
-    from tqdm.auto import tqdm
-
     module = computes(study)
     work = work or study.work_dir()
     work.mkdir(parents=True, exist_ok=True)
@@ -183,18 +188,14 @@ def cpu_seconds(records: dict, names) -> float:
 
 
 def commit(study: Study, table: pd.DataFrame, extra: dict, out: Path | None = None, say=print):
-    """Write ``table`` with its record (``split_rules_table.save_with_record``: machine, code
-    fingerprint, SHA-256 and ``extra``) to ``out`` or the study's store, unless the committed
-    store already holds the same rows. An archive's manifest beside it gives way to the new
-    record. Returns the path written, or None."""
-    from playerfl_core.study.archive_manifest import MANIFEST_FILE
-    from playerfl_core.study.split_rules_table import save_with_record
-
+    """Write ``table`` with its record (:func:`write_store`) to ``out`` or the study's store,
+    unless the committed store already holds the same rows. An archive's manifest beside it
+    gives way to the new record. Returns the path written, or None."""
     path = Path(out) if out is not None else store_file(study)
     if store_record(path) is not None and load_store(path)[0].equals(table):
         say(f"{path} already holds these {extra.get('runs', len(table))} runs: left as it is")
         return None
-    written = save_with_record(table, path, extra)
+    written = write_store(table, path, extra)
     (path.parent / MANIFEST_FILE).unlink(missing_ok=True)
     return written
 
@@ -243,8 +244,6 @@ def store_record(path: Path) -> dict | None:
     """The record of the store whose table is ``path`` (None: not committed): ``<path>.json``,
     or the archive manifest beside it read as one (``runs``: how many; ``entries``: each run's;
     ``cpu_seconds``: their sum; ``seal``: the archive's checksum)."""
-    from playerfl_core.study.archive_manifest import MANIFEST_FILE, read_manifest
-
     path = Path(path)
     if Path(f"{path}.json").exists():
         return json.loads(Path(f"{path}.json").read_text())
@@ -256,22 +255,53 @@ def store_record(path: Path) -> dict | None:
     return {} if path.exists() else None
 
 
+def write_store(table: pd.DataFrame, path, extra: dict | None = None) -> Path:
+    """Write ``table`` to ``path`` (Parquet) with ``<path>.json`` beside it: when and on which
+    machine (one thread) it was made, by which code, its SHA-256 and ``extra``'s fields."""
+    path = Path(path)
+    if path.suffix != ".parquet":
+        raise ValueError(f"{path}: a table with its record is Parquet; end it in .parquet.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda p: table.to_parquet(p, index=False))
+    meta = {
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "code": code_fingerprint(),
+        "machine": machine.fingerprint(threads=1),
+        "rows": len(table),
+        "sha256": _sha256(path),
+        **(extra or {}),
+    }
+    text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
+    atomic_write(Path(f"{path}.json"), lambda p: p.write_text(text))
+    return path
+
+
 def load_store(path: Path) -> tuple[pd.DataFrame, dict]:
     """A committed store's table and record (:func:`store_record`), checked against its
-    SHA-256 (an archive: every run's rows against its manifest)."""
-    from playerfl_core.study.archive import MANIFEST_FILE, load_archive
-    from playerfl_core.study.split_rules_table import load_rules_table
-
+    SHA-256 (an archive: every run's rows against its manifest; a CSV has no record: ``{}``)."""
     path = Path(path)
-    if Path(f"{path}.json").exists() or not (path.parent / MANIFEST_FILE).exists():
-        return load_rules_table(path)
-    return load_archive(path.parent)[0], store_record(path)
+    if not Path(f"{path}.json").exists() and (path.parent / MANIFEST_FILE).exists():
+        return load_archive(path.parent)[0], store_record(path)
+    if not path.exists():
+        raise FileNotFoundError(f"No table at {path}.")
+    if path.suffix != ".parquet":
+        return read_table_file(path), {}
+    record = store_record(path)
+    if record and record.get("sha256") != _sha256(path):
+        raise ValueError(
+            f"{path} does not match the SHA-256 in {path}.json (the file was changed after it "
+            "was written); recompute it."
+        )
+    return read_table_file(path), record
+
+
+def committed(path: Path) -> tuple[pd.DataFrame, dict] | None:
+    """:func:`load_store` of ``path``, or None where nothing is committed."""
+    return load_store(path) if Path(path).exists() else None
 
 
 def sha256_matches(path: Path, record: dict) -> bool | None:
     """Whether the table at ``path`` is the one its record checksummed (None: no checksum)."""
-    from playerfl_core.study.archive_manifest import seal
-
     if "sha256" in record:
         return _sha256(path) == record["sha256"]
     if "seal" in record:

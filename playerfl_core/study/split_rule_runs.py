@@ -38,7 +38,6 @@ from playerfl_core.study.run_store import ERROR, Store, default_store
 from playerfl_core.study.split_rules_table import (
     PROBE,
     check_replay,
-    load_rules_table,
     probe_rows,
     rules_for_sweep,
 )
@@ -124,7 +123,7 @@ def _shown(path: Path) -> str:
 
 def _previous(path: Path) -> pd.DataFrame | None:
     """The rules table at ``path`` (checked against its SHA-256), or None."""
-    return load_rules_table(path)[0] if Path(path).exists() else None
+    return runner.load_store(path)[0] if Path(path).exists() else None
 
 
 def rules_with(

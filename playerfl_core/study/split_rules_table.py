@@ -16,15 +16,10 @@ itself; its cost is (L+1)·rounds local epochs per client, which a first-epoch r
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 from tqdm import tqdm
 
 from data_prep import load
@@ -40,10 +35,9 @@ from playerfl_core.fl.split_rules import RULES, FirstEpoch, get_rule
 from playerfl_core.fl.units import unit_names
 from playerfl_core.measure.layer_measure import first_epoch_models
 from playerfl_core.stats.metrics import client_weights
-from playerfl_core.stats.results import SERVER, atomic_write, read_table_file
-from playerfl_core.study import machine
-from playerfl_core.study.run_spec import code_fingerprint
-from playerfl_core.study.split_scores import oracle_splits, regrets, sweep_rows
+from playerfl_core.stats.results import SERVER
+from playerfl_core.study.machine import one_thread
+from playerfl_core.study.split_scores import regrets, sweep_rows
 from playerfl_core.study.split_sweeps import RUN, check_sweeps_complete
 
 COLUMNS = [*RUN, "rule", "threshold", "p", "unit", "depth", "quantity", "value"]
@@ -113,16 +107,12 @@ def rules_table(
             return load(dataset, profile=profile, seed=s)
 
     rows = []
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)  # the sweep's runs use one thread: the same last bits
-    try:
+    with one_thread():  # the sweep's runs use one thread: the same last bits
         for seed in tqdm(list(seeds), desc=f"rules {dataset}", disable=not progress):
             data = data_loader(seed)
             config = make_config(dataset, profile, seed=seed, lr=lr, device=device, progress=False)
             state = first_epoch_state(data, config)
             rows += state_rows((data.name, config.lr, seed), state, rules)
-    finally:
-        torch.set_num_threads(previous)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -166,56 +156,6 @@ def probe_rows(sweep: pd.DataFrame, rounds: int = 2) -> pd.DataFrame:
         value=every["val"],
     )
     return out[COLUMNS].reset_index(drop=True)
-
-
-def save_rules_table(table: pd.DataFrame, path, sweep_source: str = "", replay=None) -> Path:
-    """Write a rules table to ``path`` (parquet) with ``<path>.json`` beside it: the machine that
-    replayed the first epochs (with one thread, as the sweeps run), the code, the rows' SHA-256
-    (checked by :func:`load_rules_table`) and, if given, the replay check's count."""
-    extra = {"sweeps": sweep_source}
-    if replay is not None:
-        extra["replay_same"] = [int(replay["same"].sum()), len(replay)]
-    return save_with_record(table, path, extra)
-
-
-def save_with_record(table: pd.DataFrame, path, extra: dict | None = None) -> Path:
-    """Write ``table`` to ``path`` (parquet) with ``<path>.json`` beside it: when and on which
-    machine (one thread) it was made, by which code, its SHA-256 and ``extra``'s fields."""
-    path = Path(path)
-    if path.suffix != ".parquet":
-        raise ValueError(f"{path}: a rules table with its record is Parquet; end it in .parquet.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda p: table.to_parquet(p, index=False))
-    meta = {
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "code": code_fingerprint(),
-        "machine": machine.fingerprint(threads=1),
-        "rows": len(table),
-        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-        **(extra or {}),
-    }
-    text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
-    atomic_write(Path(f"{path}.json"), lambda p: p.write_text(text))
-    return path
-
-
-def load_rules_table(path) -> tuple[pd.DataFrame, dict]:
-    """A rules table written by :func:`save_rules_table` and its record, checked against the
-    record's SHA-256 (a CSV from ``playerfl sweep --rules`` has no record: ``{}``)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"No rules table at {path}.")
-    if path.suffix != ".parquet":
-        return read_table_file(path), {}
-    record_path = Path(f"{path}.json")
-    record = json.loads(record_path.read_text()) if record_path.exists() else {}
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if record and record.get("sha256") != digest:
-        raise ValueError(
-            f"{path} does not match the SHA-256 in {record_path} (the file was changed after it "
-            "was written); recompute it with `playerfl rules --sweep ... --out ...`."
-        )
-    return read_table_file(path), record
 
 
 def rethreshold(table: pd.DataFrame, rule: str, threshold: float) -> pd.DataFrame:
@@ -294,22 +234,3 @@ def rule_regrets(scores: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
     parts = [regrets(scores, frame, v) for v in frame["variant"].unique()]
     out = pd.concat(parts, ignore_index=True).rename(columns={"variant": "rule"})
     return out.drop(columns="margin")
-
-
-__all__ = [
-    "COLUMNS",
-    "PROBE",
-    "check_replay",
-    "first_epoch_state",
-    "load_rules_table",
-    "save_rules_table",
-    "oracle_splits",
-    "probe_rows",
-    "probe_splits",
-    "rules_for_sweep",
-    "rethreshold",
-    "rule_regrets",
-    "rules_table",
-    "splits",
-    "state_rows",
-]

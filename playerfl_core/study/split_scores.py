@@ -1,8 +1,5 @@
 """Scores per split, the validation oracle, the rule's split and its regret, read from a sweep
-table (:mod:`~playerfl_core.study.split_sweeps` runs or loads it).
-
-Cut out of :mod:`playerfl_core.study.split_oracle`, which re-exports its names.
-"""
+table (:mod:`~.split_sweeps` runs or loads it); :mod:`~.split_oracle` re-exports its names."""
 
 from __future__ import annotations
 
@@ -288,3 +285,9 @@ def client_curve_summary(curves: pd.DataFrame) -> pd.DataFrame:
     out["wins"] = g.apply(lambda v: float((v > 0).mean()))
     out["n_seeds"] = g.size()
     return out.reset_index()
+
+
+def split_counts(ps) -> str:
+    """Every split a list holds with its number of seeds, e.g. "0×4, 1×3, 2×3"."""
+    counts = pd.Series(list(ps)).value_counts().sort_index()
+    return ", ".join(f"{int(p)}×{int(n)}" for p, n in counts.items())

@@ -10,14 +10,25 @@ scores, the oracle and the rule's regret are in :mod:`~playerfl_core.study.split
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 import pandas as pd
 from tqdm import tqdm
 
+from data_prep.registry import skew_bases
+from data_prep.skew import QUANTITY, SWAP, variant_name
 from playerfl_core.fl.algorithms import get_algorithm
 from playerfl_core.fl.algorithms.prefix import parse_prefix_name, prefix_name
-from playerfl_core.stats.results import COLUMNS, SERVER
-from playerfl_core.study.backends import execute
+from playerfl_core.fl.divergence import check_table
+from playerfl_core.fl.engine import run_federated
+from playerfl_core.fl.errors import DivergenceError
+from playerfl_core.fl.models import model_for
+from playerfl_core.fl.profiles import make_config
+from playerfl_core.fl.units import unit_names
+from playerfl_core.stats.results import COLUMNS, SERVER, load_table
+from playerfl_core.study.archive import MANIFEST_FILE, load_archive
+from playerfl_core.study.backends import backend_for, execute
+from playerfl_core.study.run_store import OK, Store, load_data_cached
 
 RUN = ["dataset", "lr", "seed"]
 """A sweep's run keys besides the split: every p of one (dataset, lr, seed) shares its data,
@@ -32,8 +43,6 @@ def sweep_algorithms(n_units: int) -> list[str]:
 
 def model_units(data, width: float = 1.0) -> tuple[str, ...]:
     """The layer units of the model ``data`` trains (no training, no data needed)."""
-    from playerfl_core.fl.models import model_for
-    from playerfl_core.fl.units import unit_names
 
     return unit_names(model_for(data, width, 0))
 
@@ -91,10 +100,6 @@ def run_sweeps(
     many finished.
     """
 
-    from playerfl_core.fl.errors import DivergenceError
-    from playerfl_core.fl.profiles import make_config
-    from playerfl_core.study.backends import backend_for
-
     datasets, seeds = list(datasets), [int(s) for s in seeds]
     local = backend in ("local", None)
     if data_loader is not None and (len(datasets) != 1 or workers > 1 or not local):
@@ -145,7 +150,6 @@ def run_sweeps(
 
 def _sweep_data(dataset: str, profile: str, seed: int):
     """The federation of one seed, from the grid's small per-process cache."""
-    from playerfl_core.study.run_store import load_data_cached
 
     return load_data_cached(dataset, profile, seed)
 
@@ -154,9 +158,6 @@ def _sweep_run(dataset, profile, seed, p, lr, rounds, device, data=None) -> pd.D
     """One prefix run of a sweep (a module-level function so worker processes can run it).
     Raises :class:`~playerfl_core.fl.engine.DivergenceError` when the run diverged (a non-finite
     value or a loss above :data:`~playerfl_core.fl.divergence.LOSS_BOUND`)."""
-    from playerfl_core.fl.divergence import check_table
-    from playerfl_core.fl.engine import run_federated
-    from playerfl_core.fl.profiles import make_config
 
     data = data if data is not None else _sweep_data(dataset, profile, seed)
     config = make_config(
@@ -183,8 +184,6 @@ def heterogeneity_federations(
     ``swap``), then mixed.
     ``bases``: default every federation declared with
     ``skew_variants``. Columns: dataset, base, family, level, order."""
-    from data_prep.registry import skew_bases
-    from data_prep.skew import QUANTITY, SWAP, variant_name
 
     bases = skew_bases() if bases is None else bases
     rows = []
@@ -210,10 +209,6 @@ def load_sweeps(path) -> pd.DataFrame | None:
     or None when absent, so a chapter uses stored results when they exist and computes a small
     version otherwise. A table whose sweeps lack splits, rounds or clients on some seeds is
     refused (:func:`check_sweeps_complete`)."""
-    from pathlib import Path
-
-    from playerfl_core.stats.results import load_table
-    from playerfl_core.study.archive import MANIFEST_FILE, load_archive
 
     if path is None or not Path(path).exists():
         return None
@@ -282,7 +277,6 @@ def check_sweeps_complete(table: pd.DataFrame, source="the sweep table") -> pd.D
 
 
 def _store_sweeps(root) -> pd.DataFrame:
-    from playerfl_core.study.run_store import OK, Store
 
     store = Store(root)
     records, _ = store.scan()

@@ -19,6 +19,7 @@ import pandas as pd
 
 from playerfl_core.book.prose import listed
 from playerfl_core.book.reports import rule_family as RF
+from playerfl_core.book.reports.rule_study import RULES_FILE
 from playerfl_core.book.reports.tables import interval_text, seed_span, signed
 from playerfl_core.book.style import dataset_label
 from playerfl_core.stats.claims import r1_rule_finds_oracle
@@ -30,7 +31,7 @@ from playerfl_core.study import registry, rescore, rungs
 from playerfl_core.study import split_oracle as O
 from playerfl_core.study.archive import archive_dir, read_manifest
 from playerfl_core.study.preregistration_plan import base_of, kind_of
-from playerfl_core.study.split_scores import interval
+from playerfl_core.study.split_scores import interval, split_counts
 
 REGRET, SPLIT, CLAIM = "mean regret", "rule's split", "claim"
 COLUMNS = ["quantity", "federation", "protocol", "value", "lo", "hi", "verdict", "detail",
@@ -193,11 +194,9 @@ def _regret_rows(p: Protocol, regrets: pd.DataFrame) -> list[dict]:
     for ds, g in regrets.groupby("dataset", sort=False):
         base = {"federation": ds, "protocol": p.name, "seeds": len(g),
                 "applies": bool(g["applies"].all())}  # fmt: skip
-        counts = g["p_rule"].value_counts().sort_index()
-        splits = ", ".join(f"{int(k)}×{int(n)}" for k, n in counts.items())
         if p.new_size or p.name == BOOK:  # the other protocols keep the book's splits
-            rows.append({**base, "quantity": SPLIT, "value": float(counts.idxmax()),
-                         "detail": splits})  # fmt: skip
+            rows.append({**base, "quantity": SPLIT, "value": float(g["p_rule"].mode().min()),
+                         "detail": split_counts(g["p_rule"])})  # fmt: skip
         if "regret" in g:
             mean, lo, hi = interval(g["regret"])
             rows.append({**base, "quantity": REGRET, "value": mean, "lo": lo, "hi": hi,
@@ -218,7 +217,7 @@ def _claim_rows(p: Protocol, regrets: pd.DataFrame, r2) -> list[dict]:
 
 def _r2_verdicts(stores: Stores) -> dict[str, object]:
     """Claim R2's verdict per protocol that rescored its regrets (the pre-registered test)."""
-    if not RF.RULES_FILE.exists():
+    if not RULES_FILE.exists():
         return {}
     study = RF.analyse(stores.sweep, RF.load_rules())
     views = {BOOK: study.book or study, "2,000 test": study.test_only or study,

@@ -29,6 +29,7 @@ from playerfl_core.book.reports.authors_choices import (  # noqa: F401 (the chap
 )
 from playerfl_core.book.reports.bottom_line import bottom_line  # noqa: F401 (the chapter's R.)
 from playerfl_core.book.reports.comparison import sizes_text
+from playerfl_core.book.reports.rule_study import RULES_FILE
 from playerfl_core.book.reports.tables import MISSING, signed
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.fl.names import tied_text
@@ -37,6 +38,7 @@ from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import claims as C
 from playerfl_core.stats import metrics as M
 from playerfl_core.stats import published as P
+from playerfl_core.study import rescore
 from playerfl_core.study import split_oracle as O
 from playerfl_core.study.archive import archive_dir
 from playerfl_core.study.experiments import run_grid
@@ -232,7 +234,7 @@ def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> di
     if c5_datasets is not None:
         c5 = c5[c5["dataset"].isin(list(c5_datasets))]
     out = {"c5": c5, "r1": _r1_claim(regrets, on_sweep)}
-    if rule_family.RULES_FILE.exists() and profile == "standard":
+    if RULES_FILE.exists() and profile == "standard":
         study = rule_family.analyse(O.load_sweeps(archive_dir(profile)), rule_family.load_rules())
         sets = (
             "pre-registered evaluation set"
@@ -254,11 +256,9 @@ def _r1_claim(regrets: pd.DataFrame, profile: str):
     rescores hold them (2,000 test images per client, and as many validation images where the
     validation rescore reached them: ``rescore.r1_family``). How the verdict moves under
     other protocols is the appendix's table, not the card's."""
-    from playerfl_core.study.rescore import large_sets_text, r1_family
-
-    family = r1_family(regrets)
+    family = rescore.r1_family(regrets)
     if family["rescored"].any():  # the scorecard's profile column says what R1's regrets are
-        profile = f"{profile}; Fashion-MNIST regrets on {large_sets_text(family)}"
+        profile = f"{profile}; Fashion-MNIST regrets on {rescore.large_sets_text(family)}"
     return C.r1_rule_finds_oracle(family, label=dataset_label, profile=profile)
 
 

@@ -16,18 +16,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from playerfl_core.book.reports.rule_follow_ups import (  # noqa: F401 (the chapter's RF.)
-    added_lines,
-    confirmation_headline,
-    confirmation_lines,
-    curvature_lines,
-    follow_up_headline,
-    follow_up_lines,
-    selection_text,
-)
+from playerfl_core.book.reports.rule_follow_ups import added_lines, curvature_lines
 from playerfl_core.book.reports.rule_scope import deciding_kinds, distinct_text, reanalysis_count
-from playerfl_core.book.reports.rule_study import (  # noqa: F401 (the chapter's RF.)
-    RULES_FILE,
+from playerfl_core.book.reports.rule_study import (  # noqa: F401 (the chapters' RF.load_rules)
     RuleStudy,
     analyse,
     load_rules,

@@ -14,6 +14,7 @@ from playerfl_core.study import preregistration as P
 from playerfl_core.study import rescore as V
 from playerfl_core.study import split_rules_table as R
 from playerfl_core.study.rescore import r2_regrets
+from playerfl_core.study.runner import load_store
 from playerfl_core.study.split_scores import sweep_scores
 
 RULES_FILE = Path(__file__).resolve().parents[3] / "stores" / "rules" / "standard.parquet"
@@ -73,7 +74,7 @@ def load_rules(path=None) -> pd.DataFrame:
             f"No rules table at {path}: `make standard` writes it, or `playerfl rules --sweep "
             "stores/standard --out stores/rules/standard.parquet` from the committed sweeps."
         )
-    return R.load_rules_table(path)[0]
+    return load_store(path)[0]
 
 
 def analyse(sweep: pd.DataFrame, rules: pd.DataFrame, rescore: bool = True) -> RuleStudy:

@@ -15,6 +15,7 @@ from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.stats import claims as C
 from playerfl_core.study import split_oracle as O
 from playerfl_core.study.grid import MissingResultsError, run_grid
+from playerfl_core.study.split_scores import split_counts
 
 
 @dataclass
@@ -146,12 +147,6 @@ def analyse_heterogeneity(het: pd.DataFrame, fed_table: pd.DataFrame):
     units = scores.assign(base=base).groupby("base")["p"].max().to_dict()
     per_seed = O.regrets(scores, rules).merge(fed_table[["dataset", "family"]], on="dataset")
     return summary, units, per_seed
-
-
-def split_counts(ps) -> str:
-    """Every split a list holds with its number of seeds, e.g. "0×4, 1×3, 2×3"."""
-    counts = pd.Series(list(ps)).value_counts().sort_index()
-    return ", ".join(f"{int(p)}×{int(n)}" for p, n in counts.items())
 
 
 def heterogeneity_table(summary: pd.DataFrame) -> pd.DataFrame:
