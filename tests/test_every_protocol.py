@@ -4,8 +4,9 @@ and the sentences computed from the table (the values themselves: test_evidence_
 import pandas as pd
 import pytest
 
+from playerfl_core.book import prose
 from playerfl_core.book.reports import every_protocol as EP
-from playerfl_core.book.reports import tables as T
+from playerfl_core.book.reports import protocol_sentences as PS
 
 BOOK, TEST, BOTH, OWN = EP.BOOK, "2,000 test", "2,000 val + test", "own rates"
 
@@ -74,7 +75,7 @@ def test_the_headline_is_the_best_protocol_that_changes_the_row(table):
     rotated = EP.headline(EP.REGRET, "fmnist_rotate", table)  # never the middle rung's 0.073
     assert rotated.protocol == BOTH
     assert str(EP.headline(EP.CLAIM, "R1", table)) == "contradicted (strong) (2,000 val + test)"
-    assert EP.claim_text(table, "R1") == (
+    assert PS.claim_text(table, "R1") == (
         "R1 is contradicted, with strong evidence, with 2,000 validation and test images per "
         "client."
     )
@@ -83,26 +84,26 @@ def test_the_headline_is_the_best_protocol_that_changes_the_row(table):
 
 
 def test_the_intro_prints_the_headline_and_the_sets_it_was_scored_on(table):
-    assert EP.regret_text(table, "fmnist_rotate") == (
+    assert PS.regret_text(table, "fmnist_rotate") == (
         "0.183 (seeds 0–29, 2,000 validation and test images per client)"
     )
-    assert EP.regret_text(table, "heart") == "0.010 (10 seeds, each split at its own tuned rate)"
-    assert EP.largest(table) == (
+    assert PS.regret_text(table, "heart") == "0.010 (10 seeds, each split at its own tuned rate)"
+    assert PS.largest(table) == (
         "Fashion-MNIST, rotated: 0.183 (0.173–0.193), beyond δ, on seeds 0–29 with 2,000 "
         "validation and test images per client"
     )
-    assert EP.headline_lines(["heart", "fmnist"], table).splitlines() == [
+    assert PS.headline_lines(["heart", "fmnist"], table).splitlines() == [
         "- Heart: 0.010 (0.000–0.020), undecided (each split at its own tuned rate)",
         "- Fashion-MNIST: 0.033 (0.023–0.043), undecided (2,000 validation and test images per "
         "client)",
     ]
     frame = pd.DataFrame({"seed": [0, 1, 2], "regret": 0.0})
-    assert T.seed_span(frame) == "seeds 0–2"
-    assert T.seed_span(frame.assign(seed=[0, 1, 5])) == "seeds 0–1, 5"  # a gap: named
-    assert T.seed_span(frame.assign(seed=[0, 0, 1])) == "3 seeds"  # two rates per seed
-    assert EP.regret_text(None, "heart") == EP.regret_text(table, "digits") == "not measured here"
-    assert EP.sets_text(TEST) == "2,000 test images per client"
-    assert EP.sets_text(BOOK) == "the book's evaluation sets"
+    assert prose.seed_span(frame) == "seeds 0–2"
+    assert prose.seed_span(frame.assign(seed=[0, 1, 5])) == "seeds 0–1, 5"  # a gap: named
+    assert prose.seed_span(frame.assign(seed=[0, 0, 1])) == "3 seeds"  # two rates per seed
+    assert PS.regret_text(None, "heart") == PS.regret_text(table, "digits") == "not measured here"
+    assert PS.sets_text(TEST) == "2,000 test images per client"
+    assert PS.sets_text(BOOK) == "the book's evaluation sets"
 
 
 def test_the_wide_display_is_short_and_blank_where_a_protocol_did_not_measure(table):
@@ -129,8 +130,8 @@ def test_the_wide_display_lists_the_base_first_and_alpha_as_a_number():
 
 
 def test_a_mean_regret_names_its_seeds():
-    assert T.seeds_text(range(30)) == "seeds 0–29"
-    assert T.seeds_text([*range(10), *range(20, 30), 40]) == "seeds 0–9, 20–29, 40"
+    assert prose.seeds_text(range(30)) == "seeds 0–29"
+    assert prose.seeds_text([*range(10), *range(20, 30), 40]) == "seeds 0–9, 20–29, 40"
     regrets = pd.DataFrame({"dataset": "heart", "seed": [2, 0, 1], "regret": 0.0, "p_rule": 1,
                             "applies": True})  # fmt: skip
     rows = EP._regret_rows(EP.protocol("own rates"), regrets)
@@ -146,43 +147,43 @@ def test_a_protocol_without_runs_of_its_own_says_so_and_costs_are_measured(table
 
 
 def test_what_r1_rests_on_is_read_from_the_table(table):
-    text = EP.r1_parts(table)
+    text = PS.r1_parts(table)
     assert text.startswith("The one federation within δ is on Heart, whose oracle is chosen on "
                            "small validation sets.")  # fmt: skip
     assert "The one federation beyond δ has feature skew, not label skew alone." in text
     assert text.endswith("These verdicts were decided at the book's sizes (Fashion-MNIST: 400 "
                          "images per client, width 0.25, 10 rounds).")  # fmt: skip
     sized = pd.concat([table, _table([_row("fmnist", "middle rung", 0.0, "within δ")])])
-    assert EP.decided_at(sized).endswith("10 rounds) and at middle rung.")
+    assert PS.decided_at(sized).endswith("10 rounds) and at middle rung.")
     more = [_row("fmnist_alpha0.1", BOTH, 0.1, "beyond δ"),
             _row("fmnist_alpha10", BOTH, 0.0, "within δ")]  # fmt: skip
     labelled = pd.concat([table, _table(more)])
-    text = EP.r1_parts(labelled)
+    text = PS.r1_parts(labelled)
     assert "not label skew" not in text and "strong label skew" in text
     mixed = pd.concat([table, _table([_row("fmnist_rotate_alpha0.1", BOTH, 0.1, "beyond δ")])])
-    assert "have feature skew and mixed skew; none has label skew alone." in EP.r1_parts(mixed)
+    assert "have feature skew and mixed skew; none has label skew alone." in PS.r1_parts(mixed)
     assert ("The 2 federations within δ are on Heart and Fashion-MNIST; 1 of them has an oracle "
             "chosen on small validation sets.") in text  # fmt: skip
     assert "The 2 federations beyond δ have feature skew and strong label skew." in text
     digits = _table([_row("digits", BOTH, 0.0, "within δ", False),
                      _row("digits_noise", BOTH, 0.0, "within δ", False),
                      _row("R1", BOTH, None, "contradicted", quantity=EP.CLAIM)])  # fmt: skip
-    assert EP.r1_parts(digits).startswith(
+    assert PS.r1_parts(digits).startswith(
         "All 2 within δ are on Digits, whose oracle is chosen on small validation sets. None is "
     )
 
 
 def test_the_scorecards_note_names_the_verdicts_own_rates_move(table):
-    assert EP.own_rate_note(table) == (
+    assert PS.own_rate_note(table) == (
         "With every split trained at its own tuned rate (2 federations, on the book's test "
         "sets; chapter 04), the verdict moves on Heart (from within δ to undecided)"
     )
-    assert EP.own_rate_note(table, where="").startswith("With every split trained at its own "
+    assert PS.own_rate_note(table, where="").startswith("With every split trained at its own "
                                                        "tuned rate (2 federations, on the book's "
                                                        "test sets), the verdict moves")  # fmt: skip
-    assert EP.own_rate_note(table[table["protocol"] != OWN]) == ""
+    assert PS.own_rate_note(table[table["protocol"] != OWN]) == ""
     same = table.assign(verdict=table["verdict"].where(table["federation"] != "heart", "undecided"))
-    assert EP.own_rate_note(same).endswith(" no verdict changes")
+    assert PS.own_rate_note(same).endswith(" no verdict changes")
 
 
 def test_an_unknown_protocol_is_refused_naming_the_valid_ones():

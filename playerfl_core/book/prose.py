@@ -66,3 +66,24 @@ def first_units(p: int) -> str:
 def dataset_name(name: str) -> str:
     """The display name of a registered dataset (the figures' label), e.g. 'Fashion-MNIST'."""
     return dataset_label(name)
+
+
+def seed_span(regrets) -> str:
+    """Which seeds a mean regret averages, for a reader comparing two values of one quantity:
+    "seeds 0–29" (:func:`seeds_text`), or "30 seeds" where a seed has several rows."""
+    if "seed" not in regrets or regrets["seed"].nunique() < len(regrets):
+        return f"{len(regrets)} seeds"
+    return seeds_text(regrets["seed"])
+
+
+def seeds_text(seeds) -> str:
+    """ "seeds 0–29" or "seeds 0–9, 20–29": which seeds a mean is over, runs of consecutive
+    seeds joined, so a page can say which seeds two tables share."""
+    spans: list[list[int]] = []
+    for s in sorted({int(s) for s in seeds}):
+        if spans and s == spans[-1][1] + 1:
+            spans[-1][1] = s
+        else:
+            spans.append([s, s])
+    named = ", ".join(f"{a}–{b}" if a != b else f"{a}" for a, b in spans)
+    return f"seed {named}" if len(spans) == 1 and spans[0][0] == spans[0][1] else f"seeds {named}"

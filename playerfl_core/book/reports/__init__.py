@@ -23,6 +23,7 @@ By chapter:
 - ``rule_scope`` (04b, 06): what R2's verdict rests on (sets, distinct rules, deciding kinds).
 - ``every_protocol`` (appendix; 04, 04b, 06): the answer under every protocol, one long table,
   and the one headline value per quantity the chapters print.
+- ``protocol_sentences`` (04, 04b, appendix): the sentences pages glue from that table.
 - ``comparison``, ``claim_answers`` (05): PLayer-FL against the baselines, claims C3–C5.
 - ``reproduction`` (06): our grid beside the published tables, the claims scorecard.
 - ``authors_choices`` (06): the authors' evaluation and training choices, measured.

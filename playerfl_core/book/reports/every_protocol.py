@@ -5,9 +5,8 @@ under each way of measuring it, read from the committed stores.
 A protocol is data (:class:`Protocol`): the studies of ``study.registry`` it reads, its
 evaluation sets, its learning-rate policy, whether it tests. :func:`headline` picks one value
 per quantity from the best protocol that measures it (largest evaluation sets, then each split at
-its own rate), so every page names the same number; the appendix shows how it moves.
-About 440 lines in one module: the protocols, the one reader per store format, the long table
-and the sentences pages compute from it change together whenever a protocol is added.
+its own rate), so every page names the same number; the appendix shows how it moves. The
+sentences pages glue from it are :mod:`.protocol_sentences`.
 """
 
 from __future__ import annotations
@@ -17,10 +16,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from playerfl_core.book.prose import listed
+from playerfl_core.book.prose import seed_span
 from playerfl_core.book.reports import rule_family as RF
 from playerfl_core.book.reports.rule_study import RULES_FILE
-from playerfl_core.book.reports.tables import interval_text, seed_span, signed
+from playerfl_core.book.reports.tables import interval_text, signed
 from playerfl_core.book.style import dataset_label
 from playerfl_core.stats.claims import r1_rule_finds_oracle
 from playerfl_core.stats.split_verdicts import OLD_TEST as OLD_MEAN_TEST
@@ -30,7 +29,6 @@ from playerfl_core.study import fair_sweeps as F
 from playerfl_core.study import registry, rescore, rungs
 from playerfl_core.study import split_oracle as O
 from playerfl_core.study.archive import archive_dir, read_manifest
-from playerfl_core.study.preregistration_plan import base_of, kind_of
 from playerfl_core.study.split_scores import interval, split_counts
 
 REGRET, SPLIT, CLAIM = "mean regret", "rule's split", "claim"
@@ -373,131 +371,3 @@ def notes(table: pd.DataFrame) -> str:
             f"{hours:.1f} CPU-hours."
         )
     return "\n\n".join(paragraphs)
-
-
-def sets_text(name: str) -> str:
-    """What protocol ``name`` scores on, in words: "2,000 validation and test images per
-    client", "each split at its own tuned rate", "the book's evaluation sets"."""
-    p = protocol(name)
-    if p.val_images and p.test_images:
-        return f"{p.val_images:,} validation and test images per client"
-    if p.test_images:
-        return f"{p.test_images:,} test images per client"
-    return "each split at its own tuned rate" if p.own_rates else "the book's evaluation sets"
-
-
-def regret_text(table: pd.DataFrame | None, federation: str) -> str:
-    """A federation's headline mean regret as the intro prints it: "0.183 (seeds 0–29, 2,000
-    validation and test images per client)", the seeds named so that a value on other seeds is
-    not read as the same one; "not measured here" without the table or row."""
-    if table is None or federation not in set(table["federation"]):
-        return "not measured here"
-    h = headline(REGRET, federation, table)
-    seeds = h.detail or f"{h.seeds} seeds"
-    return f"{h.value:.3f} ({seeds}, {sets_text(h.protocol)})"
-
-
-def claim_text(table: pd.DataFrame, claim: str) -> str:
-    """A claim's headline verdict as a sentence: "R2 is contradicted, with strong evidence, with
-    2,000 validation and test images per client." """
-    h = headline(CLAIM, claim, table)
-    evidence = "no evidence" if h.detail == "none" else f"{h.detail} evidence"
-    sets = sets_text(h.protocol)
-    how = "on" if sets.startswith("the") else "with"
-    return f"{claim} is {h.verdict}, with {evidence}, {how} {sets}."
-
-
-def headline_lines(federations, table: pd.DataFrame) -> str:
-    """Markdown, one line per federation: its headline mean regret with that protocol's verdict
-    and the protocol in words ("each split at its own tuned rate" is not R1's test, which
-    shares one rate: the words keep a reader from taking its verdict for R1's)."""
-    lines = []
-    for d in federations:
-        h = headline(REGRET, d, table)
-        shown = interval_text(h.value, h.lo, h.hi)
-        shown += f", {h.verdict}" if isinstance(h.verdict, str) else ""
-        lines.append(f"- {dataset_label(d)}: {shown} ({sets_text(h.protocol)})")
-    return "\n".join(lines)
-
-
-def largest(table: pd.DataFrame) -> str:
-    """The federation with the largest headline mean regret, with it and the sets it was scored
-    on in words: "Fashion-MNIST, rotated: 0.183 (…), beyond δ, on seeds 0–29 with 2,000
-    validation and test images per client"."""
-    feds = dict.fromkeys(table.loc[table["quantity"] == REGRET, "federation"])
-    best = {d: headline(REGRET, d, table) for d in feds}
-    worst = max(best, key=lambda d: best[d].value)
-    h = best[worst]
-    shown = interval_text(h.value, h.lo, h.hi)
-    shown += f", {h.verdict}" if isinstance(h.verdict, str) else ""
-    seeds = f"on {h.detail} " if h.detail else ""
-    sets = sets_text(h.protocol)
-    scored = f"{seeds}{'scored on' if sets.startswith('the') else 'with'} {sets}"
-    return f"{dataset_label(worst)}: {shown}, {scored}"
-
-
-def r1_parts(table: pd.DataFrame) -> str:
-    """What R1's verdicts rest on, from the headline protocol's parts (computed, not written):
-    where its "within δ" parts are and which validation sets chose their oracle, the kinds of
-    heterogeneity of its "beyond δ" parts, and the sizes every verdict was decided at."""
-    claim = headline(CLAIM, "R1", table).protocol
-    parts = table[(table["quantity"] == REGRET) & (table["protocol"] == claim)]
-    within = parts[parts["verdict"] == VERDICT_WORDS["oracle"]["supported"]]
-    beyond = parts[parts["verdict"] == VERDICT_WORDS["oracle"]["contradicted"]]
-    bases = listed(dataset_label(b) for b in dict.fromkeys(within["federation"].map(base_of)))
-    n, small = len(within), int((~within["applies"]).sum())
-    whose = "whose oracle is" if n == 1 or bases.count(" and ") == 0 else "whose oracles are"
-    if n == 0:
-        held = "No federation is within δ."
-    elif small in (0, n):
-        size = "small" if small else "large"
-        first = "The one federation within δ is on" if n == 1 else f"All {n} within δ are on"
-        held = f"{first} {bases}, {whose} chosen on {size} validation sets."
-    else:
-        has = "has" if small == 1 else "have"
-        held = (f"The {n} federations within δ are on {bases}; {small} of them {has} an oracle "
-                "chosen on small validation sets.")  # fmt: skip
-    kinds = list(dict.fromkeys(kind_of(d).split(" (")[0] for d in beyond["federation"]))
-    kinds = [f"{k} skew" if k == "mixed" else k for k in kinds]  # "mixed": feature + label
-    labelled = any(k.endswith("label skew") for k in kinds)
-    if not len(beyond):
-        failed = "None is beyond δ."
-    elif len(beyond) == 1:
-        failed = f"The one federation beyond δ has {kinds[0]}"
-        failed += "." if labelled else ", not label skew alone."
-    else:
-        failed = f"The {len(beyond)} federations beyond δ have {listed(sorted(kinds))}"
-        failed += "." if labelled else "; none has label skew alone."
-    return f"{held} {failed} {decided_at(table)}"
-
-
-def decided_at(table: pd.DataFrame) -> str:
-    """At which sizes the table's verdicts were decided: "These verdicts were decided at the
-    book's sizes (Fashion-MNIST: 400 images per client, width 0.25, 10 rounds)." """
-    decided = sorted({p.name for p in PROTOCOLS if p.new_size}
-                     & set(table.loc[table["verdict"].notna(), "protocol"]))  # fmt: skip
-    sizes = rungs.rung_sizes()["book"].removeprefix("book: ")
-    also = f" and at {listed(decided)}" if decided else ""
-    return f"These verdicts were decided at the book's sizes (Fashion-MNIST: {sizes}){also}."
-
-
-def own_rate_note(table: pd.DataFrame | None, where: str = "chapter 04") -> str:
-    """The sentence the scorecard's R1 adds: on which federations R1's verdict differs with each
-    split at its own tuned rate (both on the book's test sets: those runs were not rescored);
-    empty when the table lacks that protocol. ``where``: the page that shows both, if any."""
-    if table is None:
-        return ""
-    regrets = table[table["quantity"] == REGRET].set_index("federation")
-    book = regrets.loc[regrets["protocol"] == BOOK, "verdict"]
-    own = regrets.loc[regrets["protocol"] == "own rates", "verdict"]
-    if own.empty:
-        return ""
-    moved = [f"{dataset_label(d)} (from {book[d]} to {own[d]})"
-             for d in book.index if d in own.index and book[d] != own[d]]  # fmt: skip
-    head = (
-        f"With every split trained at its own tuned rate ({len(own)} federations, on the book's "
-        f"test sets{'; ' + where if where else ''})"
-    )
-    return (
-        f"{head}, the verdict moves on {listed(moved)}" if moved else f"{head} no verdict changes"
-    )

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pandas as pd
 
 from data_prep.preregistered import LADDER
-from playerfl_core.book.reports.tables import p_text, seed_span, signed
+from playerfl_core.book.prose import seed_span
+from playerfl_core.book.reports.tables import p_text, signed
 from playerfl_core.book.style import dataset_label, set_label
 from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.stats.split_verdicts import TOLERANCE
