@@ -853,6 +853,11 @@ def test_split_lines_say_which_lines_coincide():
     heights = {tuple(line.get_ydata()) for line in fig.axes[0].get_lines()}
     assert len(heights) == 2  # drawn apart, not one on the other
     plt.close(fig)
+    apart = table.assign(p=np.where(table["algorithm"] == "local", 1, 3))
+    fig = analysis_plots.split_lines(apart, "epoch", "epoch", hue="algorithm")
+    assert not fig.axes[0].texts  # nothing coincides: no note, and each line at its values
+    assert {tuple(line.get_ydata()) for line in fig.axes[0].get_lines()} == {(1, 1), (3, 3)}
+    plt.close(fig)
 
 
 def test_the_critical_difference_axis_labels_do_not_run_together():

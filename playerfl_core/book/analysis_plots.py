@@ -212,34 +212,33 @@ def split_lines(
     for ax, name in zip(axes, datasets, strict=True):
         d = table[table["dataset"] == name]
         groups = list(d.groupby(hue, sort=False)) if hue else [(None, d)]
-        means = []
-        for i, (key, g) in enumerate(groups):
-            agg = g.groupby(x)["p"].agg(["mean", "min", "max"]).reset_index()
-            # lines that coincide stay apart: a small offset and a marker of their own each
-            shift = (i - (len(groups) - 1) / 2) * SPLIT_LINE_OFFSET
+        aggs = [g.groupby(x)["p"].agg(["mean", "min", "max"]).reset_index() for _, g in groups]
+        labels = [algorithm_label(key) if key else "mean over seeds" for key, _ in groups]
+        refs = (references or {}).get(name, {})
+        named = {MARKER_NAMES.get(ref, ref): value for ref, value in refs.items()}
+        means = [(n, a["mean"].to_numpy()) for n, a in zip(labels, aggs, strict=True)]
+        note = coinciding_note(means, named)
+        # lines that coincide are drawn a little apart, each with a marker of its own; lines
+        # that do not coincide stay where their values are
+        step = SPLIT_LINE_OFFSET if note else 0.0
+        for i, ((key, _), agg, label) in enumerate(zip(groups, aggs, labels, strict=True)):
             (line,) = ax.plot(
                 agg[x],
-                agg["mean"] + shift,
+                agg["mean"] + (i - (len(groups) - 1) / 2) * step,
                 marker=SPLIT_LINE_MARKERS[i % len(SPLIT_LINE_MARKERS)],
                 ms=4,
-                label=algorithm_label(key) if key else "mean over seeds",
+                label=label,
                 color=_line_color(key) if key else "k",
             )
             ax.fill_between(agg[x], agg["min"], agg["max"], color=line.get_color(), alpha=0.15)
-            means.append((line.get_label(), agg["mean"].to_numpy()))
-        refs = (references or {}).get(name, {})
-        named = {}
         for ref, value in refs.items():
             color = marker_color(ref) if ref in MARKER_COLORS else "grey"
-            text = MARKER_NAMES.get(ref, ref)
-            named[text] = value
             ax.axhline(
-                value + (SPLIT_LINE_OFFSET if ref == "authors_config" else -SPLIT_LINE_OFFSET),
+                value + (step or 0.04) * (1 if ref == "authors_config" else -1),
                 color=color,
                 ls=MARKER_LINESTYLES.get(ref, ":"),
-                label=text,
+                label=MARKER_NAMES.get(ref, ref),
             )
-        note = coinciding_note(means, named)
         if note:
             ax.text(0.02, 0.97, textwrap.fill(note, 44), transform=ax.transAxes, va="top",
                     fontsize=7, bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})  # fmt: skip
