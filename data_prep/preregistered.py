@@ -49,7 +49,9 @@ DEVELOPMENT_ADDED_SEEDS = tuple(range(20))
 """The Digits heterogeneity federations of the development set get seeds 10–19 (descriptive,
 for chapter 04's per-federation verdicts; quick to compute). The evaluation federations keep
 their declared seeds: adding seeds to a set whose outcome is known would be optional stopping."""
-SEEDS.update({name: DEVELOPMENT_ADDED_SEEDS for name in DEVELOPMENT if name.startswith("digits_")})
+DEVELOPMENT_ADDED = tuple(name for name in DEVELOPMENT if name.startswith("digits_"))
+"""The federations that get :data:`DEVELOPMENT_ADDED_SEEDS`: the development set's Digits ones."""
+SEEDS.update({name: DEVELOPMENT_ADDED_SEEDS for name in DEVELOPMENT_ADDED})
 
 FOLLOW_UP_2 = ("digits_swap", "fmnist_swap")
 """The second follow-up's federations: **concept shift** (labels IID, inputs untouched, every
@@ -108,3 +110,8 @@ pairs with the book's sweep and the evaluation rung on the same partitions' seed
 
 AUTHORS_MODE_SEEDS = {"heart": tuple(range(20)), "fmnist": tuple(range(5))}
 """The authors'-mode comparison's seeds per federation (``study.authors_mode``)."""
+
+
+TINY_SWEEP = "digits_noise"
+"""The federation of the split-rule test's CPU stand-in (``playerfl study run split_rule_test
+--tiny``): an evaluation federation, so no development seeds join it, and small."""

@@ -53,7 +53,7 @@ SPLIT_RULE_STUDIES = (
     ),
     replace(
         SPLIT_RULE_TEST, name="split_rule_development_seeds",
-        federations=tuple(n for n in PR.DEVELOPMENT if n.startswith("digits_")),
+        federations=PR.DEVELOPMENT_ADDED,
         seeds=PR.DEVELOPMENT_ADDED_SEEDS,
         what="More development seeds: the Digits heterogeneity federations at seeds 10-19.",
         declared="2026-12-01", commit="af500a6",
@@ -160,7 +160,7 @@ def _tiny_split_rules(test: Study) -> Study:
     """One evaluation federation (so no development seeds join it) and one seed, at the quick
     profile's sizes and two rounds (the validation probe's)."""
     return replace(
-        test, name=f"{test.name}_tiny", federations=("digits_noise",), seeds=(0,),
+        test, name=f"{test.name}_tiny", federations=(PR.TINY_SWEEP,), seeds=(0,),
         profile="quick", training=(("rounds", 2),),
         why="A CPU stand-in: the sweeps' resuming and the rules table, not the study's numbers.",
     )  # fmt: skip
