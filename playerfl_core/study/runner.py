@@ -34,7 +34,7 @@ from importlib import import_module
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm  # tqdm.auto warns on every chapter page without ipywidgets
 
 from playerfl_core.stats.results import atomic_write, read_table_file
 from playerfl_core.study import machine
