@@ -1493,3 +1493,25 @@ def test_every_test_the_readme_reliability_table_names_exists():
     for file, name in named:
         source = (REPO / "tests" / file).read_text()
         assert f"def {name}(" in source, f"README names {file}::{name}, which does not exist"
+
+
+def test_a_stopped_simulation_ends_the_processes_it_started(monkeypatch):
+    """Ray's silo workers left running after a stopped `run --backend flower` had exited (their
+    raylet gone, they noticed late): the command ends what it started, asking first, then
+    terminating, and killing one that ignores SIGTERM."""
+    from playerfl_core.flower import link as flower_link  # Flower's import is slow
+
+    monkeypatch.setattr(flower_link, "ENDS_WITHIN_S", 0.5)
+    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+    before = flower_link._descendants()
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code])
+        for code in ("import time; time.sleep(60)", stubborn, "pass")
+    ]
+    started = flower_link._descendants() - before
+    assert {p.pid for p in started} == {p.pid for p in procs}
+    time.sleep(0.3)  # the stubborn one has set its handler
+    t = time.monotonic()
+    flower_link._end(started)
+    assert time.monotonic() - t < 6
+    assert [p.wait(timeout=5) for p in procs] == [-signal.SIGTERM, -signal.SIGKILL, 0]
