@@ -347,6 +347,9 @@ MAX_BOOKKEEPING_OUTSIDE_APPENDICES = 0
 appendices: the history of what was declared when belongs to the pre-registration appendix."""
 MAX_MAIN_PATH_LIBRARY_NAMES = 10
 """Library names in the prose (visible text outside code) of the whole main path."""
+MAX_RESULT_BOX_WORDS = 120
+"""Words in a chapter's Result box (its title left out): the answer, its effect size and the sizes
+it was tested at, read at a glance."""
 MAX_HIDING_TABLES = 0
 """Tables wider than the column at NARROW_VIEWPORT px that sit in no box that scrolls, or that
 hide a column (a column not wholly in view until the reader scrolls sideways)."""
@@ -409,6 +412,16 @@ _ARTICLE_TEXT_JS = """() => {
   }
   return {visible: visible.join(' '), prose: prose.join(' ')};
 }"""
+
+# The text of each Result box (an admonition titled "Result"), without its title.
+_RESULT_BOXES_JS = """() => Array.from(document.querySelectorAll('.admonition'))
+  .filter(box => (box.querySelector('.admonition-title')?.innerText || '').trim() === 'Result')
+  .map(box => {
+    const copy = box.cloneNode(true);
+    copy.querySelectorAll('.admonition-title, script, style, mjx-container, .headerlink')
+      .forEach(c => c.remove());
+    return copy.textContent;
+  })"""
 
 # Tables wider than the article's text column: whether a box between them and the column scrolls
 # sideways, and which columns (header labels, else "column N") are not wholly in view.
@@ -491,11 +504,12 @@ def _figure_ticks(page, root: Path, base: str) -> list[dict]:
 
 
 def _wide_measures(page, root: Path, base: str) -> dict:
-    """The page at WIDE_VIEWPORT px: its visible words, bookkeeping words, library names in its
-    prose, and the tick-label height of each figure."""
+    """The page at WIDE_VIEWPORT px: its visible words, the words of each Result box, bookkeeping
+    words, library names in its prose, and the tick-label height of each figure."""
     text = page.evaluate(_ARTICLE_TEXT_JS)
     return {
         "words": count_words(text["visible"]),
+        "result_boxes": [count_words(box) for box in page.evaluate(_RESULT_BOXES_JS)],
         "bookkeeping": bookkeeping_words(text["visible"]),
         "libraries": library_names(text["prose"]),
         "figures": _figure_ticks(page, root, base),

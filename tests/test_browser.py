@@ -12,11 +12,12 @@ phone), on a page that scrolls sideways, on a table cut off by a box that does n
 a command-line option in inline code broken at its hyphen, on a table that scrolls sideways with
 no cue under it that it does, and on code running past the right edge of its box.
 The same two openings measure each page: its visible words (the main path, the intro and the
-numbered chapters, at most MAX_MAIN_PATH_WORDS in all and MAX_CHAPTER_WORDS a page), its
-bookkeeping words ("declaration", "item N", "family": none outside the appendices), the library
-names in its prose (at most MAX_MAIN_PATH_LIBRARY_NAMES on the main path), its tables wider than
-the page at 420 px that hide a column or do not scroll, and its figures' tick-label height at
-1280 px (at least MIN_TICK_LABEL_PX); each test of a limit lists the pages over it with their
+numbered chapters, at most MAX_MAIN_PATH_WORDS in all and MAX_CHAPTER_WORDS a page, and at
+most MAX_RESULT_BOX_WORDS in a Result box), its bookkeeping words ("declaration", "item N",
+"family": none outside the appendices), the library names in its prose (at most
+MAX_MAIN_PATH_LIBRARY_NAMES on the main path), its tables wider than the page at 420 px that
+hide a column or do not scroll, and its figures' tick-label height at 1280 px (at least
+MIN_TICK_LABEL_PX); each test of a limit lists the pages over it with their
 numbers. The built pages also link the source archive of the commit they were built from.
 Two screenshots per page are saved under _build/screenshots/: <page>.png at 1280 px and
 <page>.420px.png at 420 px. `make test` builds the HTML first; run alone, the fixture builds it
@@ -39,6 +40,7 @@ from book_browser import (
     MAX_HIDING_TABLES,
     MAX_MAIN_PATH_LIBRARY_NAMES,
     MAX_MAIN_PATH_WORDS,
+    MAX_RESULT_BOX_WORDS,
     MIN_TEXT_PX,
     MIN_TICK_LABEL_PX,
     NARROW_VIEWPORT,
@@ -207,6 +209,13 @@ def word_offences(measures: dict) -> list[str]:
     return found
 
 
+def result_box_offences(measures: dict) -> list[str]:
+    """Main-path Result boxes over MAX_RESULT_BOX_WORDS."""
+    return [f"{rel}: Result box of {n} words > {MAX_RESULT_BOX_WORDS}"
+            for rel, m in measures.items() if main_path(rel)
+            for n in m["result_boxes"] if n > MAX_RESULT_BOX_WORDS]  # fmt: skip
+
+
 def bookkeeping_offences(measures: dict, appendices: set[str]) -> list[str]:
     """Pages outside the appendices with bookkeeping words, more than allowed in all."""
     found = {rel: m["bookkeeping"] for rel, m in measures.items()
@@ -251,6 +260,14 @@ def test_the_main_path_is_short_enough_to_teach(book_problems):
     per_page = "\n".join(f"  {rel}: {measures[rel]['words']}" for rel in sorted(pages))
     found = word_offences(measures)
     assert not found, "\n".join(found) + "\nvisible words per main-path page:\n" + per_page
+
+
+def test_every_result_box_is_read_at_a_glance(book_problems):
+    _, _, measures = book_problems
+    boxes = {rel: m["result_boxes"] for rel, m in measures.items() if main_path(rel)}
+    assert sum(map(len, boxes.values())) >= 10, boxes  # a Result box on each chapter
+    found = result_box_offences(measures)
+    assert not found, "\n".join(found) + f"\nwords per Result box: {boxes}"
 
 
 def test_no_bookkeeping_words_outside_the_appendices(book_problems):
@@ -299,6 +316,10 @@ _MEASURED_PAGES = {
     "<p>The declaration and item 3 and item 12 of the family, declared.</p>"
     "<p>PyTorch and <code>torch.nn</code> with pandas, Ray and a ray; Flower blooms.</p>"
     "</article>",
+    # a Result box of 7 words (its title not counted) beside a note that is not one
+    "result.html": "<article><div class='admonition'><p class='admonition-title'>Result</p>"
+    "<p>The rule picks the best split: 0.18.</p></div><div class='admonition'>"
+    "<p class='admonition-title'>Note</p><p>not a result</p></div></article>",
     # at 420 px: a table that fits; one that scrolls with its verdict column out of view; one
     # wider than the page in no box that scrolls
     "tables.html": "<article><table><tr><td>fits</td></tr></table>"
@@ -334,6 +355,8 @@ def test_each_measurement_on_pages_of_known_content(tmp_path, chromium):
     assert words["words"] == 31, words
     assert words["bookkeeping"] == {"declaration": 1, "item N": 2, "family": 1, "declared": 1}
     assert words["libraries"] == {"PyTorch": 1, "pandas": 1, "Ray": 1, "Flower": 1}, words
+    assert words["result_boxes"] == []
+    assert measures["result.html"]["result_boxes"] == [7]
     tables = measures["tables.html"]["tables"]
     # a table without a header row names its columns by its widest row's cells
     assert [(t["scrolls"], t["hidden"]) for t in tables] == [
@@ -349,13 +372,23 @@ def test_each_measurement_on_pages_of_known_content(tmp_path, chromium):
 
 
 def test_each_limit_fails_a_page_over_it():
-    page = {"words": 10, "bookkeeping": {}, "libraries": {}, "figures": [], "tables": []}
+    page = {"words": 10, "result_boxes": [], "bookkeeping": {}, "libraries": {}, "figures": [],
+            "tables": []}  # fmt: skip
     main = {f"chapters/0{i}_x.html": dict(page, words=3_000) for i in range(8)}
     assert word_offences(main) == []  # 24,000 words, none over 4,000 on a page
     main["chapters/intro.html"] = dict(page, words=MAX_CHAPTER_WORDS + 1)
     assert word_offences(main) == [
         f"chapters/intro.html: {MAX_CHAPTER_WORDS + 1} words > {MAX_CHAPTER_WORDS}",
         f"main path: {24_000 + MAX_CHAPTER_WORDS + 1} words > {MAX_MAIN_PATH_WORDS}",
+    ]
+    boxed = {"chapters/05_x.html": dict(page, result_boxes=[MAX_RESULT_BOX_WORDS, 40])}
+    assert result_box_offences(boxed) == []
+    boxed["chapters/appendix_every_protocol.html"] = dict(page, result_boxes=[500])  # not main
+    assert result_box_offences(boxed) == []
+    boxed["chapters/06_x.html"] = dict(page, result_boxes=[MAX_RESULT_BOX_WORDS + 1])
+    assert result_box_offences(boxed) == [
+        f"chapters/06_x.html: Result box of {MAX_RESULT_BOX_WORDS + 1} words > "
+        f"{MAX_RESULT_BOX_WORDS}"
     ]
     appendix = "chapters/appendix_preregistration.html"
     assert appendix in appendix_pages()
