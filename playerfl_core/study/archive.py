@@ -1,25 +1,10 @@
 """Committed results: a compact, self-checking copy of a grid's store that anyone can re-verify.
 
-A grid's working store (``results/<profile>/runs/``: one CSV and one JSON per run) resumes fast
-but is large and not committed. :func:`pack` turns it into two files that are committed under
-``stores/<profile>/``:
-
-- ``runs.parquet``: every row of every finished run (the long results table plus ``run_id``);
-- ``manifest.json``: provenance (code fingerprint, profile, date, the packing machine, library
-  versions, the command that made it), the machines that computed the runs
-  (:mod:`playerfl_core.study.machine`) and one entry per run: its spec, status, machine key, row
-  count and SHA-256 of its rows.
-
-:func:`unpack` writes the runs back as a store, verifying every run's row count and checksum on
-the way, so ``run_grid(..., compute=False)`` and the chapters load them like any grid.
-:func:`verify` re-runs a seeded sample of stored runs: bit for bit where this machine is the
-one that computed them, statistically elsewhere (:mod:`playerfl_core.study.verification`), and says
-which case it found. The committed numbers are only as good as the code's ability to produce
-them again. :func:`archive_view` shows a store as if the archive were unpacked into it, writing
-nothing (``playerfl grid --dry-run``).
-
-The format they share (file names, folders, the run checksum and seal, reading a manifest) is
-:mod:`playerfl_core.study.archive_manifest`, whose names are re-exported here.
+:func:`pack` turns a working store (``results/<profile>/runs/``) into ``runs.parquet`` (every row,
+with ``run_id``) and ``manifest.json`` (provenance, machines, one checksummed entry per run) under
+``stores/<profile>/``; :func:`unpack` writes them back, checking every run; :func:`verify`
+recomputes a seeded sample; :func:`archive_view` shows a store as if unpacked, writing nothing.
+The shared format is :mod:`playerfl_core.study.archive_manifest`, re-exported here.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The committed archive's format: where archives live, their two files, the checksum of a run's
-rows and the seal over them all, the provenance a manifest records, and reading a manifest with
-every check its readers rely on.
-
-Below :mod:`playerfl_core.study.archive` (which packs, loads, unpacks and verifies archives, and
-re-exports every name here): the format is what every reader and writer of an archive shares.
+"""The committed archive's format: its files, the checksum of a run's rows and the seal over
+them all, the provenance a manifest records, and reading a manifest with every check.
+Re-exported by :mod:`playerfl_core.study.archive`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """The authors'-mode comparison: every algorithm at the published learning rates, run under the
 authors' protocol and under the book's, on the same seeds, stored as one long table.
 
-Why: the reproduction report sets the published table beside the book's; this study shows how
-much of the gap is protocol (data pipeline, loss, scoring time, round selection) and how much
-is the algorithms, by running this engine the authors' way too. Runs go through the grid
-machinery (:func:`~playerfl_core.study.grid.run_grid`, ``fixed_lr``); ``playerfl study run
-authors_mode`` commits the combined table to ``stores/authors_mode/comparison.parquet`` with its
-record beside it (:mod:`~playerfl_core.study.runner`).
+It shows how much of the gap to the published table is protocol and how much the algorithms.
+``playerfl study run authors_mode`` commits it to ``stores/authors_mode/comparison.parquet``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Which earlier versions of the code are known to give the current code's runs, bit for bit.
 
-A stored run records the fingerprint of the code that computed it
-(:func:`~playerfl_core.study.run_store.code_fingerprint`, which ignores comments and docstrings).
-Most code changes (a new option off by default, a faster loader, an import moved) change the
-fingerprint without changing a single number, so "computed by another version of the code" alone
-says little. :func:`check_code_versions` settles it for an archive: for every earlier version, it
-re-computes with today's code one run of every dataset that version computed, and the version
-counts as the same as today's only if every one of them comes out bit for bit identical. The
-answer is kept in ``stores/code_versions.json`` (see :func:`equivalent_codes`), so a grid flags
-``stale_code`` only for versions that were never checked or that changed a result.
-
-An identical re-computation proves the sampled runs, not every run; a version that changes only
-some algorithms' numbers is caught when one of its runs is drawn. The record names the runs.
+Most code changes move the fingerprint without moving a number. :func:`check_code_versions`
+recomputes one run of every dataset each earlier version computed; the version counts as today's
+only if all come out identical. The answer is kept in ``stores/code_versions.json``
+(:func:`equivalent_codes`), so a grid flags ``stale_code`` only for unchecked or changed versions.
 """
 
 from __future__ import annotations

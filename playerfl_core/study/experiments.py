@@ -1,19 +1,6 @@
 """Experiment grids (dataset × algorithm × learning rate × seed) with a resumable on-disk store:
-the public names in one place.
-
-These modules do the work:
-
-* :mod:`playerfl_core.study.run_store`: the store of finished runs (:class:`Store`,
-  :class:`RunSpec`, damaged-run checks, :func:`code_fingerprint`, :func:`execute` for one run,
-  :func:`compute` for one run computed elsewhere and written by the store's owner);
-* :mod:`playerfl_core.study.tuning`: the tuning protocol (the LR grid, choosing a rate, widening
-  at an edge; chapter 05 states it in prose);
-* :mod:`playerfl_core.study.grid`: :func:`run_grid` (the plan: :class:`GridPlan`, in
-  :mod:`playerfl_core.study.grid_plan`), :func:`dry_run` (what it would compute and cost:
-  :mod:`playerfl_core.study.grid_cost`);
-* :mod:`playerfl_core.study.grid_runner`: running a plan on a backend (:func:`run_plan`):
-  this machine's worker processes or a Ray cluster (:mod:`playerfl_core.study.backends`,
-  :class:`RayBackend`).
+the public names of :mod:`~playerfl_core.study.run_store`, :mod:`~playerfl_core.study.tuning`,
+:mod:`~playerfl_core.study.grid` and :mod:`~playerfl_core.study.grid_runner` in one place.
 """
 
 from playerfl_core.study.grid import dry_run, load_grid, plan_grid, run_grid

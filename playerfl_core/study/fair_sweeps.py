@@ -1,22 +1,11 @@
 """Fair sweeps (:mod:`~playerfl_core.study.preregistration` §12): every split at its own
 tuned learning rate.
 
-The one-rate sweep trains every split at PLayer-FL's tuned rate, so a split the rule did not
-choose may train at a rate wrong for it and the validation oracle is weaker than it could be
-(the regret understated). Here each split p is an algorithm of the standard grid
-(``prefix_p<p>``): tuned on the grid's tuning seeds with the grid's rule (lowest validation loss,
-widening at an edge; :mod:`~playerfl_core.study.tuning`), then run at its own rate on the
-one-rate sweep's seeds. ``playerfl study run fair_sweeps`` computes them into
-``results/fair`` (a standard-profile store, which starts from the standard archive, so a split
-whose rate did not move reuses its committed runs) and commits the rows of the runs the grids
-used, tuning and evaluation, to ``stores/fair`` with each run's entry in the record
-(:mod:`~playerfl_core.study.runner`; the committed archive reads as the same).
-
-From that store, :func:`own_rates` re-derives each split's rate with the grid's rule and
-:func:`own_rate_scores` gives the sweep's scores with every split at its own rate, keyed by the
-one-rate sweep's learning rate so that the oracle and the regret
-(:mod:`~playerfl_core.study.split_scores`) apply unchanged, with the rule's split read from the
-first epoch at PLayer-FL's rate, as PLayer-FL runs.
+The one-rate sweep trains every split at PLayer-FL's rate, which may understate the oracle. Here
+each split ``prefix_p<p>`` is tuned with the grid's rule (:mod:`~playerfl_core.study.tuning`) and
+run at its own rate on the sweep's seeds (``playerfl study run fair_sweeps``, committed to
+``stores/fair``). :func:`own_rates` re-derives the rates; :func:`own_rate_scores` gives the scores
+keyed by the one-rate sweep's rate, so :mod:`~playerfl_core.study.split_scores` applies unchanged.
 """
 
 from __future__ import annotations

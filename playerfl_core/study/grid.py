@@ -1,8 +1,7 @@
-"""Run a grid: :func:`run_grid` plans it (:func:`plan_grid`, :mod:`~playerfl_core.study.grid_plan`),
-runs what is missing on a backend (:mod:`~playerfl_core.study.grid_runner`, on this machine or a
-Ray cluster: :mod:`~playerfl_core.study.backends`) and collects the result
-(:mod:`~playerfl_core.study.grid_result`); :func:`load_grid` only loads, never computes;
-:func:`dry_run` says what a grid would compute and what it would cost, computing nothing.
+"""Run a grid: :func:`run_grid` plans it (:mod:`~playerfl_core.study.grid_plan`), runs what is
+missing (:mod:`~playerfl_core.study.grid_runner`) and collects it
+(:mod:`~playerfl_core.study.grid_result`); :func:`load_grid` only loads; :func:`dry_run` says
+what it would compute and cost.
 """
 
 from __future__ import annotations

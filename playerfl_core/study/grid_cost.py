@@ -1,15 +1,9 @@
-"""What a grid's runs cost: seconds per run for the order of runs and the time left while a grid
-runs (:class:`RunTimer`), and the table ``playerfl grid --dry-run`` prints so a user can size a
-machine or a cluster before starting (:func:`grid_cost`, :func:`cost_report`).
+"""What a grid's runs cost: seconds per run for ordering and the time left (:class:`RunTimer`),
+and the table ``playerfl grid --dry-run`` prints (:func:`grid_cost`, :func:`cost_report`).
 
-Seconds per run come, best first, from runs the store has measured (the same dataset and
-algorithm, else the same dataset), else from the declaration's ``seconds_per_run`` (a first guess
-at one *quick-size* run on one CPU thread) times an algorithm's known slowness
-(:data:`PRIOR_FACTOR`) times :func:`size_factor`, the profile's training work relative to the
-quick sizes: rounds × local epochs × training images × floating-point operations per image
-(forward and backward, counted by ``torch.utils.flop_counter``). Bigger models and batches
-usually run more operations per second, so for the paper sizes this is an estimate on the high
-side; runs measured in the store replace it as soon as there are any.
+Seconds per run come from runs the store measured (same dataset and algorithm, else same dataset),
+else from the declaration's ``seconds_per_run`` × :data:`PRIOR_FACTOR` × :func:`size_factor` (the
+profile's training work relative to the quick sizes); an estimate on the high side.
 """
 
 from __future__ import annotations

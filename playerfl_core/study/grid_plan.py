@@ -1,10 +1,8 @@
 """The grid plan: which runs a grid (dataset × algorithm × learning rate × seed) needs.
 
-A :class:`GridPlan` holds one :class:`PairPlan` per (dataset, algorithm): its tuning runs, its
-evaluation seeds and, once tuning has finished, its learning rate (:mod:`~.tuning` decides). A
-tuning run at the chosen rate on an evaluation seed is reused, not recomputed; in the quick
-profile the tuning seed is evaluation seed 0 (for time), which favours seed 0 slightly, the
-same way for every algorithm. The paper profile tunes on separate seeds.
+One :class:`PairPlan` per (dataset, algorithm): its tuning runs, evaluation seeds and, once tuned,
+its rate. A tuning run at the chosen rate on an evaluation seed is reused; the quick profile tunes
+on evaluation seed 0 (for time), the paper profile on separate seeds.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Which machine computed a number: the facts that decide a float32 run's last bits.
 
-Training in float32 gives bit-identical results only where every kernel sums in the same order:
-the same CPU instruction set, the same kernel libraries (ATen's CPU capability, MKL, oneDNN), the
-same library versions and the same thread count. Across machines that differ in any of these the
-last bits differ, and training amplifies them over the rounds (best-validation selection can even
-choose another round). :func:`fingerprint` records those facts with every stored run, archive and
-executed chapter; :func:`key` condenses them, so two records with the same key are expected to
-agree bit for bit and two with different keys only statistically
-(:func:`playerfl_core.study.archive.verify` tells which case it found).
+Float32 training is bit-identical only with the same instruction set, kernel libraries, versions
+and thread count. :func:`fingerprint` records those facts with every stored run, archive and
+executed chapter; :func:`key` condenses them: equal keys should agree bit for bit, others only
+statistically.
 """
 
 from __future__ import annotations

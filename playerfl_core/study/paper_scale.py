@@ -1,20 +1,11 @@
 """The paper's sizes, declared before any run is computed: the split sweep of Fashion-MNIST and
 its rotated federation at 2,000 images per client, the CNN at width 1.0, batch 128, 100 rounds,
-at the paper's learning rate for FMNIST and one neighbour, every split, ten seeds, each client
-scored on 2,000 validation and 2,000 test images (``data_prep.eval_sets``).
+every split, ten seeds, scored on 2,000 validation and test images per client.
 
-Computed on a GPU in chunks by the batched driver (:mod:`playerfl_core.fl.batched`)::
-
-    playerfl study run paper_scale --out $OUT --budget-s 480 --device cuda
-
-computes what fits in the budget, K runs of one federation and learning rate at a time,
-skipping every run already finished (chunks committed to ``stores/pending/paper_scale/`` and
-chunks in ``--out``). Each chunk is written as ``<out>/paper_scale/<chunk>.parquet`` (its rows)
-and then ``<chunk>.json`` (its record: runs, rows' SHA-256, seconds, machine, torch, code
-fingerprint, ``driver: batched``), each by temporary file and rename; a chunk without its
-record, or whose rows do not match it, is refused and its runs computed again. Once every run
-is finished, the runner commits the table with its record (``stores/paper_scale/``, device-
-seconds as its cost). ``--tiny`` runs a two-run stand-in on the CPU.
+Computed on a GPU in resumable chunks by the batched driver (:mod:`playerfl_core.fl.batched`):
+``playerfl study run paper_scale --out $OUT --budget-s 480 --device cuda``. Each chunk is its rows
+and then its record, each written atomically; a chunk whose rows do not match its record is
+computed again. ``--tiny`` runs a two-run stand-in on the CPU.
 """
 
 from __future__ import annotations

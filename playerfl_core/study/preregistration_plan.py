@@ -1,10 +1,8 @@
 """What the pre-registered test of the split rules declares: its sets of federations and seeds,
 its entries (a rule at a threshold), and how a federation's kind and set are named.
 
-Data and small lookups only; :mod:`playerfl_core.study.preregistration` tunes the thresholds and
-carries out the declared analysis, and re-exports every name here. The lists of federations and
-seeds live in ``data_prep/preregistered.py``, where dataset names live; the pre-registration
-appendix's record says what was declared when.
+Data and small lookups only, re-exported by :mod:`playerfl_core.study.preregistration`; the
+federations and seeds themselves live in ``data_prep/preregistered.py``.
 """
 
 from __future__ import annotations

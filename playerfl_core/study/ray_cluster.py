@@ -1,12 +1,9 @@
 """The ``ray`` backend: a grid's or a sweep's runs as Ray tasks on a cluster.
 
-The paper profile's grid is hundreds of CPU-hours. Only *where* a run computes changes: each
-run is one task that returns the run (:class:`~playerfl_core.study.run_store.FinishedRun`) to
-the driver, and the driver alone writes it into the store, so the nodes need the same code and
-data but no shared file system. A cluster that cannot be reached is one :class:`ClusterError`
-line after a short TCP probe (Ray itself retries an unreachable address for minutes); a lost
-run is retried ``max_retries`` times; every task first checks that its node runs the driver's
-code, so no run is stored under the wrong fingerprint.
+Each run is one task returning a :class:`~playerfl_core.study.run_store.FinishedRun` that the
+driver alone stores, so nodes need the same code and data but no shared file system. An
+unreachable cluster is one :class:`ClusterError` after a short TCP probe; a lost run is retried
+``max_retries`` times; each task checks that its node runs the driver's code.
 """
 
 from __future__ import annotations

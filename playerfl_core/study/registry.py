@@ -1,10 +1,7 @@
 """Every study of the book, one declaration each (:class:`~playerfl_core.study.declaration.Study`).
 
-Dates and commits are those of the commit that declared the study (``git log --follow`` of the
-module or of the pre-registration's item that declared it). The pre-registered split-rule test
-and its follow-ups point at their constants in ``study.preregistration`` (federations, seeds,
-rates); the ladder's rungs and the rescores are declared beside the code that computes them
-(``rungs.STUDIES``, ``rescore.STUDIES``), each with its constants.
+Dates and commits are those of the commit that declared each study; the rungs and the rescores
+are declared beside their code (``rungs.STUDIES``, ``rescore.STUDIES``).
 """
 
 from __future__ import annotations

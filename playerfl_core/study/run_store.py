@@ -1,14 +1,11 @@
 """The run store: one directory of finished runs, each named by its :class:`RunSpec`.
 
-Each finished run writes ``runs/<run_id>.csv`` (its rows of the long results table) and then
-``runs/<run_id>.json`` (its manifest entry: status, error, seconds, code fingerprint), each to a
-temporary file that is then renamed. A run counts as finished only once its JSON exists, so a
-grid killed at any moment and started again recomputes nothing that finished, loses nothing and
-duplicates nothing (one file per run id). Every read checks a run's files against its record
-(:class:`DamagedRunError`). :func:`compute` runs one spec anywhere and returns a
-:class:`FinishedRun`, which the store's owner writes (:meth:`Store.write_finished`;
-:func:`execute` does both). What names a run (:class:`RunSpec`, :func:`code_fingerprint`) lives
-in :mod:`playerfl_core.study.run_spec`, re-exported here."""
+A run writes ``runs/<run_id>.csv`` and then ``runs/<run_id>.json`` (its record), each atomically;
+it counts as finished once its JSON exists, so a killed grid resumes without loss or duplicates.
+Reads check a run against its record (:class:`DamagedRunError`). :func:`compute` runs a spec
+anywhere, :meth:`Store.write_finished` stores it, :func:`execute` does both.
+:mod:`playerfl_core.study.run_spec` (what names a run) is re-exported here.
+"""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The scale ladder: Fashion-MNIST, base and rotated (the federation that decides R2), at sizes
-other than the book's, declared (:data:`STUDIES`): the paper-size first epochs (all the paper's
-rule reads, :func:`rule_at_rungs`), the middle rung (every split at 1,000 images per client,
-width 0.5, 20 rounds) and the evaluation rung (the book's sweep scored on 2,000 validation and
-test images per client; its noise measured once committed, :func:`after_commit`). A rung gives
-per seed the rule's split, the oracle's and the regret (:func:`regrets`), and per federation how
-they move against the book's on the same seeds (:func:`rung_summary`, :func:`what_moves`).
+"""The scale ladder: Fashion-MNIST, base and rotated, at sizes other than the book's, declared
+(:data:`STUDIES`): the paper-size first epochs (:func:`rule_at_rungs`), the middle rung and the
+evaluation rung (the book's sweep scored on 2,000-image sets). Per seed the rule's split, the
+oracle's and the regret (:func:`regrets`); per federation how they move (:func:`rung_summary`).
 """
 
 from __future__ import annotations

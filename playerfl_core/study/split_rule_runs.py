@@ -1,16 +1,10 @@
 """The pre-registered split-rule studies (``registry.SPLIT_RULE_STUDIES``) through the one runner
 (:mod:`~playerfl_core.study.runner`: :func:`compute_table`, :func:`dry_run`).
 
-A split-rule study's runs are split sweeps: PLayer-FL and every split ``prefix_p0`` …
-``prefix_pL`` of each of its federations at its base's tuned rate (``fair_sweeps.sweep_lr``) on
-its seeds (:func:`sweep_seeds`). The grid computes them resumably
-(:func:`~playerfl_core.study.grid.run_grid`, the runs of ``playerfl grid --splits``) into the
-profile's store (``results/standard``), which is packed into the committed archive
-(``stores/standard``) whenever the archive lacks one of them. The table is the rules table
-(:mod:`~playerfl_core.study.split_rules_table`) of every sweep the pre-registration declares, so
-all its studies share one store (``stores/rules/standard.parquet``), committed once all their
-sweeps are archived. A seed whose rows the table already holds keeps them (its first epoch
-replays to the same rows): only new seeds are replayed; the probe's rows are read again.
+Their runs are split sweeps at each base's tuned rate, computed by the grid into the profile's
+store and packed into ``stores/standard``; their table is the rules table
+(:mod:`~playerfl_core.study.split_rules_table`) of every declared sweep, one store for all
+(``stores/rules/standard.parquet``). Seeds already in the table keep their rows.
 """
 
 from __future__ import annotations

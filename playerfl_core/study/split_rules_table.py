@@ -1,17 +1,11 @@
 """Every split rule on a sweep's seeds: the tidy rules table, the validation probe, regrets.
 
-A split sweep trains every p on each seed; all its runs share the first local epoch. This
-module replays that epoch (:func:`first_epoch_state`: one local epoch per client, the same code
-path as the sweep's, so on the machine that made the sweep it gives the sweep's own models
-bit for bit; :func:`check_replay` compares the paper's split with the one the sweep recorded)
-and applies every rule of :mod:`playerfl_core.fl.split_rules` to it. The result is one long
-table (:func:`rules_table`): per (dataset, lr, seed, rule, unit) the quantity the rule read and
-the split it chose. Any threshold is re-applied from the table alone (:func:`rethreshold`), and
-each rule's regret comes from the sweep's scores without training again (:func:`rule_regrets`).
-
-The **validation probe** (:func:`probe_splits`) is the practical upper reference: every p is
-trained for ``rounds`` rounds and the best validation score chooses. It is read from the sweep
-itself; its cost is (L+1)·rounds local epochs per client, which a first-epoch rule avoids.
+The sweep's first local epoch is replayed (:func:`first_epoch_state`, bit for bit on the machine
+that made the sweep; :func:`check_replay`) and every rule of :mod:`playerfl_core.fl.split_rules`
+applied to it (:func:`rules_table`: per dataset, lr, seed, rule and unit, what the rule read and
+the split it chose). Thresholds re-apply from the table (:func:`rethreshold`); regrets come from
+the sweep's scores (:func:`rule_regrets`). The validation probe (:func:`probe_splits`), every p
+trained ``rounds`` rounds and chosen on validation, is read from the sweep itself.
 """
 
 from __future__ import annotations

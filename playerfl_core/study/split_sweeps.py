@@ -1,10 +1,7 @@
 """Split sweeps, run or loaded: the prefix federation at every split p = 0 … L on the same
-seeds and learning rate (:func:`run_sweeps`), the controlled-heterogeneity federations they run
-on (:func:`heterogeneity_federations`), and a stored sweep table or a computed one
-(:func:`load_sweeps`, :func:`sweeps`).
-
-Cut out of :mod:`playerfl_core.study.split_oracle`, which re-exports its names; the
-scores, the oracle and the rule's regret are in :mod:`~playerfl_core.study.split_scores`.
+seeds and learning rate (:func:`run_sweeps`), the controlled-heterogeneity federations
+(:func:`heterogeneity_federations`), and stored or computed sweep tables (:func:`load_sweeps`,
+:func:`sweeps`). :mod:`playerfl_core.study.split_oracle` re-exports its names.
 """
 
 from __future__ import annotations

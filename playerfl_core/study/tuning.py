@@ -1,14 +1,9 @@
 """The tuning protocol: which learning rates a grid tries, and which one it keeps.
 
-1. **Tune** each algorithm's learning rate per dataset on the *tuning seeds*: run every LR of
-   the grid and keep the one with the lowest mean (over tuning seeds) of
-   :func:`playerfl_core.stats.metrics.best_val_loss` — each client's lowest validation loss over
-   rounds, averaged with training-share weights. Only validation data decide; an LR with any
-   failed tuning run is ineligible.
-2. **Widen**: where the dataset's grid allows it (``widen``), a rate chosen at an edge of the
-   grid makes tuning try the next value beyond that edge (:func:`widened_lr`).
-
-The grid plan (:mod:`playerfl_core.study.grid_plan`) schedules the runs; this module only decides.
+Each algorithm's rate per dataset is the grid's value with the lowest mean
+:func:`playerfl_core.stats.metrics.best_val_loss` over the tuning seeds (a rate with a failed
+tuning run is ineligible); where ``widen`` allows, a rate at an edge makes tuning try the next value
+beyond it (:func:`widened_lr`). :mod:`playerfl_core.study.grid_plan` schedules the runs.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """Does a recomputed run agree with its stored copy? Bit for bit where it was stored, and
 statistically on any other machine.
 
-Float32 training repeats bit for bit only on the same machine (same
-:func:`~playerfl_core.study.machine.key`: CPU, kernel libraries, versions, thread count). Elsewhere
-the last bits differ and training amplifies them. Measured between two x86 CPUs (README, "What
-reproduces where"): round-0 scores agreed on every sampled run, later rounds drifted (the mean
-selected test macro-F1 of one Fashion-MNIST run by 0.11), with changes centred near zero. So runs
-recomputed on another machine are judged over the sample, not value by value
-(:func:`statistical_verdict`):
-
-1. every run has exactly the stored rows (datasets, clients, rounds, splits, metrics);
-2. round 0 (one epoch, no amplification yet) agrees on average to :data:`ROUND0_RTOL` on at
-   least :data:`ROUND0_SHARE` of the runs;
-3. the median over runs of the mean signed change in the selected test score is within
-   :data:`SELECTED_TOL`: drift moves scores both ways; a wrong algorithm, learning rate or
-   data set moves them one way, and already fails 2.
+Float32 training repeats bit for bit only on the same machine
+(:func:`~playerfl_core.study.machine.key`); elsewhere the last bits differ and training amplifies
+them, so runs recomputed there are judged over the sample (:func:`statistical_verdict`): the same
+rows, round 0 within :data:`ROUND0_RTOL` on :data:`ROUND0_SHARE` of the runs, and the median
+signed change of the selected test score within :data:`SELECTED_TOL`.
 """
 
 from __future__ import annotations

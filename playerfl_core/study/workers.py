@@ -1,23 +1,9 @@
 """Worker processes that end with their parent, and a grid that stops cleanly.
 
-A grid's runs execute in spawned worker processes. If the parent dies (``kill -9``, a closed
-terminal, an out-of-memory kill), nothing tells a worker, which would finish its run and then
-idle forever holding its memory. Each worker therefore
-
-1. asks Linux to send it SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)`` via ctypes;
-   nothing to do on other systems), and
-2. runs a watchdog thread that exits the process once its parent's pid changes (the fallback
-   where ``prctl`` is missing, and for the window before the ``prctl`` call),
-
-and ignores Ctrl-C and SIGHUP, which the parent handles: :func:`interrupts_as_keyboard` turns
-SIGINT, SIGTERM and SIGHUP into :class:`Stopped` (a ``KeyboardInterrupt`` naming the signal),
-and :func:`stop_workers` kills the workers at once (their unfinished runs leave no file under a
-run's name: writes are atomic), so a stopped grid keeps every finished run and resumes where it
-stopped. A worker that dies on its own (``kill -9``, out of memory) surfaces as
-:class:`WorkerDied`, naming how it ended.
-
-:class:`LocalExecutor` is the ``local`` backend's executor (:mod:`~playerfl_core.study.backends`):
-those worker processes, or the calling process itself for one worker.
+A worker asks Linux for SIGKILL when its parent dies (``prctl``) and watches its parent's pid as a
+fallback, so an orphan never idles holding memory. The parent turns SIGINT, SIGTERM and SIGHUP
+into :class:`Stopped` and kills the workers (:func:`stop_workers`); writes are atomic, so a
+stopped grid keeps its finished runs. :class:`LocalExecutor` is the ``local`` backend's executor.
 """
 
 from __future__ import annotations
