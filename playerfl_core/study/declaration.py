@@ -1,8 +1,5 @@
-"""A study, declared as data: which runs it asks for, how they are scored, which claim they feed,
-when and why it was declared, where its evidence is committed and what computes one of its runs.
-
-One :class:`Study` per question asked of runs (``study.registry`` holds them all); one runner
-(``study.runner``) computes any study whose ``computes`` module offers one run at a time.
+"""A study, declared as data (:class:`Study`): which runs, how they are scored, which claim
+they feed, when and why it was declared, where its evidence is committed and what computes it.
 """
 
 from __future__ import annotations
@@ -29,16 +26,12 @@ R2_FAMILIES = "R2 (pre-registered split-rule test)"
 class Study:
     """What a study is.
 
-    ``federations``, ``seeds`` and ``arms`` (what is compared: splits, algorithms or rules;
-    ``splits`` None means every split 0 … L) say which runs; ``profile`` with ``loader`` keyword
-    arguments gives the data, ``training_profile`` (default: ``profile``) with ``training``
-    settings gives how a run trains; ``rates`` says the learning-rate policy in words and
-    ``learning_rates`` lists the rates when the declaration fixes them. ``scoring`` gives the
-    evaluation-set sizes and which split chooses a client's round and the oracle. ``claim``
-    names the claim's family it feeds, ``declared``/``commit`` when it was declared (or
-    "unknown"), ``why`` the reason. ``store`` is the path under ``stores/`` its evidence is
-    committed to; ``computes`` the module that computes one of its runs; ``work`` the folder
-    (under ``results/``, or under ``stores/`` when ``work_in_stores``) where finished runs wait.
+    ``federations``, ``seeds`` and ``arms`` (``splits`` None: every split) say which runs;
+    ``profile`` with ``loader`` gives the data, ``training_profile`` with ``training`` how a run
+    trains; ``rates``/``learning_rates`` the learning-rate policy; ``scoring`` the evaluation sizes
+    and what chooses rounds and the oracle. ``claim``, ``declared``/``commit`` and ``why`` say what
+    it feeds, when and why. ``store`` is its path under ``stores/``; ``computes`` the module that
+    computes it; ``work`` where finished runs wait (under ``stores/`` when ``work_in_stores``).
     """
 
     name: str

@@ -49,30 +49,15 @@ def run_grid(
     **plan_options,
 ) -> GridResult:
     """Run (or load) the grid; return its tables. Safe to kill and call again at any time.
-    ``plan_options``: as :func:`plan_grid`.
 
-    ``seeds``/``lrs``/``tune_seeds`` override :func:`default_grid` for every dataset. ``fixed_lr``
-    maps ``(dataset, algorithm)`` to a learning rate and skips tuning for those pairs (e.g. to
-    rerun chosen LRs under ``eval_timing="before_aggregation"``). ``compute=False`` only loads
-    and raises :class:`MissingResultsError` naming the command that computes what is missing.
-    ``recompute_stale`` recomputes stored runs made by a version of the code not checked to give
-    today's runs bit for bit (the ones flagged ``stale_code``; see
-    :mod:`~playerfl_core.study.code_versions`); ``fresh`` recomputes everything. ``workers``
-    processes run in parallel on the CPU (default: 2 when the CPU has ≥ 2 cores and device is
-    CPU, else 1). ``backend``: ``"local"`` (those processes), ``"ray"`` or a
-    :class:`~playerfl_core.study.ray_cluster.RayBackend` (runs as tasks of a Ray cluster; the
-    same runs, stored the same way). The combined tables are also written to
-    ``<store>/<name>.csv`` and ``<name>-status.csv`` (``name`` defaults to
-    ``grid-<eval_timing>``, plus ``-focal`` and ``-augment`` for those training options;
-    ``loss``/``augment``/``protocol`` as in ``RunConfig``; ``-authors`` for the authors'
-    protocol).
-
-    ``splits`` adds the split sweep: ``prefix_p0`` … ``prefix_pL`` per dataset, each run at the
-    learning rate tuned for PLayer-FL (which is then added to the algorithms), so the split is
-    the only thing that changes between them. Where a profile allows it (``widen`` in
-    :func:`default_grid`), a learning rate chosen at an edge of the grid makes tuning try the
-    next value beyond that edge, up to ``widen`` times per (dataset, algorithm); the notes list
-    each one.
+    ``plan_options`` as :func:`plan_grid` (``seeds``/``lrs``/``tune_seeds`` override
+    :func:`default_grid`; ``fixed_lr`` maps ``(dataset, algorithm)`` to a rate and skips tuning;
+    ``splits`` adds the split sweep at PLayer-FL's tuned rate). ``compute=False`` only loads and
+    raises :class:`MissingResultsError` naming the command that computes what is missing.
+    ``recompute_stale`` recomputes runs flagged ``stale_code``; ``fresh`` recomputes everything.
+    ``workers`` CPU processes run in parallel (default 2 on a CPU with ≥ 2 cores, else 1);
+    ``backend``: ``"local"``, ``"ray"`` or a :class:`~playerfl_core.study.ray_cluster.RayBackend`.
+    The combined tables are also written to ``<store>/<name>.csv`` and ``<name>-status.csv``.
     """
     backend = backend_for(backend, workers)
     plan, stale = plan_grid(datasets, algorithms, profile, compute=compute, **plan_options)

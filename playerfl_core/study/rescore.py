@@ -1,15 +1,10 @@
 """The rescores: committed runs trained again and scored on :data:`TEST_PER_CLIENT` images per
-client of its own distribution (``data_prep.eval_sets``), since at the book's sizes a regret
-moves by about δ with the draw of 64 validation and 80 test images alone.
+client, since at the book's sizes a regret moves by about δ with the draw of the evaluation images.
 
 One procedure (:func:`rescore_run`), three declarations (:data:`STUDIES`) that differ in the runs
-they read: R1's rescore (the rule's and the oracle's split of R1's family; only a regret's test
-terms change, :func:`r1_regrets`), R2's (the other entries' splits R1's lacks, :func:`r2_regrets`)
-and the validation rescore (every split, rounds and oracle chosen on large validation sets too;
-the evaluation rung's seeds read from its store, :func:`r1_family`, :func:`large_val_r2_regrets`).
-About 560 lines in one module: the three share the procedure, the store format and the runner's
-protocol, and each reading reads the others' stores (R2's reads R1's; the validation rescore's
-reads both), so split by rescore the parts would import each other.
+they read: R1's, R2's and the validation rescore (rounds and oracle chosen on large validation
+sets too). About 560 lines in one module: each rescore's reading reads the others' stores, so
+split by rescore the parts would import each other.
 """
 
 from __future__ import annotations

@@ -1,26 +1,16 @@
 """One runner for every study: computes its missing runs on a backend, keeps each as it ends,
 collects the table and commits it with its record, in one store format.
 
-A study's ``computes`` module says what one run is. It offers ``study_tasks(study)`` (every
-run, as a tuple), ``task_name(task)``, ``run_one(study, task, device)`` (returns ``(task,
-table or None, record)``; the record holds at least ``cpu_seconds``), ``gather(study, tasks,
-work, records)`` (the table and its totals) and ``record_extra(study, totals, wall)`` (the
-fields its committed record carries); ``after_commit(study, say)`` is optional. A module whose
-runs depend on each other (a grid that tunes before it evaluates, GPU chunks) offers
-``compute_table(study, options, say)`` instead: the table and its record's fields once every
-run is finished, else None; ``dry_run(study, options)`` says its plan.
+A study's ``computes`` module offers ``study_tasks(study)``, ``task_name(task)``,
+``run_one(study, task, device)`` (``(task, table or None, record)``, the record holding
+``cpu_seconds``), ``gather(study, tasks, work, records)`` and ``record_extra(study, totals,
+wall)``, optionally ``after_commit(study, say)``; a module whose runs depend on each other offers
+``compute_table(study, options, say)`` and ``dry_run(study, options)`` instead.
 
-The store format: a Parquet table and its record beside it (``<table>.json``: machine, code,
-SHA-256, when, rows, CPU-seconds, runs and the study's own fields); a store declared as a
-folder keeps its table as ``runs.parquet``. The committed grid archives (``manifest.json``
-beside ``runs.parquet``, :mod:`~playerfl_core.study.archive`) read as the same: the manifest is
-the record, its seal the checksum (:func:`store_record`).
-
-Resumable: each finished run is written to the study's work folder (rows, then the record that
-marks it done, each atomically); a later call computes only the runs without a record. Runs
-compute on the ``local`` backend (worker processes of one thread, or this process for one
-worker) or ``ray`` (:mod:`~playerfl_core.study.backends`); one thread per run, so the table
-does not depend on where or beside what a run computed.
+A store is a Parquet table with its record beside it (``<table>.json``); committed grid archives
+read as the same (:func:`store_record`). Each finished run is kept in the work folder, atomically,
+so a later call computes only what is missing; one thread per run, so where a run computed does
+not change its table.
 """
 
 from __future__ import annotations

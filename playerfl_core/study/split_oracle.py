@@ -1,28 +1,10 @@
 """Does the rule pick the right split? The split sweep, its oracle and the rule's regret.
 
-A **split sweep** runs the prefix federation (:mod:`playerfl_core.fl.algorithms.prefix`) at every
-split p = 0 … L on the same seeds and learning rate, so p is the only thing that changes; p = 0
-is Local and p = L FedAvg. Each run is an ordinary long results table (``algorithm`` =
-``prefix_p{p}``) that also carries the clients' first-epoch sensitivities, from which the rule's
-split is recomputed (any variant of the rule, see :func:`rule_splits`).
-
-From a sweep table:
-
-* :func:`sweep_scores`: per seed and p, the run's validation and test score (each client's
-  best-validation round, training-share weights: the book's headline protocol);
-* :func:`oracle_splits`: the **oracle** p of each seed, the best on *validation* data only;
-* :func:`regrets`: the rule's **regret** per seed, test(oracle p) − test(rule's p);
-* :func:`client_curves`: which clients win or lose against Local at each p;
-* :func:`c5_table`: PLayer-FL against every other split and against PLayer-FL-Random at the
-  same learning rate (claim C5 without the learning-rate confound).
-
-Studies that need only the first epoch (the rule's p over many seeds) are in
-:func:`first_epoch_sensitivities` and :func:`rule_splits`.
-
-Where each part lives: running and loading sweeps in :mod:`~playerfl_core.study.split_sweeps`;
-scores, the oracle, the rule's split and its regret in :mod:`~playerfl_core.study.split_scores`;
-here the judgements (C5, stability, heterogeneity). This module re-exports the other two
-(:data:`__all__`), so a chapter needs one import (``split_oracle as O``).
+A split sweep runs the prefix federation at every split p = 0 … L (Local … FedAvg) on the same
+seeds and rate, so p is the only thing that changes. Running and loading sweeps is in
+:mod:`~playerfl_core.study.split_sweeps`, scores, the oracle and the regret in
+:mod:`~playerfl_core.study.split_scores`; here the judgements (C5, stability, heterogeneity).
+This module re-exports the other two (:data:`__all__`), so a chapter needs one import.
 """
 
 from __future__ import annotations

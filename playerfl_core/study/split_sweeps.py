@@ -79,22 +79,14 @@ def run_sweeps(
     backend="local",
     planned: list | None = None,
 ) -> pd.DataFrame:
-    """:func:`run_sweep` for several datasets, with ``workers`` CPU processes sharing the runs,
-    or, with ``backend="ray"`` (or a :class:`~playerfl_core.study.ray_cluster.RayBackend`), as
-    tasks of a Ray cluster (:mod:`~playerfl_core.study.backends`); this process collects the
-    tables either way.
+    """:func:`run_sweep` for several datasets, on ``workers`` CPU processes or a Ray cluster
+    (``backend``); this process collects the tables either way.
 
-    Every run uses one CPU thread, in a worker or not, so the table does not depend on
-    ``workers`` (CNN kernels differ in the last bits across thread counts). ``data_loader``
-    (seed → data) works with one dataset and ``workers=1`` only.
-
-    A run that diverges stops the sweep with a :class:`~playerfl_core.fl.errors.DivergenceError`
-    naming its dataset, seed and split, unless ``diverged`` is a list: then the run is appended
-    to it as ``(dataset, seed, p, reason)`` and the other runs go on (``playerfl sweep``).
-    ``finished``: a list that receives each run's table as it finishes, so a caller that is
-    interrupted keeps them; ``planned``: a list that receives every run of the sweep as
-    ``(dataset, seed, p)`` before the first computes, so such a caller can say how many of how
-    many finished.
+    Every run uses one CPU thread, so the table does not depend on ``workers``. ``data_loader``
+    (seed → data) needs one dataset and ``workers=1``. A diverging run raises
+    :class:`~playerfl_core.fl.errors.DivergenceError` unless ``diverged`` is a list, which then
+    receives ``(dataset, seed, p, reason)`` while the others go on. ``finished`` receives each run's
+    table as it ends; ``planned`` every ``(dataset, seed, p)`` before the first computes.
     """
 
     datasets, seeds = list(datasets), [int(s) for s in seeds]
