@@ -53,13 +53,9 @@ def pack(
     datasets: list[str] | None = None,
     run_ids: set[str] | None = None,
 ) -> Path:
-    """Write every run of ``store`` (a :class:`~playerfl_core.study.experiments.Store`), or only
-    the runs of ``datasets`` and of ``run_ids``, as an archive.
-
-    Runs that diverged or failed are listed in the manifest with their status and no rows, so a
-    reader sees what was excluded. Every run must be of a federation the package declares (a
-    built-in or a variant of one): a committed archive is recomputed anywhere, without the user
-    file that declared another one. Both files are written atomically.
+    """Write every run of ``store``, or only those of ``datasets`` and ``run_ids``, as an archive
+    (both files atomically). Diverged or failed runs are listed without rows; every run must be of a
+    federation the package declares, so the archive can be recomputed anywhere.
     """
     out = Path(out) if out is not None else archive_dir(profile)
     problem = folder_problem(out)
@@ -195,11 +191,8 @@ def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
 
 
 def unpack(path: str | Path, store) -> int:
-    """Write a verified archive's runs into ``store`` (intact files already there are kept;
-    damaged ones are replaced by the archive's copy). Each run's JSON records its CSV's row
-    count and SHA-256, which the store checks on every read.
-
-    Returns the number of runs written.
+    """Write a verified archive's runs into ``store`` (intact files kept, damaged ones replaced);
+    return how many runs were written.
     """
     table, manifest = load_archive(path)
     groups = dict(tuple(table.groupby("run_id", sort=False)))
@@ -269,10 +262,8 @@ def recompute_sample(
     max_seconds: float | None = None,
     threads: int = 1,
 ) -> pd.DataFrame:
-    """Re-run ``n`` stored runs drawn with ``seed`` and compare every row with the archive.
-
-    ``max_seconds`` restricts the draw to runs whose stored time was at most that long (to keep
-    a test short). Returns what :func:`recompute_runs` returns.
+    """Re-run ``n`` stored runs drawn with ``seed`` (of at most ``max_seconds`` each) and compare
+    every row (:func:`recompute_runs`).
     """
     _, manifest = load_archive(path)
     ok = [e for e in manifest["runs"] if e["status"] == "ok"]
@@ -285,14 +276,11 @@ def recompute_sample(
 
 
 def recompute_runs(path: str | Path, run_ids: list[str], threads: int = 1) -> pd.DataFrame:
-    """Re-run the archive's runs ``run_ids`` with today's code and compare every row.
-
-    Runs are recomputed on the CPU with ``threads`` threads (archives are computed with one).
-    Returns one row per run: ``run_id``, ``rows``, ``stored_on`` (the key of the machine that
-    computed it), ``case`` (``bitwise`` where that is this machine with these threads, else
-    ``statistical``), ``same_spec`` (False when today's code names the run differently, i.e. its
-    settings changed since the archive was made) and the columns of
-    :func:`~playerfl_core.study.verification.compare_run`.
+    """Re-run the archive's runs ``run_ids`` on the CPU with ``threads`` threads and compare every
+    row. One row per run: ``run_id``, ``rows``, ``stored_on`` (machine key), ``case``
+    (``bitwise`` on this machine with these threads, else ``statistical``), ``same_spec`` (False
+    when today's code names the run differently) and
+    :func:`~playerfl_core.study.verification.compare_run`'s columns.
     """
     table, manifest = load_archive(path)
     entries = {e["run_id"]: e for e in manifest["runs"] if e["status"] == "ok"}
@@ -343,11 +331,9 @@ def verify(
     max_seconds: float | None = None,
     threads: int = 1,
 ) -> Verification:
-    """Recompute a sample (:func:`recompute_sample`) and judge it: runs computed by this machine
-    (same :func:`~playerfl_core.study.machine.key`) must be identical; runs from any other machine
-    must be consistent over the sample
-    (:func:`~playerfl_core.study.verification.statistical_verdict`).
-    A run whose name today's code would not give is a failure either way."""
+    """Recompute a sample (:func:`recompute_sample`) and judge it: identical on this machine's key,
+    else consistent over the sample; a run that today's code names differently fails either way.
+    """
     report = recompute_sample(path, n=n, seed=seed, max_seconds=max_seconds, threads=threads)
     cases = set(report["case"])
     case = cases.pop() if len(cases) == 1 else "mixed"

@@ -58,11 +58,10 @@ def backend_for(backend, workers: int | None = None):
 
 
 def execute(fn, jobs: list[tuple], backend, device: str, on_done) -> None:
-    """``fn(*job)`` for every job on ``backend`` (one thread per run), at most the backend's
-    ``in_flight()`` submitted at a time (one, computed here, for one local worker);
-    ``on_done(i, result)`` as job ``i`` ends, ``result()`` giving its value or raising its
-    error. Ctrl-C, SIGTERM or a failed run stops the workers at once; whatever ``on_done`` kept
-    stays."""
+    """``fn(*job)`` for every job on ``backend``, at most its ``in_flight()`` at a time;
+    ``on_done(i, result)`` as job ``i`` ends (``result()`` returns or raises). Ctrl-C, SIGTERM or a
+    failed run stops the workers at once.
+    """
     executor = backend.open(1, code_fingerprint(), device, len(jobs))
     queue, pending = list(enumerate(jobs)), {}
     try:

@@ -61,14 +61,10 @@ def equivalent_codes(code: str, path: Path | None = None) -> set[str]:
 def check_code_versions(
     archive: Path, code: str, seed: int = 0, record: Path | None = None
 ) -> pd.DataFrame:
-    """Re-compute, with today's code, one finished run per (earlier code version, dataset) of
-    ``archive`` (the shortest stored one, ties drawn with ``seed``), and compare every row.
-    Versions already shown to give today's runs (``record``, chains included) are skipped, and
-    versions shown to be the same as one another count as one: one identical run per dataset
-    links all of them to today's code.
-
-    Returns one row per re-computed run with ``earlier`` (its version) and the columns of
-    :func:`~playerfl_core.study.archive.recompute_runs`.
+    """Re-compute with today's code one run per (earlier code version, dataset) of ``archive`` (the
+    shortest, ties drawn with ``seed``) and compare every row; versions ``record`` already
+    settles are skipped. One row per run: ``earlier`` and
+    :func:`~playerfl_core.study.archive.recompute_runs`'s columns.
     """
     _, manifest = load_archive(archive)
     settled = equivalent_codes(code, record)  # today's, and versions already shown the same

@@ -52,11 +52,10 @@ def entries(record: dict) -> list[dict]:
 
 
 def own_rates(table: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
-    """Per (dataset, p): the rate the grid's tuning chose, from the tuning seeds' runs of
-    ``table`` (the fair store): lowest mean best validation loss, ties to the smaller rate, a
-    rate with a failed tuning run (the statuses of ``manifest``, its record) ineligible.
-    Columns: dataset, p, lr, rates (every rate tried, ascending), at_edge (the chosen rate is
-    the smallest or largest)."""
+    """Per (dataset, p): the rate the grid's tuning chose from ``table``'s tuning seeds (lowest mean
+    best validation loss, ties to the smaller, failed runs per ``manifest`` ineligible).
+    Columns: dataset, p, lr, rates, at_edge.
+    """
     rows = sweep_rows(table)
     tune = rows[[s in _tune_seeds(d) for d, s in zip(rows["dataset"], rows["seed"], strict=True)]]
     per_run = best_val_loss(tune.drop(columns="p"))
@@ -87,10 +86,9 @@ def own_rate_scores(
     table: pd.DataFrame, rates: pd.DataFrame, seeds: Mapping[str, Sequence[int]] | None = None
 ) -> pd.DataFrame:
     """:func:`~playerfl_core.study.split_scores.sweep_scores` of every split at its own rate
-    (``rates``: :func:`own_rates`) on the evaluation seeds (``seeds``, default the one-rate
-    sweep's), with ``lr`` the one-rate sweep's (so each seed pairs with its one-rate sweep and
-    its rule) and ``lr_own`` the split's. Raises ValueError naming the first (dataset, p) whose
-    runs are missing."""
+    (``rates``) on ``seeds``, with ``lr`` the one-rate sweep's and ``lr_own`` the split's; raises
+    naming the first (dataset, p) with missing runs.
+    """
 
     rows = sweep_rows(table)
     parts = []

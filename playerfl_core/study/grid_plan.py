@@ -77,11 +77,8 @@ class PairPlan:
 
 
 class GridPlan:
-    """Every run a grid needs, which of them are finished, and what can start now.
-
-    The plan grows as tuning decides: :meth:`resolve` picks a pair's learning rate once its
-    tuning runs have all finished (adding runs beyond an edge of the grid where ``widen``
-    allows), and :meth:`todo` then lists that pair's evaluation runs.
+    """Every run a grid needs, which are finished, and what can start now; :meth:`resolve` picks a
+    pair's rate once its tuning runs finish, then :meth:`todo` lists its evaluation runs.
     """
 
     def __init__(

@@ -32,10 +32,8 @@ class GridResult:
         return self.status[self.status["status"] != OK].reset_index(drop=True)
 
     def lr_at_edges(self) -> pd.DataFrame:
-        """Per dataset: how many algorithms chose the largest or smallest LR they tried, and how
-        many values tuning added beyond an edge (``widened``).
-
-        A choice still at an edge after widening means the best rate may lie outside the grid.
+        """Per dataset: how many algorithms chose an edge of their LR grid, and how many values
+        tuning added beyond an edge (``widened``).
         """
         rows = []
         for ds, g in self.tuning.groupby("dataset", sort=False):

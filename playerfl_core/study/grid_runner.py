@@ -39,12 +39,8 @@ def run_plan(
     threads: int,
     progress: bool,
 ) -> int:
-    """Run everything ``plan`` (a :class:`~playerfl_core.study.grid_plan.GridPlan`) needs, resolving
-    as runs finish; return how many ran. ``backend``: a backend of
-    :mod:`~playerfl_core.study.backends`; nothing is started when no run is left.
-
-    Longest expected run first, at most the backend's ``in_flight()`` submitted at a time: the
-    slow runs (large datasets, pFedMe) do not end up alone at the tail while other workers idle.
+    """Run everything ``plan`` needs on ``backend``, resolving as runs finish; return how many ran.
+    Longest expected run first, so slow runs do not end up alone at the tail.
     """
     if not ready:
         return 0

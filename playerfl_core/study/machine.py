@@ -77,9 +77,8 @@ def _static() -> dict:
 
 
 def fingerprint(threads: int | None = None) -> dict:
-    """This machine's facts, with the thread count a run uses (default: torch's current one).
-
-    Besides the static facts it records :data:`BIT_ENV` variables that are set, and the key.
+    """This machine's facts, the set :data:`BIT_ENV` variables and the key, with the thread count a
+    run uses (default: torch's current one).
     """
     facts = {
         **_static(),

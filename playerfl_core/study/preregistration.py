@@ -157,12 +157,11 @@ def evaluate(
     added: bool = False,
     test: str = TEST,
 ) -> pd.DataFrame:
-    """The declared test on one set (:func:`in_family` says which entries it holds): per
-    entry and kind, mean regret with its bootstrap interval, the test of δ − regret (``test``:
-    the test of the mean, or ``"wilcoxon"``, the test declared before its correction), Holm over
-    the family's (entry, kind) pairs and the verdict
-    (:func:`playerfl_core.stats.split_verdicts.tolerance_verdicts`, the book's one rule).
-    Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength, reason."""
+    """The declared test on one set (:func:`in_family`): per entry and kind, mean regret with its
+    bootstrap interval, the test of δ − regret (``test``: of the mean, or ``"wilcoxon"``), Holm over
+    the family and the verdict (:func:`playerfl_core.stats.split_verdicts.tolerance_verdicts`).
+    Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength, reason.
+    """
     part = regrets[(regrets["role"] == role) & in_family(regrets["entry"], role, added)]
     if part.empty:
         raise ValueError(f"No regrets of the {role} set.")
@@ -293,13 +292,10 @@ def claim(
     confirmation: pd.DataFrame | None = None,
     added: pd.DataFrame | None = None,
 ):
-    """Claim R2 of the scorecard from the evaluation verdicts: *supported* when some first-epoch
-    rule is within δ on every kind, *contradicted* when every first-epoch rule is beyond δ on
-    at least one kind, else *undecided* (the probe is a reference, not a first-epoch rule).
-    With the confirmation test's verdicts and the added rule's own evaluation family
-    (``added``), a rule's failure may come from any of them. Strength: of the deciding rule's
-    weakest kind (supported), or the weakest of the rules' strongest failures
-    (contradicted)."""
+    """Claim R2 from the evaluation verdicts: *supported* when some first-epoch rule is within δ on
+    every kind, *contradicted* when every one is beyond δ on some kind (the confirmation's and the
+    added rule's families included), else *undecided*; the strength of the deciding kind.
+    """
     rank = {s: i for i, s in enumerate(STRENGTHS)}
     first_epoch = [e.label for e in ENTRIES if e.rule != "probe"]
     rows = verdicts[verdicts["entry"].isin(first_epoch)]

@@ -252,12 +252,11 @@ def _score(model, x, y, batch: int) -> dict[str, float]:
 
 
 def rescore_run(task: Task, archive: Path | None = None, large_val: bool = False):
-    """One committed run trained again from its manifest entry on one thread, compared row by
-    row with the committed run, each client's model at its selected round scored on its large
-    test set. Returns ``(task, rows, record)``: training-size and validation rows, large test
-    rows and one :data:`BOOK_SCORE` row per client. ``large_val``: rounds are selected on large
-    validation sets (scored in chunks of :data:`VAL_CHUNK`, the evaluation rung's bits), whose
-    rows replace the book's validation rows."""
+    """One committed run trained again on one thread, compared row by row with the committed run,
+    each client's model at its selected round scored on its large test set. Returns ``(task,
+    rows, record)``. ``large_val``: rounds selected on large validation sets, whose rows replace
+    the book's.
+    """
     start = time.process_time()
     dataset, lr, seed, p = task
     stored, entry = _committed_run(

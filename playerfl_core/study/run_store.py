@@ -92,13 +92,9 @@ def _alive(pid: int) -> bool:
 class Store:
     """One directory of finished runs: ``runs/<run_id>.csv`` + ``runs/<run_id>.json``.
 
-    The JSON records the CSV's row count (``rows``) and the SHA-256 of its bytes
-    (``csv_sha256``); every read checks both, so a file cut short, emptied, edited or deleted
-    is *damaged*: reported by name (:attr:`damaged`), treated as never finished (a grid
-    recomputes it, ``playerfl status`` lists it), never summed in. Runs stored before checksums
-    existed (*legacy*: no ``csv_sha256``) are checked for what can be checked without one: a
-    readable JSON naming its status, and a CSV with the results header, a complete last line
-    and, when recorded, the right row count.
+    The JSON records the CSV's row count and SHA-256; a run failing either check is *damaged*
+    (:attr:`damaged`): treated as never finished, never summed in. Legacy runs without a checksum
+    are checked for a readable JSON and a complete CSV with the right header and row count.
     """
 
     def __init__(self, root: str | Path):
@@ -134,11 +130,10 @@ class Store:
 
     @contextmanager
     def computing(self, poll_s: float = 1.0, say: bool = True):
-        """Hold the store's grid lock (``runs/.grid.lock``, holding this process's id) while a
-        grid computes into it. A second grid on the same store waits (saying so on stderr, with
-        the first one's process id, unless ``say`` is False) until the first is done, then
-        computes only what is still missing, instead of computing the same runs twice at once;
-        a lock whose process is gone (a ``kill -9``) is taken over."""
+        """Hold the store's grid lock (``runs/.grid.lock``) while a grid computes into it: a second
+        grid waits (saying so unless ``say`` is False), then computes only what is missing; a
+        lock whose process is gone is taken over.
+        """
         lock = self.runs / LOCK_FILE
         self.runs.mkdir(parents=True, exist_ok=True)
         said = False
@@ -247,12 +242,9 @@ class Store:
         return self.write_finished(FinishedRun(spec, record, encode_rows(table)))
 
     def write_finished(self, run: FinishedRun) -> dict:
-        """Rows first, manifest last, each by temp file + rename: the JSON marks completion.
-
-        The manifest records the rows' count and SHA-256, which every later read checks. Only
-        the process that owns the store calls this (a grid's driver): runs computed elsewhere
-        (worker processes, cluster nodes) come back as :class:`FinishedRun` and are written
-        here, so no shared file system is needed.
+        """Rows first, manifest (with their count and SHA-256) last, each atomically: the JSON marks
+        completion. Only the store's owner calls this; runs computed elsewhere come back as
+        :class:`FinishedRun`.
         """
         self.runs.mkdir(parents=True, exist_ok=True)
         record, data = dict(run.record), run.rows
@@ -359,11 +351,8 @@ def compute(
     threads: int | None = 1,
     code: str = "",
 ) -> FinishedRun:
-    """Run one spec; return it with its manifest entry, writing nothing (never raises).
-
-    Divergence (:class:`DivergenceError`, or a table that :mod:`playerfl_core.fl.divergence`
-    calls diverged: a non-finite value or a loss above its bound) gives status ``diverged``
-    and no rows; any other exception gives ``error`` with the traceback's tail.
+    """Run one spec; return it with its manifest entry, writing nothing (never raises): divergence
+    gives status ``diverged`` and no rows, any other exception ``error`` with the traceback's tail.
     """
     previous = torch.get_num_threads()
     if threads:

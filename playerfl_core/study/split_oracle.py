@@ -72,12 +72,9 @@ __all__ = [  # chapters read the split study through this one module (``split_or
 
 # -- PLayer-FL against Local, FedAvg, every other split and the random split ---------------
 def c5_table(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") -> pd.DataFrame:
-    """Per seed and comparison: test(rule's p) − test(other), at the same learning rate.
-
-    Comparisons: ``p=<q>`` for every other split q (p = 0 is Local, p = L FedAvg);
-    ``random (drawn)``: the split PLayer-FL-Random draws on this seed
-    (:func:`~playerfl_core.fl.algorithms.playerfl_random.random_split`, never the rule's) and
-    ``random (expected)``: the mean over the splits it can draw, {1..L−1} minus the rule's.
+    """Per seed and comparison: test(rule's p) − test(other), at the same learning rate: ``p=<q>``
+    for every other split, ``random (drawn)`` (PLayer-FL-Random's split on this seed) and ``random
+    (expected)`` (the mean over the splits it can draw).
     Columns: dataset, lr, seed, p_rule, other, p_other, diff.
     """
     rule = rules[rules["variant"] == variant].set_index(RUN)["p_rule"]

@@ -68,10 +68,8 @@ def sweep_scores(
     selection: str = "best_val",
     weighting: str = "train",
 ) -> pd.DataFrame:
-    """Per (dataset, lr, seed, p): the run's validation and test score.
-
-    Each client keeps its best-validation round (``selection``); the run's score is the
-    clients' mean with ``weighting`` (training shares by default), the book's headline.
+    """Per (dataset, lr, seed, p): the run's validation and test score, each client at its
+    best-validation round (``selection``), averaged with ``weighting``.
     Columns: dataset, lr, seed, p, val, test.
     """
     rows = sweep_rows(table).drop(columns="p")
@@ -142,13 +140,9 @@ def rule_splits(
     variants: Mapping[str, Mapping] | None = None,
     by: Sequence[str] = RUN,
 ) -> pd.DataFrame:
-    """The split each rule variant picks from the clients' sensitivities of each group.
-
-    ``sens``: :func:`table_sensitivities` or :func:`first_epoch_sensitivities`. ``variants``
-    maps a name to options of :func:`~playerfl_core.fl.sensitivity.server_split` (default
-    :data:`RULE_VARIANTS`, whose ``"paper"`` entry is PLayer-FL's rule). Also returns, per
-    group, the server's relative rises under the paper's pooling and the smallest relative
-    distance |rise − t| / t of the rises up to the chosen split (how close the decision was).
+    """The split each rule variant (``variants``, default :data:`RULE_VARIANTS`) picks from the
+    clients' sensitivities ``sens`` of each group, with the margin: the smallest |rise − t| / t of
+    the rises up to the chosen split (how close the decision was).
     Columns: ``by`` + variant, p_rule, margin.
     """
     variants = RULE_VARIANTS if variants is None else variants

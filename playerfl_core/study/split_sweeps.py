@@ -167,12 +167,10 @@ def heterogeneity_federations(
     kinds: Sequence[str] = FEATURE_KINDS,
     mixed: Sequence[tuple[str, float]] = MIXED,
 ) -> pd.DataFrame:
-    """The controlled-heterogeneity federations (registered names, see ``data_prep.skew``),
-    in the order a figure shows them: label skew from strong (small alpha) to nearly IID,
-    then feature skew (and quantity skew or concept shift, when ``kinds`` holds ``quantity`` or
-    ``swap``), then mixed.
-    ``bases``: default every federation declared with
-    ``skew_variants``. Columns: dataset, base, family, level, order."""
+    """The controlled-heterogeneity federations of ``bases`` (default: those with ``skew_variants``)
+    in figure order: label skew strong to weak, feature skew (and ``kinds``' extras), then mixed.
+    Columns: dataset, base, family, level, order.
+    """
 
     bases = skew_bases() if bases is None else bases
     rows = []
@@ -193,11 +191,9 @@ def heterogeneity_federations(
 
 # -- stored or computed ---------------------------------------------------------------------
 def load_sweeps(path) -> pd.DataFrame | None:
-    """A stored sweep table (CSV or parquet, the long results table, a committed archive
-    folder, verified on loading, or a grid's store folder, whose finished sweep runs it reads)
-    or None when absent, so a chapter uses stored results when they exist and computes a small
-    version otherwise. A table whose sweeps lack splits, rounds or clients on some seeds is
-    refused (:func:`check_sweeps_complete`)."""
+    """A stored sweep table (a file, a committed archive folder or a grid's store folder), or None
+    when absent; a table whose sweeps are incomplete is refused (:func:`check_sweeps_complete`).
+    """
 
     if path is None or not Path(path).exists():
         return None

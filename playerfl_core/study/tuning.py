@@ -19,14 +19,9 @@ from playerfl_core.study.run_store import OK, RunSpec, Store
 
 
 def default_grid(dataset: str, profile: str) -> dict:
-    """LR grid, tuning seeds, evaluation seeds and ``widen`` of ``dataset`` under ``profile``.
-
-    Read from the dataset's declaration (``data_prep.federation.Federation.grid``): ``widen`` is
-    how many values tuning may add beyond an edge of the grid (one at a time, whenever the chosen
-    rate sits at an edge; the grid's notes say so). ``standard``: quick-size runs, ≥ 4 learning
-    rates for the committed datasets, tuning seeds apart from the 10 evaluation seeds; computed
-    once and committed (:mod:`playerfl_core.study.archive`). ``paper``: the authors' run counts
-    (appendix §1.1), meant for a GPU through ``playerfl grid``.
+    """LR grid, tuning seeds, evaluation seeds and ``widen`` (how many values tuning may add beyond
+    an edge) of ``dataset`` under ``profile``, from its declaration
+    (``data_prep.federation.Federation.grid``).
     """
     return federation(dataset).grid(profile)
 
@@ -60,10 +55,8 @@ def grid_settings(dataset: str, profile: str, seeds=None, lrs=None, tune_seeds=N
 
 
 def widened_lr(chosen: float, lrs: Iterable[float]) -> float | None:
-    """The next learning rate beyond the edge ``chosen`` sits on, or None if it is inside.
-
-    The step repeats the grid's ratio at that edge (3e-2, 1e-2 -> 1e-1 above; -> 3.33e-3 below),
-    so a grid of roughly geometric spacing stays so.
+    """The next learning rate beyond the edge ``chosen`` sits on (the grid's ratio at that edge
+    repeated), or None if it is inside.
     """
     lrs = sorted(set(lrs))
     if len(lrs) < 2 or chosen is None or not np.isfinite(chosen):

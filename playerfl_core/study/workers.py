@@ -117,11 +117,9 @@ def interrupts_as_keyboard():
 
 @contextlib.contextmanager
 def _sighup_blocked():
-    """Processes started within the block (pool workers, multiprocessing's resource tracker)
-    start with SIGHUP blocked and keep it so: a closed terminal signals the whole process
-    group, and the tracker, which ignores only Ctrl-C and SIGTERM, died of it (its restart
-    printed a traceback per worker), as did a worker still importing torch. This process
-    handles SIGHUP, stops them and exits; they die with it."""
+    """Processes started within the block start with SIGHUP blocked and keep it: a closed terminal
+    signals the whole group, and this process alone handles it, stopping them.
+    """
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
@@ -149,14 +147,11 @@ def how_it_ended(exitcode: int | None) -> str:
 
 
 class LocalExecutor:
-    """``workers`` spawned processes of ``threads`` CPU threads each that die with this one, or,
-    for one worker, this process itself (a GPU, tests, a script without a ``__main__`` guard).
+    """``workers`` spawned processes of ``threads`` CPU threads each that die with this one, or, for
+    one worker, this process itself.
 
-    The executor interface every backend offers (:mod:`~playerfl_core.study.backends`):
-    ``submit(fn, *args)`` returns a :class:`concurrent.futures.Future`, :meth:`result` reads one
-    (translating the backend's own failures into one clear message), ``capacity()`` runs
-    compute at once, ``in_flight()`` runs to keep submitted, :meth:`stop` kills what runs,
-    :meth:`close` ends the executor.
+    The executor interface of every backend: ``submit(fn, *args)`` → Future, :meth:`result`,
+    ``capacity()``, ``in_flight()``, :meth:`stop` and :meth:`close`.
     """
 
     def __init__(self, workers: int, threads: int | None):
