@@ -256,11 +256,7 @@ def spec_of(entry: dict):
 
 
 def recompute_sample(
-    path: str | Path,
-    n: int = 3,
-    seed: int = 0,
-    max_seconds: float | None = None,
-    threads: int = 1,
+    path: str | Path, n: int = 3, seed: int = 0, max_seconds: float | None = None, threads: int = 1
 ) -> pd.DataFrame:
     """Re-run ``n`` stored runs drawn with ``seed`` (of at most ``max_seconds`` each) and compare
     every row (:func:`recompute_runs`).
@@ -325,11 +321,7 @@ class Verification:
 
 
 def verify(
-    path: str | Path,
-    n: int = 3,
-    seed: int = 0,
-    max_seconds: float | None = None,
-    threads: int = 1,
+    path: str | Path, n: int = 3, seed: int = 0, max_seconds: float | None = None, threads: int = 1
 ) -> Verification:
     """Recompute a sample (:func:`recompute_sample`) and judge it: identical on this machine's key,
     else consistent over the sample; a run that today's code names differently fails either way.

@@ -346,10 +346,7 @@ def encode_rows(table: pd.DataFrame | None) -> bytes | None:
 
 
 def compute(
-    spec: RunSpec,
-    device: str | None = None,
-    threads: int | None = 1,
-    code: str = "",
+    spec: RunSpec, device: str | None = None, threads: int | None = 1, code: str = ""
 ) -> FinishedRun:
     """Run one spec; return it with its manifest entry, writing nothing (never raises): divergence
     gives status ``diverged`` and no rows, any other exception ``error`` with the traceback's tail.

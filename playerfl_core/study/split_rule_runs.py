@@ -29,12 +29,7 @@ from playerfl_core.study.grid import SPLIT_PREFIX, plan_grid, run_grid
 from playerfl_core.study.preregistration_plan import PROBE_ROUNDS
 from playerfl_core.study.run_spec import REPO_ROOT
 from playerfl_core.study.run_store import ERROR, Store, default_store
-from playerfl_core.study.split_rules_table import (
-    PROBE,
-    check_replay,
-    probe_rows,
-    rules_for_sweep,
-)
+from playerfl_core.study.split_rules_table import PROBE, check_replay, probe_rows, rules_for_sweep
 from playerfl_core.study.split_scores import sweep_rows
 from playerfl_core.study.split_sweeps import RUN, check_sweeps_complete
 

@@ -20,11 +20,7 @@ from data_prep import load
 from playerfl_core.fl.algorithms.prefix import RULE_METRIC
 from playerfl_core.fl.models import model_for
 from playerfl_core.fl.profiles import make_config
-from playerfl_core.fl.sensitivity import (
-    diagonal_fisher,
-    full_gradient,
-    sensitivity_from_gradient,
-)
+from playerfl_core.fl.sensitivity import diagonal_fisher, full_gradient, sensitivity_from_gradient
 from playerfl_core.fl.split_rules import RULES, FirstEpoch, get_rule
 from playerfl_core.fl.units import unit_names
 from playerfl_core.measure.layer_measure import first_epoch_models

@@ -136,9 +136,7 @@ def _check_unit_order(sens: pd.DataFrame, table: pd.DataFrame) -> None:
 
 
 def rule_splits(
-    sens: pd.DataFrame,
-    variants: Mapping[str, Mapping] | None = None,
-    by: Sequence[str] = RUN,
+    sens: pd.DataFrame, variants: Mapping[str, Mapping] | None = None, by: Sequence[str] = RUN
 ) -> pd.DataFrame:
     """The split each rule variant (``variants``, default :data:`RULE_VARIANTS`) picks from the
     clients' sensitivities ``sens`` of each group, with the margin: the smallest |rise − t| / t of
