@@ -55,8 +55,7 @@ def pack(
 ) -> Path:
     """Write every run of ``store``, or only those of ``datasets`` and ``run_ids``, as an archive
     (both files atomically). Diverged or failed runs are listed without rows; every run must be of a
-    federation the package declares, so the archive can be recomputed anywhere.
-    """
+    federation the package declares, so the archive can be recomputed anywhere."""
     out = Path(out) if out is not None else archive_dir(profile)
     problem = folder_problem(out)
     if problem:
@@ -192,8 +191,7 @@ def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
 
 def unpack(path: str | Path, store) -> int:
     """Write a verified archive's runs into ``store`` (intact files kept, damaged ones replaced);
-    return how many runs were written.
-    """
+    return how many runs were written."""
     table, manifest = load_archive(path)
     groups = dict(tuple(table.groupby("run_id", sort=False)))
     written = 0
@@ -259,8 +257,7 @@ def recompute_sample(
     path: str | Path, n: int = 3, seed: int = 0, max_seconds: float | None = None, threads: int = 1
 ) -> pd.DataFrame:
     """Re-run ``n`` stored runs drawn with ``seed`` (of at most ``max_seconds`` each) and compare
-    every row (:func:`recompute_runs`).
-    """
+    every row (:func:`recompute_runs`)."""
     _, manifest = load_archive(path)
     ok = [e for e in manifest["runs"] if e["status"] == "ok"]
     if max_seconds is not None:
@@ -276,8 +273,7 @@ def recompute_runs(path: str | Path, run_ids: list[str], threads: int = 1) -> pd
     row. One row per run: ``run_id``, ``rows``, ``stored_on`` (machine key), ``case``
     (``bitwise`` on this machine with these threads, else ``statistical``), ``same_spec`` (False
     when today's code names the run differently) and
-    :func:`~playerfl_core.study.verification.compare_run`'s columns.
-    """
+    :func:`~playerfl_core.study.verification.compare_run`'s columns."""
     table, manifest = load_archive(path)
     entries = {e["run_id"]: e for e in manifest["runs"] if e["status"] == "ok"}
     out, previous = [], torch.get_num_threads()
@@ -324,8 +320,7 @@ def verify(
     path: str | Path, n: int = 3, seed: int = 0, max_seconds: float | None = None, threads: int = 1
 ) -> Verification:
     """Recompute a sample (:func:`recompute_sample`) and judge it: identical on this machine's key,
-    else consistent over the sample; a run that today's code names differently fails either way.
-    """
+    else consistent over the sample; a run that today's code names differently fails either way."""
     report = recompute_sample(path, n=n, seed=seed, max_seconds=max_seconds, threads=threads)
     cases = set(report["case"])
     case = cases.pop() if len(cases) == 1 else "mixed"

@@ -1,7 +1,6 @@
 """The committed archive's format: its files, the checksum of a run's rows and the seal over
 them all, the provenance a manifest records, and reading a manifest with every check.
-Re-exported by :mod:`playerfl_core.study.archive`.
-"""
+Re-exported by :mod:`playerfl_core.study.archive`."""
 
 from __future__ import annotations
 

@@ -64,8 +64,7 @@ def check_code_versions(
     """Re-compute with today's code one run per (earlier code version, dataset) of ``archive`` (the
     shortest, ties drawn with ``seed``) and compare every row; versions ``record`` already
     settles are skipped. One row per run: ``earlier`` and
-    :func:`~playerfl_core.study.archive.recompute_runs`'s columns.
-    """
+    :func:`~playerfl_core.study.archive.recompute_runs`'s columns."""
     _, manifest = load_archive(archive)
     settled = equivalent_codes(code, record)  # today's, and versions already shown the same
     older = [  # runs stored without a fingerprint count as today's everywhere, so not here

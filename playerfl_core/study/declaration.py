@@ -1,6 +1,5 @@
 """A study, declared as data (:class:`Study`): which runs, how they are scored, which claim
-they feed, when and why it was declared, where its evidence is committed and what computes it.
-"""
+they feed, when and why it was declared, where its evidence is committed and what computes it."""
 
 from __future__ import annotations
 

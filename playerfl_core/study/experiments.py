@@ -1,7 +1,6 @@
 """Experiment grids (dataset × algorithm × learning rate × seed) with a resumable on-disk store:
 the public names of :mod:`~playerfl_core.study.run_store`, :mod:`~playerfl_core.study.tuning`,
-:mod:`~playerfl_core.study.grid` and :mod:`~playerfl_core.study.grid_runner` in one place.
-"""
+:mod:`~playerfl_core.study.grid` and :mod:`~playerfl_core.study.grid_runner` in one place."""
 
 from playerfl_core.study.grid import dry_run, load_grid, plan_grid, run_grid  # noqa: F401
 from playerfl_core.study.grid_plan import (  # noqa: F401 (re-exported: the public names in one place)

@@ -1,8 +1,7 @@
 """Run a grid: :func:`run_grid` plans it (:mod:`~playerfl_core.study.grid_plan`), runs what is
 missing (:mod:`~playerfl_core.study.grid_runner`) and collects it
 (:mod:`~playerfl_core.study.grid_result`); :func:`load_grid` only loads; :func:`dry_run` says
-what it would compute and cost.
-"""
+what it would compute and cost."""
 
 from __future__ import annotations
 

@@ -78,8 +78,7 @@ class PairPlan:
 
 class GridPlan:
     """Every run a grid needs, which are finished, and what can start now; :meth:`resolve` picks a
-    pair's rate once its tuning runs finish, then :meth:`todo` lists its evaluation runs.
-    """
+    pair's rate once its tuning runs finish, then :meth:`todo` lists its evaluation runs."""
 
     def __init__(
         self,

@@ -33,8 +33,7 @@ class GridResult:
 
     def lr_at_edges(self) -> pd.DataFrame:
         """Per dataset: how many algorithms chose an edge of their LR grid, and how many values
-        tuning added beyond an edge (``widened``).
-        """
+        tuning added beyond an edge (``widened``)."""
         rows = []
         for ds, g in self.tuning.groupby("dataset", sort=False):
             pairs = g.groupby("algorithm")

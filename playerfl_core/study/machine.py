@@ -78,8 +78,7 @@ def _static() -> dict:
 
 def fingerprint(threads: int | None = None) -> dict:
     """This machine's facts, the set :data:`BIT_ENV` variables and the key, with the thread count a
-    run uses (default: torch's current one).
-    """
+    run uses (default: torch's current one)."""
     facts = {
         **_static(),
         "threads": int(threads if threads else torch.get_num_threads()),

@@ -160,8 +160,7 @@ def evaluate(
     """The declared test on one set (:func:`in_family`): per entry and kind, mean regret with its
     bootstrap interval, the test of δ − regret (``test``: of the mean, or ``"wilcoxon"``), Holm over
     the family and the verdict (:func:`playerfl_core.stats.split_verdicts.tolerance_verdicts`).
-    Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength, reason.
-    """
+    Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength, reason."""
     part = regrets[(regrets["role"] == role) & in_family(regrets["entry"], role, added)]
     if part.empty:
         raise ValueError(f"No regrets of the {role} set.")
@@ -294,8 +293,7 @@ def claim(
 ):
     """Claim R2 from the evaluation verdicts: *supported* when some first-epoch rule is within δ on
     every kind, *contradicted* when every one is beyond δ on some kind (the confirmation's and the
-    added rule's families included), else *undecided*; the strength of the deciding kind.
-    """
+    added rule's families included), else *undecided*; the strength of the deciding kind."""
     rank = {s: i for i, s in enumerate(STRENGTHS)}
     first_epoch = [e.label for e in ENTRIES if e.rule != "probe"]
     rows = verdicts[verdicts["entry"].isin(first_epoch)]

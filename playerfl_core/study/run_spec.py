@@ -28,8 +28,7 @@ REPO_ROOT = PACKAGE_DIR.parent
 
 def code_fingerprint() -> str:
     """Hash of the code a run depends on (engine, models, algorithms, data preparation), each file
-    by :func:`code_text`; a stored run of another fingerprint is flagged ``stale_code``.
-    """
+    by :func:`code_text`; a stored run of another fingerprint is flagged ``stale_code``."""
     h = hashlib.sha256()
     core = [PACKAGE_DIR / f"{m}.py" for m in RUN_MODULES]
     files = (

@@ -132,8 +132,7 @@ class Store:
     def computing(self, poll_s: float = 1.0, say: bool = True):
         """Hold the store's grid lock (``runs/.grid.lock``) while a grid computes into it: a second
         grid waits (saying so unless ``say`` is False), then computes only what is missing; a
-        lock whose process is gone is taken over.
-        """
+        lock whose process is gone is taken over."""
         lock = self.runs / LOCK_FILE
         self.runs.mkdir(parents=True, exist_ok=True)
         said = False
@@ -244,8 +243,7 @@ class Store:
     def write_finished(self, run: FinishedRun) -> dict:
         """Rows first, manifest (with their count and SHA-256) last, each atomically: the JSON marks
         completion. Only the store's owner calls this; runs computed elsewhere come back as
-        :class:`FinishedRun`.
-        """
+        :class:`FinishedRun`."""
         self.runs.mkdir(parents=True, exist_ok=True)
         record, data = dict(run.record), run.rows
         if data is not None:

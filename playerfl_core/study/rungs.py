@@ -1,8 +1,7 @@
 """The scale ladder: Fashion-MNIST, base and rotated, at sizes other than the book's, declared
 (:data:`STUDIES`): the paper-size first epochs (:func:`rule_at_rungs`), the middle rung and the
 evaluation rung (the book's sweep scored on 2,000-image sets). Per seed the rule's split, the
-oracle's and the regret (:func:`regrets`); per federation how they move (:func:`rung_summary`).
-"""
+oracle's and the regret (:func:`regrets`); per federation how they move (:func:`rung_summary`)."""
 
 from __future__ import annotations
 

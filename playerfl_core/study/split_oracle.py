@@ -75,8 +75,7 @@ def c5_table(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") 
     """Per seed and comparison: test(rule's p) − test(other), at the same learning rate: ``p=<q>``
     for every other split, ``random (drawn)`` (PLayer-FL-Random's split on this seed) and ``random
     (expected)`` (the mean over the splits it can draw).
-    Columns: dataset, lr, seed, p_rule, other, p_other, diff.
-    """
+    Columns: dataset, lr, seed, p_rule, other, p_other, diff."""
     rule = rules[rules["variant"] == variant].set_index(RUN)["p_rule"]
     rows = []
     for key, g in scores.groupby(RUN, sort=False):

@@ -70,8 +70,7 @@ def sweep_scores(
 ) -> pd.DataFrame:
     """Per (dataset, lr, seed, p): the run's validation and test score, each client at its
     best-validation round (``selection``), averaged with ``weighting``.
-    Columns: dataset, lr, seed, p, val, test.
-    """
+    Columns: dataset, lr, seed, p, val, test."""
     rows = sweep_rows(table).drop(columns="p")
     val = _split_scores(rows, "val", metric, selection, weighting).rename(columns={"value": "val"})
     test = _split_scores(rows, "test", metric, selection, weighting)
@@ -141,8 +140,7 @@ def rule_splits(
     """The split each rule variant (``variants``, default :data:`RULE_VARIANTS`) picks from the
     clients' sensitivities ``sens`` of each group, with the margin: the smallest |rise − t| / t of
     the rises up to the chosen split (how close the decision was).
-    Columns: ``by`` + variant, p_rule, margin.
-    """
+    Columns: ``by`` + variant, p_rule, margin."""
     variants = RULE_VARIANTS if variants is None else variants
     rows = []
     for key, grp in sens.groupby(list(by), sort=False):

@@ -1,8 +1,7 @@
 """Split sweeps, run or loaded: the prefix federation at every split p = 0 … L on the same
 seeds and learning rate (:func:`run_sweeps`), the controlled-heterogeneity federations
 (:func:`heterogeneity_federations`), and stored or computed sweep tables (:func:`load_sweeps`,
-:func:`sweeps`). :mod:`playerfl_core.study.split_oracle` re-exports its names.
-"""
+:func:`sweeps`). :mod:`playerfl_core.study.split_oracle` re-exports its names."""
 
 from __future__ import annotations
 
@@ -169,8 +168,7 @@ def heterogeneity_federations(
 ) -> pd.DataFrame:
     """The controlled-heterogeneity federations of ``bases`` (default: those with ``skew_variants``)
     in figure order: label skew strong to weak, feature skew (and ``kinds``' extras), then mixed.
-    Columns: dataset, base, family, level, order.
-    """
+    Columns: dataset, base, family, level, order."""
 
     bases = skew_bases() if bases is None else bases
     rows = []
@@ -192,8 +190,7 @@ def heterogeneity_federations(
 # -- stored or computed ---------------------------------------------------------------------
 def load_sweeps(path) -> pd.DataFrame | None:
     """A stored sweep table (a file, a committed archive folder or a grid's store folder), or None
-    when absent; a table whose sweeps are incomplete is refused (:func:`check_sweeps_complete`).
-    """
+    when absent; a table whose sweeps are incomplete is refused (:func:`check_sweeps_complete`)."""
 
     if path is None or not Path(path).exists():
         return None

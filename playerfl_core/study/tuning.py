@@ -21,8 +21,7 @@ from playerfl_core.study.run_store import OK, RunSpec, Store
 def default_grid(dataset: str, profile: str) -> dict:
     """LR grid, tuning seeds, evaluation seeds and ``widen`` (how many values tuning may add beyond
     an edge) of ``dataset`` under ``profile``, from its declaration
-    (``data_prep.federation.Federation.grid``).
-    """
+    (``data_prep.federation.Federation.grid``)."""
     return federation(dataset).grid(profile)
 
 
@@ -56,8 +55,7 @@ def grid_settings(dataset: str, profile: str, seeds=None, lrs=None, tune_seeds=N
 
 def widened_lr(chosen: float, lrs: Iterable[float]) -> float | None:
     """The next learning rate beyond the edge ``chosen`` sits on (the grid's ratio at that edge
-    repeated), or None if it is inside.
-    """
+    repeated), or None if it is inside."""
     lrs = sorted(set(lrs))
     if len(lrs) < 2 or chosen is None or not np.isfinite(chosen):
         return None

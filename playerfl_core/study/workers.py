@@ -118,8 +118,7 @@ def interrupts_as_keyboard():
 @contextlib.contextmanager
 def _sighup_blocked():
     """Processes started within the block start with SIGHUP blocked and keep it: a closed terminal
-    signals the whole group, and this process alone handles it, stopping them.
-    """
+    signals the whole group, and this process alone handles it, stopping them."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
