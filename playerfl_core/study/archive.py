@@ -53,9 +53,9 @@ def pack(
     datasets: list[str] | None = None,
     run_ids: set[str] | None = None,
 ) -> Path:
-    """Write every run of ``store``, or only those of ``datasets`` and ``run_ids``, as an archive
-    (both files atomically). Diverged or failed runs are listed without rows; every run must be of a
-    federation the package declares, so the archive can be recomputed anywhere."""
+    """Write every run of ``store`` (or those of ``datasets`` and ``run_ids``) as an archive,
+    atomically; failed runs are listed without rows, and every run must be of a declared
+    federation."""
     out = Path(out) if out is not None else archive_dir(profile)
     problem = folder_problem(out)
     if problem:
@@ -270,10 +270,8 @@ def recompute_sample(
 
 def recompute_runs(path: str | Path, run_ids: list[str], threads: int = 1) -> pd.DataFrame:
     """Re-run the archive's runs ``run_ids`` on the CPU with ``threads`` threads and compare every
-    row. One row per run: ``run_id``, ``rows``, ``stored_on`` (machine key), ``case``
-    (``bitwise`` on this machine with these threads, else ``statistical``), ``same_spec`` (False
-    when today's code names the run differently) and
-    :func:`~playerfl_core.study.verification.compare_run`'s columns."""
+    row: per run ``rows``, ``stored_on``, ``case`` (``bitwise`` on this machine, else
+    ``statistical``), ``same_spec`` and :func:`~playerfl_core.study.verification.compare_run`'s."""
     table, manifest = load_archive(path)
     entries = {e["run_id"]: e for e in manifest["runs"] if e["status"] == "ok"}
     out, previous = [], torch.get_num_threads()

@@ -85,10 +85,9 @@ def _manifest_error(file: Path, why: str) -> ArchiveError:
 
 
 def read_manifest(path: str | Path) -> dict:
-    """The manifest of the archive folder ``path``, checked for the shape every reader relies
-    on (an object whose ``runs`` list has one object per run with ``run_id`` and ``status``, and
-    ``rows`` and ``sha256`` for finished runs); anything else raises one :class:`ArchiveError`
-    naming the file and how to restore it."""
+    """The manifest of the archive folder ``path``, checked for the shape readers rely on (each run
+    with ``run_id``, ``status``, and ``rows``/``sha256`` when finished), else one
+    :class:`ArchiveError`."""
     file = Path(path) / MANIFEST_FILE
     try:
         manifest = json.loads(file.read_text())

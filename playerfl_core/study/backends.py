@@ -58,9 +58,8 @@ def backend_for(backend, workers: int | None = None):
 
 
 def execute(fn, jobs: list[tuple], backend, device: str, on_done) -> None:
-    """``fn(*job)`` for every job on ``backend``, at most its ``in_flight()`` at a time;
-    ``on_done(i, result)`` as job ``i`` ends (``result()`` returns or raises). Ctrl-C, SIGTERM or a
-    failed run stops the workers at once."""
+    """``fn(*job)`` for every job on ``backend``, at most its ``in_flight()`` at a time, calling
+    ``on_done(i, result)`` as job ``i`` ends; Ctrl-C, SIGTERM or a failed run stops the workers."""
     executor = backend.open(1, code_fingerprint(), device, len(jobs))
     queue, pending = list(enumerate(jobs)), {}
     try:

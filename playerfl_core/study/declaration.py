@@ -23,15 +23,9 @@ R2_FAMILIES = "R2 (pre-registered split-rule test)"
 
 @dataclass(frozen=True)
 class Study:
-    """What a study is.
-
-    ``federations``, ``seeds`` and ``arms`` (``splits`` None: every split) say which runs;
-    ``profile`` with ``loader`` gives the data, ``training_profile`` with ``training`` how a run
-    trains; ``rates``/``learning_rates`` the learning-rate policy; ``scoring`` the evaluation sizes
-    and what chooses rounds and the oracle. ``claim``, ``declared``/``commit`` and ``why`` say what
-    it feeds, when and why. ``store`` is its path under ``stores/``; ``computes`` the module that
-    computes it; ``work`` where finished runs wait (under ``stores/`` when ``work_in_stores``).
-    """
+    """What a study is: which runs (``federations``, ``seeds``, ``arms``), their data and training
+    (``profile``, ``loader``, ``training``), rates, ``scoring``, the ``claim`` it feeds, when and
+    why it was declared, its ``store``, the module that ``computes`` it and its ``work`` folder."""
 
     name: str
     what: str

@@ -52,8 +52,7 @@ def entries(record: dict) -> list[dict]:
 
 
 def own_rates(table: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
-    """Per (dataset, p): the rate the grid's tuning chose from ``table``'s tuning seeds (lowest mean
-    best validation loss, ties to the smaller, failed runs per ``manifest`` ineligible).
+    """Per (dataset, p): the rate the grid's tuning rule chose from ``table``'s tuning seeds.
     Columns: dataset, p, lr, rates, at_edge."""
     rows = sweep_rows(table)
     tune = rows[[s in _tune_seeds(d) for d, s in zip(rows["dataset"], rows["seed"], strict=True)]]
@@ -84,9 +83,9 @@ def own_rates(table: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame
 def own_rate_scores(
     table: pd.DataFrame, rates: pd.DataFrame, seeds: Mapping[str, Sequence[int]] | None = None
 ) -> pd.DataFrame:
-    """:func:`~playerfl_core.study.split_scores.sweep_scores` of every split at its own rate
-    (``rates``) on ``seeds``, with ``lr`` the one-rate sweep's and ``lr_own`` the split's; raises
-    naming the first (dataset, p) with missing runs."""
+    """:func:`~playerfl_core.study.split_scores.sweep_scores` of every split at its own rate on
+    ``seeds``, ``lr`` the one-rate sweep's and ``lr_own`` the split's; raises where runs are
+    missing."""
 
     rows = sweep_rows(table)
     parts = []

@@ -122,10 +122,8 @@ def plan_grid(
     compute: bool = True,
     dry: bool = False,
 ) -> tuple[GridPlan, list[str]]:
-    """The grid's plan, resolved against its store (arguments as :func:`run_grid`), and the
-    temporary files of interrupted writes it removed (only when ``compute``: a plan that will
-    write into the store). ``dry``: write nothing at all; the profile's committed archive is
-    read where the store lacks its runs instead of being unpacked into it."""
+    """The grid's plan, resolved against its store (arguments as :func:`run_grid`), and the stale
+    temporary files it removed (only when ``compute``). ``dry``: write nothing, read the archive."""
     datasets = (
         [d.strip() for d in datasets.split(",")] if isinstance(datasets, str) else list(datasets)
     )

@@ -160,10 +160,8 @@ class GridPlan:
         return True
 
     def resolve(self) -> None:
-        """Choose the LR of every pair whose tuning runs have all finished; widen at an edge.
-
-        A pair widens again at once when its added runs are already stored (a resumed grid).
-        """
+        """Choose the LR of every pair whose tuning runs have all finished; widen at an edge (again
+        at once when the added runs are already stored)."""
         for (ds, alg), p in self.pairs.items():
             while p.lr is None and p.tune and all(self.done(sp) for sp in p.tune):
                 lr = chosen_lr(p.tune, self.records, self.store)

@@ -124,10 +124,8 @@ def describe(facts: dict | None) -> str:
 
 
 def perturbation() -> dict[str, str]:
-    """Settings that change a run's last bits on this machine the way another CPU would, at no
-    cost in speed: another ATen kernel set (AVX2, or the scalar default where AVX2 is what
-    runs now; moves the CNNs) and MKL's compatible code path (moves the MLPs). ``make test`` runs
-    nbval under them, so a chapter output that moves with the last bits fails here too."""
+    """Settings that move a run's last bits on this machine the way another CPU would (another ATen
+    kernel set, MKL's compatible path); ``make test`` runs nbval under them."""
     current = torch.backends.cpu.get_cpu_capability()  # native, or what the env already chose
     return {
         "ATEN_CPU_CAPABILITY": "default" if current == "AVX2" else "avx2",

@@ -71,10 +71,8 @@ own. ``cost2``'s was tuned after the second-order rule was declared, on the tuni
 
 # -- tuning, on the development set only ------------------------------------------------------
 def tuning_curve(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
-    """Mean regret over the development federations (each weighing the same) per rule and
-    threshold of :data:`GRIDS`, on the tuning seeds (:data:`TUNING_SEEDS`). Rows of any other
-    federation or seed are dropped before anything is computed. Columns: rule, threshold,
-    regret."""
+    """Mean regret over the development federations per rule and threshold of :data:`GRIDS`, on
+    :data:`TUNING_SEEDS` only. Columns: rule, threshold, regret."""
 
     def tuning_rows(frame):
         seeds = frame["dataset"].map(TUNING_SEEDS)
@@ -140,10 +138,8 @@ def entry_regrets(
 
 
 def in_family(entries: pd.Series, role: str, added: bool = False) -> pd.Series:
-    """Which rows one declared family tests on a set: every entry on the second follow-up and
-    the confirmation test; elsewhere all but the added entries (:data:`ADDED_ENTRIES`), or with
-    ``added`` those alone
-    (Holm over their own kinds, so the first families stay as declared)."""
+    """Which rows one declared family tests on a set: every entry on the second follow-up and the
+    confirmation; elsewhere all but :data:`ADDED_ENTRIES`, or with ``added`` those alone."""
     if role in (SECOND_FOLLOW_UP, CONFIRMING):
         return pd.Series(True, index=entries.index)
     later = entries.isin([e.label for e in ADDED_ENTRIES])
@@ -157,9 +153,8 @@ def evaluate(
     added: bool = False,
     test: str = TEST,
 ) -> pd.DataFrame:
-    """The declared test on one set (:func:`in_family`): per entry and kind, mean regret with its
-    bootstrap interval, the test of δ − regret (``test``: of the mean, or ``"wilcoxon"``), Holm over
-    the family and the verdict (:func:`playerfl_core.stats.split_verdicts.tolerance_verdicts`).
+    """The declared test on one set (:func:`in_family`): per entry and kind, mean regret, bootstrap
+    interval, test of δ − regret (``test``: the mean's or ``"wilcoxon"``), Holm and verdict.
     Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength, reason."""
     part = regrets[(regrets["role"] == role) & in_family(regrets["entry"], role, added)]
     if part.empty:
@@ -186,10 +181,8 @@ FAMILIES = (
 
 
 def reanalysis(regrets: pd.DataFrame) -> pd.DataFrame:
-    """The declared correction's side by side: every declared family of :data:`FAMILIES` present
-    in ``regrets``, under the Wilcoxon test first declared and under the test of the mean.
-    Columns: family, entry, kind, mean, n, verdict_wilcoxon, p_holm_wilcoxon, verdict_mean,
-    p_holm_mean, changed."""
+    """Every declared family in ``regrets`` under the Wilcoxon test first declared and the test of
+    the mean. Columns: family, entry, kind, mean, n, verdict_/p_holm_ wilcoxon and mean, changed."""
     keys = ["entry", "kind"]
     parts = []
     for name, role, added in FAMILIES:
@@ -234,11 +227,9 @@ CURVATURE_SETS = ("evaluation", "follow-up", SECOND_FOLLOW_UP)
 
 
 def curvature_comparison(regrets: pd.DataFrame, test: str = TEST) -> pd.DataFrame:
-    """Does curvature pay? Per set, regret of the first-order rule minus that of the
-    second-order rule on the same seeds (> 0: curvature helps), the test of their mean
-    (``test="wilcoxon"``: the test first declared), Holm over the sets present. Columns: set,
-    mean, lo, hi, n, same_split, p, p_holm, verdict, strength, reason (verdict *supported*: the
-    second order has the smaller regret)."""
+    """Does curvature pay? Per set, first-order minus second-order regret on the same seeds, the
+    test of their mean (or ``"wilcoxon"``), Holm over the sets. Columns: set, mean, lo, hi, n,
+    same_split, p, p_holm, verdict, strength, reason."""
     first, second = (next(e.label for e in ALL_ENTRIES if e.rule == r) for r in ("cost", "cost2"))
     key = ["dataset", "lr", "seed"]
     rows, parts = [], []
@@ -291,9 +282,8 @@ def claim(
     confirmation: pd.DataFrame | None = None,
     added: pd.DataFrame | None = None,
 ):
-    """Claim R2 from the evaluation verdicts: *supported* when some first-epoch rule is within δ on
-    every kind, *contradicted* when every one is beyond δ on some kind (the confirmation's and the
-    added rule's families included), else *undecided*; the strength of the deciding kind."""
+    """Claim R2: *supported* when some first-epoch rule is within δ on every kind, *contradicted*
+    when every one is beyond δ on some kind, else *undecided*; with its strength."""
     rank = {s: i for i, s in enumerate(STRENGTHS)}
     first_epoch = [e.label for e in ENTRIES if e.rule != "probe"]
     rows = verdicts[verdicts["entry"].isin(first_epoch)]

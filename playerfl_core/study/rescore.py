@@ -253,9 +253,8 @@ def _score(model, x, y, batch: int) -> dict[str, float]:
 
 def rescore_run(task: Task, archive: Path | None = None, large_val: bool = False):
     """One committed run trained again on one thread, compared row by row with the committed run,
-    each client's model at its selected round scored on its large test set. Returns ``(task,
-    rows, record)``. ``large_val``: rounds selected on large validation sets, whose rows replace
-    the book's."""
+    each client's selected model scored on its large test set: ``(task, rows, record)``.
+    ``large_val``: rounds selected on large validation sets."""
     start = time.process_time()
     dataset, lr, seed, p = task
     stored, entry = _committed_run(

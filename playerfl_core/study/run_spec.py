@@ -63,10 +63,8 @@ def _statements(body: list[ast.stmt]):
 
 
 def code_text(source: bytes) -> bytes:
-    """``source`` without its comments and docstrings, so a fingerprint moves with the code and not
-    its prose. Cut at the positions the parser and tokenizer report, so it does not depend on the
-    Python version; lines emptied go, every other byte stays. A file that does not parse: its bytes.
-    """
+    """``source`` without its comments and docstrings, cut where the parser and tokenizer say (so
+    independent of the Python version); a file that does not parse counts by its bytes."""
     try:
         text = source.decode()
         tree = ast.parse(text)

@@ -46,10 +46,7 @@ OK, DIVERGED, ERROR = "ok", "diverged", "error"
 
 
 def default_store(profile: str = "quick") -> Path:
-    """``<repo>/results/<profile>``, independent of the working directory.
-
-    ``PLAYERFL_RESULTS`` replaces ``<repo>/results`` (as ``PLAYERFL_DATA`` does for the data).
-    """
+    """``<repo>/results/<profile>`` (``PLAYERFL_RESULTS`` replaces ``<repo>/results``)."""
     return (env_folder("PLAYERFL_RESULTS") or RESULTS_DIR) / profile
 
 
@@ -90,12 +87,9 @@ def _alive(pid: int) -> bool:
 
 
 class Store:
-    """One directory of finished runs: ``runs/<run_id>.csv`` + ``runs/<run_id>.json``.
-
-    The JSON records the CSV's row count and SHA-256; a run failing either check is *damaged*
-    (:attr:`damaged`): treated as never finished, never summed in. Legacy runs without a checksum
-    are checked for a readable JSON and a complete CSV with the right header and row count.
-    """
+    """One directory of finished runs: ``runs/<run_id>.csv`` + ``runs/<run_id>.json``, whose
+    recorded row count and SHA-256 every read checks; a run failing them is *damaged*
+    (:attr:`damaged`) and treated as never finished."""
 
     def __init__(self, root: str | Path):
         if not str(root).strip():
@@ -130,9 +124,8 @@ class Store:
 
     @contextmanager
     def computing(self, poll_s: float = 1.0, say: bool = True):
-        """Hold the store's grid lock (``runs/.grid.lock``) while a grid computes into it: a second
-        grid waits (saying so unless ``say`` is False), then computes only what is missing; a
-        lock whose process is gone is taken over."""
+        """Hold the store's grid lock while a grid computes into it: a second grid waits, then
+        computes only what is missing; a lock whose process is gone is taken over."""
         lock = self.runs / LOCK_FILE
         self.runs.mkdir(parents=True, exist_ok=True)
         said = False
@@ -241,9 +234,8 @@ class Store:
         return self.write_finished(FinishedRun(spec, record, encode_rows(table)))
 
     def write_finished(self, run: FinishedRun) -> dict:
-        """Rows first, manifest (with their count and SHA-256) last, each atomically: the JSON marks
-        completion. Only the store's owner calls this; runs computed elsewhere come back as
-        :class:`FinishedRun`."""
+        """Rows first, record (with their count and SHA-256) last, each atomically: the JSON marks
+        completion. Only the store's owner calls this."""
         self.runs.mkdir(parents=True, exist_ok=True)
         record, data = dict(run.record), run.rows
         if data is not None:

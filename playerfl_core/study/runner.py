@@ -40,10 +40,8 @@ TABLE_FILE = "runs.parquet"
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How ``playerfl study run`` computes: where (``backend``: ``local``, ``ray`` or a backend
-    object such as ``RayBackend(address=...)``; workers; device), the folder for finished work
-    (None: the study's own), the seconds a chunked study stops within, whether to show
-    progress, and after how many chunks a chunked study stops."""
+    """How ``playerfl study run`` computes: backend, workers, device, work folder (None: the
+    study's), a chunked study's time budget and chunk limit, and progress."""
 
     backend: object = "local"
     workers: int | None = None

@@ -72,9 +72,8 @@ __all__ = [  # chapters read the split study through this one module (``split_or
 
 # -- PLayer-FL against Local, FedAvg, every other split and the random split ---------------
 def c5_table(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") -> pd.DataFrame:
-    """Per seed and comparison: test(rule's p) − test(other), at the same learning rate: ``p=<q>``
-    for every other split, ``random (drawn)`` (PLayer-FL-Random's split on this seed) and ``random
-    (expected)`` (the mean over the splits it can draw).
+    """Per seed and comparison: test(rule's p) − test(other) at the same rate, the other being every
+    split ``p=<q>``, ``random (drawn)`` and ``random (expected)``.
     Columns: dataset, lr, seed, p_rule, other, p_other, diff."""
     rule = rules[rules["variant"] == variant].set_index(RUN)["p_rule"]
     rows = []
@@ -148,11 +147,9 @@ def reference_table(
 
 # -- stability ------------------------------------------------------------------------------
 def stability_summary(splits: pd.DataFrame, oracle: pd.Series | Mapping) -> pd.DataFrame:
-    """Per dataset and rule variant, over seeds: the modal p and its share, the number of
-    distinct splits, and the share within one unit of the dataset's oracle split (``oracle``:
-    dataset → p, e.g. :func:`dataset_oracle`).
-    Columns: dataset, variant, n_seeds, modal_p, modal_share, distinct, p_oracle, same,
-    within_one."""
+    """Per dataset and rule variant, over seeds: modal p and its share, distinct splits, and
+    agreement with ``oracle`` (dataset → p). Columns: dataset, variant, n_seeds, modal_p,
+    modal_share, distinct, p_oracle, same, within_one."""
     rows = []
     for (ds, var), g in splits.groupby(["dataset", "variant"], sort=False):
         counts = g["p_rule"].value_counts()
@@ -220,10 +217,9 @@ def variant_regrets(scores: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
 def heterogeneity_summary(
     scores: pd.DataFrame, rules: pd.DataFrame, federations: pd.DataFrame, variant: str = "paper"
 ) -> pd.DataFrame:
-    """Per federation: the rule's and the oracle's p (modal, and per seed as lists), the mean
-    regret with CI, and PLayer-FL, Local and FedAvg mean test scores (all from the sweep).
-    Columns: federations' + p_rule, p_oracle, rule_ps, oracle_ps, regret, lo, hi, playerfl,
-    local, fedavg, n_seeds."""
+    """Per federation: the rule's and the oracle's p, the mean regret with CI, and PLayer-FL, Local
+    and FedAvg mean test scores. Columns: federations' + p_rule, p_oracle, rule_ps, oracle_ps,
+    regret, lo, hi, playerfl, local, fedavg, n_seeds."""
     reg = regrets(scores, rules, variant)
     refs = reference_table(scores, rules, variant)
     rows = []

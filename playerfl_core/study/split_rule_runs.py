@@ -118,10 +118,9 @@ def _previous(path: Path) -> pd.DataFrame | None:
 def rules_with(
     sweep: pd.DataFrame, profile: str, previous: pd.DataFrame | None = None, progress=True
 ) -> tuple[pd.DataFrame, int]:
-    """The rules table of ``sweep`` (the rows of :func:`~playerfl_core.study.split_rules_table.
-    rules_for_sweep`) and how many seeds were replayed: the first-epoch rows of a seed
-    ``previous`` holds are kept, not replayed; the probe's are read from the sweep again. Rows
-    ``previous`` holds keep their order; a new seed's rows follow, first-epoch rows first."""
+    """The rules table of ``sweep`` and how many seeds were replayed: rows of seeds ``previous``
+    holds are kept in their order, new seeds' rows follow; the probe's are read from the sweep
+    again."""
     check_sweeps_complete(sweep)
     wanted = pd.MultiIndex.from_frame(sweep_rows(sweep)[RUN].drop_duplicates())
     parts, new = [], wanted

@@ -114,10 +114,8 @@ def rules_for_sweep(
     probe_rounds: int | None = 2,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """The rules table of every (dataset, lr, seed) of a sweep: each first epoch replayed at
-    the sweep's learning rate, every rule (default: all) applied, and the validation probe
-    (``probe_rounds``; None leaves it out) read from the sweep. ``data_loader`` (seed → data)
-    for a sweep of one dataset that is not registered."""
+    """The rules table of every (dataset, lr, seed) of a sweep: first epochs replayed, every rule
+    applied, and the probe (``probe_rounds``; None: left out) read from the sweep."""
     check_sweeps_complete(sweep)
     keys = sweep_rows(sweep)[RUN].drop_duplicates().sort_values(RUN)
     parts = []

@@ -68,9 +68,9 @@ def sweep_scores(
     selection: str = "best_val",
     weighting: str = "train",
 ) -> pd.DataFrame:
-    """Per (dataset, lr, seed, p): the run's validation and test score, each client at its
-    best-validation round (``selection``), averaged with ``weighting``.
-    Columns: dataset, lr, seed, p, val, test."""
+    """Per (dataset, lr, seed, p): the run's validation and test score (each client at its
+    best-validation round, averaged with ``weighting``). Columns: dataset, lr, seed, p, val, test.
+    """
     rows = sweep_rows(table).drop(columns="p")
     val = _split_scores(rows, "val", metric, selection, weighting).rename(columns={"value": "val"})
     test = _split_scores(rows, "test", metric, selection, weighting)
@@ -113,10 +113,8 @@ def table_sensitivities(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _check_unit_order(sens: pd.DataFrame, table: pd.DataFrame) -> None:
-    """Depth is read from the order the engine logged a run's sensitivity rows in (the model's
-    units); a table whose rows were re-sorted would silently give every rule the wrong units.
-    Where the runs recorded the paper's rule's split (``rule_split_p``), the split recomputed from
-    the rows must equal it, or this raises."""
+    """Raise unless the split recomputed from the sensitivity rows equals the one the runs recorded
+    (``rule_split_p``): depth is read from the rows' order, which re-sorting would break."""
     recorded = table[(table["metric"] == RULE_METRIC) & (table["client"] == SERVER)]
     if recorded.empty:
         return
@@ -137,10 +135,8 @@ def _check_unit_order(sens: pd.DataFrame, table: pd.DataFrame) -> None:
 def rule_splits(
     sens: pd.DataFrame, variants: Mapping[str, Mapping] | None = None, by: Sequence[str] = RUN
 ) -> pd.DataFrame:
-    """The split each rule variant (``variants``, default :data:`RULE_VARIANTS`) picks from the
-    clients' sensitivities ``sens`` of each group, with the margin: the smallest |rise − t| / t of
-    the rises up to the chosen split (how close the decision was).
-    Columns: ``by`` + variant, p_rule, margin."""
+    """The split each rule variant (default :data:`RULE_VARIANTS`) picks from ``sens`` per group,
+    and the margin min |rise − t| / t up to it. Columns: ``by`` + variant, p_rule, margin."""
     variants = RULE_VARIANTS if variants is None else variants
     rows = []
     for key, grp in sens.groupby(list(by), sort=False):
@@ -201,10 +197,9 @@ def first_epoch_sensitivities(
 
 # -- the rule against the oracle -----------------------------------------------------------
 def regrets(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") -> pd.DataFrame:
-    """Per seed: the rule's split, the validation oracle's, and the regret
-    test(p_oracle) − test(p_rule) (0 when they agree; negative when the rule did better on test
-    than the validation oracle). Columns: dataset, lr, seed, variant, p_rule, p_oracle,
-    test_rule, test_oracle, regret, margin."""
+    """Per seed: the rule's split, the validation oracle's and the regret test(p_oracle) −
+    test(p_rule). Columns: dataset, lr, seed, variant, p_rule, p_oracle, test_rule, test_oracle,
+    regret, margin."""
     rule = rules[rules["variant"] == variant][[*RUN, "variant", "p_rule", "margin"]]
     if rule.empty:
         raise ValueError(

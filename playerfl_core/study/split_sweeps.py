@@ -55,10 +55,9 @@ def check_sweepable(units: Sequence[str], dataset: str) -> None:
 
 
 def run_sweep(dataset: str, *args, **kwargs) -> pd.DataFrame:
-    """:func:`run_sweeps` of one dataset: every split p = 0 … L (or ``splits``) on every seed,
-    at one learning rate (the profile's unless ``lr``), one ``prefix_p{p}`` run per (seed, p).
-    The data of seed s is ``data_loader(s)`` (default ``data_prep.load(dataset, profile,
-    seed=s)``). Same arguments, same machine: the same table."""
+    """:func:`run_sweeps` of one dataset: every split (or ``splits``) on every seed at one rate (the
+    profile's unless ``lr``), seed s's data ``data_loader(s)``. Same arguments, same machine:
+    same table."""
     return run_sweeps([dataset], *args, **kwargs)
 
 
@@ -78,15 +77,9 @@ def run_sweeps(
     backend="local",
     planned: list | None = None,
 ) -> pd.DataFrame:
-    """:func:`run_sweep` for several datasets, on ``workers`` CPU processes or a Ray cluster
-    (``backend``); this process collects the tables either way.
-
-    Every run uses one CPU thread, so the table does not depend on ``workers``. ``data_loader``
-    (seed → data) needs one dataset and ``workers=1``. A diverging run raises
-    :class:`~playerfl_core.fl.errors.DivergenceError` unless ``diverged`` is a list, which then
-    receives ``(dataset, seed, p, reason)`` while the others go on. ``finished`` receives each run's
-    table as it ends; ``planned`` every ``(dataset, seed, p)`` before the first computes.
-    """
+    """:func:`run_sweep` for several datasets, on ``workers`` processes or a Ray cluster, one thread
+    per run. ``diverged`` (a list) collects diverging runs instead of raising; ``finished`` receives
+    each run's table as it ends, ``planned`` every ``(dataset, seed, p)`` first."""
 
     datasets, seeds = list(datasets), [int(s) for s in seeds]
     local = backend in ("local", None)
@@ -166,8 +159,7 @@ def heterogeneity_federations(
     kinds: Sequence[str] = FEATURE_KINDS,
     mixed: Sequence[tuple[str, float]] = MIXED,
 ) -> pd.DataFrame:
-    """The controlled-heterogeneity federations of ``bases`` (default: those with ``skew_variants``)
-    in figure order: label skew strong to weak, feature skew (and ``kinds``' extras), then mixed.
+    """The controlled-heterogeneity federations of ``bases`` in figure order.
     Columns: dataset, base, family, level, order."""
 
     bases = skew_bases() if bases is None else bases
@@ -209,10 +201,8 @@ def load_sweeps(path) -> pd.DataFrame | None:
 
 
 def sweep_gaps(table: pd.DataFrame) -> list[str]:
-    """What the split sweeps of ``table`` lack, one line per dataset and kind of gap: seeds
-    without some splits p (every seed of a dataset should have the splits any seed has), and
-    runs that end before the dataset's last round or score fewer clients than its others.
-    Rows of other algorithms are ignored. Empty: complete."""
+    """What the split sweeps of ``table`` lack, one line per dataset and kind of gap (missing
+    splits, short runs, fewer clients); empty when complete."""
     splits = {a: parse_prefix_name(a) for a in table["algorithm"].unique()}
     prefix = {a: p for a, p in splits.items() if p is not None}
     rows = table[table["algorithm"].isin(list(prefix)) & (table["split"] == "val")]

@@ -19,9 +19,8 @@ from playerfl_core.study.run_store import OK, RunSpec, Store
 
 
 def default_grid(dataset: str, profile: str) -> dict:
-    """LR grid, tuning seeds, evaluation seeds and ``widen`` (how many values tuning may add beyond
-    an edge) of ``dataset`` under ``profile``, from its declaration
-    (``data_prep.federation.Federation.grid``)."""
+    """LR grid, tuning seeds, evaluation seeds and ``widen`` of ``dataset`` under ``profile``, from
+    its declaration (``data_prep.federation.Federation.grid``)."""
     return federation(dataset).grid(profile)
 
 

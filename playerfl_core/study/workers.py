@@ -146,12 +146,9 @@ def how_it_ended(exitcode: int | None) -> str:
 
 
 class LocalExecutor:
-    """``workers`` spawned processes of ``threads`` CPU threads each that die with this one, or, for
-    one worker, this process itself.
-
-    The executor interface of every backend: ``submit(fn, *args)`` → Future, :meth:`result`,
-    ``capacity()``, ``in_flight()``, :meth:`stop` and :meth:`close`.
-    """
+    """``workers`` spawned processes of ``threads`` threads each that die with this one (one worker:
+    this process). Offers every backend's interface: ``submit``, :meth:`result`, ``capacity()``,
+    ``in_flight()``, :meth:`stop`, :meth:`close`."""
 
     def __init__(self, workers: int, threads: int | None):
         self.workers, self.threads = max(int(workers), 1), threads
