@@ -91,15 +91,10 @@ def rules_table(
 ) -> pd.DataFrame:
     """Every rule (default: all) on the first epoch of each seed of ``dataset``, at the
     profile's learning rate unless ``lr`` (the sweep's). Columns: :data:`COLUMNS`."""
-    if data_loader is None:
-
-        def data_loader(s):
-            return load(dataset, profile=profile, seed=s)
-
     rows = []
     with one_thread():  # the sweep's runs use one thread: the same last bits
         for seed in tqdm(list(seeds), desc=f"rules {dataset}", disable=not progress):
-            data = data_loader(seed)
+            data = data_loader(seed) if data_loader else load(dataset, profile=profile, seed=seed)
             config = make_config(dataset, profile, seed=seed, lr=lr, device=device, progress=False)
             state = first_epoch_state(data, config)
             rows += state_rows((data.name, config.lr, seed), state, rules)

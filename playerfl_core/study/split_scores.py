@@ -175,14 +175,9 @@ def first_epoch_sensitivities(
     """The clients' sensitivities after one local epoch, for many seeds (one epoch each: the
     rule's whole input, without training further). Same columns as
     :func:`table_sensitivities`, so :func:`rule_splits` reads both."""
-    if data_loader is None:
-
-        def data_loader(s):
-            return load(dataset, profile=profile, seed=s)
-
     rows = []
     for seed in tqdm(list(seeds), desc=f"first epoch {dataset}", disable=not progress):
-        data = data_loader(seed)
+        data = data_loader(seed) if data_loader else load(dataset, profile=profile, seed=seed)
         config = make_config(dataset, profile, seed=seed, lr=lr, device=device, progress=False)
         models = first_epoch_models(data, config)
         check_sweepable(unit_names(models[0]), dataset)
