@@ -53,9 +53,8 @@ def pack(
     datasets: list[str] | None = None,
     run_ids: set[str] | None = None,
 ) -> Path:
-    """Write every run of ``store`` (or those of ``datasets`` and ``run_ids``) as an archive,
-    atomically; failed runs are listed without rows, and every run must be of a declared
-    federation."""
+    """Write every run of ``store`` (or of ``datasets``/``run_ids``) as an archive, atomically;
+    failed runs are listed without rows; every run must be of a declared federation."""
     out = Path(out) if out is not None else archive_dir(profile)
     problem = folder_problem(out)
     if problem:
@@ -115,9 +114,8 @@ def pack(
 
 
 def packed(store, records: list[dict], desc: str = "pack"):
-    """The rows of the finished runs among ``records`` (``store``'s), each with its ``run_id``;
-    one manifest entry per run (its spec, status, machine key, row count and SHA-256 of its
-    rows); and the facts of the machines that computed them, by key."""
+    """The rows of the finished runs among ``records``, each with its ``run_id``; one manifest entry
+    per run; and the facts of the machines that computed them, by key."""
     tables, entries, machines = [], [], {}
     for rec in tqdm(records, desc=desc, unit="run"):
         entry = {k: v for k, v in rec.items() if k not in ("info", "error", "csv_sha256")}
@@ -217,9 +215,8 @@ def unpack(path: str | Path, store) -> int:
 
 
 def archive_view(store, profile: str):
-    """``store`` as a grid would see it after unpacking ``profile``'s committed archive, without
-    writing anything (``playerfl grid --dry-run``): runs the store lacks are read from the
-    archive. ``store`` itself when there is no archive."""
+    """``store`` as if ``profile``'s committed archive were unpacked into it, writing nothing
+    (``store`` itself when there is no archive)."""
     path = archive_dir(profile)
     if not (path / MANIFEST_FILE).exists():
         return store
@@ -270,8 +267,8 @@ def recompute_sample(
 
 def recompute_runs(path: str | Path, run_ids: list[str], threads: int = 1) -> pd.DataFrame:
     """Re-run the archive's runs ``run_ids`` on the CPU with ``threads`` threads and compare every
-    row: per run ``rows``, ``stored_on``, ``case`` (``bitwise`` on this machine, else
-    ``statistical``), ``same_spec`` and :func:`~playerfl_core.study.verification.compare_run`'s."""
+    row (``case``: ``bitwise`` on this machine, else ``statistical``; ``same_spec``: named as
+    today)."""
     table, manifest = load_archive(path)
     entries = {e["run_id"]: e for e in manifest["runs"] if e["status"] == "ok"}
     out, previous = [], torch.get_num_threads()

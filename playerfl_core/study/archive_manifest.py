@@ -85,9 +85,8 @@ def _manifest_error(file: Path, why: str) -> ArchiveError:
 
 
 def read_manifest(path: str | Path) -> dict:
-    """The manifest of the archive folder ``path``, checked for the shape readers rely on (each run
-    with ``run_id``, ``status``, and ``rows``/``sha256`` when finished), else one
-    :class:`ArchiveError`."""
+    """The manifest of the archive folder ``path``, checked for the shape readers rely on, else one
+    :class:`ArchiveError` naming the file and how to restore it."""
     file = Path(path) / MANIFEST_FILE
     try:
         manifest = json.loads(file.read_text())

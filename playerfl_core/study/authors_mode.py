@@ -86,9 +86,9 @@ def _grids(study: Study, options):
 
 
 def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]:
-    """Run (or load) every (dataset, algorithm, seed) under both protocols: the long table with
-    a ``protocol`` column and its record's fields (runs that diverged or failed are listed
-    there, never averaged in). Safe to kill and call again: finished runs are kept."""
+    """Run (or load, resumably) every (dataset, algorithm, seed) under both protocols: the long
+    table with a ``protocol`` column, and its record's fields (failed runs listed, never averaged
+    in)."""
 
     local = options.local()
     tables, failed, run_ids, store = [], [], [], None

@@ -62,8 +62,8 @@ def check_code_versions(
     archive: Path, code: str, seed: int = 0, record: Path | None = None
 ) -> pd.DataFrame:
     """Re-compute with today's code the shortest run per (earlier code version, dataset) of
-    ``archive`` not yet settled by ``record``, and compare every row (``earlier`` +
-    :func:`~playerfl_core.study.archive.recompute_runs`'s columns)."""
+    ``archive`` not yet settled by ``record``, and compare every row (columns of
+    :func:`recompute_runs`)."""
     _, manifest = load_archive(archive)
     settled = equivalent_codes(code, record)  # today's, and versions already shown the same
     older = [  # runs stored without a fingerprint count as today's everywhere, so not here

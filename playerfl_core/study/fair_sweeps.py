@@ -84,8 +84,7 @@ def own_rate_scores(
     table: pd.DataFrame, rates: pd.DataFrame, seeds: Mapping[str, Sequence[int]] | None = None
 ) -> pd.DataFrame:
     """:func:`~playerfl_core.study.split_scores.sweep_scores` of every split at its own rate on
-    ``seeds``, ``lr`` the one-rate sweep's and ``lr_own`` the split's; raises where runs are
-    missing."""
+    ``seeds``, ``lr`` the one-rate sweep's and ``lr_own`` the split's."""
 
     rows = sweep_rows(table)
     parts = []
@@ -119,9 +118,8 @@ def _grid(dataset: str, options) -> dict:
 
 
 def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
-    """The fair grids (resumable), then the rows of the runs they used, tuning and evaluation
-    (each with its ``run_id``), and the record's fields: each run's entry (spec, status,
-    CPU-seconds, SHA-256 of its rows)."""
+    """The fair grids (resumable), then the rows of the runs they used, each with its ``run_id``,
+    and the record's fields: each run's entry."""
 
     used = set()
     for ds in study.federations:

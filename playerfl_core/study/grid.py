@@ -168,9 +168,8 @@ def plan_grid(
 
 
 def dry_run(*args, list_runs: bool = False, **kwargs) -> str:
-    """What :func:`run_grid` with these arguments would compute, and its estimated CPU-hours
-    (:mod:`~playerfl_core.study.grid_cost`), as text; computes and writes nothing.
-    ``list_runs`` adds every run's name (run ids, one a line)."""
+    """What :func:`run_grid` with these arguments would compute and its estimated CPU-hours, as
+    text; ``list_runs`` adds every run's id. Computes and writes nothing."""
     plan, _ = plan_grid(*args, compute=False, dry=True, **kwargs)
     cost = grid_cost(plan)
     text = cost_report(cost, plan.profile, widening_runs(plan))
@@ -181,9 +180,8 @@ def dry_run(*args, list_runs: bool = False, **kwargs) -> str:
 
 
 def _start_from_archive(store: Store, profile: str) -> None:
-    """A store that lacks runs of its profile's committed archive gets them (verified; runs
-    already there are kept), so a fresh clone recomputes only what the archive does not hold,
-    whichever chapter or command wrote into the store first."""
+    """Unpack into the store the runs of its profile's committed archive that it lacks, so a fresh
+    clone recomputes only what the archive does not hold."""
     if not (archive_dir(profile) / MANIFEST_FILE).exists():
         return
     ids = [entry["run_id"] for entry in read_manifest(archive_dir(profile))["runs"]]

@@ -97,9 +97,8 @@ COLUMNS = ["dataset", "algorithm", "tuning", "evaluation", "stored", "s/run", "C
 
 
 def grid_cost(plan) -> pd.DataFrame:
-    """Per (dataset, algorithm) of a :class:`~playerfl_core.study.grid_plan.GridPlan`: the runs
-    still to compute (tuning; evaluation, at a stand-in rate where tuning has not chosen yet),
-    those already stored, the expected seconds per run, CPU-hours and what they rest on."""
+    """Per (dataset, algorithm) of a plan: the runs still to compute and already stored, the
+    expected seconds per run, CPU-hours and what they rest on."""
     timer = RunTimer(plan.store, plan.profile)
     ready, _ = plan.todo()
     todo = [*ready, *plan.unscheduled()]

@@ -119,9 +119,8 @@ class GridPlan:
         fixed_lr: dict,
         splits: bool = False,
     ) -> None:
-        """Plan ``dataset``: the split sweep first (if ``splits``), then ``algorithms``, with
-        the LR grid and seeds of ``settings``
-        (:func:`~playerfl_core.study.tuning.grid_settings`)."""
+        """Plan ``dataset``: the split sweep first (if ``splits``), then ``algorithms``, on the LR
+        grid and seeds of ``settings``."""
         ds, s = dataset, settings
         for alg in split_algorithms(ds, self.profile) if splits else []:
             self.pairs[(ds, alg)] = PairPlan(

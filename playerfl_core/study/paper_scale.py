@@ -109,9 +109,8 @@ def chunk_stem(tasks) -> str:
 
 
 def finished_chunks(study: Study, folders, say=print) -> dict[Path, dict]:
-    """The intact chunks of ``study`` in ``folders`` (:func:`~playerfl_core.study.runner.
-    done_runs`): each one's rows file and its record. A chunk of another declaration is refused
-    with one line; its runs are computed again."""
+    """The intact chunks of ``study`` in ``folders``: each one's rows file and record. A chunk of
+    another declaration is refused with one line and computed again."""
     out = {}
     for folder in dict.fromkeys(folders):
         for stem, record in runner.done_runs(folder, say).items():
@@ -124,9 +123,8 @@ def finished_chunks(study: Study, folders, say=print) -> dict[Path, dict]:
 
 
 def load(study: Study = PAPER_SCALE, folders=None) -> pd.DataFrame:
-    """The long results table of every finished run of ``study`` (its committed chunks,
-    ``stores/pending/<work>``, unless ``folders`` are given), sorted by federation, rate, seed
-    and split."""
+    """The long results table of every finished run of ``study`` (its committed chunks unless
+    ``folders``), sorted by federation, rate, seed and split."""
     found = finished_chunks(study, folders or [study.work_dir()])
     tables = [pd.read_parquet(rows) for rows, rec in found.items() if rec["status"] == "ok"]
     if not tables:
@@ -181,9 +179,8 @@ def compute(
     max_chunks: int | None = None,
     say=print,
 ) -> dict:
-    """Compute the runs of ``study`` missing from its committed chunks and from ``out``, K at a
-    time, writing each chunk as it ends; stop before a chunk would end after ``budget_s``
-    seconds (a first chunk projected too long is retried at half the size). Returns counts."""
+    """Compute the runs missing from the committed chunks and ``out``, K at a time, stopping before
+    a chunk would end after ``budget_s`` (a first chunk too long is halved). Returns counts."""
     start = time.monotonic()
     deadline = start + budget_s
     folder = Path(out) / study.name
@@ -256,9 +253,8 @@ def _cut(tasks, k: int) -> list[list]:
 
 
 def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict] | None:
-    """``playerfl study run paper_scale``: compute what fits in ``options.budget_s`` into
-    ``options.out`` and say what is left; once no run is left, the table of every chunk and its
-    record's fields (runs, diverged runs, device-seconds, devices)."""
+    """Compute what fits in ``options.budget_s`` into ``options.out``; once no run is left, the
+    table of every chunk and its record's fields, else None."""
 
     if options.out is None:
         raise ValueError(f"study run {study.name}: give --out FOLDER for its finished chunks.")

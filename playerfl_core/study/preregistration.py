@@ -102,8 +102,7 @@ def tune(rules_table: pd.DataFrame, scores: pd.DataFrame) -> dict[str, float]:
 
 # -- the declared analysis ------------------------------------------------------------------------
 def entry_splits(rules_table: pd.DataFrame, entries: Sequence[Entry] = ALL_ENTRIES) -> pd.DataFrame:
-    """Every entry's split per seed (default :data:`ALL_ENTRIES`), from the rules table (the
-    probe's rows included, see :func:`~playerfl_core.study.split_rules_table.rules_for_sweep`).
+    """Every entry's split per seed (default :data:`ALL_ENTRIES`), from the rules table.
     Columns: dataset, lr, seed, rule, threshold, p, entry."""
     parts = []
     for e in entries:

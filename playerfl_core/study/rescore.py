@@ -399,9 +399,8 @@ def run_scores(table: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
 def rescored_regrets(
     regrets: pd.DataFrame, table: pd.DataFrame | None, command: str = "r1_rescore"
 ) -> pd.DataFrame:
-    """``regrets`` with both test terms on the large test sets where ``table`` holds both runs
-    (``rescored``), and only where the terms equal those runs' book scores: a regret never
-    takes another run's rescore. ``command``: the study that recomputes ``table``."""
+    """``regrets`` with both test terms on the large test sets where ``table`` holds both runs with
+    the book scores the regret used (``rescored``); ``command`` recomputes ``table``."""
     out = regrets.copy()
     out["rescored"] = False
     if table is None or out.empty:
@@ -521,9 +520,8 @@ def large_sets_text(regrets: pd.DataFrame) -> str:
 def large_val_r2_regrets(
     regrets: pd.DataFrame, sweep: pd.DataFrame, rules_table: pd.DataFrame
 ) -> pd.DataFrame:
-    """R2's ``regrets`` recomputed from the large ``sweep`` on the seeds it holds: first-epoch
-    entries keep their committed split (``rules_table``), the probe and the oracle choose on
-    large validation sets."""
+    """R2's ``regrets`` recomputed from the large ``sweep`` on its seeds: first-epoch entries keep
+    their committed split (``rules_table``), the probe and the oracle choose on large validation."""
     scores = sweep_scores(sweep)
     mine = rules_table.merge(scores[RUN].drop_duplicates(), on=RUN)
     mine = pd.concat([mine[mine["rule"] != PROBE], probe_rows(sweep, P.PROBE_ROUNDS)])

@@ -161,9 +161,7 @@ class Store:
             lock.unlink(missing_ok=True)
 
     def remove_stale_temporaries(self) -> list[str]:
-        """Delete the temporary files of writes whose process is gone (a ``kill -9`` between
-        writing ``.<name>.<pid>.tmp`` and renaming it); returns their names. A live writer's file
-        is kept."""
+        """Delete the temporary files of writes whose process is gone; return their names."""
         removed = []
         for tmp in sorted(self.runs.glob(".*.tmp")) if self.runs.is_dir() else []:
             pid = tmp.name.rsplit(".", 2)[-2]
@@ -321,9 +319,8 @@ def load_data_cached(dataset: str, profile: str, seed: int, protocol: str = "boo
 
 @dataclass(frozen=True)
 class FinishedRun:
-    """One computed run on its way to the store: its manifest entry and its rows, encoded as
-    the store keeps them (CSV bytes; None for a diverged or failed run). Small and picklable, so
-    a worker process or a cluster node returns it and the store's owner writes it."""
+    """One computed run on its way to the store: its manifest entry and its rows as CSV bytes (None:
+    failed); picklable, so a worker or a cluster node returns it to the store's owner."""
 
     spec: RunSpec
     record: dict

@@ -186,9 +186,9 @@ def _most_frequent(values: pd.Series) -> list[int]:
 def rung_summary(
     book: pd.DataFrame, other: pd.DataFrame, name: str = "middle", seed: int = 0
 ) -> pd.DataFrame:
-    """Per federation and rung (:func:`regrets` of the book on the rung's seeds, and ``other``,
-    called ``name``): the rule's and the oracle's splits, the most frequent ones, and the mean
-    regret with its seeded 95 % bootstrap interval."""
+    """Per federation and rung (the book's :func:`regrets` and ``other``, called ``name``): the
+    rule's and the oracle's splits, the most frequent ones, and the mean regret with its
+    bootstrap CI."""
     rows = []
     for rung, reg in (("book", book), (name, other)):
         for ds, g in reg.groupby("dataset", sort=False):
@@ -204,9 +204,8 @@ def rung_summary(
 
 
 def what_moves(summary: pd.DataFrame) -> pd.DataFrame:
-    """The declared reading of :func:`rung_summary`, per federation: a split moves when the
-    rungs' most frequent ones share none; the regret moves when the book's mean lies outside the
-    other rung's interval; and whether the other rung's mean is above δ."""
+    """The declared reading of :func:`rung_summary` per federation: whether the splits move, whether
+    the regret moves, and whether the other rung's mean is above δ."""
     rows = []
     for ds, g in summary.groupby("dataset", sort=False):
         book, other = g[g["rung"] == "book"].iloc[0], g[g["rung"] != "book"].iloc[0]
@@ -273,9 +272,8 @@ def measure_noise(table: pd.DataFrame) -> tuple[pd.DataFrame, float]:
 
 
 def measure_regret_noise(table: pd.DataFrame) -> tuple[pd.DataFrame, float]:
-    """How noisy one seed's regret is from its test images alone (measured after the results were
-    read, not declared): per federation, the rule's split against the oracle's most frequent
-    (the smaller on ties), both scored on the same resampled images; (table, CPU-s)."""
+    """How noisy one seed's regret is from its test images alone (measured, not declared), per
+    federation by resampling the test images; returns (table, CPU-seconds)."""
     start, frames = time.process_time(), []
     oracle = regrets(table)
     for d in DATASETS:

@@ -92,9 +92,8 @@ def _sha256(path: Path) -> str:
 
 
 def done_runs(work: Path, say=None) -> dict[str, dict]:
-    """The records of the runs already finished in ``work``, by run name. A record that cannot
-    be read, or whose rows are missing or differ from its SHA-256, is left out (its run is
-    computed again), with one line to ``say``; a committed table's record is no run's."""
+    """The records of the runs finished in ``work``, by name; a record unreadable or not matching
+    its rows is left out (computed again) with one line to ``say``."""
     done = {}
     for path in sorted(Path(work).glob("*.json")):
         if path.name.endswith(".parquet.json"):
@@ -176,9 +175,8 @@ def cpu_seconds(records: dict, names) -> float:
 
 
 def commit(study: Study, table: pd.DataFrame, extra: dict, out: Path | None = None, say=print):
-    """Write ``table`` with its record (:func:`write_store`) to ``out`` or the study's store,
-    unless the committed store already holds the same rows. An archive's manifest beside it
-    gives way to the new record. Returns the path written, or None."""
+    """Write ``table`` with its record to ``out`` or the study's store, unless the store already
+    holds these rows (an archive's manifest there gives way). Returns the path written, or None."""
     path = Path(out) if out is not None else store_file(study)
     if store_record(path) is not None and load_store(path)[0].equals(table):
         say(f"{path} already holds these {extra.get('runs', len(table))} runs: left as it is")
@@ -229,9 +227,9 @@ def dry_run(study: Study, options: RunOptions = RunOptions(), say=print) -> int:
 
 # -- what is committed ------------------------------------------------------------------------
 def store_record(path: Path) -> dict | None:
-    """The record of the store whose table is ``path`` (None: not committed): ``<path>.json``,
-    or the archive manifest beside it read as one (``runs``: how many; ``entries``: each run's;
-    ``cpu_seconds``: their sum; ``seal``: the archive's checksum)."""
+    """The record of the store whose table is ``path`` (None: not committed): ``<path>.json``, or
+    the archive manifest beside it read as one (``runs``, ``entries``, ``cpu_seconds``,
+    ``seal``)."""
     path = Path(path)
     if Path(f"{path}.json").exists():
         return json.loads(Path(f"{path}.json").read_text())
@@ -298,9 +296,8 @@ def sha256_matches(path: Path, record: dict) -> bool | None:
 
 
 def store_state(study: Study) -> dict:
-    """Whether the study's store is committed, whether its SHA-256 matches its record, and
-    what it cost by its record. Keys: path, committed, sha256_matches (None when the record
-    keeps no checksum), cpu_seconds, device_seconds, runs."""
+    """Whether the study's store is committed, whether its SHA-256 matches its record, and its cost.
+    Keys: path, committed, sha256_matches, cpu_seconds, device_seconds, runs."""
     path = store_file(study)
     record = store_record(path)
     if record is None:

@@ -108,9 +108,8 @@ def committed_scores(profile: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:
 
 
 def c5_summary(c5: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset and comparison: mean difference with a bootstrap CI over seeds (descriptive;
-    the verdicts are :func:`playerfl_core.stats.split_verdicts.split_verdicts`'s, from the
-    per-seed differences). Columns: dataset, other, mean, lo, hi, n_seeds."""
+    """Per dataset and comparison: mean difference with a bootstrap CI over seeds (descriptive).
+    Columns: dataset, other, mean, lo, hi, n_seeds."""
     rows = []
     for (ds, other), g in c5.groupby(["dataset", "other"], sort=False):
         rows.append((ds, other, *interval(g["diff"]), len(g)))
@@ -193,9 +192,8 @@ def dataset_oracle(scores: pd.DataFrame, on: str = "val") -> dict[str, int]:
 
 
 def near_threshold_regret(reg: pd.DataFrame, margin: float = 0.25) -> pd.DataFrame:
-    """Regret of seeds whose decision was close (a rise within ``margin``·t of t) against the
-    others. Columns: dataset, near, mean, lo, hi, n_seeds; a group of one seed has no interval
-    (lo, hi NaN): the bootstrap's (v, v) would read as a certain value."""
+    """Regret of seeds whose decision was close (a rise within ``margin``·t of t) against the others
+    (one seed: no interval). Columns: dataset, near, mean, lo, hi, n_seeds."""
     reg = reg.assign(near=reg["margin"] <= margin)
     rows = []
     for (ds, near), g in reg.groupby(["dataset", "near"], sort=False):

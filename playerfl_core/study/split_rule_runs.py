@@ -41,9 +41,8 @@ own; their table is the others'."""
 
 
 def sweep_seeds(study: Study) -> dict[str, tuple[int, ...]]:
-    """Each federation of ``study`` with the seeds it is swept on: the study's, and on a
-    development federation also those the first declaration fixed for it
-    (``preregistered.TUNING_SEEDS``: Heart's 50). Empty for a study that reads only."""
+    """Each federation of ``study`` with the seeds it is swept on (on a development federation also
+    ``preregistered.TUNING_SEEDS``); empty for a study that reads only."""
     if study.name in READS_ONLY:
         return {}
     first = preregistered.TUNING_SEEDS
@@ -118,9 +117,8 @@ def _previous(path: Path) -> pd.DataFrame | None:
 def rules_with(
     sweep: pd.DataFrame, profile: str, previous: pd.DataFrame | None = None, progress=True
 ) -> tuple[pd.DataFrame, int]:
-    """The rules table of ``sweep`` and how many seeds were replayed: rows of seeds ``previous``
-    holds are kept in their order, new seeds' rows follow; the probe's are read from the sweep
-    again."""
+    """The rules table of ``sweep`` and how many seeds were replayed: seeds ``previous`` holds keep
+    their rows; the probe's are read from the sweep again."""
     check_sweeps_complete(sweep)
     wanted = pd.MultiIndex.from_frame(sweep_rows(sweep)[RUN].drop_duplicates())
     parts, new = [], wanted
@@ -141,9 +139,8 @@ def rules_with(
 
 
 def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict] | None:
-    """The study's sweeps (resumable; packed into the archive when it lacks one), then the rules
-    table of every sweep of its family (:func:`family`) and its record's fields; None while a
-    run failed or a sweep of the family is not archived yet."""
+    """The study's sweeps (resumable, archived), then the rules table of its family and its record's
+    fields; None while a run failed or a sweep is not archived yet."""
     if study.name in READS_ONLY:
         say(_reads_only(study))
         return _committed(study)

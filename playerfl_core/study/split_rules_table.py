@@ -37,9 +37,9 @@ PROBE = "probe"
 
 
 def first_epoch_state(data, config) -> FirstEpoch:
-    """The federation after its first local epoch, as every run of the seed sees it: θ_0, each
-    client's θ_c, the gradient of its mean training loss at θ_c, its s_k (from that same
-    gradient, as PLayer-FL's clients compute it) and its diagonal empirical Fisher."""
+    """The federation after its first local epoch: θ_0, each client's θ_c, its mean training loss
+    gradient at θ_c, its s_k (as PLayer-FL's clients compute it) and its diagonal empirical Fisher.
+    """
     models = first_epoch_models(data, config)
     init = model_for(data, config.width, config.seed)
     total = sum(c.n_train for c in data.clients)
@@ -162,9 +162,8 @@ def splits(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def check_replay(table: pd.DataFrame, sweep: pd.DataFrame) -> pd.DataFrame:
-    """Does the replayed first epoch give the split the sweep recorded? Per seed: the paper's
-    split from the replay and from the sweep's ``rule_split_p`` row. Columns: dataset, lr,
-    seed, replayed, recorded, same."""
+    """Per seed: the paper's split from the replayed first epoch and the one the sweep recorded.
+    Columns: dataset, lr, seed, replayed, recorded, same."""
     rec = sweep[(sweep["metric"] == RULE_METRIC) & (sweep["client"] == SERVER)]
     rec = rec.groupby(RUN, as_index=False)["value"].first().rename(columns={"value": "recorded"})
     mine = splits(table)
@@ -175,9 +174,8 @@ def check_replay(table: pd.DataFrame, sweep: pd.DataFrame) -> pd.DataFrame:
 
 
 def probe_splits(sweep: pd.DataFrame, rounds: int = 2, metric: str = "macro_f1") -> pd.DataFrame:
-    """The validation probe: train every p for ``rounds`` rounds and keep the best validation
-    score (clients' training-share weighted mean at round ``rounds`` − 1; ties to the smaller
-    p). Columns: dataset, lr, seed, rule, threshold, p, val."""
+    """The validation probe: the p with the best validation score at round ``rounds`` − 1 (ties to
+    the smaller). Columns: dataset, lr, seed, rule, threshold, p, val."""
     per = _probe_scores(sweep, rounds, metric).rename(columns={"p_unit": "p"})
     best = per.sort_values([*RUN, "val", "p"], ascending=[True, True, True, False, True])
     best = best.groupby(RUN, sort=False).head(1)
@@ -210,8 +208,7 @@ def _probe_scores(sweep: pd.DataFrame, rounds: int, metric: str = "macro_f1") ->
 
 
 def rule_regrets(scores: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
-    """Every rule's regret against the validation oracle on the sweep's seeds. ``chosen``:
-    :func:`splits`, :func:`rethreshold` or :func:`probe_splits` rows (stacked). Columns:
+    """Every rule's regret against the validation oracle; ``chosen``: stacked rule rows. Columns:
     dataset, lr, seed, rule, p_rule, p_oracle, test_rule, test_oracle, regret."""
     frame = chosen.rename(columns={"rule": "variant", "p": "p_rule"}).assign(margin=np.nan)
     parts = [regrets(scores, frame, v) for v in frame["variant"].unique()]

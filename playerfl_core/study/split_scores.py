@@ -82,9 +82,8 @@ def sweep_scores(
 
 
 def oracle_splits(scores: pd.DataFrame, on: str = "val") -> pd.DataFrame:
-    """Per (dataset, lr, seed): the split with the best score on ``on`` (validation by
-    default: the oracle a practitioner could run, never looking at test data). Ties go to the
-    smaller p (fewer units shared). Columns: dataset, lr, seed, p_oracle."""
+    """Per (dataset, lr, seed): the split with the best score on ``on`` (validation by default),
+    ties to the smaller p. Columns: dataset, lr, seed, p_oracle."""
     if on not in ("val", "test"):
         raise ValueError(f"on must be 'val' or 'test', got {on!r}.")
     order = scores.sort_values([*RUN, on, "p"], ascending=[True, True, True, False, True])
@@ -94,9 +93,8 @@ def oracle_splits(scores: pd.DataFrame, on: str = "val") -> pd.DataFrame:
 
 # -- the rule's split, from clients' sensitivities -------------------------------------------
 def table_sensitivities(table: pd.DataFrame) -> pd.DataFrame:
-    """The clients' first-epoch sensitivities recorded in a sweep (or PLayer-FL) table, one
-    set per (dataset, lr, seed). Columns: dataset, lr, seed, client, unit, depth, sensitivity,
-    weight (the client's training share)."""
+    """The clients' first-epoch sensitivities recorded in a sweep table, per (dataset, lr, seed).
+    Columns: dataset, lr, seed, client, unit, depth, sensitivity, weight."""
     sens = table[table["metric"].str.startswith("sensitivity/") & (table["client"] != SERVER)]
     if sens.empty:
         raise ValueError("The table holds no clients' sensitivity rows (sensitivity/<unit>).")
@@ -172,9 +170,8 @@ def first_epoch_sensitivities(
     data_loader: Callable | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """The clients' sensitivities after one local epoch, for many seeds (one epoch each: the
-    rule's whole input, without training further). Same columns as
-    :func:`table_sensitivities`, so :func:`rule_splits` reads both."""
+    """The clients' sensitivities after one local epoch, for many seeds; the columns of
+    :func:`table_sensitivities`."""
     rows = []
     for seed in tqdm(list(seeds), desc=f"first epoch {dataset}", disable=not progress):
         data = data_loader(seed) if data_loader else load(dataset, profile=profile, seed=seed)
@@ -220,9 +217,8 @@ def interval(values, seed: int = 0, level: float = 0.95) -> tuple[float, float, 
 
 
 def regret_summary(reg: pd.DataFrame, by: Sequence[str] = ("dataset", "variant")) -> pd.DataFrame:
-    """Per group: mean regret with a seeded bootstrap 95 % CI over seeds, the share of seeds
-    where the rule picked the oracle's split and where it landed within one unit of it.
-    Columns: ``by`` + mean, lo, hi, n_seeds, same, within_one."""
+    """Per group: mean regret with a bootstrap 95 % CI over seeds, and the shares at and within one
+    unit of the oracle's split. Columns: ``by`` + mean, lo, hi, n_seeds, same, within_one."""
     rows = []
     for key, g in reg.groupby(list(by), sort=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -243,8 +239,7 @@ def sweep_summary(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def client_curves(table: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
-    """Per (dataset, seed, client, p): the client's test score and its gain over Local
-    (p = 0) on the same seed: who wins and who loses from sharing the first p units.
+    """Per (dataset, seed, client, p): the client's test score and its gain over Local (p = 0).
     Columns: dataset, lr, seed, client, p, value, gain."""
     rows = sweep_rows(table).drop(columns="p")
     scores = client_scores(rows, metric, "test")

@@ -136,9 +136,8 @@ def _sweep_data(dataset: str, profile: str, seed: int):
 
 
 def _sweep_run(dataset, profile, seed, p, lr, rounds, device, data=None) -> pd.DataFrame:
-    """One prefix run of a sweep (a module-level function so worker processes can run it).
-    Raises :class:`~playerfl_core.fl.engine.DivergenceError` when the run diverged (a non-finite
-    value or a loss above :data:`~playerfl_core.fl.divergence.LOSS_BOUND`)."""
+    """One prefix run of a sweep (module-level, so worker processes can run it); raises
+    :class:`~playerfl_core.fl.engine.DivergenceError` when it diverged."""
 
     data = data if data is not None else _sweep_data(dataset, profile, seed)
     config = make_config(
@@ -236,9 +235,8 @@ def sweep_gaps(table: pd.DataFrame) -> list[str]:
 
 
 def check_sweeps_complete(table: pd.DataFrame, source="the sweep table") -> pd.DataFrame:
-    """``table`` when its split sweeps are complete (:func:`sweep_gaps`); else a ValueError
-    naming the datasets, seeds and what is missing, and the fix: a rule or an oracle picked
-    from the splits a seed happens to have would be a wrong answer without a word."""
+    """``table`` when its split sweeps are complete (:func:`sweep_gaps`), else a ValueError naming
+    what is missing: an oracle picked from a partial sweep would be silently wrong."""
     gaps = sweep_gaps(table)
     if gaps:
         raise ValueError(

@@ -146,9 +146,8 @@ def how_it_ended(exitcode: int | None) -> str:
 
 
 class LocalExecutor:
-    """``workers`` spawned processes of ``threads`` threads each that die with this one (one worker:
-    this process). Offers every backend's interface: ``submit``, :meth:`result`, ``capacity()``,
-    ``in_flight()``, :meth:`stop`, :meth:`close`."""
+    """``workers`` spawned processes of ``threads`` threads each that die with this one (one: this
+    process), with every backend's interface (``submit``, ``result``, ``stop``, ``close``, …)."""
 
     def __init__(self, workers: int, threads: int | None):
         self.workers, self.threads = max(int(workers), 1), threads
