@@ -188,8 +188,7 @@ def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
 
 
 def unpack(path: str | Path, store) -> int:
-    """Write a verified archive's runs into ``store`` (intact files kept, damaged ones replaced);
-    return how many runs were written."""
+    """Write a verified archive's runs missing from ``store`` into it; return how many."""
     table, manifest = load_archive(path)
     groups = dict(tuple(table.groupby("run_id", sort=False)))
     written = 0
@@ -215,8 +214,7 @@ def unpack(path: str | Path, store) -> int:
 
 
 def archive_view(store, profile: str):
-    """``store`` as if ``profile``'s committed archive were unpacked into it, writing nothing
-    (``store`` itself when there is no archive)."""
+    """``store`` as if ``profile``'s committed archive were unpacked into it, writing nothing."""
     path = archive_dir(profile)
     if not (path / MANIFEST_FILE).exists():
         return store
@@ -253,8 +251,7 @@ def spec_of(entry: dict):
 def recompute_sample(
     path: str | Path, n: int = 3, seed: int = 0, max_seconds: float | None = None, threads: int = 1
 ) -> pd.DataFrame:
-    """Re-run ``n`` stored runs drawn with ``seed`` (of at most ``max_seconds`` each) and compare
-    every row (:func:`recompute_runs`)."""
+    """Re-run ``n`` stored runs drawn with ``seed`` and compare every row."""
     _, manifest = load_archive(path)
     ok = [e for e in manifest["runs"] if e["status"] == "ok"]
     if max_seconds is not None:
@@ -314,8 +311,7 @@ class Verification:
 def verify(
     path: str | Path, n: int = 3, seed: int = 0, max_seconds: float | None = None, threads: int = 1
 ) -> Verification:
-    """Recompute a sample (:func:`recompute_sample`) and judge it: identical on this machine's key,
-    else consistent over the sample; a run that today's code names differently fails either way."""
+    """Recompute a sample and judge it: bit for bit on this machine's key, else statistically."""
     report = recompute_sample(path, n=n, seed=seed, max_seconds=max_seconds, threads=threads)
     cases = set(report["case"])
     case = cases.pop() if len(cases) == 1 else "mixed"

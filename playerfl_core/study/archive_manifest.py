@@ -117,8 +117,7 @@ def read_manifest(path: str | Path) -> dict:
 
 
 def _other_profiles(runs: list[dict], profile) -> dict[str, int]:
-    """How many ``runs`` (store records or manifest entries) record another data profile than
-    ``profile``: their numbers would be reported under the wrong one."""
+    """How many ``runs`` (records or entries) record a data profile other than ``profile``."""
     counts: dict[str, int] = {}
     for run in runs:
         other = run.get("profile")

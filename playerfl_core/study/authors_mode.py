@@ -72,8 +72,7 @@ def published_rates(dataset: str) -> dict[str, float]:
 
 
 def _grids(study: Study, options):
-    """Each (dataset, protocol) grid's run arguments: the published rates, fixed, no tuning;
-    finished runs kept in the run store (``results/authors_mode``, or ``--out``)."""
+    """Each (dataset, protocol) grid's run arguments: the published rates, fixed, no tuning."""
     store = RESULTS_DIR / "authors_mode" if options.out is None else Path(options.out) / study.name
     for dataset in study.federations:
         rates = published_rates(dataset)
@@ -136,8 +135,7 @@ def load_comparison(path: Path | None = None) -> pd.DataFrame:
 
 
 def _cost(store: Path, run_ids: list[str]) -> tuple[float, list[str]]:
-    """The CPU-seconds the study's runs took and the keys of the machines that computed them,
-    as each run's record kept them."""
+    """The CPU-seconds the study's runs took and the keys of the machines that ran them."""
     records = [json.loads((Path(store) / "runs" / f"{r}.json").read_text()) for r in run_ids]
     machines = {rec.get("machine", {}).get("key", "unknown") for rec in records}
     return round(sum(rec.get("cpu_seconds", 0.0) for rec in records), 1), sorted(machines)

@@ -46,8 +46,7 @@ def _tune_seeds(dataset: str) -> tuple[int, ...]:
 
 
 def entries(record: dict) -> list[dict]:
-    """Each run's entry (run_id, spec, status, CPU-seconds) of a store's record or an archive's
-    manifest."""
+    """Each run's entry (run_id, spec, status, CPU-seconds) of a record or a manifest."""
     return record.get("entries", record.get("runs", []))
 
 
@@ -111,15 +110,13 @@ def load() -> tuple[pd.DataFrame, dict] | None:
 
 
 def _grid(dataset: str, options) -> dict:
-    """The fair grid of one federation: every split tuned like an algorithm of the standard
-    grid, on the declared seeds, in ``results/fair`` (``--out``: ``<out>/fair_sweeps``)."""
+    """The fair grid of one federation: every split tuned like an algorithm of the standard grid."""
     return dict(datasets=dataset, algorithms=split_algorithms(dataset, PROFILE), profile=PROFILE,
                 seeds=seeds_of(dataset), store=store_path(options))  # fmt: skip
 
 
 def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
-    """The fair grids (resumable), then the rows of the runs they used, each with its ``run_id``,
-    and the record's fields: each run's entry."""
+    """The fair grids (resumable), then the rows of the runs they used and each run's entry."""
 
     used = set()
     for ds in study.federations:
@@ -144,8 +141,7 @@ def dry_run(study, options) -> str:
 
 
 def store_path(options=None) -> Path:
-    """``results/fair``: where the fair grids compute (a standard-profile store); under
-    ``options.out`` when given."""
+    """``results/fair``, where the fair grids compute (under ``options.out`` when given)."""
 
     if options is not None and options.out is not None:
         return Path(options.out) / "fair_sweeps"
@@ -153,8 +149,7 @@ def store_path(options=None) -> Path:
 
 
 def cost(fair_manifest: dict, standard_manifest: dict) -> tuple[int, float]:
-    """(runs, CPU-seconds) the fair sweeps added to the committed standard archive: the runs of
-    the fair store's record that the one-rate archive does not hold."""
+    """(runs, CPU-seconds) the fair sweeps added to the committed standard archive."""
     known = {e["run_id"] for e in entries(standard_manifest)}
     new = [e for e in entries(fair_manifest) if e["run_id"] not in known]
     return len(new), float(sum(e.get("cpu_seconds") or 0.0 for e in new))

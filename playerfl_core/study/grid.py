@@ -180,8 +180,7 @@ def dry_run(*args, list_runs: bool = False, **kwargs) -> str:
 
 
 def _start_from_archive(store: Store, profile: str) -> None:
-    """Unpack into the store the runs of its profile's committed archive that it lacks, so a fresh
-    clone recomputes only what the archive does not hold."""
+    """Unpack into the store the runs of its profile's committed archive that it lacks."""
     if not (archive_dir(profile) / MANIFEST_FILE).exists():
         return
     ids = [entry["run_id"] for entry in read_manifest(archive_dir(profile))["runs"]]

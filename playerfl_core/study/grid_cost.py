@@ -38,8 +38,7 @@ class RunTimer:
             self.add(rec)
 
     def add(self, rec: dict) -> None:
-        """Count a finished run's time; anything unreadable (a damaged record) is skipped, and
-        so is a run of another profile (a store shared between profiles)."""
+        """Count a finished run's time; unreadable records and other profiles' runs are skipped."""
         if not isinstance(rec, dict) or rec.get("status") != OK:
             return
         seconds, dataset = rec.get("seconds"), rec.get("dataset")
@@ -131,8 +130,7 @@ def widening_runs(plan) -> int:
 
 
 def cost_report(cost: pd.DataFrame, profile: str, widen: int = 0, limit: int = 60) -> str:
-    """The dry run's text: one line per (dataset, algorithm) (per dataset beyond ``limit``
-    lines), the totals, and what the estimate assumes."""
+    """The dry run's text: one line per (dataset, algorithm), the totals and the assumptions."""
     shown = cost.copy()
     if len(shown) > limit:
         shown = cost.groupby("dataset", sort=False, as_index=False).agg(

@@ -61,8 +61,7 @@ def algorithm_names(algorithms) -> list[str]:
 
 @dataclass
 class PairPlan:
-    """What a grid does for one (dataset, algorithm): tune its learning rate on the tuning
-    seeds (unless known), then evaluate the chosen rate on the evaluation seeds."""
+    """One (dataset, algorithm): tune its rate on the tuning seeds (unless known), then evaluate."""
 
     seeds: tuple[int, ...]
     tune: list[RunSpec] = field(default_factory=list)
@@ -119,8 +118,7 @@ class GridPlan:
         fixed_lr: dict,
         splits: bool = False,
     ) -> None:
-        """Plan ``dataset``: the split sweep first (if ``splits``), then ``algorithms``, on the LR
-        grid and seeds of ``settings``."""
+        """Plan ``dataset``: its split sweep (if ``splits``), then ``algorithms``."""
         ds, s = dataset, settings
         for alg in split_algorithms(ds, self.profile) if splits else []:
             self.pairs[(ds, alg)] = PairPlan(
@@ -159,8 +157,7 @@ class GridPlan:
         return True
 
     def resolve(self) -> None:
-        """Choose the LR of every pair whose tuning runs have all finished; widen at an edge (again
-        at once when the added runs are already stored)."""
+        """Choose the LR of every pair whose tuning runs all finished; widen at an edge."""
         for (ds, alg), p in self.pairs.items():
             while p.lr is None and p.tune and all(self.done(sp) for sp in p.tune):
                 lr = chosen_lr(p.tune, self.records, self.store)

@@ -32,8 +32,7 @@ class GridResult:
         return self.status[self.status["status"] != OK].reset_index(drop=True)
 
     def lr_at_edges(self) -> pd.DataFrame:
-        """Per dataset: how many algorithms chose an edge of their LR grid, and how many values
-        tuning added beyond an edge (``widened``)."""
+        """Per dataset: how many algorithms chose an edge of their LR grid, and ``widened``."""
         rows = []
         for ds, g in self.tuning.groupby("dataset", sort=False):
             pairs = g.groupby("algorithm")

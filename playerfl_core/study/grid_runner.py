@@ -33,8 +33,7 @@ class GridStoreFull(OSError):
 def run_plan(
     plan, ready: list[RunSpec], n_left: int, device: str, backend, threads: int, progress: bool
 ) -> int:
-    """Run everything ``plan`` needs on ``backend``, resolving as runs finish; return how many ran.
-    Longest expected run first, so slow runs do not end up alone at the tail."""
+    """Run what ``plan`` needs on ``backend``, longest expected run first; return how many ran."""
     if not ready:
         return 0
     store, code = plan.store, plan.code

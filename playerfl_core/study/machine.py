@@ -77,8 +77,7 @@ def _static() -> dict:
 
 
 def fingerprint(threads: int | None = None) -> dict:
-    """This machine's facts, the set :data:`BIT_ENV` variables and the key, with the thread count a
-    run uses (default: torch's current one)."""
+    """This machine's facts and key, with the thread count a run uses (default: torch's)."""
     facts = {
         **_static(),
         "threads": int(threads if threads else torch.get_num_threads()),
@@ -109,8 +108,7 @@ def key(facts: dict | str | None) -> str:
 
 
 def describe(facts: dict | None) -> str:
-    """One line for people: ``AMD EPYC (AVX512, MKL 2024.2, oneDNN 3.12.0), torch 2.14.1, 1
-    thread [key]``."""
+    """One line for people: CPU (instruction set, MKL, oneDNN), torch, threads [key]."""
     if not facts:
         return "an unrecorded machine (stored before machines were recorded)"
     threads = facts.get("threads")

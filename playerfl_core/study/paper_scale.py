@@ -30,8 +30,7 @@ from playerfl_core.study.split_sweeps import model_units
 
 
 def study_tasks(study: Study) -> list[tuple[str, float, int, int]]:
-    """Every run ``(federation, lr, seed, p)``, seed-major within a federation and rate (the
-    order chunks are cut in)."""
+    """Every run ``(federation, lr, seed, p)``, seed-major within a federation and rate."""
 
     out = []
     for dataset in study.federations:
@@ -109,8 +108,7 @@ def chunk_stem(tasks) -> str:
 
 
 def finished_chunks(study: Study, folders, say=print) -> dict[Path, dict]:
-    """The intact chunks of ``study`` in ``folders``: each one's rows file and record. A chunk of
-    another declaration is refused with one line and computed again."""
+    """The intact chunks of ``study`` in ``folders`` (rows file → record); others refused."""
     out = {}
     for folder in dict.fromkeys(folders):
         for stem, record in runner.done_runs(folder, say).items():
@@ -123,8 +121,7 @@ def finished_chunks(study: Study, folders, say=print) -> dict[Path, dict]:
 
 
 def load(study: Study = PAPER_SCALE, folders=None) -> pd.DataFrame:
-    """The long results table of every finished run of ``study`` (its committed chunks unless
-    ``folders``), sorted by federation, rate, seed and split."""
+    """The long table of every finished run of ``study``, by federation, rate, seed, split."""
     found = finished_chunks(study, folders or [study.work_dir()])
     tables = [pd.read_parquet(rows) for rows, rec in found.items() if rec["status"] == "ok"]
     if not tables:

@@ -93,8 +93,7 @@ def tuning_curve(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFram
 
 
 def tune(rules_table: pd.DataFrame, scores: pd.DataFrame) -> dict[str, float]:
-    """Per rule of :data:`GRIDS`: the threshold with the smallest mean development regret
-    (:func:`tuning_curve`; ties to the smaller threshold)."""
+    """Per rule of :data:`GRIDS`: the threshold of least mean development regret (ties: smaller)."""
     curve = tuning_curve(rules_table, scores).sort_values(["rule", "regret", "threshold"])
     best = curve.groupby("rule", sort=False).head(1).set_index("rule")["threshold"]
     return {rule: float(best[rule]) for rule in GRIDS}
@@ -255,8 +254,7 @@ def curvature_comparison(regrets: pd.DataFrame, test: str = TEST) -> pd.DataFram
 
 
 def worst_kinds(regrets: pd.DataFrame) -> dict[str, str]:
-    """The confirmation's selection: per entry, the kind of its largest mean regret over the first
-    test's evaluation seeds (role ``evaluation``)."""
+    """The confirmation's selection: per entry, the kind of its largest mean evaluation regret."""
     ev = regrets[regrets["role"] == "evaluation"]
     if ev.empty:
         raise ValueError("No regrets of the evaluation set to select the confirmation kinds from.")

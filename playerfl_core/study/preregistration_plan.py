@@ -120,8 +120,7 @@ SECOND_FOLLOW_UP = "second follow-up"
 
 
 def role_of(dataset: str, seed: int | None = None) -> str:
-    """The set a federation belongs to; with ``seed``, the confirmation test's seeds of its
-    federations are a set of their own."""
+    """The set a federation (with ``seed``: a seed of it) belongs to."""
     if seed is not None and dataset in CONFIRMATION and seed in CONFIRMATION_SEEDS:
         return CONFIRMING
     if dataset in DEVELOPMENT:

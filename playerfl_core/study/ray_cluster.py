@@ -109,8 +109,7 @@ def _ray():
 
 
 def connect(address: str) -> bool:
-    """Connect this process to Ray at ``address``; True when this call connected it (and the
-    caller should disconnect), False when Ray was already initialised here."""
+    """Connect to Ray at ``address``; True when this call connected (the caller disconnects)."""
     ray = _ray()
     if ray.is_initialized():
         return False
@@ -128,8 +127,7 @@ def connect(address: str) -> bool:
 
 
 def _init(ray, address: str, **options) -> None:
-    """``ray.init``, keeping this process's SIGTERM handler: Ray's own exits at once, which
-    would skip a grid's cleanup (stop the runs, say how many are stored)."""
+    """``ray.init``, keeping this process's SIGTERM handler (Ray's would skip a grid's cleanup)."""
     main = threading.current_thread() is threading.main_thread()
     on_sigterm = signal.getsignal(signal.SIGTERM) if main else None
     with warnings.catch_warnings():
@@ -150,8 +148,7 @@ def _first_line(err: BaseException) -> str:
 
 
 def resolve(address: str) -> str:
-    """``auto`` → ``RAY_ADDRESS``, else the address of the cluster ``ray start`` made on this
-    machine; any other address is returned as given."""
+    """``auto`` → ``RAY_ADDRESS``, else this machine's ``ray start`` cluster; others as given."""
     if address != "auto":
         return address
     if os.environ.get("RAY_ADDRESS", "").strip():

@@ -138,8 +138,7 @@ def seeds(r1: pd.DataFrame, r2: pd.DataFrame) -> list[tuple[str, float, int]]:
 
 
 def split_tasks(wanted: Sequence, splits: pd.DataFrame, done: set = frozenset()) -> list[Task]:
-    """Every committed split (``splits``: ``sweep_scores``) of each seed of ``wanted`` not in
-    ``done``."""
+    """Every committed split (``splits``) of each seed of ``wanted`` not in ``done``."""
     keys = {k for k in wanted if k not in done}
     rows = splits[["dataset", "lr", "seed", "p"]].itertuples(index=False)
     out = sorted(t for t in {(d, float(lr), int(s), int(p)) for d, lr, s, p in rows}
@@ -364,8 +363,7 @@ def run_one(study: Study, task: Task, device: str = "cpu"):
 
 
 def gather(study: Study, todo: Sequence, work: Path, records: dict) -> tuple[pd.DataFrame, dict]:
-    """The long table and its totals: runs, CPU-seconds, reruns equal to the committed runs, the
-    largest difference, the machines."""
+    """The long table and its totals: runs, CPU-s, identical reruns, largest diff, machines."""
     names = [task_name(t) for t in todo]
     table = pd.concat([pd.read_parquet(work / f"{n}.parquet") for n in names], ignore_index=True)
     totals = {
@@ -388,8 +386,7 @@ def record_extra(study: Study, totals: dict, wall: float) -> dict:
 
 # -- reading: test terms on large test sets (R1's and R2's rescores) ------------------------------
 def run_scores(table: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
-    """Per rescored run: its headline score on the large test sets (``test``) and on the book's
-    (``book``)."""
+    """Per rescored run: its headline score on the large test sets (``test``) and the book's."""
     large = headline(table[table["metric"] != BOOK_SCORE], metric).rename(columns={"value": "test"})
     book = table[table["metric"] != metric].replace({"metric": {BOOK_SCORE: metric}})
     book = headline(book, metric).rename(columns={"value": "book"})
@@ -550,8 +547,7 @@ def _replace(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFr
 
 
 def oracle_moves(book: pd.DataFrame, large: pd.DataFrame) -> tuple[int, int]:
-    """(seeds whose oracle's split moved, seeds rescored) between R1's regrets ``book`` and
-    ``large`` (:func:`large_val_r1_regrets`)."""
+    """(seeds whose oracle's split moved, seeds rescored) between ``book`` and ``large``."""
     keys = ["dataset", "lr", "seed"]
     both = book.merge(large[large["rescored"]], on=keys, suffixes=("_book", "_large"))
     return int((both["p_oracle_book"] != both["p_oracle_large"]).sum()), len(both)

@@ -47,8 +47,7 @@ def code_fingerprint() -> str:
 
 @functools.lru_cache(maxsize=256)
 def _cached_code_text(source: bytes) -> bytes:
-    """:func:`code_text`, remembered by content: parsing every fingerprinted file takes a good
-    fraction of a second, and Flower asks for the fingerprint on every message."""
+    """:func:`code_text`, remembered by content (Flower asks for the fingerprint per message)."""
     return code_text(source)
 
 
@@ -149,8 +148,7 @@ class RunSpec:
     protocol: str = "book"
 
     def __post_init__(self):
-        """Under the authors' protocol the spec holds the settings it implies (scoring time,
-        loss, augmentation), so its name and record say what ran."""
+        """Under the authors' protocol, hold the settings it implies so the name says what ran."""
         if self.protocol == "authors":
             chosen = {"eval_timing": self.eval_timing, "loss": self.loss, "augment": self.augment}
             implied = {**chosen, **authors_settings(self.dataset, chosen)}

@@ -72,8 +72,7 @@ def _age_s(path: Path) -> float:
 
 
 def _alive(pid: int) -> bool:
-    """Whether process ``pid`` still runs (an exited one its parent has not reaped, a zombie,
-    does not)."""
+    """Whether process ``pid`` still runs (a zombie does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -105,8 +104,7 @@ class Store:
         return f"Store({str(self.root)!r})"
 
     def check_writable(self) -> None:
-        """Raise :class:`StoreError` unless runs can be written into ``runs/`` (checked before
-        any compute, so a read-only store costs seconds, not a trained run)."""
+        """Raise :class:`StoreError` unless runs can be written into ``runs/``."""
         problem = folder_problem(self.runs)
         if problem:
             raise StoreError(f"The store {self.root} cannot hold runs: {problem}.")
@@ -171,8 +169,7 @@ class Store:
         return removed
 
     def record(self, spec: RunSpec) -> dict | None:
-        """The manifest entry of a finished, intact run; None if it never finished or is
-        damaged (then :attr:`damaged` says why)."""
+        """The entry of a finished, intact run; None if unfinished or damaged."""
         return self.checked_record(spec.run_id)
 
     def checked_record(self, run_id: str) -> dict | None:
@@ -232,8 +229,7 @@ class Store:
         return self.write_finished(FinishedRun(spec, record, encode_rows(table)))
 
     def write_finished(self, run: FinishedRun) -> dict:
-        """Rows first, record (with their count and SHA-256) last, each atomically: the JSON marks
-        completion. Only the store's owner calls this."""
+        """Rows first, record (count, SHA-256) last, each atomically: the record marks it done."""
         self.runs.mkdir(parents=True, exist_ok=True)
         record, data = dict(run.record), run.rows
         if data is not None:
@@ -307,8 +303,7 @@ _DATA_CACHE: dict = {}
 
 
 def load_data_cached(dataset: str, profile: str, seed: int, protocol: str = "book"):
-    """``data_prep.load`` with a small per-process cache: a worker reuses a seed's federation
-    across the algorithms and splits it runs on it."""
+    """``data_prep.load`` with a small per-process cache, reused across a seed's runs."""
     key = (dataset, profile, seed, protocol)
     if key not in _DATA_CACHE:
         if len(_DATA_CACHE) >= 4:

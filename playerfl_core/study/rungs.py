@@ -143,8 +143,7 @@ def run_one(rung: Study, task: tuple, device: str = "cpu"):
 
 
 def sort_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """The runs by federation, seed and split; within a run the engine's order, which is how
-    ``split_scores.table_sensitivities`` reads depth."""
+    """The runs by federation, seed and split; within a run the engine's order (depth's)."""
     return table.sort_values(["dataset", "seed", "algorithm"], ignore_index=True, kind="stable")
 
 
@@ -288,8 +287,7 @@ def measure_regret_noise(table: pd.DataFrame) -> tuple[pd.DataFrame, float]:
 
 
 def after_commit(study: Study, say=print) -> None:
-    """The evaluation rung, once committed: its score's and regret's noise, measured once each
-    (delete a file to measure it again)."""
+    """The evaluation rung, once committed: its score's and regret's noise, measured once each."""
     if study.name != EVAL_RUNG.name:
         return
     for what, path, measure in (

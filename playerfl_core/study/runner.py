@@ -74,8 +74,7 @@ def store_file(study: Study, out: Path | None = None) -> Path:
 
 # -- the work folder --------------------------------------------------------------------------
 def keep(work: Path, name: str, table: pd.DataFrame | None, record: dict) -> None:
-    """Write one finished run ``name`` atomically: its table first, its record last (with the
-    table's SHA-256; the record marks the run as done)."""
+    """Write one finished run ``name`` atomically: table first, record (marking it done) last."""
     work.mkdir(parents=True, exist_ok=True)
     if table is not None:
         tmp = work / f".{name}.parquet"
@@ -130,8 +129,7 @@ def compute(
     tasks=None,
     say=print,
 ) -> int:
-    """Every run of ``study`` (or ``tasks``) not yet in ``work``, on ``options``' backend, each
-    kept as it ends; returns how many were computed."""
+    """Compute and keep each run of ``study`` (or ``tasks``) not in ``work``; return how many."""
     module = computes(study)
     work = work or study.work_dir()
     work.mkdir(parents=True, exist_ok=True)
@@ -154,8 +152,7 @@ def compute(
 
 
 def collect(study: Study, work: Path | None = None, tasks=None) -> tuple[pd.DataFrame, dict]:
-    """The study's long table from ``work`` and its totals (runs, CPU-seconds, the study's own).
-    Raises when a run is missing, naming the command that computes it."""
+    """The study's long table from ``work`` and its totals; raises when a run is missing."""
     module = computes(study)
     work = work or study.work_dir()
     tasks = tasks if tasks is not None else module.study_tasks(study)

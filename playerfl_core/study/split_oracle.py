@@ -184,8 +184,7 @@ def stability_summary(splits: pd.DataFrame, oracle: pd.Series | Mapping) -> pd.D
 
 
 def dataset_oracle(scores: pd.DataFrame, on: str = "val") -> dict[str, int]:
-    """Per dataset: the split with the best mean ``on`` score over the sweep's seeds (ties to
-    the smaller p)."""
+    """Per dataset: the split of best mean ``on`` score over the sweep's seeds (ties: smaller)."""
     mean = scores.groupby(["dataset", "p"])[on].mean().reset_index()
     best = mean.sort_values(["dataset", on, "p"], ascending=[True, False, True])
     return best.groupby("dataset").head(1).set_index("dataset")["p"].astype(int).to_dict()

@@ -50,8 +50,7 @@ def sweep_seeds(study: Study) -> dict[str, tuple[int, ...]]:
 
 
 def family(study: Study) -> tuple[Study, ...]:
-    """The studies whose sweeps one rules table holds: every registered split-rule study for one
-    of them (they share its store), else ``study`` alone (a stand-in)."""
+    """The studies whose sweeps one rules table holds (every registered one, or a stand-in)."""
     return registry.SPLIT_RULE_STUDIES if study in registry.SPLIT_RULE_STUDIES else (study,)
 
 
@@ -68,16 +67,14 @@ def _rounds(study: Study) -> int | None:
 
 
 def _where(study: Study, options) -> tuple[Path, Path]:
-    """The grid's store and the archive it is packed into: the profile's (``results/<profile>``,
-    ``stores/<profile>``), or ``<out>/<name>/grid`` and ``<out>/<name>/sweeps``."""
+    """The grid's store and the archive it is packed into (the profile's, or under ``out``)."""
     if options.out is None:
         return default_store(study.profile), archive_dir(study.profile)
     return Path(options.out) / study.name / "grid", Path(options.out) / study.name / "sweeps"
 
 
 def _grids(study: Study, store: Path) -> list[dict]:
-    """``run_grid``'s arguments, one call per set of seeds: PLayer-FL at each base's rate
-    (fixed, not tuned) and every split at PLayer-FL's."""
+    """``run_grid``'s arguments per set of seeds: PLayer-FL at each base's rate, every split too."""
     by_seeds: dict[tuple[int, ...], list[str]] = {}
     for ds, seeds in sweep_seeds(study).items():
         by_seeds.setdefault(seeds, []).append(ds)
@@ -187,8 +184,7 @@ def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]
 
 
 def _archived(study: Study, archive: Path, say) -> pd.DataFrame | None:
-    """The archive's rows (every algorithm) of the family's sweeps, or None, saying which
-    study's sweeps it lacks."""
+    """The archive's rows of the family's sweeps, or None, saying which study's it lacks."""
     keys = _keys(family(study))
     table = load_archive(archive)[0] if (archive / MANIFEST_FILE).exists() else None
     rows = table[pd.MultiIndex.from_frame(table[RUN]).isin(keys)] if table is not None else None
@@ -219,8 +215,7 @@ def _committed(study: Study) -> tuple[pd.DataFrame, dict] | None:
 
 
 def dry_run(study: Study, options) -> str:
-    """Each sweep run still to compute (``todo  <run id>``), how many runs the study has, and how
-    many seeds the rules table would replay; computes and writes nothing."""
+    """Each sweep run still to compute, the study's run count and the seeds it would replay."""
     if study.name in READS_ONLY:
         return _reads_only(study)
     store, _ = _where(study, options)

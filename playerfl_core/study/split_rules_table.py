@@ -37,9 +37,7 @@ PROBE = "probe"
 
 
 def first_epoch_state(data, config) -> FirstEpoch:
-    """The federation after its first local epoch: θ_0, each client's θ_c, its mean training loss
-    gradient at θ_c, its s_k (as PLayer-FL's clients compute it) and its diagonal empirical Fisher.
-    """
+    """The federation after its first local epoch, as every run of the seed sees it."""
     models = first_epoch_models(data, config)
     init = model_for(data, config.width, config.seed)
     total = sum(c.n_train for c in data.clients)
@@ -125,8 +123,7 @@ def rules_for_sweep(
 
 
 def probe_rows(sweep: pd.DataFrame, rounds: int = 2) -> pd.DataFrame:
-    """The validation probe in the rules table's shape: one row per split p (unit ``p=<p>``)
-    with the validation score it reached after ``rounds`` rounds, and the p it picks."""
+    """The validation probe in the rules table's shape: one row per split, and its pick."""
     every = _probe_scores(sweep, rounds)
     best = probe_splits(sweep, rounds).set_index(RUN)["p"]
     out = every.assign(

@@ -170,8 +170,7 @@ def first_epoch_sensitivities(
     data_loader: Callable | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """The clients' sensitivities after one local epoch, for many seeds; the columns of
-    :func:`table_sensitivities`."""
+    """The clients' sensitivities after one local epoch, as :func:`table_sensitivities`."""
     rows = []
     for seed in tqdm(list(seeds), desc=f"first epoch {dataset}", disable=not progress):
         data = data_loader(seed) if data_loader else load(dataset, profile=profile, seed=seed)

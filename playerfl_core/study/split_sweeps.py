@@ -136,8 +136,7 @@ def _sweep_data(dataset: str, profile: str, seed: int):
 
 
 def _sweep_run(dataset, profile, seed, p, lr, rounds, device, data=None) -> pd.DataFrame:
-    """One prefix run of a sweep (module-level, so worker processes can run it); raises
-    :class:`~playerfl_core.fl.engine.DivergenceError` when it diverged."""
+    """One prefix run of a sweep (module-level for worker processes); raises on divergence."""
 
     data = data if data is not None else _sweep_data(dataset, profile, seed)
     config = make_config(
@@ -200,8 +199,7 @@ def load_sweeps(path) -> pd.DataFrame | None:
 
 
 def sweep_gaps(table: pd.DataFrame) -> list[str]:
-    """What the split sweeps of ``table`` lack, one line per dataset and kind of gap (missing
-    splits, short runs, fewer clients); empty when complete."""
+    """What the split sweeps of ``table`` lack, one line per dataset and gap; empty: complete."""
     splits = {a: parse_prefix_name(a) for a in table["algorithm"].unique()}
     prefix = {a: p for a, p in splits.items() if p is not None}
     rows = table[table["algorithm"].isin(list(prefix)) & (table["split"] == "val")]
@@ -268,8 +266,7 @@ def sweeps(
     progress: bool = True,
     **run_options,
 ) -> pd.DataFrame:
-    """The sweep rows of ``datasets`` from ``stored`` where it has them (every seed it holds),
-    the others computed with :func:`run_sweeps` on ``seeds``. Returns one long table."""
+    """The sweeps of ``datasets`` from ``stored`` where it has them, the others computed."""
     parts, missing = [], []
     for ds in datasets:
         have = None

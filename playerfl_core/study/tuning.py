@@ -25,8 +25,7 @@ def default_grid(dataset: str, profile: str) -> dict:
 
 
 def grid_settings(dataset: str, profile: str, seeds=None, lrs=None, tune_seeds=None) -> dict:
-    """The LR grid, tuning seeds and evaluation seeds of one dataset (explicit values win over
-    :func:`default_grid`)."""
+    """The LR grid, tuning and evaluation seeds of a dataset (explicit values win)."""
     base = default_grid(dataset, profile)
     lrs = tuple(float(x) for x in (lrs if lrs is not None else base["lrs"]))
     seeds = tuple(int(s) for s in (seeds if seeds is not None else base["seeds"]))
@@ -53,8 +52,7 @@ def grid_settings(dataset: str, profile: str, seeds=None, lrs=None, tune_seeds=N
 
 
 def widened_lr(chosen: float, lrs: Iterable[float]) -> float | None:
-    """The next learning rate beyond the edge ``chosen`` sits on (the grid's ratio at that edge
-    repeated), or None if it is inside."""
+    """The next rate beyond the edge ``chosen`` sits on (the edge's ratio), or None inside."""
     lrs = sorted(set(lrs))
     if len(lrs) < 2 or chosen is None or not np.isfinite(chosen):
         return None

@@ -60,8 +60,7 @@ def compare_run(fresh: pd.DataFrame, stored: pd.DataFrame) -> dict:
 
 
 def _selected_change(fresh: pd.DataFrame, stored: pd.DataFrame) -> float:
-    """Mean over clients of the change in the test score at each client's best-validation round
-    (macro-F1 where the run has it): the number the book reports."""
+    """Mean change over clients of the test score at the best-validation round."""
     metrics = set(stored["metric"])
     metric = "macro_f1" if "macro_f1" in metrics else "accuracy" if "accuracy" in metrics else None
     if metric is None:

@@ -89,8 +89,7 @@ def signal_name(signum: int) -> str:
 
 
 def stop_reason(err: BaseException) -> tuple[str, int]:
-    """What stopped the work, in words, and the exit code: Python's own ``KeyboardInterrupt``
-    (raised outside :func:`interrupts_as_keyboard`) has no text and means Ctrl-C."""
+    """What stopped the work, in words, and the exit code (a bare KeyboardInterrupt: Ctrl-C)."""
     signum = getattr(err, "signum", signal.SIGINT)
     text = str(err) or f"stopped by {signal_name(signum)}"
     return text, EXIT_CODES.get(signum, 130)
@@ -117,8 +116,7 @@ def interrupts_as_keyboard():
 
 @contextlib.contextmanager
 def _sighup_blocked():
-    """Processes started within the block start with SIGHUP blocked and keep it: a closed terminal
-    signals the whole group, and this process alone handles it, stopping them."""
+    """Processes started within the block keep SIGHUP blocked: this process alone handles it."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
@@ -130,8 +128,7 @@ def _sighup_blocked():
 
 
 class WorkerDied(RuntimeError):
-    """A worker process ended while it computed runs (killed, out of memory, or, from a script
-    without a ``__main__`` guard, failing to start)."""
+    """A worker process ended while it computed runs (killed, out of memory, failed start)."""
 
 
 def how_it_ended(exitcode: int | None) -> str:
@@ -186,8 +183,7 @@ class LocalExecutor:
             raise WorkerDied(self._death()) from err
 
     def _death(self) -> str:
-        """Which worker died and how: the pool terminates the others (SIGTERM) once one died,
-        so the first end that is not the pool's own is the cause."""
+        """Which worker died and how (the first end that is not the pool's own SIGTERM)."""
         for proc in self._seen.values():
             with contextlib.suppress(Exception):
                 proc.join(timeout=2)
