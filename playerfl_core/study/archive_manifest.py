@@ -32,9 +32,8 @@ def stores_dir() -> Path:
 
 
 PENDING = "pending"
-"""``stores/pending/<work>/``: the finished runs of a computation that takes longer than one
-session, committed as they end so that any machine resumes it; nothing reads them until every
-run exists (the chapters' inputs digest leaves them out)."""
+"""``stores/pending/<work>/``: finished runs of a computation longer than one session, committed
+as they end so any machine resumes it; nothing reads them until every run exists."""
 
 
 def pending_dir(work: str) -> Path:

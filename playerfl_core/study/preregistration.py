@@ -63,10 +63,8 @@ GRIDS = {
 }
 """The thresholds :func:`tune` may choose from, per rule."""
 TUNED = {"paper": 2.0, "cost": 0.1, "disagreement": 0.3, "cost2": 0.1}
-"""The thresholds :func:`tune` chose on the development set (recomputed by a test). The
-``cost``, ``cost2`` and ``disagreement`` values are those rules' defaults in ``split_rules``;
-the paper's rule keeps the paper's t = 1 as its default, and its tuned t is an entry of its
-own. ``cost2``'s was tuned after the second-order rule was declared, on the tuning seeds only."""
+"""The thresholds :func:`tune` chose on the development set (recomputed by a test); all but the
+paper's rule's (whose default stays t = 1) are those rules' defaults in ``split_rules``."""
 
 
 # -- tuning, on the development set only ------------------------------------------------------

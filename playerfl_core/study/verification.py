@@ -19,8 +19,7 @@ from playerfl_core.stats.results import client_scores
 BITWISE, STATISTICAL = "bitwise", "statistical"
 ROUND0_RTOL = 1e-2
 """Largest mean relative difference of a run's round-0 values (each |Δ| / max(|stored|, 1e-6),
-capped at 1). Measured across two CPUs: at most 2e-3 for one value (a Fashion-MNIST
-sensitivity), 9e-3 where one test image flipped; two different algorithms typically 0.28."""
+capped at 1): across two CPUs at most 9e-3; two different algorithms typically 0.28."""
 ROUND0_SHARE = 0.8
 """Share of sampled runs whose round 0 must agree (one odd run in five may differ)."""
 SELECTED_TOL = 0.02

@@ -65,9 +65,7 @@ def stop_workers(pool) -> None:
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_CODES = {signal.SIGHUP: 129}
-"""Exit code of a command a signal stopped: 128 + the signal's number for SIGHUP (129, as a
-shell reports a hung-up job), 130 for SIGINT and SIGTERM (the code of Ctrl-C, which scripts
-already test for)."""
+"""Exit code of a command a signal stopped: 129 for SIGHUP (as a shell reports it), else 130."""
 
 
 class Stopped(KeyboardInterrupt):
