@@ -36,15 +36,12 @@ def split_algorithms(dataset: str, profile: str) -> list[str]:
 
 def algorithm_names(algorithms) -> list[str]:
     """The algorithm names of a grid: ``"all"``/None, a comma-separated string or a list."""
-    names = (
-        list(ALGORITHMS)
-        if algorithms in ("all", None)
-        else (
-            [a.strip() for a in algorithms.split(",") if a.strip()]
-            if isinstance(algorithms, str)
-            else list(algorithms)
-        )
-    )
+    if algorithms in ("all", None):
+        names = list(ALGORITHMS)
+    elif isinstance(algorithms, str):
+        names = [a.strip() for a in algorithms.split(",") if a.strip()]
+    else:
+        names = list(algorithms)
     if not names:
         raise ValueError(
             f"No algorithm given ({algorithms!r}); name at least one, e.g. 'local,fedavg', or "
@@ -131,14 +128,10 @@ class GridPlan:
             else:
                 tune = [self.spec(ds, alg, lr, t) for lr in s["lrs"] for t in s["tune_seeds"]]
                 lr = s["lrs"][0] if not s["tune_seeds"] else None
-            self.pairs[(ds, alg)] = PairPlan(
-                seeds=s["seeds"],
-                tune=tune,
-                lr=lr,
-                lrs=(lr,) if fixed else s["lrs"],
-                tune_seeds=s["tune_seeds"],
-                widen=0 if fixed else s["widen"],
-            )
+            self.pairs[(ds, alg)] = PairPlan(seeds=s["seeds"], tune=tune, lr=lr,
+                                             lrs=(lr,) if fixed else s["lrs"],
+                                             tune_seeds=s["tune_seeds"],
+                                             widen=0 if fixed else s["widen"])  # fmt: skip
             self.spec_stage.update(dict.fromkeys(tune, "tune"))
 
     def eval_specs(self, key: tuple[str, str], lr: float) -> list[RunSpec]:
@@ -219,16 +212,9 @@ class GridPlan:
                 scores["chosen"] = scores["lr"] == p.lr
                 scores["added"] = scores["lr"].isin(p.widened)
                 tuning_rows.append(scores)
-            chosen_rows.append(
-                {
-                    "dataset": ds,
-                    "algorithm": alg,
-                    "lr": p.lr,
-                    "tuned": bool(p.tune),
-                    "lr_from": p.follow[1] if p.follow is not None else alg,
-                    "widened": len(p.widened),
-                }
-            )
+            chosen_rows.append({"dataset": ds, "algorithm": alg, "lr": p.lr, "tuned": bool(p.tune),
+                                "lr_from": p.follow[1] if p.follow is not None else alg,
+                                "widened": len(p.widened)})  # fmt: skip
             for extra in p.widened:
                 notes.append(
                     f"WIDENED: {ds}/{alg}: the chosen rate sat at an edge of the grid, so "
@@ -254,21 +240,13 @@ class GridPlan:
                 rec = records[sp]
                 tuned = sp in self.spec_stage
                 stage = "tune+eval" if tuned and sp in specs else ("tune" if tuned else "eval")
-                status_rows.append(
-                    {
-                        "run_id": rec["run_id"],
-                        "dataset": sp.dataset,
-                        "algorithm": sp.algorithm,
-                        "lr": sp.lr,
-                        "seed": sp.seed,
-                        "stage": stage,
-                        "status": rec["status"],
-                        "error": rec.get("error", ""),
-                        "seconds": rec.get("seconds"),
-                        "stale_code": rec.get("code", code) not in same_as_now,
-                        "machine": machine.key(rec.get("machine")),
-                    }
-                )
+                status_rows.append({
+                    "run_id": rec["run_id"], "dataset": sp.dataset, "algorithm": sp.algorithm,
+                    "lr": sp.lr, "seed": sp.seed, "stage": stage, "status": rec["status"],
+                    "error": rec.get("error", ""), "seconds": rec.get("seconds"),
+                    "stale_code": rec.get("code", code) not in same_as_now,
+                    "machine": machine.key(rec.get("machine")),
+                })  # fmt: skip
         empty = pd.DataFrame(columns=COLUMNS)
         table = pd.concat(eval_tables, ignore_index=True) if eval_tables else empty
         tuning_table = pd.concat(tune_tables, ignore_index=True) if tune_tables else empty
@@ -279,13 +257,5 @@ class GridPlan:
                 columns=["dataset", "algorithm", "lr", "n_runs", "n_ok", "score", "chosen", "added"]
             )
         )
-        return GridResult(
-            table,
-            tuning_table,
-            tuning,
-            pd.DataFrame(chosen_rows),
-            pd.DataFrame(status_rows),
-            store,
-            computed,
-            notes,
-        )
+        chosen, status = pd.DataFrame(chosen_rows), pd.DataFrame(status_rows)
+        return GridResult(table, tuning_table, tuning, chosen, status, store, computed, notes)
