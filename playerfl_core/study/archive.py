@@ -279,16 +279,10 @@ def recompute_runs(path: str | Path, run_ids: list[str], threads: int = 1) -> pd
             fresh = run_federated(data, get_algorithm(spec.algorithm), spec.config("cpu")).table()
             stored = table[table["run_id"] == run_id]
             stored_on = machine.key(entry.get("machine"))
-            out.append(
-                {
-                    "run_id": run_id,
-                    "rows": len(stored),
-                    "stored_on": stored_on,
-                    "case": BITWISE if stored_on == here else STATISTICAL,
-                    "same_spec": spec.run_id == run_id,
-                    **compare_run(fresh, stored),
-                }
-            )
+            case = BITWISE if stored_on == here else STATISTICAL
+            out.append({"run_id": run_id, "rows": len(stored), "stored_on": stored_on,
+                        "case": case, "same_spec": spec.run_id == run_id,
+                        **compare_run(fresh, stored)})  # fmt: skip
     finally:
         torch.set_num_threads(previous)
     return pd.DataFrame(out)

@@ -87,17 +87,10 @@ def record_checks(report: pd.DataFrame, code: str, path: Path | None = None) -> 
     path = path or record_path()
     here = machine.fingerprint(threads=1)["key"]
     when = datetime.now(UTC).isoformat(timespec="seconds")
-    new = [
-        {
-            "earlier": earlier,
-            "current": code,
+    new = [{"earlier": earlier, "current": code,
             "identical": bool((runs["identical"] & runs["same_spec"]).all()),
-            "runs": sorted(runs["run_id"]),
-            "machine": here,
-            "checked": when,
-        }
-        for earlier, runs in report.groupby("earlier", sort=True)
-    ]
+            "runs": sorted(runs["run_id"]), "machine": here, "checked": when}
+           for earlier, runs in report.groupby("earlier", sort=True)]  # fmt: skip
     replaced = {(c["earlier"], c["current"]) for c in new}
     kept = [c for c in read_record(path) if (c["earlier"], c["current"]) not in replaced]
     text = json.dumps({"checks": kept + new}, indent=1, sort_keys=True)

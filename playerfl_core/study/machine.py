@@ -97,13 +97,9 @@ def key(facts: dict | str | None) -> str:
     if "key" in facts and "cpu" not in facts:  # a record that kept the key alone
         return str(facts["key"])
     decisive = {k: facts.get(k) for k in ("cpu", "isa", "arch", "torch_cpu_capability", "blas")}
-    decisive.update(
-        mkl=facts.get("mkl"),
-        onednn=facts.get("onednn"),
-        torch=(facts.get("versions") or {}).get("torch"),
-        threads=facts.get("threads"),
-        env=facts.get("env") or {},
-    )
+    decisive.update(mkl=facts.get("mkl"), onednn=facts.get("onednn"),
+                    torch=(facts.get("versions") or {}).get("torch"), threads=facts.get("threads"),
+                    env=facts.get("env") or {})  # fmt: skip
     return hashlib.sha256(json.dumps(decisive, sort_keys=True).encode()).hexdigest()[:12]
 
 
