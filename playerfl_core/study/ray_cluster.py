@@ -210,12 +210,9 @@ class RayExecutor:
             raise
         env = {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
         self.remote = self.ray.remote(_run_task).options(
-            num_cpus=backend.cpus,
-            num_gpus=backend.gpus,
-            max_retries=backend.max_retries,
-            retry_exceptions=False,
-            **({"runtime_env": {"env_vars": env}} if env else {}),
-        )
+            num_cpus=backend.cpus, num_gpus=backend.gpus, max_retries=backend.max_retries,
+            retry_exceptions=False, **({"runtime_env": {"env_vars": env}} if env else {}),
+        )  # fmt: skip
         self.refs: dict[cf.Future, object] = {}
 
     def _check_fits(self) -> None:

@@ -156,19 +156,10 @@ class RunSpec:
                 object.__setattr__(self, key, value)
 
     def config(self, device: str | None = None) -> RunConfig:
-        return make_config(
-            self.dataset,
-            self.profile,
-            seed=self.seed,
-            lr=self.lr,
-            rounds=self.rounds,
-            device=device,
-            eval_timing=self.eval_timing,
-            loss=self.loss,
-            augment=self.augment,
-            protocol=self.protocol,
-            progress=False,
-        )
+        return make_config(self.dataset, self.profile, seed=self.seed, lr=self.lr,
+                           rounds=self.rounds, device=device, eval_timing=self.eval_timing,
+                           loss=self.loss, augment=self.augment, protocol=self.protocol,
+                           progress=False)  # fmt: skip
 
     def fingerprint(self) -> dict:
         """What the user chose for this run: dataset, algorithm, data profile and the settings that
@@ -188,13 +179,8 @@ class RunSpec:
         }
         size = SIZE_OF[self.profile]
         data = federation(self.dataset).loader_sizes(size) if is_registered(self.dataset) else {}
-        return {
-            "dataset": self.dataset,
-            "algorithm": self.algorithm,
-            "config": chosen,
-            "hyperparameters": hyper,
-            "data": {"profile": self.profile, **data},
-        }
+        return {"dataset": self.dataset, "algorithm": self.algorithm, "config": chosen,
+                "hyperparameters": hyper, "data": {"profile": self.profile, **data}}  # fmt: skip
 
     @cached_property
     def run_id(self) -> str:

@@ -53,15 +53,9 @@ def first_epoch_state(data, config) -> FirstEpoch:
         params[i] = {n: p.detach().cpu().clone() for n, p in model.named_parameters()}
         sens[i] = sensitivity_from_gradient(model, g)
         weights[i] = c.n_train / total
-    return FirstEpoch(
-        units=tuple(unit_names(init)),
-        weights=weights,
-        sensitivities=sens,
-        init={n: p.detach().clone() for n, p in init.named_parameters()},
-        params=params,
-        grads=grads,
-        fisher=fisher,
-    )
+    init_params = {n: p.detach().clone() for n, p in init.named_parameters()}
+    return FirstEpoch(units=tuple(unit_names(init)), weights=weights, sensitivities=sens,
+                      init=init_params, params=params, grads=grads, fisher=fisher)  # fmt: skip
 
 
 def state_rows(key: tuple, state: FirstEpoch, rules: Sequence[str] | None = None) -> list[tuple]:
@@ -126,15 +120,10 @@ def probe_rows(sweep: pd.DataFrame, rounds: int = 2) -> pd.DataFrame:
     """The validation probe in the rules table's shape: one row per split, and its pick."""
     every = _probe_scores(sweep, rounds)
     best = probe_splits(sweep, rounds).set_index(RUN)["p"]
-    out = every.assign(
-        rule=PROBE,
-        threshold=float(rounds),
-        p=[int(best[k]) for k in every[RUN].itertuples(index=False, name=None)],
-        unit="p=" + every["p_unit"].astype(str),
-        depth=every["p_unit"] + 1,
-        quantity=f"val_macro_f1_round{rounds - 1}",
-        value=every["val"],
-    )
+    picks = [int(best[k]) for k in every[RUN].itertuples(index=False, name=None)]
+    out = every.assign(rule=PROBE, threshold=float(rounds), p=picks,
+                       unit="p=" + every["p_unit"].astype(str), depth=every["p_unit"] + 1,
+                       quantity=f"val_macro_f1_round{rounds - 1}", value=every["val"])  # fmt: skip
     return out[COLUMNS].reset_index(drop=True)
 
 

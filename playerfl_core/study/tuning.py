@@ -89,14 +89,7 @@ def tuning_scores(tune_specs: list[RunSpec], records: dict, tables: list) -> pd.
                 & (per_run["algorithm"] == sp0.algorithm)
             ]
             score = float(sel["value"].mean())
-        rows.append(
-            {
-                "dataset": sp0.dataset,
-                "algorithm": sp0.algorithm,
-                "lr": lr,
-                "n_runs": len(specs),
-                "n_ok": sum(records[sp]["status"] == OK for sp in specs),
-                "score": score,
-            }
-        )
+        n_ok = sum(records[sp]["status"] == OK for sp in specs)
+        rows.append({"dataset": sp0.dataset, "algorithm": sp0.algorithm, "lr": lr,
+                     "n_runs": len(specs), "n_ok": n_ok, "score": score})  # fmt: skip
     return pd.DataFrame(rows)
