@@ -88,7 +88,6 @@ def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]
     """Run (or load, resumably) every (dataset, algorithm, seed) under both protocols: the long
     table with a ``protocol`` column, and its record's fields (failed runs listed, never averaged
     in)."""
-
     local = options.local()
     tables, failed, run_ids, store = [], [], [], None
     for dataset, protocol, grid in _grids(study, options):
@@ -114,7 +113,6 @@ def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]
 
 def dry_run(study: Study, options) -> str:
     """What each (dataset, protocol) grid would compute and cost; computes nothing."""
-
     return "\n".join(f"{dataset}, {protocol} protocol:\n{grid_dry_run(**grid)}"
                      for dataset, protocol, grid in _grids(study, options))  # fmt: skip
 

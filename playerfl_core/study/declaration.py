@@ -60,12 +60,10 @@ class Study:
 
     def store_path(self) -> Path:
         """``stores/<store>`` (``PLAYERFL_STORES`` replaces ``stores``)."""
-
         return stores_dir() / self.store
 
     def work_dir(self) -> Path:
         """Where finished runs wait until the study is complete."""
-
         if self.work is None:
             raise ValueError(f"{self.name}: its runs are kept by its own store, not a work folder.")
         return pending_dir(self.work) if self.work_in_stores else default_store(self.work)
@@ -73,7 +71,6 @@ class Study:
     def config(self, dataset: str, device: str | None = "cpu", **settings):
         """The :class:`~playerfl_core.fl.config.RunConfig` of one run: the training profile's
         settings with the study's ``training`` in their place (and ``settings``, e.g. seed)."""
-
         return make_config(dataset, self.training_profile or self.profile, device=device,
                            progress=False, **settings, **dict(self.training))  # fmt: skip
 
@@ -81,13 +78,11 @@ class Study:
 @lru_cache(maxsize=4)
 def federation(study: Study, dataset: str, seed: int):
     """The study's federation of one seed (its partition depends on the seed)."""
-
     return load(dataset, study.profile, seed=seed, **dict(study.loader))
 
 
 def n_splits(study: Study, dataset: str) -> int:
     """How many splits a sweep of ``dataset`` has (L + 1 for a model of L units)."""
-
     width = study.config(dataset, seed=study.seeds[0]).width
     return len(model_units(federation(study, dataset, study.seeds[0]), width)) + 1
 

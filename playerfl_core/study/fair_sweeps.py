@@ -84,7 +84,6 @@ def own_rate_scores(
 ) -> pd.DataFrame:
     """:func:`~playerfl_core.study.split_scores.sweep_scores` of every split at its own rate on
     ``seeds``, ``lr`` the one-rate sweep's and ``lr_own`` the split's."""
-
     rows = sweep_rows(table)
     parts = []
     for ds, p, lr in rates[["dataset", "p", "lr"]].itertuples(index=False):
@@ -117,7 +116,6 @@ def _grid(dataset: str, options) -> dict:
 
 def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
     """The fair grids (resumable), then the rows of the runs they used and each run's entry."""
-
     used = set()
     for ds in study.federations:
         result = run_grid(**_grid(ds, options), backend=options.backend, device=options.device,
@@ -136,13 +134,11 @@ def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
 
 def dry_run(study, options) -> str:
     """What each federation's fair grid would compute and cost; computes nothing."""
-
     return "\n".join(f"{ds}:\n{grid_dry_run(**_grid(ds, options))}" for ds in study.federations)
 
 
 def store_path(options=None) -> Path:
     """``results/fair``, where the fair grids compute (under ``options.out`` when given)."""
-
     if options is not None and options.out is not None:
         return Path(options.out) / "fair_sweeps"
     return default_store(PROFILE).parent / "fair"

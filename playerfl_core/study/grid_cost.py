@@ -73,7 +73,6 @@ class RunTimer:
 def size_factor(dataset: str, profile: str) -> float:
     """Training work of one run at ``profile``'s sizes ÷ at the quick sizes (1 for the quick
     sizes): rounds × local epochs × training images × operations per image (module docstring)."""
-
     if SIZE_OF[profile] == "quick":
         return 1.0
     return _work(dataset, profile) / _work(dataset, "quick")

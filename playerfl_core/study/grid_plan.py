@@ -28,7 +28,6 @@ SPLIT_PREFIX = "prefix_p"
 
 def split_algorithms(dataset: str, profile: str) -> list[str]:
     """``prefix_p0`` … ``prefix_pL`` for the model of ``dataset`` (L its number of units)."""
-
     data = load_data_cached(dataset, profile, 0)
     model = model_for(data, 1.0, 0)
     return [f"{SPLIT_PREFIX}{k}" for k in range(len(unit_names(model)) + 1)]

@@ -31,7 +31,6 @@ from playerfl_core.study.split_sweeps import model_units
 
 def study_tasks(study: Study) -> list[tuple[str, float, int, int]]:
     """Every run ``(federation, lr, seed, p)``, seed-major within a federation and rate."""
-
     out = []
     for dataset in study.federations:
         width = study.config(dataset, "cpu", lr=study.learning_rates[0]).width
@@ -246,7 +245,6 @@ def _cut(tasks, k: int) -> list[list]:
 def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict] | None:
     """Compute what fits in ``options.budget_s`` into ``options.out``; once no run is left, the
     table of every chunk and its record's fields, else None."""
-
     if options.out is None:
         raise ValueError(f"study run {study.name}: give --out FOLDER for its finished chunks.")
     out = Path(options.out)

@@ -39,7 +39,6 @@ def sweep_algorithms(n_units: int) -> list[str]:
 
 def model_units(data, width: float = 1.0) -> tuple[str, ...]:
     """The layer units of the model ``data`` trains (no training, no data needed)."""
-
     return unit_names(model_for(data, width, 0))
 
 
@@ -80,7 +79,6 @@ def run_sweeps(
     """:func:`run_sweep` for several datasets, on ``workers`` processes or a Ray cluster, one thread
     per run. ``diverged`` (a list) collects diverging runs instead of raising; ``finished`` receives
     each run's table as it ends, ``planned`` every ``(dataset, seed, p)`` first."""
-
     datasets, seeds = list(datasets), [int(s) for s in seeds]
     local = backend in ("local", None)
     if data_loader is not None and (len(datasets) != 1 or workers > 1 or not local):
@@ -131,13 +129,11 @@ def run_sweeps(
 
 def _sweep_data(dataset: str, profile: str, seed: int):
     """The federation of one seed, from the grid's small per-process cache."""
-
     return load_data_cached(dataset, profile, seed)
 
 
 def _sweep_run(dataset, profile, seed, p, lr, rounds, device, data=None) -> pd.DataFrame:
     """One prefix run of a sweep (module-level for worker processes); raises on divergence."""
-
     data = data if data is not None else _sweep_data(dataset, profile, seed)
     config = make_config(
         dataset, profile, seed=seed, lr=lr, rounds=rounds, device=device, progress=False
@@ -159,7 +155,6 @@ def heterogeneity_federations(
 ) -> pd.DataFrame:
     """The controlled-heterogeneity federations of ``bases`` in figure order.
     Columns: dataset, base, family, level, order."""
-
     bases = skew_bases() if bases is None else bases
     rows = []
     for base in bases:
@@ -181,7 +176,6 @@ def heterogeneity_federations(
 def load_sweeps(path) -> pd.DataFrame | None:
     """A stored sweep table (a file, a committed archive folder or a grid's store folder), or None
     when absent; a table whose sweeps are incomplete is refused (:func:`check_sweeps_complete`)."""
-
     if path is None or not Path(path).exists():
         return None
     if Path(path).is_dir() and (Path(path) / MANIFEST_FILE).exists():
