@@ -102,12 +102,8 @@ def pack(
     atomic_write(
         out / TABLE_FILE, lambda p: combined.to_parquet(p, index=False, compression="zstd")
     )
-    manifest = {
-        **provenance(profile, command),
-        "machines": machines,
-        "runs": entries,
-        "seal": seal(out, entries),
-    }
+    manifest = {**provenance(profile, command), "machines": machines, "runs": entries,
+                "seal": seal(out, entries)}  # fmt: skip
     text = json.dumps(manifest, indent=1, sort_keys=True, default=str)
     atomic_write(out / MANIFEST_FILE, lambda p: p.write_text(text))
     return out

@@ -133,12 +133,10 @@ def cost_report(cost: pd.DataFrame, profile: str, widen: int = 0, limit: int = 6
     shown = cost.copy()
     if len(shown) > limit:
         shown = cost.groupby("dataset", sort=False, as_index=False).agg(
-            algorithm=("algorithm", "size"),
-            tuning=("tuning", "sum"),
-            evaluation=("evaluation", "sum"),
-            stored=("stored", "sum"),
+            algorithm=("algorithm", "size"), tuning=("tuning", "sum"),
+            evaluation=("evaluation", "sum"), stored=("stored", "sum"),
             **{"CPU-hours": ("CPU-hours", "sum")},
-        )
+        )  # fmt: skip
         shown["algorithm"] = shown["algorithm"].map(lambda n: f"{n} algorithms")
     else:
         shown["s/run"] = shown["s/run"].round(1)

@@ -41,11 +41,9 @@ def _cpuinfo() -> dict:
         name, _, value = line.partition(":")
         first[name.strip()] = value.strip()
     flags = set(first.get("flags", "").split())
-    return {
-        "model": first.get("model name", platform.processor() or UNKNOWN),
-        "vendor": first.get("vendor_id", UNKNOWN),
-        "flags": [f for f in ISA_FLAGS if f in flags],
-    }
+    return {"model": first.get("model name", platform.processor() or UNKNOWN),
+            "vendor": first.get("vendor_id", UNKNOWN),
+            "flags": [f for f in ISA_FLAGS if f in flags]}  # fmt: skip
 
 
 def _library(pattern: str, config: str) -> str:
@@ -78,11 +76,8 @@ def _static() -> dict:
 
 def fingerprint(threads: int | None = None) -> dict:
     """This machine's facts and key, with the thread count a run uses (default: torch's)."""
-    facts = {
-        **_static(),
-        "threads": int(threads if threads else torch.get_num_threads()),
-        "env": {k: os.environ[k] for k in BIT_ENV if os.environ.get(k)},
-    }
+    facts = {**_static(), "threads": int(threads if threads else torch.get_num_threads()),
+             "env": {k: os.environ[k] for k in BIT_ENV if os.environ.get(k)}}  # fmt: skip
     facts["key"] = key(facts)
     return facts
 

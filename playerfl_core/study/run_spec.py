@@ -167,12 +167,8 @@ class RunSpec:
         """
         config = asdict(self.config("cpu"))
         defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
-        chosen = {
-            k: v
-            for k, v in config.items()
-            if k not in ("device", "progress", "dataset")
-            and (k not in defaults or v != defaults[k])
-        }
+        chosen = {k: v for k, v in config.items() if k not in ("device", "progress", "dataset")
+                  and (k not in defaults or v != defaults[k])}  # fmt: skip
         algorithm = get_algorithm(self.algorithm)
         hyper = {
             k: v for k, v in algorithm.hyperparameters().items() if v != algorithm.defaults()[k]
