@@ -3,7 +3,7 @@ client, since at the book's sizes a regret moves by about δ with the draw of th
 
 One procedure (:func:`rescore_run`), three declarations (:data:`STUDIES`) that differ in the runs
 they read: R1's, R2's and the validation rescore (rounds and oracle chosen on large validation
-sets too). About 560 lines in one module: each rescore's reading reads the others' stores, so
+sets too). About 550 lines in one module: each rescore's reading reads the others' stores, so
 split by rescore the parts would import each other.
 """
 
