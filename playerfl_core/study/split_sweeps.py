@@ -32,11 +32,6 @@ initial weights and first epoch."""
 
 
 # -- running a sweep ------------------------------------------------------------------------
-def sweep_algorithms(n_units: int) -> list[str]:
-    """``prefix_p0`` … ``prefix_pL``: the algorithm names of a sweep over a model with L units."""
-    return [prefix_name(p) for p in range(n_units + 1)]
-
-
 def model_units(data, width: float = 1.0) -> tuple[str, ...]:
     """The layer units of the model ``data`` trains (no training, no data needed)."""
     return unit_names(model_for(data, width, 0))
