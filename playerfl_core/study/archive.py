@@ -102,8 +102,12 @@ def pack(
     atomic_write(
         out / TABLE_FILE, lambda p: combined.to_parquet(p, index=False, compression="zstd")
     )
-    manifest = {**provenance(profile, command), "machines": machines, "runs": entries,
-                "seal": seal(out, entries)}  # fmt: skip
+    manifest = {
+        **provenance(profile, command),
+        "machines": machines,
+        "runs": entries,
+        "seal": seal(out, entries),
+    }
     text = json.dumps(manifest, indent=1, sort_keys=True, default=str)
     atomic_write(out / MANIFEST_FILE, lambda p: p.write_text(text))
     return out
@@ -276,9 +280,16 @@ def recompute_runs(path: str | Path, run_ids: list[str], threads: int = 1) -> pd
             stored = table[table["run_id"] == run_id]
             stored_on = machine.key(entry.get("machine"))
             case = BITWISE if stored_on == here else STATISTICAL
-            out.append({"run_id": run_id, "rows": len(stored), "stored_on": stored_on,
-                        "case": case, "same_spec": spec.run_id == run_id,
-                        **compare_run(fresh, stored)})  # fmt: skip
+            out.append(
+                {
+                    "run_id": run_id,
+                    "rows": len(stored),
+                    "stored_on": stored_on,
+                    "case": case,
+                    "same_spec": spec.run_id == run_id,
+                    **compare_run(fresh, stored),
+                }
+            )
     finally:
         torch.set_num_threads(previous)
     return pd.DataFrame(out)

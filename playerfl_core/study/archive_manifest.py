@@ -67,10 +67,14 @@ def seal(folder: Path, entries: list[dict]) -> str:
 def provenance(profile: str, command: str) -> dict:
     """Who, what and where: enough to tell whether a re-computation should match bit for bit."""
     versions = {**machine.fingerprint()["versions"], "pandas": pd.__version__}
-    return {"profile": profile, "code": code_fingerprint(),
-            "created": datetime.now(UTC).isoformat(timespec="seconds"), "command": command,
-            "machine": {**machine.fingerprint(threads=1), "cpu_count": os.cpu_count()},
-            "versions": versions}  # fmt: skip
+    return {
+        "profile": profile,
+        "code": code_fingerprint(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": command,
+        "machine": {**machine.fingerprint(threads=1), "cpu_count": os.cpu_count()},
+        "versions": versions,
+    }
 
 
 def _manifest_error(file: Path, why: str) -> ArchiveError:

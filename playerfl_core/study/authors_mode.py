@@ -105,10 +105,14 @@ def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]
         store = grid["store"]
     seconds, machines = _cost(store, run_ids)
     return pd.concat(tables, ignore_index=True), {
-        "profile": PROFILE, "seeds": {d: list(SEEDS[d]) for d in study.federations},
+        "profile": PROFILE,
+        "seeds": {d: list(SEEDS[d]) for d in study.federations},
         "learning_rates": {d: published_rates(d) for d in study.federations},
-        "runs": len(run_ids), "cpu_seconds": seconds, "machines": machines, "failed_runs": failed,
-    }  # fmt: skip
+        "runs": len(run_ids),
+        "cpu_seconds": seconds,
+        "machines": machines,
+        "failed_runs": failed,
+    }
 
 
 def dry_run(study: Study, options) -> str:

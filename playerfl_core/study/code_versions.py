@@ -87,10 +87,17 @@ def record_checks(report: pd.DataFrame, code: str, path: Path | None = None) -> 
     path = path or record_path()
     here = machine.fingerprint(threads=1)["key"]
     when = datetime.now(UTC).isoformat(timespec="seconds")
-    new = [{"earlier": earlier, "current": code,
+    new = [
+        {
+            "earlier": earlier,
+            "current": code,
             "identical": bool((runs["identical"] & runs["same_spec"]).all()),
-            "runs": sorted(runs["run_id"]), "machine": here, "checked": when}
-           for earlier, runs in report.groupby("earlier", sort=True)]  # fmt: skip
+            "runs": sorted(runs["run_id"]),
+            "machine": here,
+            "checked": when,
+        }
+        for earlier, runs in report.groupby("earlier", sort=True)
+    ]
     replaced = {(c["earlier"], c["current"]) for c in new}
     kept = [c for c in read_record(path) if (c["earlier"], c["current"]) not in replaced]
     text = json.dumps({"checks": kept + new}, indent=1, sort_keys=True)

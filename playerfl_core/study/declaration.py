@@ -52,10 +52,17 @@ class Study:
     def key(self) -> str:
         """12 hex digits naming what decides the study's runs (not its name, prose or store):
         the same fields, in the same order, as the chunked GPU driver's records carry."""
-        decisive = {"federations": self.federations, "seeds": self.seeds,
-                    "learning_rates": self.learning_rates, "splits": self.splits,
-                    "profile": self.profile, "loader": self.loader, "training": self.training,
-                    "declared": self.declared, "commit": self.commit}  # fmt: skip
+        decisive = {
+            "federations": self.federations,
+            "seeds": self.seeds,
+            "learning_rates": self.learning_rates,
+            "splits": self.splits,
+            "profile": self.profile,
+            "loader": self.loader,
+            "training": self.training,
+            "declared": self.declared,
+            "commit": self.commit,
+        }
         return hashlib.sha256(json.dumps(decisive, default=str).encode()).hexdigest()[:12]
 
     def store_path(self) -> Path:
@@ -71,8 +78,14 @@ class Study:
     def config(self, dataset: str, device: str | None = "cpu", **settings):
         """The :class:`~playerfl_core.fl.config.RunConfig` of one run: the training profile's
         settings with the study's ``training`` in their place (and ``settings``, e.g. seed)."""
-        return make_config(dataset, self.training_profile or self.profile, device=device,
-                           progress=False, **settings, **dict(self.training))  # fmt: skip
+        return make_config(
+            dataset,
+            self.training_profile or self.profile,
+            device=device,
+            progress=False,
+            **settings,
+            **dict(self.training),
+        )
 
 
 @lru_cache(maxsize=4)

@@ -58,8 +58,11 @@ def own_rates(table: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame
     per_run = best_val_loss(tune.drop(columns="p"))
     scores = per_run.groupby(["dataset", "algorithm", "lr"], as_index=False)["value"].mean()
     scores = scores.rename(columns={"value": "score"})
-    failed = {(e["dataset"], e["algorithm"], float(e["lr"])) for e in entries(manifest or {})
-              if e["status"] != "ok" and e["seed"] in _tune_seeds(e["dataset"])}  # fmt: skip
+    failed = {
+        (e["dataset"], e["algorithm"], float(e["lr"]))
+        for e in entries(manifest or {})
+        if e["status"] != "ok" and e["seed"] in _tune_seeds(e["dataset"])
+    }
     keys = scores[["dataset", "algorithm", "lr"]].itertuples(index=False)
     scores.loc[[tuple(k) in failed for k in keys], "score"] = np.inf
     chosen = choose_lr(scores).drop(columns="score")

@@ -147,9 +147,19 @@ def plan_grid(
     if splits and "playerfl" not in algorithms:
         algorithms.append("playerfl")
 
-    plan = GridPlan(store, profile, eval_timing=eval_timing, rounds=rounds, loss=loss,
-                    augment=augment, protocol=protocol, code=code_fingerprint(), fresh=fresh,
-                    retry_errors=retry_errors, recompute_stale=recompute_stale)  # fmt: skip
+    plan = GridPlan(
+        store,
+        profile,
+        eval_timing=eval_timing,
+        rounds=rounds,
+        loss=loss,
+        augment=augment,
+        protocol=protocol,
+        code=code_fingerprint(),
+        fresh=fresh,
+        retry_errors=retry_errors,
+        recompute_stale=recompute_stale,
+    )
     for ds in datasets:
         settings = grid_settings(ds, profile, seeds, lrs, tune_seeds)
         plan.add_dataset(ds, algorithms, settings, fixed_lr, splits)

@@ -127,10 +127,14 @@ class GridPlan:
             else:
                 tune = [self.spec(ds, alg, lr, t) for lr in s["lrs"] for t in s["tune_seeds"]]
                 lr = s["lrs"][0] if not s["tune_seeds"] else None
-            self.pairs[(ds, alg)] = PairPlan(seeds=s["seeds"], tune=tune, lr=lr,
-                                             lrs=(lr,) if fixed else s["lrs"],
-                                             tune_seeds=s["tune_seeds"],
-                                             widen=0 if fixed else s["widen"])  # fmt: skip
+            self.pairs[(ds, alg)] = PairPlan(
+                seeds=s["seeds"],
+                tune=tune,
+                lr=lr,
+                lrs=(lr,) if fixed else s["lrs"],
+                tune_seeds=s["tune_seeds"],
+                widen=0 if fixed else s["widen"],
+            )
             self.spec_stage.update(dict.fromkeys(tune, "tune"))
 
     def eval_specs(self, key: tuple[str, str], lr: float) -> list[RunSpec]:
@@ -211,9 +215,16 @@ class GridPlan:
                 scores["chosen"] = scores["lr"] == p.lr
                 scores["added"] = scores["lr"].isin(p.widened)
                 tuning_rows.append(scores)
-            chosen_rows.append({"dataset": ds, "algorithm": alg, "lr": p.lr, "tuned": bool(p.tune),
-                                "lr_from": p.follow[1] if p.follow is not None else alg,
-                                "widened": len(p.widened)})  # fmt: skip
+            chosen_rows.append(
+                {
+                    "dataset": ds,
+                    "algorithm": alg,
+                    "lr": p.lr,
+                    "tuned": bool(p.tune),
+                    "lr_from": p.follow[1] if p.follow is not None else alg,
+                    "widened": len(p.widened),
+                }
+            )
             for extra in p.widened:
                 notes.append(
                     f"WIDENED: {ds}/{alg}: the chosen rate sat at an edge of the grid, so "
@@ -239,13 +250,21 @@ class GridPlan:
                 rec = records[sp]
                 tuned = sp in self.spec_stage
                 stage = "tune+eval" if tuned and sp in specs else ("tune" if tuned else "eval")
-                status_rows.append({
-                    "run_id": rec["run_id"], "dataset": sp.dataset, "algorithm": sp.algorithm,
-                    "lr": sp.lr, "seed": sp.seed, "stage": stage, "status": rec["status"],
-                    "error": rec.get("error", ""), "seconds": rec.get("seconds"),
-                    "stale_code": rec.get("code", code) not in same_as_now,
-                    "machine": machine.key(rec.get("machine")),
-                })  # fmt: skip
+                status_rows.append(
+                    {
+                        "run_id": rec["run_id"],
+                        "dataset": sp.dataset,
+                        "algorithm": sp.algorithm,
+                        "lr": sp.lr,
+                        "seed": sp.seed,
+                        "stage": stage,
+                        "status": rec["status"],
+                        "error": rec.get("error", ""),
+                        "seconds": rec.get("seconds"),
+                        "stale_code": rec.get("code", code) not in same_as_now,
+                        "machine": machine.key(rec.get("machine")),
+                    }
+                )
         empty = pd.DataFrame(columns=COLUMNS)
         table = pd.concat(eval_tables, ignore_index=True) if eval_tables else empty
         tuning_table = pd.concat(tune_tables, ignore_index=True) if tune_tables else empty

@@ -39,12 +39,17 @@ class GridResult:
             lo, hi = pairs["lr"].transform("min"), pairs["lr"].transform("max")
             chosen = g["chosen"]
             added = g.get("added", pd.Series(False, index=g.index))
-            rows.append({"dataset": ds, "algorithms": g["algorithm"].nunique(),
-                         "smallest": g["lr"].min(),
-                         "at smallest": int((chosen & (g["lr"] == lo)).sum()),
-                         "largest": g["lr"].max(),
-                         "at largest": int((chosen & (g["lr"] == hi)).sum()),
-                         "widened": int(added.sum())})  # fmt: skip
+            rows.append(
+                {
+                    "dataset": ds,
+                    "algorithms": g["algorithm"].nunique(),
+                    "smallest": g["lr"].min(),
+                    "at smallest": int((chosen & (g["lr"] == lo)).sum()),
+                    "largest": g["lr"].max(),
+                    "at largest": int((chosen & (g["lr"] == hi)).sum()),
+                    "widened": int(added.sum()),
+                }
+            )
         return pd.DataFrame(rows).set_index("dataset") if rows else pd.DataFrame()
 
     def note(self) -> str:

@@ -45,10 +45,12 @@ def run_plan(
         with interrupts_as_keyboard():
             executor = backend.open(threads, code, device, n_left)  # first: a cluster that
             bar = tqdm(  # cannot be used is one line, without a bar above it
-                total=n_left, desc=f"grid {plan.profile}", unit="run",
+                total=n_left,
+                desc=f"grid {plan.profile}",
+                unit="run",
                 disable=not progress or not n_left,
                 bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} runs [{elapsed}{postfix}]",
-            )  # fmt: skip
+            )
             pending: dict[cf.Future, RunSpec] = {}
             while True:
                 busy = {*pending.values(), *lost}

@@ -41,9 +41,11 @@ def _cpuinfo() -> dict:
         name, _, value = line.partition(":")
         first[name.strip()] = value.strip()
     flags = set(first.get("flags", "").split())
-    return {"model": first.get("model name", platform.processor() or UNKNOWN),
-            "vendor": first.get("vendor_id", UNKNOWN),
-            "flags": [f for f in ISA_FLAGS if f in flags]}  # fmt: skip
+    return {
+        "model": first.get("model name", platform.processor() or UNKNOWN),
+        "vendor": first.get("vendor_id", UNKNOWN),
+        "flags": [f for f in ISA_FLAGS if f in flags],
+    }
 
 
 def _library(pattern: str, config: str) -> str:
@@ -76,8 +78,11 @@ def _static() -> dict:
 
 def fingerprint(threads: int | None = None) -> dict:
     """This machine's facts and key, with the thread count a run uses (default: torch's)."""
-    facts = {**_static(), "threads": int(threads if threads else torch.get_num_threads()),
-             "env": {k: os.environ[k] for k in BIT_ENV if os.environ.get(k)}}  # fmt: skip
+    facts = {
+        **_static(),
+        "threads": int(threads if threads else torch.get_num_threads()),
+        "env": {k: os.environ[k] for k in BIT_ENV if os.environ.get(k)},
+    }
     facts["key"] = key(facts)
     return facts
 
@@ -92,9 +97,13 @@ def key(facts: dict | str | None) -> str:
     if "key" in facts and "cpu" not in facts:  # a record that kept the key alone
         return str(facts["key"])
     decisive = {k: facts.get(k) for k in ("cpu", "isa", "arch", "torch_cpu_capability", "blas")}
-    decisive.update(mkl=facts.get("mkl"), onednn=facts.get("onednn"),
-                    torch=(facts.get("versions") or {}).get("torch"), threads=facts.get("threads"),
-                    env=facts.get("env") or {})  # fmt: skip
+    decisive.update(
+        mkl=facts.get("mkl"),
+        onednn=facts.get("onednn"),
+        torch=(facts.get("versions") or {}).get("torch"),
+        threads=facts.get("threads"),
+        env=facts.get("env") or {},
+    )
     return hashlib.sha256(json.dumps(decisive, sort_keys=True).encode()).hexdigest()[:12]
 
 

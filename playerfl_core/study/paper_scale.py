@@ -227,8 +227,14 @@ def compute(
         per_run = seconds / len(tasks) if seconds else per_run
         say(f"paper_scale: {stem}: {len(tasks)} runs in {seconds:.1f} s ({status}).")
     left = sum(len(c) for c in queue)
-    return {"computed": computed, "chunks": chunks, "already_done": len(done), "left": left,
-            "seconds": round(time.monotonic() - start, 1), "stopped": stopped}  # fmt: skip
+    return {
+        "computed": computed,
+        "chunks": chunks,
+        "already_done": len(done),
+        "left": left,
+        "seconds": round(time.monotonic() - start, 1),
+        "stopped": stopped,
+    }
 
 
 def _cut(tasks, k: int) -> list[list]:
@@ -271,10 +277,14 @@ def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]
         return None
     folders = [study.work_dir(), out / study.name]
     found = finished_chunks(study, folders, say).values()
-    extra = {"study_key": study.key(), "runs": sum(len(r["runs"]) for r in found),
-             "diverged": sorted(n for r in found if r["status"] != "ok" for n in r["runs"]),
-             "device_seconds": round(sum(r["seconds"] for r in found), 1),
-             "devices": sorted({r["device"] for r in found}), "driver": batched.DRIVER}  # fmt: skip
+    extra = {
+        "study_key": study.key(),
+        "runs": sum(len(r["runs"]) for r in found),
+        "diverged": sorted(n for r in found if r["status"] != "ok" for n in r["runs"]),
+        "device_seconds": round(sum(r["seconds"] for r in found), 1),
+        "devices": sorted({r["device"] for r in found}),
+        "driver": batched.DRIVER,
+    }
     return load(study, folders), extra
 
 

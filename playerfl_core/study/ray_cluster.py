@@ -210,9 +210,12 @@ class RayExecutor:
             raise
         env = {k: os.environ[k] for k in PASSED_ENV if os.environ.get(k)}
         self.remote = self.ray.remote(_run_task).options(
-            num_cpus=backend.cpus, num_gpus=backend.gpus, max_retries=backend.max_retries,
-            retry_exceptions=False, **({"runtime_env": {"env_vars": env}} if env else {}),
-        )  # fmt: skip
+            num_cpus=backend.cpus,
+            num_gpus=backend.gpus,
+            max_retries=backend.max_retries,
+            retry_exceptions=False,
+            **({"runtime_env": {"env_vars": env}} if env else {}),
+        )
         self.refs: dict[cf.Future, object] = {}
 
     def _check_fits(self) -> None:

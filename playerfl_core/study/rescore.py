@@ -366,9 +366,12 @@ def gather(study: Study, todo: Sequence, work: Path, records: dict) -> tuple[pd.
     """The long table and its totals: runs, CPU-s, identical reruns, largest diff, machines."""
     names = [task_name(t) for t in todo]
     table = pd.concat([pd.read_parquet(work / f"{n}.parquet") for n in names], ignore_index=True)
-    totals = {"runs": len(names), "cpu_seconds": cpu_seconds(records, names),
-              "identical_to_committed": sum(bool(records[n]["identical"]) for n in names),
-              "max_abs_diff": max(float(records[n]["max_abs_diff"]) for n in names)}  # fmt: skip
+    totals = {
+        "runs": len(names),
+        "cpu_seconds": cpu_seconds(records, names),
+        "identical_to_committed": sum(bool(records[n]["identical"]) for n in names),
+        "max_abs_diff": max(float(records[n]["max_abs_diff"]) for n in names),
+    }
     machines = Counter(machine.describe(records[n].get("machine")) for n in names)
     totals["machines"] = dict(sorted(machines.items()))  # a run's last bits are its machine's
     return table, totals

@@ -156,10 +156,19 @@ class RunSpec:
                 object.__setattr__(self, key, value)
 
     def config(self, device: str | None = None) -> RunConfig:
-        return make_config(self.dataset, self.profile, seed=self.seed, lr=self.lr,
-                           rounds=self.rounds, device=device, eval_timing=self.eval_timing,
-                           loss=self.loss, augment=self.augment, protocol=self.protocol,
-                           progress=False)  # fmt: skip
+        return make_config(
+            self.dataset,
+            self.profile,
+            seed=self.seed,
+            lr=self.lr,
+            rounds=self.rounds,
+            device=device,
+            eval_timing=self.eval_timing,
+            loss=self.loss,
+            augment=self.augment,
+            protocol=self.protocol,
+            progress=False,
+        )
 
     def fingerprint(self) -> dict:
         """What the user chose for this run: dataset, algorithm, data profile and the settings that
@@ -167,16 +176,25 @@ class RunSpec:
         """
         config = asdict(self.config("cpu"))
         defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
-        chosen = {k: v for k, v in config.items() if k not in ("device", "progress", "dataset")
-                  and (k not in defaults or v != defaults[k])}  # fmt: skip
+        chosen = {
+            k: v
+            for k, v in config.items()
+            if k not in ("device", "progress", "dataset")
+            and (k not in defaults or v != defaults[k])
+        }
         algorithm = get_algorithm(self.algorithm)
         hyper = {
             k: v for k, v in algorithm.hyperparameters().items() if v != algorithm.defaults()[k]
         }
         size = SIZE_OF[self.profile]
         data = federation(self.dataset).loader_sizes(size) if is_registered(self.dataset) else {}
-        return {"dataset": self.dataset, "algorithm": self.algorithm, "config": chosen,
-                "hyperparameters": hyper, "data": {"profile": self.profile, **data}}  # fmt: skip
+        return {
+            "dataset": self.dataset,
+            "algorithm": self.algorithm,
+            "config": chosen,
+            "hyperparameters": hyper,
+            "data": {"profile": self.profile, **data},
+        }
 
     @cached_property
     def run_id(self) -> str:

@@ -246,9 +246,14 @@ def write_store(table: pd.DataFrame, path, extra: dict | None = None) -> Path:
         raise ValueError(f"{path}: a table with its record is Parquet; end it in .parquet.")
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, lambda p: table.to_parquet(p, index=False))
-    meta = {"created": datetime.now(UTC).isoformat(timespec="seconds"), "code": code_fingerprint(),
-            "machine": machine.fingerprint(threads=1), "rows": len(table),
-            "sha256": _sha256(path), **(extra or {})}  # fmt: skip
+    meta = {
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "code": code_fingerprint(),
+        "machine": machine.fingerprint(threads=1),
+        "rows": len(table),
+        "sha256": _sha256(path),
+        **(extra or {}),
+    }
     text = json.dumps(meta, indent=1, sort_keys=True) + "\n"
     atomic_write(Path(f"{path}.json"), lambda p: p.write_text(text))
     return path

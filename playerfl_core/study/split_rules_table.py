@@ -54,8 +54,15 @@ def first_epoch_state(data, config) -> FirstEpoch:
         sens[i] = sensitivity_from_gradient(model, g)
         weights[i] = c.n_train / total
     init_params = {n: p.detach().clone() for n, p in init.named_parameters()}
-    return FirstEpoch(units=tuple(unit_names(init)), weights=weights, sensitivities=sens,
-                      init=init_params, params=params, grads=grads, fisher=fisher)  # fmt: skip
+    return FirstEpoch(
+        units=tuple(unit_names(init)),
+        weights=weights,
+        sensitivities=sens,
+        init=init_params,
+        params=params,
+        grads=grads,
+        fisher=fisher,
+    )
 
 
 def state_rows(key: tuple, state: FirstEpoch, rules: Sequence[str] | None = None) -> list[tuple]:
@@ -121,9 +128,15 @@ def probe_rows(sweep: pd.DataFrame, rounds: int = 2) -> pd.DataFrame:
     every = _probe_scores(sweep, rounds)
     best = probe_splits(sweep, rounds).set_index(RUN)["p"]
     picks = [int(best[k]) for k in every[RUN].itertuples(index=False, name=None)]
-    out = every.assign(rule=PROBE, threshold=float(rounds), p=picks,
-                       unit="p=" + every["p_unit"].astype(str), depth=every["p_unit"] + 1,
-                       quantity=f"val_macro_f1_round{rounds - 1}", value=every["val"])  # fmt: skip
+    out = every.assign(
+        rule=PROBE,
+        threshold=float(rounds),
+        p=picks,
+        unit="p=" + every["p_unit"].astype(str),
+        depth=every["p_unit"] + 1,
+        quantity=f"val_macro_f1_round{rounds - 1}",
+        value=every["val"],
+    )
     return out[COLUMNS].reset_index(drop=True)
 
 

@@ -90,6 +90,14 @@ def tuning_scores(tune_specs: list[RunSpec], records: dict, tables: list) -> pd.
             ]
             score = float(sel["value"].mean())
         n_ok = sum(records[sp]["status"] == OK for sp in specs)
-        rows.append({"dataset": sp0.dataset, "algorithm": sp0.algorithm, "lr": lr,
-                     "n_runs": len(specs), "n_ok": n_ok, "score": score})  # fmt: skip
+        rows.append(
+            {
+                "dataset": sp0.dataset,
+                "algorithm": sp0.algorithm,
+                "lr": lr,
+                "n_runs": len(specs),
+                "n_ok": n_ok,
+                "score": score,
+            }
+        )
     return pd.DataFrame(rows)

@@ -34,18 +34,28 @@ def compare_run(fresh: pd.DataFrame, stored: pd.DataFrame) -> dict:
     same = fresh.shape == stored.shape and fresh[keys].astype(str).equals(stored[keys].astype(str))
     if not same:
         nan = float("nan")
-        return dict(same_structure=False, identical=False, max_abs_diff=float("inf"),
-                    round0_rel=nan, round0_agrees=False, selected_diff=nan)  # fmt: skip
+        return dict(
+            same_structure=False,
+            identical=False,
+            max_abs_diff=float("inf"),
+            round0_rel=nan,
+            round0_agrees=False,
+            selected_diff=nan,
+        )
     a, b = fresh["value"].to_numpy(float), stored["value"].to_numpy(float)
     both_nan = np.isnan(a) & np.isnan(b)
     diff = np.where(both_nan, 0.0, np.abs(a - b))
     first = (stored["round"] == stored["round"].min()).to_numpy()
     relative = np.minimum(diff[first] / np.maximum(np.abs(b[first]), 1e-6), 1.0)
     round0 = float(relative.mean()) if len(relative) else 0.0
-    return dict(same_structure=True, identical=bool(np.all(diff == 0.0)),
-                max_abs_diff=float(np.max(diff)) if len(diff) else 0.0, round0_rel=round0,
-                round0_agrees=round0 <= ROUND0_RTOL,
-                selected_diff=_selected_change(fresh, stored))  # fmt: skip
+    return dict(
+        same_structure=True,
+        identical=bool(np.all(diff == 0.0)),
+        max_abs_diff=float(np.max(diff)) if len(diff) else 0.0,
+        round0_rel=round0,
+        round0_agrees=round0 <= ROUND0_RTOL,
+        selected_diff=_selected_change(fresh, stored),
+    )
 
 
 def _selected_change(fresh: pd.DataFrame, stored: pd.DataFrame) -> float:

@@ -152,9 +152,11 @@ class LocalExecutor:
             return
         with _sighup_blocked():  # its queues' locks start multiprocessing's resource tracker
             self.pool = cf.ProcessPoolExecutor(
-                max_workers=self.workers, initializer=init_worker, initargs=(threads, os.getpid()),
+                max_workers=self.workers,
+                initializer=init_worker,
+                initargs=(threads, os.getpid()),
                 mp_context=multiprocessing.get_context("spawn"),
-            )  # fmt: skip
+            )
 
     def submit(self, fn, *args) -> cf.Future:
         if self.pool is not None:
