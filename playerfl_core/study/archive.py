@@ -1,25 +1,10 @@
 """Committed results: a compact, self-checking copy of a grid's store that anyone can re-verify.
 
-A grid's working store (``results/<profile>/runs/``: one CSV and one JSON per run) resumes fast
-but is large and not committed. :func:`pack` turns it into two files that are committed under
-``stores/<profile>/``:
-
-- ``runs.parquet``: every row of every finished run (the long results table plus ``run_id``);
-- ``manifest.json``: provenance (code fingerprint, profile, date, the packing machine, library
-  versions, the command that made it), the machines that computed the runs
-  (:mod:`playerfl_core.study.machine`) and one entry per run: its spec, status, machine key, row
-  count and SHA-256 of its rows.
-
-:func:`unpack` writes the runs back as a store, verifying every run's row count and checksum on
-the way, so ``run_grid(..., compute=False)`` and the chapters load them like any grid.
-:func:`verify` re-runs a seeded sample of stored runs: bit for bit where this machine is the
-one that computed them, statistically elsewhere (:mod:`playerfl_core.study.verification`), and says
-which case it found. The committed numbers are only as good as the code's ability to produce
-them again. :func:`archive_view` shows a store as if the archive were unpacked into it, writing
-nothing (``playerfl grid --dry-run``).
-
-The format they share (file names, folders, the run checksum and seal, reading a manifest) is
-:mod:`playerfl_core.study.archive_manifest`, whose names are re-exported here.
+:func:`pack` turns a working store (``results/<profile>/runs/``) into ``runs.parquet`` (every row,
+with ``run_id``) and ``manifest.json`` (provenance, machines, one checksummed entry per run) under
+``stores/<profile>/``; :func:`unpack` writes them back, checking every run; :func:`verify`
+recomputes a seeded sample; :func:`archive_view` shows a store as if unpacked, writing nothing.
+The shared format is :mod:`playerfl_core.study.archive_manifest`, re-exported here.
 """
 
 from __future__ import annotations
@@ -68,14 +53,8 @@ def pack(
     datasets: list[str] | None = None,
     run_ids: set[str] | None = None,
 ) -> Path:
-    """Write every run of ``store`` (a :class:`~playerfl_core.study.experiments.Store`), or only
-    the runs of ``datasets`` and of ``run_ids``, as an archive.
-
-    Runs that diverged or failed are listed in the manifest with their status and no rows, so a
-    reader sees what was excluded. Every run must be of a federation the package declares (a
-    built-in or a variant of one): a committed archive is recomputed anywhere, without the user
-    file that declared another one. Both files are written atomically.
-    """
+    """Write every run of ``store`` (or of ``datasets``/``run_ids``) as an archive, atomically;
+    failed runs are listed without rows; every run must be of a declared federation."""
     out = Path(out) if out is not None else archive_dir(profile)
     problem = folder_problem(out)
     if problem:
@@ -135,9 +114,8 @@ def pack(
 
 
 def packed(store, records: list[dict], desc: str = "pack"):
-    """The rows of the finished runs among ``records`` (``store``'s), each with its ``run_id``;
-    one manifest entry per run (its spec, status, machine key, row count and SHA-256 of its
-    rows); and the facts of the machines that computed them, by key."""
+    """The rows of the finished runs among ``records``, each with its ``run_id``; one manifest entry
+    per run; and the facts of the machines that computed them, by key."""
     tables, entries, machines = [], [], {}
     for rec in tqdm(records, desc=desc, unit="run"):
         entry = {k: v for k, v in rec.items() if k not in ("info", "error", "csv_sha256")}
@@ -210,12 +188,7 @@ def load_archive(path: str | Path) -> tuple[pd.DataFrame, dict]:
 
 
 def unpack(path: str | Path, store) -> int:
-    """Write a verified archive's runs into ``store`` (intact files already there are kept;
-    damaged ones are replaced by the archive's copy). Each run's JSON records its CSV's row
-    count and SHA-256, which the store checks on every read.
-
-    Returns the number of runs written.
-    """
+    """Write a verified archive's runs missing from ``store`` into it; return how many."""
     table, manifest = load_archive(path)
     groups = dict(tuple(table.groupby("run_id", sort=False)))
     written = 0
@@ -241,9 +214,7 @@ def unpack(path: str | Path, store) -> int:
 
 
 def archive_view(store, profile: str):
-    """``store`` as a grid would see it after unpacking ``profile``'s committed archive, without
-    writing anything (``playerfl grid --dry-run``): runs the store lacks are read from the
-    archive. ``store`` itself when there is no archive."""
+    """``store`` as if ``profile``'s committed archive were unpacked into it, writing nothing."""
     path = archive_dir(profile)
     if not (path / MANIFEST_FILE).exists():
         return store
@@ -278,17 +249,9 @@ def spec_of(entry: dict):
 
 
 def recompute_sample(
-    path: str | Path,
-    n: int = 3,
-    seed: int = 0,
-    max_seconds: float | None = None,
-    threads: int = 1,
+    path: str | Path, n: int = 3, seed: int = 0, max_seconds: float | None = None, threads: int = 1
 ) -> pd.DataFrame:
-    """Re-run ``n`` stored runs drawn with ``seed`` and compare every row with the archive.
-
-    ``max_seconds`` restricts the draw to runs whose stored time was at most that long (to keep
-    a test short). Returns what :func:`recompute_runs` returns.
-    """
+    """Re-run ``n`` stored runs drawn with ``seed`` and compare every row."""
     _, manifest = load_archive(path)
     ok = [e for e in manifest["runs"] if e["status"] == "ok"]
     if max_seconds is not None:
@@ -300,15 +263,9 @@ def recompute_sample(
 
 
 def recompute_runs(path: str | Path, run_ids: list[str], threads: int = 1) -> pd.DataFrame:
-    """Re-run the archive's runs ``run_ids`` with today's code and compare every row.
-
-    Runs are recomputed on the CPU with ``threads`` threads (archives are computed with one).
-    Returns one row per run: ``run_id``, ``rows``, ``stored_on`` (the key of the machine that
-    computed it), ``case`` (``bitwise`` where that is this machine with these threads, else
-    ``statistical``), ``same_spec`` (False when today's code names the run differently, i.e. its
-    settings changed since the archive was made) and the columns of
-    :func:`~playerfl_core.study.verification.compare_run`.
-    """
+    """Re-run the archive's runs ``run_ids`` on the CPU with ``threads`` threads and compare every
+    row (``case``: ``bitwise`` on this machine, else ``statistical``; ``same_spec``: named as
+    today)."""
     table, manifest = load_archive(path)
     entries = {e["run_id"]: e for e in manifest["runs"] if e["status"] == "ok"}
     out, previous = [], torch.get_num_threads()
@@ -322,12 +279,13 @@ def recompute_runs(path: str | Path, run_ids: list[str], threads: int = 1) -> pd
             fresh = run_federated(data, get_algorithm(spec.algorithm), spec.config("cpu")).table()
             stored = table[table["run_id"] == run_id]
             stored_on = machine.key(entry.get("machine"))
+            case = BITWISE if stored_on == here else STATISTICAL
             out.append(
                 {
                     "run_id": run_id,
                     "rows": len(stored),
                     "stored_on": stored_on,
-                    "case": BITWISE if stored_on == here else STATISTICAL,
+                    "case": case,
                     "same_spec": spec.run_id == run_id,
                     **compare_run(fresh, stored),
                 }
@@ -352,17 +310,9 @@ class Verification:
 
 
 def verify(
-    path: str | Path,
-    n: int = 3,
-    seed: int = 0,
-    max_seconds: float | None = None,
-    threads: int = 1,
+    path: str | Path, n: int = 3, seed: int = 0, max_seconds: float | None = None, threads: int = 1
 ) -> Verification:
-    """Recompute a sample (:func:`recompute_sample`) and judge it: runs computed by this machine
-    (same :func:`~playerfl_core.study.machine.key`) must be identical; runs from any other machine
-    must be consistent over the sample
-    (:func:`~playerfl_core.study.verification.statistical_verdict`).
-    A run whose name today's code would not give is a failure either way."""
+    """Recompute a sample and judge it: bit for bit on this machine's key, else statistically."""
     report = recompute_sample(path, n=n, seed=seed, max_seconds=max_seconds, threads=threads)
     cases = set(report["case"])
     case = cases.pop() if len(cases) == 1 else "mixed"

@@ -1,10 +1,6 @@
-"""The committed archive's format: where archives live, their two files, the checksum of a run's
-rows and the seal over them all, the provenance a manifest records, and reading a manifest with
-every check its readers rely on.
-
-Below :mod:`playerfl_core.study.archive` (which packs, loads, unpacks and verifies archives, and
-re-exports every name here): the format is what every reader and writer of an archive shares.
-"""
+"""The committed archive's format: its files, the checksum of a run's rows and the seal over
+them all, the provenance a manifest records, and reading a manifest with every check.
+Re-exported by :mod:`playerfl_core.study.archive`."""
 
 from __future__ import annotations
 
@@ -36,9 +32,8 @@ def stores_dir() -> Path:
 
 
 PENDING = "pending"
-"""``stores/pending/<work>/``: the finished runs of a computation that takes longer than one
-session, committed as they end so that any machine resumes it; nothing reads them until every
-run exists (the chapters' inputs digest leaves them out)."""
+"""``stores/pending/<work>/``: finished runs of a computation longer than one session, committed
+as they end so any machine resumes it; nothing reads them until every run exists."""
 
 
 def pending_dir(work: str) -> Path:
@@ -71,13 +66,14 @@ def seal(folder: Path, entries: list[dict]) -> str:
 
 def provenance(profile: str, command: str) -> dict:
     """Who, what and where: enough to tell whether a re-computation should match bit for bit."""
+    versions = {**machine.fingerprint()["versions"], "pandas": pd.__version__}
     return {
         "profile": profile,
         "code": code_fingerprint(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": command,
         "machine": {**machine.fingerprint(threads=1), "cpu_count": os.cpu_count()},
-        "versions": {**machine.fingerprint()["versions"], "pandas": pd.__version__},
+        "versions": versions,
     }
 
 
@@ -89,10 +85,8 @@ def _manifest_error(file: Path, why: str) -> ArchiveError:
 
 
 def read_manifest(path: str | Path) -> dict:
-    """The manifest of the archive folder ``path``, checked for the shape every reader relies
-    on (an object whose ``runs`` list has one object per run with ``run_id`` and ``status``, and
-    ``rows`` and ``sha256`` for finished runs); anything else raises one :class:`ArchiveError`
-    naming the file and how to restore it."""
+    """The manifest of the archive folder ``path``, checked for the shape readers rely on, else one
+    :class:`ArchiveError` naming the file and how to restore it."""
     file = Path(path) / MANIFEST_FILE
     try:
         manifest = json.loads(file.read_text())
@@ -123,8 +117,7 @@ def read_manifest(path: str | Path) -> dict:
 
 
 def _other_profiles(runs: list[dict], profile) -> dict[str, int]:
-    """How many ``runs`` (store records or manifest entries) record another data profile than
-    ``profile``: their numbers would be reported under the wrong one."""
+    """How many ``runs`` (records or entries) record a data profile other than ``profile``."""
     counts: dict[str, int] = {}
     for run in runs:
         other = run.get("profile")

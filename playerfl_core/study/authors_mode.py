@@ -1,12 +1,8 @@
 """The authors'-mode comparison: every algorithm at the published learning rates, run under the
 authors' protocol and under the book's, on the same seeds, stored as one long table.
 
-Why: the reproduction report sets the published table beside the book's; this study shows how
-much of the gap is protocol (data pipeline, loss, scoring time, round selection) and how much
-is the algorithms, by running this engine the authors' way too. Runs go through the grid
-machinery (:func:`~playerfl_core.study.grid.run_grid`, ``fixed_lr``); ``playerfl study run
-authors_mode`` commits the combined table to ``stores/authors_mode/comparison.parquet`` with its
-record beside it (:mod:`~playerfl_core.study.runner`).
+It shows how much of the gap to the published table is protocol and how much the algorithms.
+``playerfl study run authors_mode`` commits it to ``stores/authors_mode/comparison.parquet``.
 """
 
 from __future__ import annotations
@@ -76,8 +72,7 @@ def published_rates(dataset: str) -> dict[str, float]:
 
 
 def _grids(study: Study, options):
-    """Each (dataset, protocol) grid's run arguments: the published rates, fixed, no tuning;
-    finished runs kept in the run store (``results/authors_mode``, or ``--out``)."""
+    """Each (dataset, protocol) grid's run arguments: the published rates, fixed, no tuning."""
     store = RESULTS_DIR / "authors_mode" if options.out is None else Path(options.out) / study.name
     for dataset in study.federations:
         rates = published_rates(dataset)
@@ -90,10 +85,9 @@ def _grids(study: Study, options):
 
 
 def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]:
-    """Run (or load) every (dataset, algorithm, seed) under both protocols: the long table with
-    a ``protocol`` column and its record's fields (runs that diverged or failed are listed
-    there, never averaged in). Safe to kill and call again: finished runs are kept."""
-
+    """Run (or load, resumably) every (dataset, algorithm, seed) under both protocols: the long
+    table with a ``protocol`` column, and its record's fields (failed runs listed, never averaged
+    in)."""
     local = options.local()
     tables, failed, run_ids, store = [], [], [], None
     for dataset, protocol, grid in _grids(study, options):
@@ -123,7 +117,6 @@ def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]
 
 def dry_run(study: Study, options) -> str:
     """What each (dataset, protocol) grid would compute and cost; computes nothing."""
-
     return "\n".join(f"{dataset}, {protocol} protocol:\n{grid_dry_run(**grid)}"
                      for dataset, protocol, grid in _grids(study, options))  # fmt: skip
 
@@ -140,8 +133,7 @@ def load_comparison(path: Path | None = None) -> pd.DataFrame:
 
 
 def _cost(store: Path, run_ids: list[str]) -> tuple[float, list[str]]:
-    """The CPU-seconds the study's runs took and the keys of the machines that computed them,
-    as each run's record kept them."""
+    """The CPU-seconds the study's runs took and the keys of the machines that ran them."""
     records = [json.loads((Path(store) / "runs" / f"{r}.json").read_text()) for r in run_ids]
     machines = {rec.get("machine", {}).get("key", "unknown") for rec in records}
     return round(sum(rec.get("cpu_seconds", 0.0) for rec in records), 1), sorted(machines)

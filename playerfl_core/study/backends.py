@@ -1,13 +1,9 @@
 """Where a grid's or a sweep's runs compute: ``local`` (this machine's worker processes, the
 default) or ``ray`` (a Ray cluster, :mod:`~playerfl_core.study.ray_cluster`).
 
-A backend only decides *where*: the plan (:class:`~playerfl_core.study.grid_plan.GridPlan`), the
-order of runs, the progress bar and the store are the same for both, and the process that runs
-the grid writes every finished run (:meth:`~playerfl_core.study.run_store.Store.write_finished`).
-A backend's ``open(threads, code)`` gives an executor (the interface is described on
-:class:`~playerfl_core.study.workers.LocalExecutor`); ``default_device()`` is where runs compute
-when the caller names no device. :func:`execute` runs independent jobs on one (a study's runs,
-a sweep's splits).
+A backend decides only *where*; the calling process writes every run. ``open(threads, code)``
+gives an executor (see :class:`~playerfl_core.study.workers.LocalExecutor`);
+``default_device()`` is the device when none is named; :func:`execute` runs independent jobs.
 """
 
 from __future__ import annotations
@@ -62,11 +58,8 @@ def backend_for(backend, workers: int | None = None):
 
 
 def execute(fn, jobs: list[tuple], backend, device: str, on_done) -> None:
-    """``fn(*job)`` for every job on ``backend`` (one thread per run), at most the backend's
-    ``in_flight()`` submitted at a time (one, computed here, for one local worker);
-    ``on_done(i, result)`` as job ``i`` ends, ``result()`` giving its value or raising its
-    error. Ctrl-C, SIGTERM or a failed run stops the workers at once; whatever ``on_done`` kept
-    stays."""
+    """``fn(*job)`` for every job on ``backend``, at most its ``in_flight()`` at a time, calling
+    ``on_done(i, result)`` as job ``i`` ends; Ctrl-C, SIGTERM or a failed run stops the workers."""
     executor = backend.open(1, code_fingerprint(), device, len(jobs))
     queue, pending = list(enumerate(jobs)), {}
     try:

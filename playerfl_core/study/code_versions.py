@@ -1,17 +1,9 @@
 """Which earlier versions of the code are known to give the current code's runs, bit for bit.
 
-A stored run records the fingerprint of the code that computed it
-(:func:`~playerfl_core.study.run_store.code_fingerprint`, which ignores comments and docstrings).
-Most code changes (a new option off by default, a faster loader, an import moved) change the
-fingerprint without changing a single number, so "computed by another version of the code" alone
-says little. :func:`check_code_versions` settles it for an archive: for every earlier version, it
-re-computes with today's code one run of every dataset that version computed, and the version
-counts as the same as today's only if every one of them comes out bit for bit identical. The
-answer is kept in ``stores/code_versions.json`` (see :func:`equivalent_codes`), so a grid flags
-``stale_code`` only for versions that were never checked or that changed a result.
-
-An identical re-computation proves the sampled runs, not every run; a version that changes only
-some algorithms' numbers is caught when one of its runs is drawn. The record names the runs.
+Most code changes move the fingerprint without moving a number. :func:`check_code_versions`
+recomputes one run of every dataset each earlier version computed; the version counts as today's
+only if all come out identical. The answer is kept in ``stores/code_versions.json``
+(:func:`equivalent_codes`), so a grid flags ``stale_code`` only for unchecked or changed versions.
 """
 
 from __future__ import annotations
@@ -69,15 +61,9 @@ def equivalent_codes(code: str, path: Path | None = None) -> set[str]:
 def check_code_versions(
     archive: Path, code: str, seed: int = 0, record: Path | None = None
 ) -> pd.DataFrame:
-    """Re-compute, with today's code, one finished run per (earlier code version, dataset) of
-    ``archive`` (the shortest stored one, ties drawn with ``seed``), and compare every row.
-    Versions already shown to give today's runs (``record``, chains included) are skipped, and
-    versions shown to be the same as one another count as one: one identical run per dataset
-    links all of them to today's code.
-
-    Returns one row per re-computed run with ``earlier`` (its version) and the columns of
-    :func:`~playerfl_core.study.archive.recompute_runs`.
-    """
+    """Re-compute with today's code the shortest run per (earlier code version, dataset) of
+    ``archive`` not yet settled by ``record``, and compare every row (columns of
+    :func:`recompute_runs`)."""
     _, manifest = load_archive(archive)
     settled = equivalent_codes(code, record)  # today's, and versions already shown the same
     older = [  # runs stored without a fingerprint count as today's everywhere, so not here

@@ -1,9 +1,5 @@
-"""A study, declared as data: which runs it asks for, how they are scored, which claim they feed,
-when and why it was declared, where its evidence is committed and what computes one of its runs.
-
-One :class:`Study` per question asked of runs (``study.registry`` holds them all); one runner
-(``study.runner``) computes any study whose ``computes`` module offers one run at a time.
-"""
+"""A study, declared as data (:class:`Study`): which runs, how they are scored, which claim
+they feed, when and why it was declared, where its evidence is committed and what computes it."""
 
 from __future__ import annotations
 
@@ -27,19 +23,9 @@ R2_FAMILIES = "R2 (pre-registered split-rule test)"
 
 @dataclass(frozen=True)
 class Study:
-    """What a study is.
-
-    ``federations``, ``seeds`` and ``arms`` (what is compared: splits, algorithms or rules;
-    ``splits`` None means every split 0 … L) say which runs; ``profile`` with ``loader`` keyword
-    arguments gives the data, ``training_profile`` (default: ``profile``) with ``training``
-    settings gives how a run trains; ``rates`` says the learning-rate policy in words and
-    ``learning_rates`` lists the rates when the declaration fixes them. ``scoring`` gives the
-    evaluation-set sizes and which split chooses a client's round and the oracle. ``claim``
-    names the claim's family it feeds, ``declared``/``commit`` when it was declared (or
-    "unknown"), ``why`` the reason. ``store`` is the path under ``stores/`` its evidence is
-    committed to; ``computes`` the module that computes one of its runs; ``work`` the folder
-    (under ``results/``, or under ``stores/`` when ``work_in_stores``) where finished runs wait.
-    """
+    """What a study is: which runs (``federations``, ``seeds``, ``arms``), their data and training
+    (``profile``, ``loader``, ``training``), rates, ``scoring``, the ``claim`` it feeds, when and
+    why it was declared, its ``store``, the module that ``computes`` it and its ``work`` folder."""
 
     name: str
     what: str
@@ -81,12 +67,10 @@ class Study:
 
     def store_path(self) -> Path:
         """``stores/<store>`` (``PLAYERFL_STORES`` replaces ``stores``)."""
-
         return stores_dir() / self.store
 
     def work_dir(self) -> Path:
         """Where finished runs wait until the study is complete."""
-
         if self.work is None:
             raise ValueError(f"{self.name}: its runs are kept by its own store, not a work folder.")
         return pending_dir(self.work) if self.work_in_stores else default_store(self.work)
@@ -94,7 +78,6 @@ class Study:
     def config(self, dataset: str, device: str | None = "cpu", **settings):
         """The :class:`~playerfl_core.fl.config.RunConfig` of one run: the training profile's
         settings with the study's ``training`` in their place (and ``settings``, e.g. seed)."""
-
         return make_config(
             dataset,
             self.training_profile or self.profile,
@@ -108,13 +91,11 @@ class Study:
 @lru_cache(maxsize=4)
 def federation(study: Study, dataset: str, seed: int):
     """The study's federation of one seed (its partition depends on the seed)."""
-
     return load(dataset, study.profile, seed=seed, **dict(study.loader))
 
 
 def n_splits(study: Study, dataset: str) -> int:
     """How many splits a sweep of ``dataset`` has (L + 1 for a model of L units)."""
-
     width = study.config(dataset, seed=study.seeds[0]).width
     return len(model_units(federation(study, dataset, study.seeds[0]), width)) + 1
 

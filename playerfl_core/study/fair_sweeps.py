@@ -1,22 +1,11 @@
 """Fair sweeps (:mod:`~playerfl_core.study.preregistration` §12): every split at its own
 tuned learning rate.
 
-The one-rate sweep trains every split at PLayer-FL's tuned rate, so a split the rule did not
-choose may train at a rate wrong for it and the validation oracle is weaker than it could be
-(the regret understated). Here each split p is an algorithm of the standard grid
-(``prefix_p<p>``): tuned on the grid's tuning seeds with the grid's rule (lowest validation loss,
-widening at an edge; :mod:`~playerfl_core.study.tuning`), then run at its own rate on the
-one-rate sweep's seeds. ``playerfl study run fair_sweeps`` computes them into
-``results/fair`` (a standard-profile store, which starts from the standard archive, so a split
-whose rate did not move reuses its committed runs) and commits the rows of the runs the grids
-used, tuning and evaluation, to ``stores/fair`` with each run's entry in the record
-(:mod:`~playerfl_core.study.runner`; the committed archive reads as the same).
-
-From that store, :func:`own_rates` re-derives each split's rate with the grid's rule and
-:func:`own_rate_scores` gives the sweep's scores with every split at its own rate, keyed by the
-one-rate sweep's learning rate so that the oracle and the regret
-(:mod:`~playerfl_core.study.split_scores`) apply unchanged, with the rule's split read from the
-first epoch at PLayer-FL's rate, as PLayer-FL runs.
+The one-rate sweep trains every split at PLayer-FL's rate, which may understate the oracle. Here
+each split ``prefix_p<p>`` is tuned with the grid's rule (:mod:`~playerfl_core.study.tuning`) and
+run at its own rate on the sweep's seeds (``playerfl study run fair_sweeps``, committed to
+``stores/fair``). :func:`own_rates` re-derives the rates; :func:`own_rate_scores` gives the scores
+keyed by the one-rate sweep's rate, so :mod:`~playerfl_core.study.split_scores` applies unchanged.
 """
 
 from __future__ import annotations
@@ -57,17 +46,13 @@ def _tune_seeds(dataset: str) -> tuple[int, ...]:
 
 
 def entries(record: dict) -> list[dict]:
-    """Each run's entry (run_id, spec, status, CPU-seconds) of a store's record or an archive's
-    manifest."""
+    """Each run's entry (run_id, spec, status, CPU-seconds) of a record or a manifest."""
     return record.get("entries", record.get("runs", []))
 
 
 def own_rates(table: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame:
-    """Per (dataset, p): the rate the grid's tuning chose, from the tuning seeds' runs of
-    ``table`` (the fair store): lowest mean best validation loss, ties to the smaller rate, a
-    rate with a failed tuning run (the statuses of ``manifest``, its record) ineligible.
-    Columns: dataset, p, lr, rates (every rate tried, ascending), at_edge (the chosen rate is
-    the smallest or largest)."""
+    """Per (dataset, p): the rate the grid's tuning rule chose from ``table``'s tuning seeds.
+    Columns: dataset, p, lr, rates, at_edge."""
     rows = sweep_rows(table)
     tune = rows[[s in _tune_seeds(d) for d, s in zip(rows["dataset"], rows["seed"], strict=True)]]
     per_run = best_val_loss(tune.drop(columns="p"))
@@ -97,12 +82,8 @@ def own_rates(table: pd.DataFrame, manifest: dict | None = None) -> pd.DataFrame
 def own_rate_scores(
     table: pd.DataFrame, rates: pd.DataFrame, seeds: Mapping[str, Sequence[int]] | None = None
 ) -> pd.DataFrame:
-    """:func:`~playerfl_core.study.split_scores.sweep_scores` of every split at its own rate
-    (``rates``: :func:`own_rates`) on the evaluation seeds (``seeds``, default the one-rate
-    sweep's), with ``lr`` the one-rate sweep's (so each seed pairs with its one-rate sweep and
-    its rule) and ``lr_own`` the split's. Raises ValueError naming the first (dataset, p) whose
-    runs are missing."""
-
+    """:func:`~playerfl_core.study.split_scores.sweep_scores` of every split at its own rate on
+    ``seeds``, ``lr`` the one-rate sweep's and ``lr_own`` the split's."""
     rows = sweep_rows(table)
     parts = []
     for ds, p, lr in rates[["dataset", "p", "lr"]].itertuples(index=False):
@@ -128,17 +109,13 @@ def load() -> tuple[pd.DataFrame, dict] | None:
 
 
 def _grid(dataset: str, options) -> dict:
-    """The fair grid of one federation: every split tuned like an algorithm of the standard
-    grid, on the declared seeds, in ``results/fair`` (``--out``: ``<out>/fair_sweeps``)."""
+    """The fair grid of one federation: every split tuned like an algorithm of the standard grid."""
     return dict(datasets=dataset, algorithms=split_algorithms(dataset, PROFILE), profile=PROFILE,
                 seeds=seeds_of(dataset), store=store_path(options))  # fmt: skip
 
 
 def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
-    """The fair grids (resumable), then the rows of the runs they used, tuning and evaluation
-    (each with its ``run_id``), and the record's fields: each run's entry (spec, status,
-    CPU-seconds, SHA-256 of its rows)."""
-
+    """The fair grids (resumable), then the rows of the runs they used and each run's entry."""
     used = set()
     for ds in study.federations:
         result = run_grid(**_grid(ds, options), backend=options.backend, device=options.device,
@@ -157,22 +134,18 @@ def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
 
 def dry_run(study, options) -> str:
     """What each federation's fair grid would compute and cost; computes nothing."""
-
     return "\n".join(f"{ds}:\n{grid_dry_run(**_grid(ds, options))}" for ds in study.federations)
 
 
 def store_path(options=None) -> Path:
-    """``results/fair``: where the fair grids compute (a standard-profile store); under
-    ``options.out`` when given."""
-
+    """``results/fair``, where the fair grids compute (under ``options.out`` when given)."""
     if options is not None and options.out is not None:
         return Path(options.out) / "fair_sweeps"
     return default_store(PROFILE).parent / "fair"
 
 
 def cost(fair_manifest: dict, standard_manifest: dict) -> tuple[int, float]:
-    """(runs, CPU-seconds) the fair sweeps added to the committed standard archive: the runs of
-    the fair store's record that the one-rate archive does not hold."""
+    """(runs, CPU-seconds) the fair sweeps added to the committed standard archive."""
     known = {e["run_id"] for e in entries(standard_manifest)}
     new = [e for e in entries(fair_manifest) if e["run_id"] not in known]
     return len(new), float(sum(e.get("cpu_seconds") or 0.0 for e in new))

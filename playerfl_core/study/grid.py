@@ -1,9 +1,7 @@
-"""Run a grid: :func:`run_grid` plans it (:func:`plan_grid`, :mod:`~playerfl_core.study.grid_plan`),
-runs what is missing on a backend (:mod:`~playerfl_core.study.grid_runner`, on this machine or a
-Ray cluster: :mod:`~playerfl_core.study.backends`) and collects the result
-(:mod:`~playerfl_core.study.grid_result`); :func:`load_grid` only loads, never computes;
-:func:`dry_run` says what a grid would compute and what it would cost, computing nothing.
-"""
+"""Run a grid: :func:`run_grid` plans it (:mod:`~playerfl_core.study.grid_plan`), runs what is
+missing (:mod:`~playerfl_core.study.grid_runner`) and collects it
+(:mod:`~playerfl_core.study.grid_result`); :func:`load_grid` only loads; :func:`dry_run` says
+what it would compute and cost."""
 
 from __future__ import annotations
 
@@ -50,30 +48,15 @@ def run_grid(
     **plan_options,
 ) -> GridResult:
     """Run (or load) the grid; return its tables. Safe to kill and call again at any time.
-    ``plan_options``: as :func:`plan_grid`.
 
-    ``seeds``/``lrs``/``tune_seeds`` override :func:`default_grid` for every dataset. ``fixed_lr``
-    maps ``(dataset, algorithm)`` to a learning rate and skips tuning for those pairs (e.g. to
-    rerun chosen LRs under ``eval_timing="before_aggregation"``). ``compute=False`` only loads
-    and raises :class:`MissingResultsError` naming the command that computes what is missing.
-    ``recompute_stale`` recomputes stored runs made by a version of the code not checked to give
-    today's runs bit for bit (the ones flagged ``stale_code``; see
-    :mod:`~playerfl_core.study.code_versions`); ``fresh`` recomputes everything. ``workers``
-    processes run in parallel on the CPU (default: 2 when the CPU has ≥ 2 cores and device is
-    CPU, else 1). ``backend``: ``"local"`` (those processes), ``"ray"`` or a
-    :class:`~playerfl_core.study.ray_cluster.RayBackend` (runs as tasks of a Ray cluster; the
-    same runs, stored the same way). The combined tables are also written to
-    ``<store>/<name>.csv`` and ``<name>-status.csv`` (``name`` defaults to
-    ``grid-<eval_timing>``, plus ``-focal`` and ``-augment`` for those training options;
-    ``loss``/``augment``/``protocol`` as in ``RunConfig``; ``-authors`` for the authors'
-    protocol).
-
-    ``splits`` adds the split sweep: ``prefix_p0`` … ``prefix_pL`` per dataset, each run at the
-    learning rate tuned for PLayer-FL (which is then added to the algorithms), so the split is
-    the only thing that changes between them. Where a profile allows it (``widen`` in
-    :func:`default_grid`), a learning rate chosen at an edge of the grid makes tuning try the
-    next value beyond that edge, up to ``widen`` times per (dataset, algorithm); the notes list
-    each one.
+    ``plan_options`` as :func:`plan_grid` (``seeds``/``lrs``/``tune_seeds`` override
+    :func:`default_grid`; ``fixed_lr`` maps ``(dataset, algorithm)`` to a rate and skips tuning;
+    ``splits`` adds the split sweep at PLayer-FL's tuned rate). ``compute=False`` only loads and
+    raises :class:`MissingResultsError` naming the command that computes what is missing.
+    ``recompute_stale`` recomputes runs flagged ``stale_code``; ``fresh`` recomputes everything.
+    ``workers`` CPU processes run in parallel (default 2 on a CPU with ≥ 2 cores, else 1);
+    ``backend``: ``"local"``, ``"ray"`` or a :class:`~playerfl_core.study.ray_cluster.RayBackend`.
+    The combined tables are also written to ``<store>/<name>.csv`` and ``<name>-status.csv``.
     """
     backend = backend_for(backend, workers)
     plan, stale = plan_grid(datasets, algorithms, profile, compute=compute, **plan_options)
@@ -139,10 +122,8 @@ def plan_grid(
     compute: bool = True,
     dry: bool = False,
 ) -> tuple[GridPlan, list[str]]:
-    """The grid's plan, resolved against its store (arguments as :func:`run_grid`), and the
-    temporary files of interrupted writes it removed (only when ``compute``: a plan that will
-    write into the store). ``dry``: write nothing at all; the profile's committed archive is
-    read where the store lacks its runs instead of being unpacked into it."""
+    """The grid's plan, resolved against its store (arguments as :func:`run_grid`), and the stale
+    temporary files it removed (only when ``compute``). ``dry``: write nothing, read the archive."""
     datasets = (
         [d.strip() for d in datasets.split(",")] if isinstance(datasets, str) else list(datasets)
     )
@@ -187,9 +168,8 @@ def plan_grid(
 
 
 def dry_run(*args, list_runs: bool = False, **kwargs) -> str:
-    """What :func:`run_grid` with these arguments would compute, and its estimated CPU-hours
-    (:mod:`~playerfl_core.study.grid_cost`), as text; computes and writes nothing.
-    ``list_runs`` adds every run's name (run ids, one a line)."""
+    """What :func:`run_grid` with these arguments would compute and its estimated CPU-hours, as
+    text; ``list_runs`` adds every run's id. Computes and writes nothing."""
     plan, _ = plan_grid(*args, compute=False, dry=True, **kwargs)
     cost = grid_cost(plan)
     text = cost_report(cost, plan.profile, widening_runs(plan))
@@ -200,9 +180,7 @@ def dry_run(*args, list_runs: bool = False, **kwargs) -> str:
 
 
 def _start_from_archive(store: Store, profile: str) -> None:
-    """A store that lacks runs of its profile's committed archive gets them (verified; runs
-    already there are kept), so a fresh clone recomputes only what the archive does not hold,
-    whichever chapter or command wrote into the store first."""
+    """Unpack into the store the runs of its profile's committed archive that it lacks."""
     if not (archive_dir(profile) / MANIFEST_FILE).exists():
         return
     ids = [entry["run_id"] for entry in read_manifest(archive_dir(profile))["runs"]]

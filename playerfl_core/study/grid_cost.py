@@ -1,15 +1,9 @@
-"""What a grid's runs cost: seconds per run for the order of runs and the time left while a grid
-runs (:class:`RunTimer`), and the table ``playerfl grid --dry-run`` prints so a user can size a
-machine or a cluster before starting (:func:`grid_cost`, :func:`cost_report`).
+"""What a grid's runs cost: seconds per run for ordering and the time left (:class:`RunTimer`),
+and the table ``playerfl grid --dry-run`` prints (:func:`grid_cost`, :func:`cost_report`).
 
-Seconds per run come, best first, from runs the store has measured (the same dataset and
-algorithm, else the same dataset), else from the declaration's ``seconds_per_run`` (a first guess
-at one *quick-size* run on one CPU thread) times an algorithm's known slowness
-(:data:`PRIOR_FACTOR`) times :func:`size_factor`, the profile's training work relative to the
-quick sizes: rounds × local epochs × training images × floating-point operations per image
-(forward and backward, counted by ``torch.utils.flop_counter``). Bigger models and batches
-usually run more operations per second, so for the paper sizes this is an estimate on the high
-side; runs measured in the store replace it as soon as there are any.
+Seconds per run come from runs the store measured (same dataset and algorithm, else same dataset),
+else from the declaration's ``seconds_per_run`` × :data:`PRIOR_FACTOR` × :func:`size_factor` (the
+profile's training work relative to the quick sizes); an estimate on the high side.
 """
 
 from __future__ import annotations
@@ -44,8 +38,7 @@ class RunTimer:
             self.add(rec)
 
     def add(self, rec: dict) -> None:
-        """Count a finished run's time; anything unreadable (a damaged record) is skipped, and
-        so is a run of another profile (a store shared between profiles)."""
+        """Count a finished run's time; unreadable records and other profiles' runs are skipped."""
         if not isinstance(rec, dict) or rec.get("status") != OK:
             return
         seconds, dataset = rec.get("seconds"), rec.get("dataset")
@@ -80,7 +73,6 @@ class RunTimer:
 def size_factor(dataset: str, profile: str) -> float:
     """Training work of one run at ``profile``'s sizes ÷ at the quick sizes (1 for the quick
     sizes): rounds × local epochs × training images × operations per image (module docstring)."""
-
     if SIZE_OF[profile] == "quick":
         return 1.0
     return _work(dataset, profile) / _work(dataset, "quick")
@@ -103,9 +95,8 @@ COLUMNS = ["dataset", "algorithm", "tuning", "evaluation", "stored", "s/run", "C
 
 
 def grid_cost(plan) -> pd.DataFrame:
-    """Per (dataset, algorithm) of a :class:`~playerfl_core.study.grid_plan.GridPlan`: the runs
-    still to compute (tuning; evaluation, at a stand-in rate where tuning has not chosen yet),
-    those already stored, the expected seconds per run, CPU-hours and what they rest on."""
+    """Per (dataset, algorithm) of a plan: the runs still to compute and already stored, the
+    expected seconds per run, CPU-hours and what they rest on."""
     timer = RunTimer(plan.store, plan.profile)
     ready, _ = plan.todo()
     todo = [*ready, *plan.unscheduled()]
@@ -138,17 +129,14 @@ def widening_runs(plan) -> int:
 
 
 def cost_report(cost: pd.DataFrame, profile: str, widen: int = 0, limit: int = 60) -> str:
-    """The dry run's text: one line per (dataset, algorithm) (per dataset beyond ``limit``
-    lines), the totals, and what the estimate assumes."""
+    """The dry run's text: one line per (dataset, algorithm), the totals and the assumptions."""
     shown = cost.copy()
     if len(shown) > limit:
         shown = cost.groupby("dataset", sort=False, as_index=False).agg(
-            algorithm=("algorithm", "size"),
-            tuning=("tuning", "sum"),
-            evaluation=("evaluation", "sum"),
-            stored=("stored", "sum"),
+            algorithm=("algorithm", "size"), tuning=("tuning", "sum"),
+            evaluation=("evaluation", "sum"), stored=("stored", "sum"),
             **{"CPU-hours": ("CPU-hours", "sum")},
-        )
+        )  # fmt: skip
         shown["algorithm"] = shown["algorithm"].map(lambda n: f"{n} algorithms")
     else:
         shown["s/run"] = shown["s/run"].round(1)

@@ -1,10 +1,8 @@
 """The grid plan: which runs a grid (dataset × algorithm × learning rate × seed) needs.
 
-A :class:`GridPlan` holds one :class:`PairPlan` per (dataset, algorithm): its tuning runs, its
-evaluation seeds and, once tuning has finished, its learning rate (:mod:`~.tuning` decides). A
-tuning run at the chosen rate on an evaluation seed is reused, not recomputed; in the quick
-profile the tuning seed is evaluation seed 0 (for time), which favours seed 0 slightly, the
-same way for every algorithm. The paper profile tunes on separate seeds.
+One :class:`PairPlan` per (dataset, algorithm): its tuning runs, evaluation seeds and, once tuned,
+its rate. A tuning run at the chosen rate on an evaluation seed is reused; the quick profile tunes
+on evaluation seed 0 (for time), the paper profile on separate seeds.
 """
 
 from __future__ import annotations
@@ -30,7 +28,6 @@ SPLIT_PREFIX = "prefix_p"
 
 def split_algorithms(dataset: str, profile: str) -> list[str]:
     """``prefix_p0`` … ``prefix_pL`` for the model of ``dataset`` (L its number of units)."""
-
     data = load_data_cached(dataset, profile, 0)
     model = model_for(data, 1.0, 0)
     return [f"{SPLIT_PREFIX}{k}" for k in range(len(unit_names(model)) + 1)]
@@ -38,15 +35,12 @@ def split_algorithms(dataset: str, profile: str) -> list[str]:
 
 def algorithm_names(algorithms) -> list[str]:
     """The algorithm names of a grid: ``"all"``/None, a comma-separated string or a list."""
-    names = (
-        list(ALGORITHMS)
-        if algorithms in ("all", None)
-        else (
-            [a.strip() for a in algorithms.split(",") if a.strip()]
-            if isinstance(algorithms, str)
-            else list(algorithms)
-        )
-    )
+    if algorithms in ("all", None):
+        names = list(ALGORITHMS)
+    elif isinstance(algorithms, str):
+        names = [a.strip() for a in algorithms.split(",") if a.strip()]
+    else:
+        names = list(algorithms)
     if not names:
         raise ValueError(
             f"No algorithm given ({algorithms!r}); name at least one, e.g. 'local,fedavg', or "
@@ -63,8 +57,7 @@ def algorithm_names(algorithms) -> list[str]:
 
 @dataclass
 class PairPlan:
-    """What a grid does for one (dataset, algorithm): tune its learning rate on the tuning
-    seeds (unless known), then evaluate the chosen rate on the evaluation seeds."""
+    """One (dataset, algorithm): tune its rate on the tuning seeds (unless known), then evaluate."""
 
     seeds: tuple[int, ...]
     tune: list[RunSpec] = field(default_factory=list)
@@ -79,12 +72,8 @@ class PairPlan:
 
 
 class GridPlan:
-    """Every run a grid needs, which of them are finished, and what can start now.
-
-    The plan grows as tuning decides: :meth:`resolve` picks a pair's learning rate once its
-    tuning runs have all finished (adding runs beyond an edge of the grid where ``widen``
-    allows), and :meth:`todo` then lists that pair's evaluation runs.
-    """
+    """Every run a grid needs, which are finished, and what can start now; :meth:`resolve` picks a
+    pair's rate once its tuning runs finish, then :meth:`todo` lists its evaluation runs."""
 
     def __init__(
         self,
@@ -125,9 +114,7 @@ class GridPlan:
         fixed_lr: dict,
         splits: bool = False,
     ) -> None:
-        """Plan ``dataset``: the split sweep first (if ``splits``), then ``algorithms``, with
-        the LR grid and seeds of ``settings``
-        (:func:`~playerfl_core.study.tuning.grid_settings`)."""
+        """Plan ``dataset``: its split sweep (if ``splits``), then ``algorithms``."""
         ds, s = dataset, settings
         for alg in split_algorithms(ds, self.profile) if splits else []:
             self.pairs[(ds, alg)] = PairPlan(
@@ -166,10 +153,7 @@ class GridPlan:
         return True
 
     def resolve(self) -> None:
-        """Choose the LR of every pair whose tuning runs have all finished; widen at an edge.
-
-        A pair widens again at once when its added runs are already stored (a resumed grid).
-        """
+        """Choose the LR of every pair whose tuning runs all finished; widen at an edge."""
         for (ds, alg), p in self.pairs.items():
             while p.lr is None and p.tune and all(self.done(sp) for sp in p.tune):
                 lr = chosen_lr(p.tune, self.records, self.store)
@@ -291,13 +275,5 @@ class GridPlan:
                 columns=["dataset", "algorithm", "lr", "n_runs", "n_ok", "score", "chosen", "added"]
             )
         )
-        return GridResult(
-            table,
-            tuning_table,
-            tuning,
-            pd.DataFrame(chosen_rows),
-            pd.DataFrame(status_rows),
-            store,
-            computed,
-            notes,
-        )
+        chosen, status = pd.DataFrame(chosen_rows), pd.DataFrame(status_rows)
+        return GridResult(table, tuning_table, tuning, chosen, status, store, computed, notes)

@@ -32,16 +32,13 @@ class GridResult:
         return self.status[self.status["status"] != OK].reset_index(drop=True)
 
     def lr_at_edges(self) -> pd.DataFrame:
-        """Per dataset: how many algorithms chose the largest or smallest LR they tried, and how
-        many values tuning added beyond an edge (``widened``).
-
-        A choice still at an edge after widening means the best rate may lie outside the grid.
-        """
+        """Per dataset: how many algorithms chose an edge of their LR grid, and ``widened``."""
         rows = []
         for ds, g in self.tuning.groupby("dataset", sort=False):
             pairs = g.groupby("algorithm")
             lo, hi = pairs["lr"].transform("min"), pairs["lr"].transform("max")
             chosen = g["chosen"]
+            added = g.get("added", pd.Series(False, index=g.index))
             rows.append(
                 {
                     "dataset": ds,
@@ -50,7 +47,7 @@ class GridResult:
                     "at smallest": int((chosen & (g["lr"] == lo)).sum()),
                     "largest": g["lr"].max(),
                     "at largest": int((chosen & (g["lr"] == hi)).sum()),
-                    "widened": int(g.get("added", pd.Series(False, index=g.index)).sum()),
+                    "widened": int(added.sum()),
                 }
             )
         return pd.DataFrame(rows).set_index("dataset") if rows else pd.DataFrame()

@@ -1,14 +1,9 @@
-"""Running a grid plan on a backend (:mod:`~playerfl_core.study.backends`: this machine's worker
-processes, or a Ray cluster), longest expected run first, with a progress bar and an estimate of
-the time left.
+"""Running a grid plan on a backend (:mod:`~playerfl_core.study.backends`), longest expected run
+first, with a progress bar and the time left.
 
-Runs execute with one CPU thread each by default. Wherever a run computes, it comes back to this
-process, which alone writes it into the store (atomically), so the store, the progress bar and
-``playerfl status`` are the same on every backend. Ctrl-C, SIGTERM or SIGHUP stops the runs and
-raises :class:`GridInterrupted`; a worker that dies raises
-:class:`~playerfl_core.study.workers.WorkerDied`, and a store that cannot be written (a full
-disk) :class:`GridStoreFull`. Each says what stopped, with how many runs are stored, so calling
-again resumes.
+Every run comes back to this process, which alone writes it into the store, so calling again
+resumes. A stop raises :class:`GridInterrupted`, a dead worker
+:class:`~playerfl_core.study.workers.WorkerDied`, a full disk :class:`GridStoreFull`.
 """
 
 from __future__ import annotations
@@ -36,21 +31,9 @@ class GridStoreFull(OSError):
 
 
 def run_plan(
-    plan,
-    ready: list[RunSpec],
-    n_left: int,
-    device: str,
-    backend,
-    threads: int,
-    progress: bool,
+    plan, ready: list[RunSpec], n_left: int, device: str, backend, threads: int, progress: bool
 ) -> int:
-    """Run everything ``plan`` (a :class:`~playerfl_core.study.grid_plan.GridPlan`) needs, resolving
-    as runs finish; return how many ran. ``backend``: a backend of
-    :mod:`~playerfl_core.study.backends`; nothing is started when no run is left.
-
-    Longest expected run first, at most the backend's ``in_flight()`` submitted at a time: the
-    slow runs (large datasets, pFedMe) do not end up alone at the tail while other workers idle.
-    """
+    """Run what ``plan`` needs on ``backend``, longest expected run first; return how many ran."""
     if not ready:
         return 0
     store, code = plan.store, plan.code

@@ -1,13 +1,9 @@
 """Which machine computed a number: the facts that decide a float32 run's last bits.
 
-Training in float32 gives bit-identical results only where every kernel sums in the same order:
-the same CPU instruction set, the same kernel libraries (ATen's CPU capability, MKL, oneDNN), the
-same library versions and the same thread count. Across machines that differ in any of these the
-last bits differ, and training amplifies them over the rounds (best-validation selection can even
-choose another round). :func:`fingerprint` records those facts with every stored run, archive and
-executed chapter; :func:`key` condenses them, so two records with the same key are expected to
-agree bit for bit and two with different keys only statistically
-(:func:`playerfl_core.study.archive.verify` tells which case it found).
+Float32 training is bit-identical only with the same instruction set, kernel libraries, versions
+and thread count. :func:`fingerprint` records those facts with every stored run, archive and
+executed chapter; :func:`key` condenses them: equal keys should agree bit for bit, others only
+statistically.
 """
 
 from __future__ import annotations
@@ -81,10 +77,7 @@ def _static() -> dict:
 
 
 def fingerprint(threads: int | None = None) -> dict:
-    """This machine's facts, with the thread count a run uses (default: torch's current one).
-
-    Besides the static facts it records :data:`BIT_ENV` variables that are set, and the key.
-    """
+    """This machine's facts and key, with the thread count a run uses (default: torch's)."""
     facts = {
         **_static(),
         "threads": int(threads if threads else torch.get_num_threads()),
@@ -115,8 +108,7 @@ def key(facts: dict | str | None) -> str:
 
 
 def describe(facts: dict | None) -> str:
-    """One line for people: ``AMD EPYC (AVX512, MKL 2024.2, oneDNN 3.12.0), torch 2.14.1, 1
-    thread [key]``."""
+    """One line for people: CPU (instruction set, MKL, oneDNN), torch, threads [key]."""
     if not facts:
         return "an unrecorded machine (stored before machines were recorded)"
     threads = facts.get("threads")
@@ -130,10 +122,8 @@ def describe(facts: dict | None) -> str:
 
 
 def perturbation() -> dict[str, str]:
-    """Settings that change a run's last bits on this machine the way another CPU would, at no
-    cost in speed: another ATen kernel set (AVX2, or the scalar default where AVX2 is what
-    runs now; moves the CNNs) and MKL's compatible code path (moves the MLPs). ``make test`` runs
-    nbval under them, so a chapter output that moves with the last bits fails here too."""
+    """Settings that move a run's last bits on this machine the way another CPU would (another ATen
+    kernel set, MKL's compatible path); ``make test`` runs nbval under them."""
     current = torch.backends.cpu.get_cpu_capability()  # native, or what the env already chose
     return {
         "ATEN_CPU_CAPABILITY": "default" if current == "AVX2" else "avx2",

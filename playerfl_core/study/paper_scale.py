@@ -1,20 +1,11 @@
 """The paper's sizes, declared before any run is computed: the split sweep of Fashion-MNIST and
 its rotated federation at 2,000 images per client, the CNN at width 1.0, batch 128, 100 rounds,
-at the paper's learning rate for FMNIST and one neighbour, every split, ten seeds, each client
-scored on 2,000 validation and 2,000 test images (``data_prep.eval_sets``).
+every split, ten seeds, scored on 2,000 validation and test images per client.
 
-Computed on a GPU in chunks by the batched driver (:mod:`playerfl_core.fl.batched`)::
-
-    playerfl study run paper_scale --out $OUT --budget-s 480 --device cuda
-
-computes what fits in the budget, K runs of one federation and learning rate at a time,
-skipping every run already finished (chunks committed to ``stores/pending/paper_scale/`` and
-chunks in ``--out``). Each chunk is written as ``<out>/paper_scale/<chunk>.parquet`` (its rows)
-and then ``<chunk>.json`` (its record: runs, rows' SHA-256, seconds, machine, torch, code
-fingerprint, ``driver: batched``), each by temporary file and rename; a chunk without its
-record, or whose rows do not match it, is refused and its runs computed again. Once every run
-is finished, the runner commits the table with its record (``stores/paper_scale/``, device-
-seconds as its cost). ``--tiny`` runs a two-run stand-in on the CPU.
+Computed on a GPU in resumable chunks by the batched driver (:mod:`playerfl_core.fl.batched`):
+``playerfl study run paper_scale --out $OUT --budget-s 480 --device cuda``. Each chunk is its rows
+and then its record, each written atomically; a chunk whose rows do not match its record is
+computed again. ``--tiny`` runs a two-run stand-in on the CPU.
 """
 
 from __future__ import annotations
@@ -39,9 +30,7 @@ from playerfl_core.study.split_sweeps import model_units
 
 
 def study_tasks(study: Study) -> list[tuple[str, float, int, int]]:
-    """Every run ``(federation, lr, seed, p)``, seed-major within a federation and rate (the
-    order chunks are cut in)."""
-
+    """Every run ``(federation, lr, seed, p)``, seed-major within a federation and rate."""
     out = []
     for dataset in study.federations:
         width = study.config(dataset, "cpu", lr=study.learning_rates[0]).width
@@ -118,9 +107,7 @@ def chunk_stem(tasks) -> str:
 
 
 def finished_chunks(study: Study, folders, say=print) -> dict[Path, dict]:
-    """The intact chunks of ``study`` in ``folders`` (:func:`~playerfl_core.study.runner.
-    done_runs`): each one's rows file and its record. A chunk of another declaration is refused
-    with one line; its runs are computed again."""
+    """The intact chunks of ``study`` in ``folders`` (rows file → record); others refused."""
     out = {}
     for folder in dict.fromkeys(folders):
         for stem, record in runner.done_runs(folder, say).items():
@@ -133,9 +120,7 @@ def finished_chunks(study: Study, folders, say=print) -> dict[Path, dict]:
 
 
 def load(study: Study = PAPER_SCALE, folders=None) -> pd.DataFrame:
-    """The long results table of every finished run of ``study`` (its committed chunks,
-    ``stores/pending/<work>``, unless ``folders`` are given), sorted by federation, rate, seed
-    and split."""
+    """The long table of every finished run of ``study``, by federation, rate, seed, split."""
     found = finished_chunks(study, folders or [study.work_dir()])
     tables = [pd.read_parquet(rows) for rows, rec in found.items() if rec["status"] == "ok"]
     if not tables:
@@ -190,9 +175,8 @@ def compute(
     max_chunks: int | None = None,
     say=print,
 ) -> dict:
-    """Compute the runs of ``study`` missing from its committed chunks and from ``out``, K at a
-    time, writing each chunk as it ends; stop before a chunk would end after ``budget_s``
-    seconds (a first chunk projected too long is retried at half the size). Returns counts."""
+    """Compute the runs missing from the committed chunks and ``out``, K at a time, stopping before
+    a chunk would end after ``budget_s`` (a first chunk too long is halved). Returns counts."""
     start = time.monotonic()
     deadline = start + budget_s
     folder = Path(out) / study.name
@@ -265,10 +249,8 @@ def _cut(tasks, k: int) -> list[list]:
 
 
 def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict] | None:
-    """``playerfl study run paper_scale``: compute what fits in ``options.budget_s`` into
-    ``options.out`` and say what is left; once no run is left, the table of every chunk and its
-    record's fields (runs, diverged runs, device-seconds, devices)."""
-
+    """Compute what fits in ``options.budget_s`` into ``options.out``; once no run is left, the
+    table of every chunk and its record's fields, else None."""
     if options.out is None:
         raise ValueError(f"study run {study.name}: give --out FOLDER for its finished chunks.")
     out = Path(options.out)

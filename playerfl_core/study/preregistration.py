@@ -63,18 +63,14 @@ GRIDS = {
 }
 """The thresholds :func:`tune` may choose from, per rule."""
 TUNED = {"paper": 2.0, "cost": 0.1, "disagreement": 0.3, "cost2": 0.1}
-"""The thresholds :func:`tune` chose on the development set (recomputed by a test). The
-``cost``, ``cost2`` and ``disagreement`` values are those rules' defaults in ``split_rules``;
-the paper's rule keeps the paper's t = 1 as its default, and its tuned t is an entry of its
-own. ``cost2``'s was tuned after the second-order rule was declared, on the tuning seeds only."""
+"""The thresholds :func:`tune` chose on the development set (recomputed by a test); all but the
+paper's rule's (whose default stays t = 1) are those rules' defaults in ``split_rules``."""
 
 
 # -- tuning, on the development set only ------------------------------------------------------
 def tuning_curve(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
-    """Mean regret over the development federations (each weighing the same) per rule and
-    threshold of :data:`GRIDS`, on the tuning seeds (:data:`TUNING_SEEDS`). Rows of any other
-    federation or seed are dropped before anything is computed. Columns: rule, threshold,
-    regret."""
+    """Mean regret over the development federations per rule and threshold of :data:`GRIDS`, on
+    :data:`TUNING_SEEDS` only. Columns: rule, threshold, regret."""
 
     def tuning_rows(frame):
         seeds = frame["dataset"].map(TUNING_SEEDS)
@@ -95,8 +91,7 @@ def tuning_curve(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFram
 
 
 def tune(rules_table: pd.DataFrame, scores: pd.DataFrame) -> dict[str, float]:
-    """Per rule of :data:`GRIDS`: the threshold with the smallest mean development regret
-    (:func:`tuning_curve`; ties to the smaller threshold)."""
+    """Per rule of :data:`GRIDS`: the threshold of least mean development regret (ties: smaller)."""
     curve = tuning_curve(rules_table, scores).sort_values(["rule", "regret", "threshold"])
     best = curve.groupby("rule", sort=False).head(1).set_index("rule")["threshold"]
     return {rule: float(best[rule]) for rule in GRIDS}
@@ -104,8 +99,7 @@ def tune(rules_table: pd.DataFrame, scores: pd.DataFrame) -> dict[str, float]:
 
 # -- the declared analysis ------------------------------------------------------------------------
 def entry_splits(rules_table: pd.DataFrame, entries: Sequence[Entry] = ALL_ENTRIES) -> pd.DataFrame:
-    """Every entry's split per seed (default :data:`ALL_ENTRIES`), from the rules table (the
-    probe's rows included, see :func:`~playerfl_core.study.split_rules_table.rules_for_sweep`).
+    """Every entry's split per seed (default :data:`ALL_ENTRIES`), from the rules table.
     Columns: dataset, lr, seed, rule, threshold, p, entry."""
     parts = []
     for e in entries:
@@ -140,10 +134,8 @@ def entry_regrets(
 
 
 def in_family(entries: pd.Series, role: str, added: bool = False) -> pd.Series:
-    """Which rows one declared family tests on a set: every entry on the second follow-up and
-    the confirmation test; elsewhere all but the added entries (:data:`ADDED_ENTRIES`), or with
-    ``added`` those alone
-    (Holm over their own kinds, so the first families stay as declared)."""
+    """Which rows one declared family tests on a set: every entry on the second follow-up and the
+    confirmation; elsewhere all but :data:`ADDED_ENTRIES`, or with ``added`` those alone."""
     if role in (SECOND_FOLLOW_UP, CONFIRMING):
         return pd.Series(True, index=entries.index)
     later = entries.isin([e.label for e in ADDED_ENTRIES])
@@ -157,11 +149,8 @@ def evaluate(
     added: bool = False,
     test: str = TEST,
 ) -> pd.DataFrame:
-    """The declared test on one set (:func:`in_family` says which entries it holds): per
-    entry and kind, mean regret with its bootstrap interval, the test of δ − regret (``test``:
-    the test of the mean, or ``"wilcoxon"``, the test declared before its correction), Holm over
-    the family's (entry, kind) pairs and the verdict
-    (:func:`playerfl_core.stats.split_verdicts.tolerance_verdicts`, the book's one rule).
+    """The declared test on one set (:func:`in_family`): per entry and kind, mean regret, bootstrap
+    interval, test of δ − regret (``test``: the mean's or ``"wilcoxon"``), Holm and verdict.
     Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength, reason."""
     part = regrets[(regrets["role"] == role) & in_family(regrets["entry"], role, added)]
     if part.empty:
@@ -188,10 +177,8 @@ FAMILIES = (
 
 
 def reanalysis(regrets: pd.DataFrame) -> pd.DataFrame:
-    """The declared correction's side by side: every declared family of :data:`FAMILIES` present
-    in ``regrets``, under the Wilcoxon test first declared and under the test of the mean.
-    Columns: family, entry, kind, mean, n, verdict_wilcoxon, p_holm_wilcoxon, verdict_mean,
-    p_holm_mean, changed."""
+    """Every declared family in ``regrets`` under the Wilcoxon test first declared and the test of
+    the mean. Columns: family, entry, kind, mean, n, verdict_/p_holm_ wilcoxon and mean, changed."""
     keys = ["entry", "kind"]
     parts = []
     for name, role, added in FAMILIES:
@@ -236,11 +223,9 @@ CURVATURE_SETS = ("evaluation", "follow-up", SECOND_FOLLOW_UP)
 
 
 def curvature_comparison(regrets: pd.DataFrame, test: str = TEST) -> pd.DataFrame:
-    """Does curvature pay? Per set, regret of the first-order rule minus that of the
-    second-order rule on the same seeds (> 0: curvature helps), the test of their mean
-    (``test="wilcoxon"``: the test first declared), Holm over the sets present. Columns: set,
-    mean, lo, hi, n, same_split, p, p_holm, verdict, strength, reason (verdict *supported*: the
-    second order has the smaller regret)."""
+    """Does curvature pay? Per set, first-order minus second-order regret on the same seeds, the
+    test of their mean (or ``"wilcoxon"``), Holm over the sets. Columns: set, mean, lo, hi, n,
+    same_split, p, p_holm, verdict, strength, reason."""
     first, second = (next(e.label for e in ALL_ENTRIES if e.rule == r) for r in ("cost", "cost2"))
     key = ["dataset", "lr", "seed"]
     rows, parts = [], []
@@ -267,8 +252,7 @@ def curvature_comparison(regrets: pd.DataFrame, test: str = TEST) -> pd.DataFram
 
 
 def worst_kinds(regrets: pd.DataFrame) -> dict[str, str]:
-    """The confirmation's selection: per entry, the kind of its largest mean regret over the first
-    test's evaluation seeds (role ``evaluation``)."""
+    """The confirmation's selection: per entry, the kind of its largest mean evaluation regret."""
     ev = regrets[regrets["role"] == "evaluation"]
     if ev.empty:
         raise ValueError("No regrets of the evaluation set to select the confirmation kinds from.")
@@ -293,13 +277,8 @@ def claim(
     confirmation: pd.DataFrame | None = None,
     added: pd.DataFrame | None = None,
 ):
-    """Claim R2 of the scorecard from the evaluation verdicts: *supported* when some first-epoch
-    rule is within δ on every kind, *contradicted* when every first-epoch rule is beyond δ on
-    at least one kind, else *undecided* (the probe is a reference, not a first-epoch rule).
-    With the confirmation test's verdicts and the added rule's own evaluation family
-    (``added``), a rule's failure may come from any of them. Strength: of the deciding rule's
-    weakest kind (supported), or the weakest of the rules' strongest failures
-    (contradicted)."""
+    """Claim R2: *supported* when some first-epoch rule is within δ on every kind, *contradicted*
+    when every one is beyond δ on some kind, else *undecided*; with its strength."""
     rank = {s: i for i, s in enumerate(STRENGTHS)}
     first_epoch = [e.label for e in ENTRIES if e.rule != "probe"]
     rows = verdicts[verdicts["entry"].isin(first_epoch)]

@@ -1,10 +1,8 @@
 """What the pre-registered test of the split rules declares: its sets of federations and seeds,
 its entries (a rule at a threshold), and how a federation's kind and set are named.
 
-Data and small lookups only; :mod:`playerfl_core.study.preregistration` tunes the thresholds and
-carries out the declared analysis, and re-exports every name here. The lists of federations and
-seeds live in ``data_prep/preregistered.py``, where dataset names live; the pre-registration
-appendix's record says what was declared when.
+Data and small lookups only, re-exported by :mod:`playerfl_core.study.preregistration`; the
+federations and seeds themselves live in ``data_prep/preregistered.py``.
 """
 
 from __future__ import annotations
@@ -122,8 +120,7 @@ SECOND_FOLLOW_UP = "second follow-up"
 
 
 def role_of(dataset: str, seed: int | None = None) -> str:
-    """The set a federation belongs to; with ``seed``, the confirmation test's seeds of its
-    federations are a set of their own."""
+    """The set a federation (with ``seed``: a seed of it) belongs to."""
     if seed is not None and dataset in CONFIRMATION and seed in CONFIRMATION_SEEDS:
         return CONFIRMING
     if dataset in DEVELOPMENT:

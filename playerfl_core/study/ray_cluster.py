@@ -1,12 +1,9 @@
 """The ``ray`` backend: a grid's or a sweep's runs as Ray tasks on a cluster.
 
-The paper profile's grid is hundreds of CPU-hours. Only *where* a run computes changes: each
-run is one task that returns the run (:class:`~playerfl_core.study.run_store.FinishedRun`) to
-the driver, and the driver alone writes it into the store, so the nodes need the same code and
-data but no shared file system. A cluster that cannot be reached is one :class:`ClusterError`
-line after a short TCP probe (Ray itself retries an unreachable address for minutes); a lost
-run is retried ``max_retries`` times; every task first checks that its node runs the driver's
-code, so no run is stored under the wrong fingerprint.
+Each run is one task returning a :class:`~playerfl_core.study.run_store.FinishedRun` that the
+driver alone stores, so nodes need the same code and data but no shared file system. An
+unreachable cluster is one :class:`ClusterError` after a short TCP probe; a lost run is retried
+``max_retries`` times; each task checks that its node runs the driver's code.
 """
 
 from __future__ import annotations
@@ -112,8 +109,7 @@ def _ray():
 
 
 def connect(address: str) -> bool:
-    """Connect this process to Ray at ``address``; True when this call connected it (and the
-    caller should disconnect), False when Ray was already initialised here."""
+    """Connect to Ray at ``address``; True when this call connected (the caller disconnects)."""
     ray = _ray()
     if ray.is_initialized():
         return False
@@ -131,8 +127,7 @@ def connect(address: str) -> bool:
 
 
 def _init(ray, address: str, **options) -> None:
-    """``ray.init``, keeping this process's SIGTERM handler: Ray's own exits at once, which
-    would skip a grid's cleanup (stop the runs, say how many are stored)."""
+    """``ray.init``, keeping this process's SIGTERM handler (Ray's would skip a grid's cleanup)."""
     main = threading.current_thread() is threading.main_thread()
     on_sigterm = signal.getsignal(signal.SIGTERM) if main else None
     with warnings.catch_warnings():
@@ -153,8 +148,7 @@ def _first_line(err: BaseException) -> str:
 
 
 def resolve(address: str) -> str:
-    """``auto`` → ``RAY_ADDRESS``, else the address of the cluster ``ray start`` made on this
-    machine; any other address is returned as given."""
+    """``auto`` → ``RAY_ADDRESS``, else this machine's ``ray start`` cluster; others as given."""
     if address != "auto":
         return address
     if os.environ.get("RAY_ADDRESS", "").strip():

@@ -1,10 +1,7 @@
 """Every study of the book, one declaration each (:class:`~playerfl_core.study.declaration.Study`).
 
-Dates and commits are those of the commit that declared the study (``git log --follow`` of the
-module or of the pre-registration's item that declared it). The pre-registered split-rule test
-and its follow-ups point at their constants in ``study.preregistration`` (federations, seeds,
-rates); the ladder's rungs and the rescores are declared beside the code that computes them
-(``rungs.STUDIES``, ``rescore.STUDIES``), each with its constants.
+Dates and commits are those of the commit that declared each study; the rungs and the rescores
+are declared beside their code (``rungs.STUDIES``, ``rescore.STUDIES``).
 """
 
 from __future__ import annotations
@@ -146,8 +143,7 @@ def tiny(name: str) -> Study:
 
 
 def _tiny_rung(rung: Study) -> Study:
-    """One federation and seed at 60 images per client and one round, kept in its own work
-    folder."""
+    """One federation and seed at 60 images per client and one round, in its own work folder."""
     return replace(
         rung, name=f"{rung.name}_tiny", federations=rung.federations[:1], seeds=(0,),
         loader=(("samples_per_client", 60),), training=(("width", 0.5), ("rounds", 1)),
@@ -157,8 +153,7 @@ def _tiny_rung(rung: Study) -> Study:
 
 
 def _tiny_split_rules(test: Study) -> Study:
-    """One evaluation federation (so no development seeds join it) and one seed, at the quick
-    profile's sizes and two rounds (the validation probe's)."""
+    """One evaluation federation and seed at the quick sizes and two rounds (the probe's)."""
     return replace(
         test, name=f"{test.name}_tiny", federations=(PR.TINY_SWEEP,), seeds=(0,),
         profile="quick", training=(("rounds", 2),),

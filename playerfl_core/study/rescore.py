@@ -1,15 +1,10 @@
 """The rescores: committed runs trained again and scored on :data:`TEST_PER_CLIENT` images per
-client of its own distribution (``data_prep.eval_sets``), since at the book's sizes a regret
-moves by about δ with the draw of 64 validation and 80 test images alone.
+client, since at the book's sizes a regret moves by about δ with the draw of the evaluation images.
 
 One procedure (:func:`rescore_run`), three declarations (:data:`STUDIES`) that differ in the runs
-they read: R1's rescore (the rule's and the oracle's split of R1's family; only a regret's test
-terms change, :func:`r1_regrets`), R2's (the other entries' splits R1's lacks, :func:`r2_regrets`)
-and the validation rescore (every split, rounds and oracle chosen on large validation sets too;
-the evaluation rung's seeds read from its store, :func:`r1_family`, :func:`large_val_r2_regrets`).
-About 560 lines in one module: the three share the procedure, the store format and the runner's
-protocol, and each reading reads the others' stores (R2's reads R1's; the validation rescore's
-reads both), so split by rescore the parts would import each other.
+they read: R1's, R2's and the validation rescore (rounds and oracle chosen on large validation
+sets too). About 550 lines in one module: each rescore's reading reads the others' stores, so
+split by rescore the parts would import each other.
 """
 
 from __future__ import annotations
@@ -143,8 +138,7 @@ def seeds(r1: pd.DataFrame, r2: pd.DataFrame) -> list[tuple[str, float, int]]:
 
 
 def split_tasks(wanted: Sequence, splits: pd.DataFrame, done: set = frozenset()) -> list[Task]:
-    """Every committed split (``splits``: ``sweep_scores``) of each seed of ``wanted`` not in
-    ``done``."""
+    """Every committed split (``splits``) of each seed of ``wanted`` not in ``done``."""
     keys = {k for k in wanted if k not in done}
     rows = splits[["dataset", "lr", "seed", "p"]].itertuples(index=False)
     out = sorted(t for t in {(d, float(lr), int(s), int(p)) for d, lr, s, p in rows}
@@ -257,12 +251,9 @@ def _score(model, x, y, batch: int) -> dict[str, float]:
 
 
 def rescore_run(task: Task, archive: Path | None = None, large_val: bool = False):
-    """One committed run trained again from its manifest entry on one thread, compared row by
-    row with the committed run, each client's model at its selected round scored on its large
-    test set. Returns ``(task, rows, record)``: training-size and validation rows, large test
-    rows and one :data:`BOOK_SCORE` row per client. ``large_val``: rounds are selected on large
-    validation sets (scored in chunks of :data:`VAL_CHUNK`, the evaluation rung's bits), whose
-    rows replace the book's validation rows."""
+    """One committed run trained again on one thread, compared row by row with the committed run,
+    each client's selected model scored on its large test set: ``(task, rows, record)``.
+    ``large_val``: rounds selected on large validation sets."""
     start = time.process_time()
     dataset, lr, seed, p = task
     stored, entry = _committed_run(
@@ -372,8 +363,7 @@ def run_one(study: Study, task: Task, device: str = "cpu"):
 
 
 def gather(study: Study, todo: Sequence, work: Path, records: dict) -> tuple[pd.DataFrame, dict]:
-    """The long table and its totals: runs, CPU-seconds, reruns equal to the committed runs, the
-    largest difference, the machines."""
+    """The long table and its totals: runs, CPU-s, identical reruns, largest diff, machines."""
     names = [task_name(t) for t in todo]
     table = pd.concat([pd.read_parquet(work / f"{n}.parquet") for n in names], ignore_index=True)
     totals = {
@@ -396,8 +386,7 @@ def record_extra(study: Study, totals: dict, wall: float) -> dict:
 
 # -- reading: test terms on large test sets (R1's and R2's rescores) ------------------------------
 def run_scores(table: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
-    """Per rescored run: its headline score on the large test sets (``test``) and on the book's
-    (``book``)."""
+    """Per rescored run: its headline score on the large test sets (``test``) and the book's."""
     large = headline(table[table["metric"] != BOOK_SCORE], metric).rename(columns={"value": "test"})
     book = table[table["metric"] != metric].replace({"metric": {BOOK_SCORE: metric}})
     book = headline(book, metric).rename(columns={"value": "book"})
@@ -407,9 +396,8 @@ def run_scores(table: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
 def rescored_regrets(
     regrets: pd.DataFrame, table: pd.DataFrame | None, command: str = "r1_rescore"
 ) -> pd.DataFrame:
-    """``regrets`` with both test terms on the large test sets where ``table`` holds both runs
-    (``rescored``), and only where the terms equal those runs' book scores: a regret never
-    takes another run's rescore. ``command``: the study that recomputes ``table``."""
+    """``regrets`` with both test terms on the large test sets where ``table`` holds both runs with
+    the book scores the regret used (``rescored``); ``command`` recomputes ``table``."""
     out = regrets.copy()
     out["rescored"] = False
     if table is None or out.empty:
@@ -529,9 +517,8 @@ def large_sets_text(regrets: pd.DataFrame) -> str:
 def large_val_r2_regrets(
     regrets: pd.DataFrame, sweep: pd.DataFrame, rules_table: pd.DataFrame
 ) -> pd.DataFrame:
-    """R2's ``regrets`` recomputed from the large ``sweep`` on the seeds it holds: first-epoch
-    entries keep their committed split (``rules_table``), the probe and the oracle choose on
-    large validation sets."""
+    """R2's ``regrets`` recomputed from the large ``sweep`` on its seeds: first-epoch entries keep
+    their committed split (``rules_table``), the probe and the oracle choose on large validation."""
     scores = sweep_scores(sweep)
     mine = rules_table.merge(scores[RUN].drop_duplicates(), on=RUN)
     mine = pd.concat([mine[mine["rule"] != PROBE], probe_rows(sweep, P.PROBE_ROUNDS)])
@@ -560,8 +547,7 @@ def _replace(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFr
 
 
 def oracle_moves(book: pd.DataFrame, large: pd.DataFrame) -> tuple[int, int]:
-    """(seeds whose oracle's split moved, seeds rescored) between R1's regrets ``book`` and
-    ``large`` (:func:`large_val_r1_regrets`)."""
+    """(seeds whose oracle's split moved, seeds rescored) between ``book`` and ``large``."""
     keys = ["dataset", "lr", "seed"]
     both = book.merge(large[large["rescored"]], on=keys, suffixes=("_book", "_large"))
     return int((both["p_oracle_book"] != both["p_oracle_large"]).sum()), len(both)

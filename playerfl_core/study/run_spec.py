@@ -27,13 +27,8 @@ REPO_ROOT = PACKAGE_DIR.parent
 
 
 def code_fingerprint() -> str:
-    """Hash of the code a run depends on (engine, models, algorithms, data preparation).
-
-    Recorded with every run; a stored run whose fingerprint differs from the current code is
-    flagged ``stale_code`` in the status table (and counted in the note); ``fresh=True``
-    recomputes. Analysis and plotting modules are not part of it: they never change a run. Each
-    file counts by :func:`code_text`, so editing a comment or a docstring keeps the fingerprint.
-    """
+    """Hash of the code a run depends on (engine, models, algorithms, data preparation), each file
+    by :func:`code_text`; a stored run of another fingerprint is flagged ``stale_code``."""
     h = hashlib.sha256()
     core = [PACKAGE_DIR / f"{m}.py" for m in RUN_MODULES]
     files = (
@@ -52,8 +47,7 @@ def code_fingerprint() -> str:
 
 @functools.lru_cache(maxsize=256)
 def _cached_code_text(source: bytes) -> bytes:
-    """:func:`code_text`, remembered by content: parsing every fingerprinted file takes a good
-    fraction of a second, and Flower asks for the fingerprint on every message."""
+    """:func:`code_text`, remembered by content (Flower asks for the fingerprint per message)."""
     return code_text(source)
 
 
@@ -68,14 +62,8 @@ def _statements(body: list[ast.stmt]):
 
 
 def code_text(source: bytes) -> bytes:
-    """``source`` without its comments and docstrings (every statement that is a bare string):
-    the text Python runs, so a fingerprint of it moves with the code and not with its prose.
-
-    Lines emptied by the removal go; every other byte stays, so any change to code, to a string
-    that runs or to a blank line inside one still counts. Cut by the positions the parser and the
-    tokenizer report in the text itself, not by regenerated source, so the result does not depend
-    on the Python version. A file that does not parse counts by its bytes.
-    """
+    """``source`` without its comments and docstrings, cut where the parser and tokenizer say (so
+    independent of the Python version); a file that does not parse counts by its bytes."""
     try:
         text = source.decode()
         tree = ast.parse(text)
@@ -160,8 +148,7 @@ class RunSpec:
     protocol: str = "book"
 
     def __post_init__(self):
-        """Under the authors' protocol the spec holds the settings it implies (scoring time,
-        loss, augmentation), so its name and record say what ran."""
+        """Under the authors' protocol, hold the settings it implies so the name says what ran."""
         if self.protocol == "authors":
             chosen = {"eval_timing": self.eval_timing, "loss": self.loss, "augment": self.augment}
             implied = {**chosen, **authors_settings(self.dataset, chosen)}
@@ -184,13 +171,8 @@ class RunSpec:
         )
 
     def fingerprint(self) -> dict:
-        """What the user chose for this run: dataset, algorithm, data profile, and the settings
-        and hyper-parameters that differ from their defaults.
-
-        Defaults stay out, so adding an option whose default keeps the old behaviour keeps every
-        stored run's name; what the code does by default is tracked by :func:`code_fingerprint`
-        (stored runs of other code are flagged ``stale_code``) and checked by re-computation
-        (:func:`playerfl_core.study.archive.recompute_sample`).
+        """What the user chose for this run: dataset, algorithm, data profile and the settings that
+        differ from their defaults (so a new option off by default keeps every stored run's name).
         """
         config = asdict(self.config("cpu"))
         defaults = {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}

@@ -1,14 +1,11 @@
 """The run store: one directory of finished runs, each named by its :class:`RunSpec`.
 
-Each finished run writes ``runs/<run_id>.csv`` (its rows of the long results table) and then
-``runs/<run_id>.json`` (its manifest entry: status, error, seconds, code fingerprint), each to a
-temporary file that is then renamed. A run counts as finished only once its JSON exists, so a
-grid killed at any moment and started again recomputes nothing that finished, loses nothing and
-duplicates nothing (one file per run id). Every read checks a run's files against its record
-(:class:`DamagedRunError`). :func:`compute` runs one spec anywhere and returns a
-:class:`FinishedRun`, which the store's owner writes (:meth:`Store.write_finished`;
-:func:`execute` does both). What names a run (:class:`RunSpec`, :func:`code_fingerprint`) lives
-in :mod:`playerfl_core.study.run_spec`, re-exported here."""
+A run writes ``runs/<run_id>.csv`` and then ``runs/<run_id>.json`` (its record), each atomically;
+it counts as finished once its JSON exists, so a killed grid resumes without loss or duplicates.
+Reads check a run against its record (:class:`DamagedRunError`). :func:`compute` runs a spec
+anywhere, :meth:`Store.write_finished` stores it, :func:`execute` does both.
+:mod:`playerfl_core.study.run_spec` (what names a run) is re-exported here.
+"""
 
 from __future__ import annotations
 
@@ -49,10 +46,7 @@ OK, DIVERGED, ERROR = "ok", "diverged", "error"
 
 
 def default_store(profile: str = "quick") -> Path:
-    """``<repo>/results/<profile>``, independent of the working directory.
-
-    ``PLAYERFL_RESULTS`` replaces ``<repo>/results`` (as ``PLAYERFL_DATA`` does for the data).
-    """
+    """``<repo>/results/<profile>`` (``PLAYERFL_RESULTS`` replaces ``<repo>/results``)."""
     return (env_folder("PLAYERFL_RESULTS") or RESULTS_DIR) / profile
 
 
@@ -78,8 +72,7 @@ def _age_s(path: Path) -> float:
 
 
 def _alive(pid: int) -> bool:
-    """Whether process ``pid`` still runs (an exited one its parent has not reaped, a zombie,
-    does not)."""
+    """Whether process ``pid`` still runs (a zombie does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -93,16 +86,9 @@ def _alive(pid: int) -> bool:
 
 
 class Store:
-    """One directory of finished runs: ``runs/<run_id>.csv`` + ``runs/<run_id>.json``.
-
-    The JSON records the CSV's row count (``rows``) and the SHA-256 of its bytes
-    (``csv_sha256``); every read checks both, so a file cut short, emptied, edited or deleted
-    is *damaged*: reported by name (:attr:`damaged`), treated as never finished (a grid
-    recomputes it, ``playerfl status`` lists it), never summed in. Runs stored before checksums
-    existed (*legacy*: no ``csv_sha256``) are checked for what can be checked without one: a
-    readable JSON naming its status, and a CSV with the results header, a complete last line
-    and, when recorded, the right row count.
-    """
+    """One directory of finished runs: ``runs/<run_id>.csv`` + ``runs/<run_id>.json``, whose
+    recorded row count and SHA-256 every read checks; a run failing them is *damaged*
+    (:attr:`damaged`) and treated as never finished."""
 
     def __init__(self, root: str | Path):
         if not str(root).strip():
@@ -118,8 +104,7 @@ class Store:
         return f"Store({str(self.root)!r})"
 
     def check_writable(self) -> None:
-        """Raise :class:`StoreError` unless runs can be written into ``runs/`` (checked before
-        any compute, so a read-only store costs seconds, not a trained run)."""
+        """Raise :class:`StoreError` unless runs can be written into ``runs/``."""
         problem = folder_problem(self.runs)
         if problem:
             raise StoreError(f"The store {self.root} cannot hold runs: {problem}.")
@@ -137,11 +122,8 @@ class Store:
 
     @contextmanager
     def computing(self, poll_s: float = 1.0, say: bool = True):
-        """Hold the store's grid lock (``runs/.grid.lock``, holding this process's id) while a
-        grid computes into it. A second grid on the same store waits (saying so on stderr, with
-        the first one's process id, unless ``say`` is False) until the first is done, then
-        computes only what is still missing, instead of computing the same runs twice at once;
-        a lock whose process is gone (a ``kill -9``) is taken over."""
+        """Hold the store's grid lock while a grid computes into it: a second grid waits, then
+        computes only what is missing; a lock whose process is gone is taken over."""
         lock = self.runs / LOCK_FILE
         self.runs.mkdir(parents=True, exist_ok=True)
         said = False
@@ -177,9 +159,7 @@ class Store:
             lock.unlink(missing_ok=True)
 
     def remove_stale_temporaries(self) -> list[str]:
-        """Delete the temporary files of writes whose process is gone (a ``kill -9`` between
-        writing ``.<name>.<pid>.tmp`` and renaming it); returns their names. A live writer's file
-        is kept."""
+        """Delete the temporary files of writes whose process is gone; return their names."""
         removed = []
         for tmp in sorted(self.runs.glob(".*.tmp")) if self.runs.is_dir() else []:
             pid = tmp.name.rsplit(".", 2)[-2]
@@ -189,8 +169,7 @@ class Store:
         return removed
 
     def record(self, spec: RunSpec) -> dict | None:
-        """The manifest entry of a finished, intact run; None if it never finished or is
-        damaged (then :attr:`damaged` says why)."""
+        """The entry of a finished, intact run; None if unfinished or damaged."""
         return self.checked_record(spec.run_id)
 
     def checked_record(self, run_id: str) -> dict | None:
@@ -250,13 +229,7 @@ class Store:
         return self.write_finished(FinishedRun(spec, record, encode_rows(table)))
 
     def write_finished(self, run: FinishedRun) -> dict:
-        """Rows first, manifest last, each by temp file + rename: the JSON marks completion.
-
-        The manifest records the rows' count and SHA-256, which every later read checks. Only
-        the process that owns the store calls this (a grid's driver): runs computed elsewhere
-        (worker processes, cluster nodes) come back as :class:`FinishedRun` and are written
-        here, so no shared file system is needed.
-        """
+        """Rows first, record (count, SHA-256) last, each atomically: the record marks it done."""
         self.runs.mkdir(parents=True, exist_ok=True)
         record, data = dict(run.record), run.rows
         if data is not None:
@@ -330,8 +303,7 @@ _DATA_CACHE: dict = {}
 
 
 def load_data_cached(dataset: str, profile: str, seed: int, protocol: str = "book"):
-    """``data_prep.load`` with a small per-process cache: a worker reuses a seed's federation
-    across the algorithms and splits it runs on it."""
+    """``data_prep.load`` with a small per-process cache, reused across a seed's runs."""
     key = (dataset, profile, seed, protocol)
     if key not in _DATA_CACHE:
         if len(_DATA_CACHE) >= 4:
@@ -342,9 +314,8 @@ def load_data_cached(dataset: str, profile: str, seed: int, protocol: str = "boo
 
 @dataclass(frozen=True)
 class FinishedRun:
-    """One computed run on its way to the store: its manifest entry and its rows, encoded as
-    the store keeps them (CSV bytes; None for a diverged or failed run). Small and picklable, so
-    a worker process or a cluster node returns it and the store's owner writes it."""
+    """One computed run on its way to the store: its manifest entry and its rows as CSV bytes (None:
+    failed); picklable, so a worker or a cluster node returns it to the store's owner."""
 
     spec: RunSpec
     record: dict
@@ -357,16 +328,10 @@ def encode_rows(table: pd.DataFrame | None) -> bytes | None:
 
 
 def compute(
-    spec: RunSpec,
-    device: str | None = None,
-    threads: int | None = 1,
-    code: str = "",
+    spec: RunSpec, device: str | None = None, threads: int | None = 1, code: str = ""
 ) -> FinishedRun:
-    """Run one spec; return it with its manifest entry, writing nothing (never raises).
-
-    Divergence (:class:`DivergenceError`, or a table that :mod:`playerfl_core.fl.divergence`
-    calls diverged: a non-finite value or a loss above its bound) gives status ``diverged``
-    and no rows; any other exception gives ``error`` with the traceback's tail.
+    """Run one spec; return it with its manifest entry, writing nothing (never raises): divergence
+    gives status ``diverged`` and no rows, any other exception ``error`` with the traceback's tail.
     """
     previous = torch.get_num_threads()
     if threads:

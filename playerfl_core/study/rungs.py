@@ -1,11 +1,7 @@
-"""The scale ladder: Fashion-MNIST, base and rotated (the federation that decides R2), at sizes
-other than the book's, declared (:data:`STUDIES`): the paper-size first epochs (all the paper's
-rule reads, :func:`rule_at_rungs`), the middle rung (every split at 1,000 images per client,
-width 0.5, 20 rounds) and the evaluation rung (the book's sweep scored on 2,000 validation and
-test images per client; its noise measured once committed, :func:`after_commit`). A rung gives
-per seed the rule's split, the oracle's and the regret (:func:`regrets`), and per federation how
-they move against the book's on the same seeds (:func:`rung_summary`, :func:`what_moves`).
-"""
+"""The scale ladder: Fashion-MNIST, base and rotated, at sizes other than the book's, declared
+(:data:`STUDIES`): the paper-size first epochs (:func:`rule_at_rungs`), the middle rung and the
+evaluation rung (the book's sweep scored on 2,000-image sets). Per seed the rule's split, the
+oracle's and the regret (:func:`regrets`); per federation how they move (:func:`rung_summary`)."""
 
 from __future__ import annotations
 
@@ -147,8 +143,7 @@ def run_one(rung: Study, task: tuple, device: str = "cpu"):
 
 
 def sort_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """The runs by federation, seed and split; within a run the engine's order, which is how
-    ``split_scores.table_sensitivities`` reads depth."""
+    """The runs by federation, seed and split; within a run the engine's order (depth's)."""
     return table.sort_values(["dataset", "seed", "algorithm"], ignore_index=True, kind="stable")
 
 
@@ -190,9 +185,9 @@ def _most_frequent(values: pd.Series) -> list[int]:
 def rung_summary(
     book: pd.DataFrame, other: pd.DataFrame, name: str = "middle", seed: int = 0
 ) -> pd.DataFrame:
-    """Per federation and rung (:func:`regrets` of the book on the rung's seeds, and ``other``,
-    called ``name``): the rule's and the oracle's splits, the most frequent ones, and the mean
-    regret with its seeded 95 % bootstrap interval."""
+    """Per federation and rung (the book's :func:`regrets` and ``other``, called ``name``): the
+    rule's and the oracle's splits, the most frequent ones, and the mean regret with its
+    bootstrap CI."""
     rows = []
     for rung, reg in (("book", book), (name, other)):
         for ds, g in reg.groupby("dataset", sort=False):
@@ -208,9 +203,8 @@ def rung_summary(
 
 
 def what_moves(summary: pd.DataFrame) -> pd.DataFrame:
-    """The declared reading of :func:`rung_summary`, per federation: a split moves when the
-    rungs' most frequent ones share none; the regret moves when the book's mean lies outside the
-    other rung's interval; and whether the other rung's mean is above δ."""
+    """The declared reading of :func:`rung_summary` per federation: whether the splits move, whether
+    the regret moves, and whether the other rung's mean is above δ."""
     rows = []
     for ds, g in summary.groupby("dataset", sort=False):
         book, other = g[g["rung"] == "book"].iloc[0], g[g["rung"] != "book"].iloc[0]
@@ -277,9 +271,8 @@ def measure_noise(table: pd.DataFrame) -> tuple[pd.DataFrame, float]:
 
 
 def measure_regret_noise(table: pd.DataFrame) -> tuple[pd.DataFrame, float]:
-    """How noisy one seed's regret is from its test images alone (measured after the results were
-    read, not declared): per federation, the rule's split against the oracle's most frequent
-    (the smaller on ties), both scored on the same resampled images; (table, CPU-s)."""
+    """How noisy one seed's regret is from its test images alone (measured, not declared), per
+    federation by resampling the test images; returns (table, CPU-seconds)."""
     start, frames = time.process_time(), []
     oracle = regrets(table)
     for d in DATASETS:
@@ -294,8 +287,7 @@ def measure_regret_noise(table: pd.DataFrame) -> tuple[pd.DataFrame, float]:
 
 
 def after_commit(study: Study, say=print) -> None:
-    """The evaluation rung, once committed: its score's and regret's noise, measured once each
-    (delete a file to measure it again)."""
+    """The evaluation rung, once committed: its score's and regret's noise, measured once each."""
     if study.name != EVAL_RUNG.name:
         return
     for what, path, measure in (

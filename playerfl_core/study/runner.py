@@ -1,26 +1,16 @@
 """One runner for every study: computes its missing runs on a backend, keeps each as it ends,
 collects the table and commits it with its record, in one store format.
 
-A study's ``computes`` module says what one run is. It offers ``study_tasks(study)`` (every
-run, as a tuple), ``task_name(task)``, ``run_one(study, task, device)`` (returns ``(task,
-table or None, record)``; the record holds at least ``cpu_seconds``), ``gather(study, tasks,
-work, records)`` (the table and its totals) and ``record_extra(study, totals, wall)`` (the
-fields its committed record carries); ``after_commit(study, say)`` is optional. A module whose
-runs depend on each other (a grid that tunes before it evaluates, GPU chunks) offers
-``compute_table(study, options, say)`` instead: the table and its record's fields once every
-run is finished, else None; ``dry_run(study, options)`` says its plan.
+A study's ``computes`` module offers ``study_tasks(study)``, ``task_name(task)``,
+``run_one(study, task, device)`` (``(task, table or None, record)``, the record holding
+``cpu_seconds``), ``gather(study, tasks, work, records)`` and ``record_extra(study, totals,
+wall)``, optionally ``after_commit(study, say)``; a module whose runs depend on each other offers
+``compute_table(study, options, say)`` and ``dry_run(study, options)`` instead.
 
-The store format: a Parquet table and its record beside it (``<table>.json``: machine, code,
-SHA-256, when, rows, CPU-seconds, runs and the study's own fields); a store declared as a
-folder keeps its table as ``runs.parquet``. The committed grid archives (``manifest.json``
-beside ``runs.parquet``, :mod:`~playerfl_core.study.archive`) read as the same: the manifest is
-the record, its seal the checksum (:func:`store_record`).
-
-Resumable: each finished run is written to the study's work folder (rows, then the record that
-marks it done, each atomically); a later call computes only the runs without a record. Runs
-compute on the ``local`` backend (worker processes of one thread, or this process for one
-worker) or ``ray`` (:mod:`~playerfl_core.study.backends`); one thread per run, so the table
-does not depend on where or beside what a run computed.
+A store is a Parquet table with its record beside it (``<table>.json``); committed grid archives
+read as the same (:func:`store_record`). Each finished run is kept in the work folder, atomically,
+so a later call computes only what is missing; one thread per run, so where a run computed does
+not change its table.
 """
 
 from __future__ import annotations
@@ -50,10 +40,8 @@ TABLE_FILE = "runs.parquet"
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How ``playerfl study run`` computes: where (``backend``: ``local``, ``ray`` or a backend
-    object such as ``RayBackend(address=...)``; workers; device), the folder for finished work
-    (None: the study's own), the seconds a chunked study stops within, whether to show
-    progress, and after how many chunks a chunked study stops."""
+    """How ``playerfl study run`` computes: backend, workers, device, work folder (None: the
+    study's), a chunked study's time budget and chunk limit, and progress."""
 
     backend: object = "local"
     workers: int | None = None
@@ -86,8 +74,7 @@ def store_file(study: Study, out: Path | None = None) -> Path:
 
 # -- the work folder --------------------------------------------------------------------------
 def keep(work: Path, name: str, table: pd.DataFrame | None, record: dict) -> None:
-    """Write one finished run ``name`` atomically: its table first, its record last (with the
-    table's SHA-256; the record marks the run as done)."""
+    """Write one finished run ``name`` atomically: table first, record (marking it done) last."""
     work.mkdir(parents=True, exist_ok=True)
     if table is not None:
         tmp = work / f".{name}.parquet"
@@ -104,9 +91,8 @@ def _sha256(path: Path) -> str:
 
 
 def done_runs(work: Path, say=None) -> dict[str, dict]:
-    """The records of the runs already finished in ``work``, by run name. A record that cannot
-    be read, or whose rows are missing or differ from its SHA-256, is left out (its run is
-    computed again), with one line to ``say``; a committed table's record is no run's."""
+    """The records of the runs finished in ``work``, by name; a record unreadable or not matching
+    its rows is left out (computed again) with one line to ``say``."""
     done = {}
     for path in sorted(Path(work).glob("*.json")):
         if path.name.endswith(".parquet.json"):
@@ -143,8 +129,7 @@ def compute(
     tasks=None,
     say=print,
 ) -> int:
-    """Every run of ``study`` (or ``tasks``) not yet in ``work``, on ``options``' backend, each
-    kept as it ends; returns how many were computed."""
+    """Compute and keep each run of ``study`` (or ``tasks``) not in ``work``; return how many."""
     module = computes(study)
     work = work or study.work_dir()
     work.mkdir(parents=True, exist_ok=True)
@@ -167,8 +152,7 @@ def compute(
 
 
 def collect(study: Study, work: Path | None = None, tasks=None) -> tuple[pd.DataFrame, dict]:
-    """The study's long table from ``work`` and its totals (runs, CPU-seconds, the study's own).
-    Raises when a run is missing, naming the command that computes it."""
+    """The study's long table from ``work`` and its totals; raises when a run is missing."""
     module = computes(study)
     work = work or study.work_dir()
     tasks = tasks if tasks is not None else module.study_tasks(study)
@@ -188,9 +172,8 @@ def cpu_seconds(records: dict, names) -> float:
 
 
 def commit(study: Study, table: pd.DataFrame, extra: dict, out: Path | None = None, say=print):
-    """Write ``table`` with its record (:func:`write_store`) to ``out`` or the study's store,
-    unless the committed store already holds the same rows. An archive's manifest beside it
-    gives way to the new record. Returns the path written, or None."""
+    """Write ``table`` with its record to ``out`` or the study's store, unless the store already
+    holds these rows (an archive's manifest there gives way). Returns the path written, or None."""
     path = Path(out) if out is not None else store_file(study)
     if store_record(path) is not None and load_store(path)[0].equals(table):
         say(f"{path} already holds these {extra.get('runs', len(table))} runs: left as it is")
@@ -241,9 +224,9 @@ def dry_run(study: Study, options: RunOptions = RunOptions(), say=print) -> int:
 
 # -- what is committed ------------------------------------------------------------------------
 def store_record(path: Path) -> dict | None:
-    """The record of the store whose table is ``path`` (None: not committed): ``<path>.json``,
-    or the archive manifest beside it read as one (``runs``: how many; ``entries``: each run's;
-    ``cpu_seconds``: their sum; ``seal``: the archive's checksum)."""
+    """The record of the store whose table is ``path`` (None: not committed): ``<path>.json``, or
+    the archive manifest beside it read as one (``runs``, ``entries``, ``cpu_seconds``,
+    ``seal``)."""
     path = Path(path)
     if Path(f"{path}.json").exists():
         return json.loads(Path(f"{path}.json").read_text())
@@ -310,9 +293,8 @@ def sha256_matches(path: Path, record: dict) -> bool | None:
 
 
 def store_state(study: Study) -> dict:
-    """Whether the study's store is committed, whether its SHA-256 matches its record, and
-    what it cost by its record. Keys: path, committed, sha256_matches (None when the record
-    keeps no checksum), cpu_seconds, device_seconds, runs."""
+    """Whether the study's store is committed, whether its SHA-256 matches its record, and its cost.
+    Keys: path, committed, sha256_matches, cpu_seconds, device_seconds, runs."""
     path = store_file(study)
     record = store_record(path)
     if record is None:

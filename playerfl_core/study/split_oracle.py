@@ -1,28 +1,10 @@
 """Does the rule pick the right split? The split sweep, its oracle and the rule's regret.
 
-A **split sweep** runs the prefix federation (:mod:`playerfl_core.fl.algorithms.prefix`) at every
-split p = 0 … L on the same seeds and learning rate, so p is the only thing that changes; p = 0
-is Local and p = L FedAvg. Each run is an ordinary long results table (``algorithm`` =
-``prefix_p{p}``) that also carries the clients' first-epoch sensitivities, from which the rule's
-split is recomputed (any variant of the rule, see :func:`rule_splits`).
-
-From a sweep table:
-
-* :func:`sweep_scores`: per seed and p, the run's validation and test score (each client's
-  best-validation round, training-share weights: the book's headline protocol);
-* :func:`oracle_splits`: the **oracle** p of each seed, the best on *validation* data only;
-* :func:`regrets`: the rule's **regret** per seed, test(oracle p) − test(rule's p);
-* :func:`client_curves`: which clients win or lose against Local at each p;
-* :func:`c5_table`: PLayer-FL against every other split and against PLayer-FL-Random at the
-  same learning rate (claim C5 without the learning-rate confound).
-
-Studies that need only the first epoch (the rule's p over many seeds) are in
-:func:`first_epoch_sensitivities` and :func:`rule_splits`.
-
-Where each part lives: running and loading sweeps in :mod:`~playerfl_core.study.split_sweeps`;
-scores, the oracle, the rule's split and its regret in :mod:`~playerfl_core.study.split_scores`;
-here the judgements (C5, stability, heterogeneity). This module re-exports the other two
-(:data:`__all__`), so a chapter needs one import (``split_oracle as O``).
+A split sweep runs the prefix federation at every split p = 0 … L (Local … FedAvg) on the same
+seeds and rate, so p is the only thing that changes. Running and loading sweeps is in
+:mod:`~playerfl_core.study.split_sweeps`, scores, the oracle and the regret in
+:mod:`~playerfl_core.study.split_scores`; here the judgements (C5, stability, heterogeneity).
+This module re-exports the other two (:data:`__all__`), so a chapter needs one import.
 """
 
 from __future__ import annotations
@@ -90,14 +72,9 @@ __all__ = [  # chapters read the split study through this one module (``split_or
 
 # -- PLayer-FL against Local, FedAvg, every other split and the random split ---------------
 def c5_table(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") -> pd.DataFrame:
-    """Per seed and comparison: test(rule's p) − test(other), at the same learning rate.
-
-    Comparisons: ``p=<q>`` for every other split q (p = 0 is Local, p = L FedAvg);
-    ``random (drawn)``: the split PLayer-FL-Random draws on this seed
-    (:func:`~playerfl_core.fl.algorithms.playerfl_random.random_split`, never the rule's) and
-    ``random (expected)``: the mean over the splits it can draw, {1..L−1} minus the rule's.
-    Columns: dataset, lr, seed, p_rule, other, p_other, diff.
-    """
+    """Per seed and comparison: test(rule's p) − test(other) at the same rate, the other being every
+    split ``p=<q>``, ``random (drawn)`` and ``random (expected)``.
+    Columns: dataset, lr, seed, p_rule, other, p_other, diff."""
     rule = rules[rules["variant"] == variant].set_index(RUN)["p_rule"]
     rows = []
     for key, g in scores.groupby(RUN, sort=False):
@@ -131,9 +108,8 @@ def committed_scores(profile: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:
 
 
 def c5_summary(c5: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset and comparison: mean difference with a bootstrap CI over seeds (descriptive;
-    the verdicts are :func:`playerfl_core.stats.split_verdicts.split_verdicts`'s, from the
-    per-seed differences). Columns: dataset, other, mean, lo, hi, n_seeds."""
+    """Per dataset and comparison: mean difference with a bootstrap CI over seeds (descriptive).
+    Columns: dataset, other, mean, lo, hi, n_seeds."""
     rows = []
     for (ds, other), g in c5.groupby(["dataset", "other"], sort=False):
         rows.append((ds, other, *interval(g["diff"]), len(g)))
@@ -170,11 +146,9 @@ def reference_table(
 
 # -- stability ------------------------------------------------------------------------------
 def stability_summary(splits: pd.DataFrame, oracle: pd.Series | Mapping) -> pd.DataFrame:
-    """Per dataset and rule variant, over seeds: the modal p and its share, the number of
-    distinct splits, and the share within one unit of the dataset's oracle split (``oracle``:
-    dataset → p, e.g. :func:`dataset_oracle`).
-    Columns: dataset, variant, n_seeds, modal_p, modal_share, distinct, p_oracle, same,
-    within_one."""
+    """Per dataset and rule variant, over seeds: modal p and its share, distinct splits, and
+    agreement with ``oracle`` (dataset → p). Columns: dataset, variant, n_seeds, modal_p,
+    modal_share, distinct, p_oracle, same, within_one."""
     rows = []
     for (ds, var), g in splits.groupby(["dataset", "variant"], sort=False):
         counts = g["p_rule"].value_counts()
@@ -193,34 +167,30 @@ def stability_summary(splits: pd.DataFrame, oracle: pd.Series | Mapping) -> pd.D
                 float((gap <= 1).mean()),
             )
         )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "dataset",
-            "variant",
-            "n_seeds",
-            "modal_p",
-            "modal_share",
-            "distinct",
-            "p_oracle",
-            "same",
-            "within_one",
-        ],
-    )
+    columns = [
+        "dataset",
+        "variant",
+        "n_seeds",
+        "modal_p",
+        "modal_share",
+        "distinct",
+        "p_oracle",
+        "same",
+        "within_one",
+    ]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def dataset_oracle(scores: pd.DataFrame, on: str = "val") -> dict[str, int]:
-    """Per dataset: the split with the best mean ``on`` score over the sweep's seeds (ties to
-    the smaller p)."""
+    """Per dataset: the split of best mean ``on`` score over the sweep's seeds (ties: smaller)."""
     mean = scores.groupby(["dataset", "p"])[on].mean().reset_index()
     best = mean.sort_values(["dataset", on, "p"], ascending=[True, False, True])
     return best.groupby("dataset").head(1).set_index("dataset")["p"].astype(int).to_dict()
 
 
 def near_threshold_regret(reg: pd.DataFrame, margin: float = 0.25) -> pd.DataFrame:
-    """Regret of seeds whose decision was close (a rise within ``margin``·t of t) against the
-    others. Columns: dataset, near, mean, lo, hi, n_seeds; a group of one seed has no interval
-    (lo, hi NaN): the bootstrap's (v, v) would read as a certain value."""
+    """Regret of seeds whose decision was close (a rise within ``margin``·t of t) against the others
+    (one seed: no interval). Columns: dataset, near, mean, lo, hi, n_seeds."""
     reg = reg.assign(near=reg["margin"] <= margin)
     rows = []
     for (ds, near), g in reg.groupby(["dataset", "near"], sort=False):
@@ -242,10 +212,9 @@ def variant_regrets(scores: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
 def heterogeneity_summary(
     scores: pd.DataFrame, rules: pd.DataFrame, federations: pd.DataFrame, variant: str = "paper"
 ) -> pd.DataFrame:
-    """Per federation: the rule's and the oracle's p (modal, and per seed as lists), the mean
-    regret with CI, and PLayer-FL, Local and FedAvg mean test scores (all from the sweep).
-    Columns: federations' + p_rule, p_oracle, rule_ps, oracle_ps, regret, lo, hi, playerfl,
-    local, fedavg, n_seeds."""
+    """Per federation: the rule's and the oracle's p, the mean regret with CI, and PLayer-FL, Local
+    and FedAvg mean test scores. Columns: federations' + p_rule, p_oracle, rule_ps, oracle_ps,
+    regret, lo, hi, playerfl, local, fedavg, n_seeds."""
     reg = regrets(scores, rules, variant)
     refs = reference_table(scores, rules, variant)
     rows = []

@@ -1,16 +1,10 @@
 """The pre-registered split-rule studies (``registry.SPLIT_RULE_STUDIES``) through the one runner
 (:mod:`~playerfl_core.study.runner`: :func:`compute_table`, :func:`dry_run`).
 
-A split-rule study's runs are split sweeps: PLayer-FL and every split ``prefix_p0`` …
-``prefix_pL`` of each of its federations at its base's tuned rate (``fair_sweeps.sweep_lr``) on
-its seeds (:func:`sweep_seeds`). The grid computes them resumably
-(:func:`~playerfl_core.study.grid.run_grid`, the runs of ``playerfl grid --splits``) into the
-profile's store (``results/standard``), which is packed into the committed archive
-(``stores/standard``) whenever the archive lacks one of them. The table is the rules table
-(:mod:`~playerfl_core.study.split_rules_table`) of every sweep the pre-registration declares, so
-all its studies share one store (``stores/rules/standard.parquet``), committed once all their
-sweeps are archived. A seed whose rows the table already holds keeps them (its first epoch
-replays to the same rows): only new seeds are replayed; the probe's rows are read again.
+Their runs are split sweeps at each base's tuned rate, computed by the grid into the profile's
+store and packed into ``stores/standard``; their table is the rules table
+(:mod:`~playerfl_core.study.split_rules_table`) of every declared sweep, one store for all
+(``stores/rules/standard.parquet``). Seeds already in the table keep their rows.
 """
 
 from __future__ import annotations
@@ -35,12 +29,7 @@ from playerfl_core.study.grid import SPLIT_PREFIX, plan_grid, run_grid
 from playerfl_core.study.preregistration_plan import PROBE_ROUNDS
 from playerfl_core.study.run_spec import REPO_ROOT
 from playerfl_core.study.run_store import ERROR, Store, default_store
-from playerfl_core.study.split_rules_table import (
-    PROBE,
-    check_replay,
-    probe_rows,
-    rules_for_sweep,
-)
+from playerfl_core.study.split_rules_table import PROBE, check_replay, probe_rows, rules_for_sweep
 from playerfl_core.study.split_scores import sweep_rows
 from playerfl_core.study.split_sweeps import RUN, check_sweeps_complete
 
@@ -52,9 +41,8 @@ own; their table is the others'."""
 
 
 def sweep_seeds(study: Study) -> dict[str, tuple[int, ...]]:
-    """Each federation of ``study`` with the seeds it is swept on: the study's, and on a
-    development federation also those the first declaration fixed for it
-    (``preregistered.TUNING_SEEDS``: Heart's 50). Empty for a study that reads only."""
+    """Each federation of ``study`` with the seeds it is swept on (on a development federation also
+    ``preregistered.TUNING_SEEDS``); empty for a study that reads only."""
     if study.name in READS_ONLY:
         return {}
     first = preregistered.TUNING_SEEDS
@@ -62,8 +50,7 @@ def sweep_seeds(study: Study) -> dict[str, tuple[int, ...]]:
 
 
 def family(study: Study) -> tuple[Study, ...]:
-    """The studies whose sweeps one rules table holds: every registered split-rule study for one
-    of them (they share its store), else ``study`` alone (a stand-in)."""
+    """The studies whose sweeps one rules table holds (every registered one, or a stand-in)."""
     return registry.SPLIT_RULE_STUDIES if study in registry.SPLIT_RULE_STUDIES else (study,)
 
 
@@ -80,16 +67,14 @@ def _rounds(study: Study) -> int | None:
 
 
 def _where(study: Study, options) -> tuple[Path, Path]:
-    """The grid's store and the archive it is packed into: the profile's (``results/<profile>``,
-    ``stores/<profile>``), or ``<out>/<name>/grid`` and ``<out>/<name>/sweeps``."""
+    """The grid's store and the archive it is packed into (the profile's, or under ``out``)."""
     if options.out is None:
         return default_store(study.profile), archive_dir(study.profile)
     return Path(options.out) / study.name / "grid", Path(options.out) / study.name / "sweeps"
 
 
 def _grids(study: Study, store: Path) -> list[dict]:
-    """``run_grid``'s arguments, one call per set of seeds: PLayer-FL at each base's rate
-    (fixed, not tuned) and every split at PLayer-FL's."""
+    """``run_grid``'s arguments per set of seeds: PLayer-FL at each base's rate, every split too."""
     by_seeds: dict[tuple[int, ...], list[str]] = {}
     for ds, seeds in sweep_seeds(study).items():
         by_seeds.setdefault(seeds, []).append(ds)
@@ -129,10 +114,8 @@ def _previous(path: Path) -> pd.DataFrame | None:
 def rules_with(
     sweep: pd.DataFrame, profile: str, previous: pd.DataFrame | None = None, progress=True
 ) -> tuple[pd.DataFrame, int]:
-    """The rules table of ``sweep`` (the rows of :func:`~playerfl_core.study.split_rules_table.
-    rules_for_sweep`) and how many seeds were replayed: the first-epoch rows of a seed
-    ``previous`` holds are kept, not replayed; the probe's are read from the sweep again. Rows
-    ``previous`` holds keep their order; a new seed's rows follow, first-epoch rows first."""
+    """The rules table of ``sweep`` and how many seeds were replayed: seeds ``previous`` holds keep
+    their rows; the probe's are read from the sweep again."""
     check_sweeps_complete(sweep)
     wanted = pd.MultiIndex.from_frame(sweep_rows(sweep)[RUN].drop_duplicates())
     parts, new = [], wanted
@@ -153,9 +136,8 @@ def rules_with(
 
 
 def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict] | None:
-    """The study's sweeps (resumable; packed into the archive when it lacks one), then the rules
-    table of every sweep of its family (:func:`family`) and its record's fields; None while a
-    run failed or a sweep of the family is not archived yet."""
+    """The study's sweeps (resumable, archived), then the rules table of its family and its record's
+    fields; None while a run failed or a sweep is not archived yet."""
     if study.name in READS_ONLY:
         say(_reads_only(study))
         return _committed(study)
@@ -192,18 +174,18 @@ def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]
     entries = [e for e in read_manifest(archive)["runs"] if e["status"] == "ok"
                and (e["dataset"], float(e["lr"]), e["seed"]) in keys
                and e["algorithm"].startswith(SPLIT_PREFIX)]  # fmt: skip
+    cost = round(sum(e.get("cpu_seconds") or 0.0 for e in entries), 1)
     extra = {
         "sweeps": _shown(archive),
         "replay_same": [int(replay["same"].sum()), len(replay)],
         "runs": int((table["rule"] == PROBE).sum()),
-        "cpu_seconds": round(sum(e.get("cpu_seconds") or 0.0 for e in entries), 1),
+        "cpu_seconds": cost,
     }
     return table, extra
 
 
 def _archived(study: Study, archive: Path, say) -> pd.DataFrame | None:
-    """The archive's rows (every algorithm) of the family's sweeps, or None, saying which
-    study's sweeps it lacks."""
+    """The archive's rows of the family's sweeps, or None, saying which study's it lacks."""
     keys = _keys(family(study))
     table = load_archive(archive)[0] if (archive / MANIFEST_FILE).exists() else None
     rows = table[pd.MultiIndex.from_frame(table[RUN]).isin(keys)] if table is not None else None
@@ -234,8 +216,7 @@ def _committed(study: Study) -> tuple[pd.DataFrame, dict] | None:
 
 
 def dry_run(study: Study, options) -> str:
-    """Each sweep run still to compute (``todo  <run id>``), how many runs the study has, and how
-    many seeds the rules table would replay; computes and writes nothing."""
+    """Each sweep run still to compute, the study's run count and the seeds it would replay."""
     if study.name in READS_ONLY:
         return _reads_only(study)
     store, _ = _where(study, options)

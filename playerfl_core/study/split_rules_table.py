@@ -1,17 +1,11 @@
 """Every split rule on a sweep's seeds: the tidy rules table, the validation probe, regrets.
 
-A split sweep trains every p on each seed; all its runs share the first local epoch. This
-module replays that epoch (:func:`first_epoch_state`: one local epoch per client, the same code
-path as the sweep's, so on the machine that made the sweep it gives the sweep's own models
-bit for bit; :func:`check_replay` compares the paper's split with the one the sweep recorded)
-and applies every rule of :mod:`playerfl_core.fl.split_rules` to it. The result is one long
-table (:func:`rules_table`): per (dataset, lr, seed, rule, unit) the quantity the rule read and
-the split it chose. Any threshold is re-applied from the table alone (:func:`rethreshold`), and
-each rule's regret comes from the sweep's scores without training again (:func:`rule_regrets`).
-
-The **validation probe** (:func:`probe_splits`) is the practical upper reference: every p is
-trained for ``rounds`` rounds and the best validation score chooses. It is read from the sweep
-itself; its cost is (L+1)·rounds local epochs per client, which a first-epoch rule avoids.
+The sweep's first local epoch is replayed (:func:`first_epoch_state`, bit for bit on the machine
+that made the sweep; :func:`check_replay`) and every rule of :mod:`playerfl_core.fl.split_rules`
+applied to it (:func:`rules_table`: per dataset, lr, seed, rule and unit, what the rule read and
+the split it chose). Thresholds re-apply from the table (:func:`rethreshold`); regrets come from
+the sweep's scores (:func:`rule_regrets`). The validation probe (:func:`probe_splits`), every p
+trained ``rounds`` rounds and chosen on validation, is read from the sweep itself.
 """
 
 from __future__ import annotations
@@ -26,11 +20,7 @@ from data_prep import load
 from playerfl_core.fl.algorithms.prefix import RULE_METRIC
 from playerfl_core.fl.models import model_for
 from playerfl_core.fl.profiles import make_config
-from playerfl_core.fl.sensitivity import (
-    diagonal_fisher,
-    full_gradient,
-    sensitivity_from_gradient,
-)
+from playerfl_core.fl.sensitivity import diagonal_fisher, full_gradient, sensitivity_from_gradient
 from playerfl_core.fl.split_rules import RULES, FirstEpoch, get_rule
 from playerfl_core.fl.units import unit_names
 from playerfl_core.measure.layer_measure import first_epoch_models
@@ -47,9 +37,7 @@ PROBE = "probe"
 
 
 def first_epoch_state(data, config) -> FirstEpoch:
-    """The federation after its first local epoch, as every run of the seed sees it: θ_0, each
-    client's θ_c, the gradient of its mean training loss at θ_c, its s_k (from that same
-    gradient, as PLayer-FL's clients compute it) and its diagonal empirical Fisher."""
+    """The federation after its first local epoch, as every run of the seed sees it."""
     models = first_epoch_models(data, config)
     init = model_for(data, config.width, config.seed)
     total = sum(c.n_train for c in data.clients)
@@ -65,11 +53,12 @@ def first_epoch_state(data, config) -> FirstEpoch:
         params[i] = {n: p.detach().cpu().clone() for n, p in model.named_parameters()}
         sens[i] = sensitivity_from_gradient(model, g)
         weights[i] = c.n_train / total
+    init_params = {n: p.detach().clone() for n, p in init.named_parameters()}
     return FirstEpoch(
         units=tuple(unit_names(init)),
         weights=weights,
         sensitivities=sens,
-        init={n: p.detach().clone() for n, p in init.named_parameters()},
+        init=init_params,
         params=params,
         grads=grads,
         fisher=fisher,
@@ -101,15 +90,10 @@ def rules_table(
 ) -> pd.DataFrame:
     """Every rule (default: all) on the first epoch of each seed of ``dataset``, at the
     profile's learning rate unless ``lr`` (the sweep's). Columns: :data:`COLUMNS`."""
-    if data_loader is None:
-
-        def data_loader(s):
-            return load(dataset, profile=profile, seed=s)
-
     rows = []
     with one_thread():  # the sweep's runs use one thread: the same last bits
         for seed in tqdm(list(seeds), desc=f"rules {dataset}", disable=not progress):
-            data = data_loader(seed)
+            data = data_loader(seed) if data_loader else load(dataset, profile=profile, seed=seed)
             config = make_config(dataset, profile, seed=seed, lr=lr, device=device, progress=False)
             state = first_epoch_state(data, config)
             rows += state_rows((data.name, config.lr, seed), state, rules)
@@ -124,10 +108,8 @@ def rules_for_sweep(
     probe_rounds: int | None = 2,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """The rules table of every (dataset, lr, seed) of a sweep: each first epoch replayed at
-    the sweep's learning rate, every rule (default: all) applied, and the validation probe
-    (``probe_rounds``; None leaves it out) read from the sweep. ``data_loader`` (seed → data)
-    for a sweep of one dataset that is not registered."""
+    """The rules table of every (dataset, lr, seed) of a sweep: first epochs replayed, every rule
+    applied, and the probe (``probe_rounds``; None: left out) read from the sweep."""
     check_sweeps_complete(sweep)
     keys = sweep_rows(sweep)[RUN].drop_duplicates().sort_values(RUN)
     parts = []
@@ -142,14 +124,14 @@ def rules_for_sweep(
 
 
 def probe_rows(sweep: pd.DataFrame, rounds: int = 2) -> pd.DataFrame:
-    """The validation probe in the rules table's shape: one row per split p (unit ``p=<p>``)
-    with the validation score it reached after ``rounds`` rounds, and the p it picks."""
+    """The validation probe in the rules table's shape: one row per split, and its pick."""
     every = _probe_scores(sweep, rounds)
     best = probe_splits(sweep, rounds).set_index(RUN)["p"]
+    picks = [int(best[k]) for k in every[RUN].itertuples(index=False, name=None)]
     out = every.assign(
         rule=PROBE,
         threshold=float(rounds),
-        p=[int(best[k]) for k in every[RUN].itertuples(index=False, name=None)],
+        p=picks,
         unit="p=" + every["p_unit"].astype(str),
         depth=every["p_unit"] + 1,
         quantity=f"val_macro_f1_round{rounds - 1}",
@@ -179,9 +161,8 @@ def splits(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def check_replay(table: pd.DataFrame, sweep: pd.DataFrame) -> pd.DataFrame:
-    """Does the replayed first epoch give the split the sweep recorded? Per seed: the paper's
-    split from the replay and from the sweep's ``rule_split_p`` row. Columns: dataset, lr,
-    seed, replayed, recorded, same."""
+    """Per seed: the paper's split from the replayed first epoch and the one the sweep recorded.
+    Columns: dataset, lr, seed, replayed, recorded, same."""
     rec = sweep[(sweep["metric"] == RULE_METRIC) & (sweep["client"] == SERVER)]
     rec = rec.groupby(RUN, as_index=False)["value"].first().rename(columns={"value": "recorded"})
     mine = splits(table)
@@ -192,9 +173,8 @@ def check_replay(table: pd.DataFrame, sweep: pd.DataFrame) -> pd.DataFrame:
 
 
 def probe_splits(sweep: pd.DataFrame, rounds: int = 2, metric: str = "macro_f1") -> pd.DataFrame:
-    """The validation probe: train every p for ``rounds`` rounds and keep the best validation
-    score (clients' training-share weighted mean at round ``rounds`` − 1; ties to the smaller
-    p). Columns: dataset, lr, seed, rule, threshold, p, val."""
+    """The validation probe: the p with the best validation score at round ``rounds`` − 1 (ties to
+    the smaller). Columns: dataset, lr, seed, rule, threshold, p, val."""
     per = _probe_scores(sweep, rounds, metric).rename(columns={"p_unit": "p"})
     best = per.sort_values([*RUN, "val", "p"], ascending=[True, True, True, False, True])
     best = best.groupby(RUN, sort=False).head(1)
@@ -227,8 +207,7 @@ def _probe_scores(sweep: pd.DataFrame, rounds: int, metric: str = "macro_f1") ->
 
 
 def rule_regrets(scores: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
-    """Every rule's regret against the validation oracle on the sweep's seeds. ``chosen``:
-    :func:`splits`, :func:`rethreshold` or :func:`probe_splits` rows (stacked). Columns:
+    """Every rule's regret against the validation oracle; ``chosen``: stacked rule rows. Columns:
     dataset, lr, seed, rule, p_rule, p_oracle, test_rule, test_oracle, regret."""
     frame = chosen.rename(columns={"rule": "variant", "p": "p_rule"}).assign(margin=np.nan)
     parts = [regrets(scores, frame, v) for v in frame["variant"].unique()]

@@ -68,11 +68,8 @@ def sweep_scores(
     selection: str = "best_val",
     weighting: str = "train",
 ) -> pd.DataFrame:
-    """Per (dataset, lr, seed, p): the run's validation and test score.
-
-    Each client keeps its best-validation round (``selection``); the run's score is the
-    clients' mean with ``weighting`` (training shares by default), the book's headline.
-    Columns: dataset, lr, seed, p, val, test.
+    """Per (dataset, lr, seed, p): the run's validation and test score (each client at its
+    best-validation round, averaged with ``weighting``). Columns: dataset, lr, seed, p, val, test.
     """
     rows = sweep_rows(table).drop(columns="p")
     val = _split_scores(rows, "val", metric, selection, weighting).rename(columns={"value": "val"})
@@ -85,9 +82,8 @@ def sweep_scores(
 
 
 def oracle_splits(scores: pd.DataFrame, on: str = "val") -> pd.DataFrame:
-    """Per (dataset, lr, seed): the split with the best score on ``on`` (validation by
-    default: the oracle a practitioner could run, never looking at test data). Ties go to the
-    smaller p (fewer units shared). Columns: dataset, lr, seed, p_oracle."""
+    """Per (dataset, lr, seed): the split with the best score on ``on`` (validation by default),
+    ties to the smaller p. Columns: dataset, lr, seed, p_oracle."""
     if on not in ("val", "test"):
         raise ValueError(f"on must be 'val' or 'test', got {on!r}.")
     order = scores.sort_values([*RUN, on, "p"], ascending=[True, True, True, False, True])
@@ -97,9 +93,8 @@ def oracle_splits(scores: pd.DataFrame, on: str = "val") -> pd.DataFrame:
 
 # -- the rule's split, from clients' sensitivities -------------------------------------------
 def table_sensitivities(table: pd.DataFrame) -> pd.DataFrame:
-    """The clients' first-epoch sensitivities recorded in a sweep (or PLayer-FL) table, one
-    set per (dataset, lr, seed). Columns: dataset, lr, seed, client, unit, depth, sensitivity,
-    weight (the client's training share)."""
+    """The clients' first-epoch sensitivities recorded in a sweep table, per (dataset, lr, seed).
+    Columns: dataset, lr, seed, client, unit, depth, sensitivity, weight."""
     sens = table[table["metric"].str.startswith("sensitivity/") & (table["client"] != SERVER)]
     if sens.empty:
         raise ValueError("The table holds no clients' sensitivity rows (sensitivity/<unit>).")
@@ -116,10 +111,8 @@ def table_sensitivities(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _check_unit_order(sens: pd.DataFrame, table: pd.DataFrame) -> None:
-    """Depth is read from the order the engine logged a run's sensitivity rows in (the model's
-    units); a table whose rows were re-sorted would silently give every rule the wrong units.
-    Where the runs recorded the paper's rule's split (``rule_split_p``), the split recomputed from
-    the rows must equal it, or this raises."""
+    """Raise unless the split recomputed from the sensitivity rows equals the one the runs recorded
+    (``rule_split_p``): depth is read from the rows' order, which re-sorting would break."""
     recorded = table[(table["metric"] == RULE_METRIC) & (table["client"] == SERVER)]
     if recorded.empty:
         return
@@ -138,19 +131,10 @@ def _check_unit_order(sens: pd.DataFrame, table: pd.DataFrame) -> None:
 
 
 def rule_splits(
-    sens: pd.DataFrame,
-    variants: Mapping[str, Mapping] | None = None,
-    by: Sequence[str] = RUN,
+    sens: pd.DataFrame, variants: Mapping[str, Mapping] | None = None, by: Sequence[str] = RUN
 ) -> pd.DataFrame:
-    """The split each rule variant picks from the clients' sensitivities of each group.
-
-    ``sens``: :func:`table_sensitivities` or :func:`first_epoch_sensitivities`. ``variants``
-    maps a name to options of :func:`~playerfl_core.fl.sensitivity.server_split` (default
-    :data:`RULE_VARIANTS`, whose ``"paper"`` entry is PLayer-FL's rule). Also returns, per
-    group, the server's relative rises under the paper's pooling and the smallest relative
-    distance |rise − t| / t of the rises up to the chosen split (how close the decision was).
-    Columns: ``by`` + variant, p_rule, margin.
-    """
+    """The split each rule variant (default :data:`RULE_VARIANTS`) picks from ``sens`` per group,
+    and the margin min |rise − t| / t up to it. Columns: ``by`` + variant, p_rule, margin."""
     variants = RULE_VARIANTS if variants is None else variants
     rows = []
     for key, grp in sens.groupby(list(by), sort=False):
@@ -186,17 +170,10 @@ def first_epoch_sensitivities(
     data_loader: Callable | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """The clients' sensitivities after one local epoch, for many seeds (one epoch each: the
-    rule's whole input, without training further). Same columns as
-    :func:`table_sensitivities`, so :func:`rule_splits` reads both."""
-    if data_loader is None:
-
-        def data_loader(s):
-            return load(dataset, profile=profile, seed=s)
-
+    """The clients' sensitivities after one local epoch, as :func:`table_sensitivities`."""
     rows = []
     for seed in tqdm(list(seeds), desc=f"first epoch {dataset}", disable=not progress):
-        data = data_loader(seed)
+        data = data_loader(seed) if data_loader else load(dataset, profile=profile, seed=seed)
         config = make_config(dataset, profile, seed=seed, lr=lr, device=device, progress=False)
         models = first_epoch_models(data, config)
         check_sweepable(unit_names(models[0]), dataset)
@@ -211,10 +188,9 @@ def first_epoch_sensitivities(
 
 # -- the rule against the oracle -----------------------------------------------------------
 def regrets(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") -> pd.DataFrame:
-    """Per seed: the rule's split, the validation oracle's, and the regret
-    test(p_oracle) − test(p_rule) (0 when they agree; negative when the rule did better on test
-    than the validation oracle). Columns: dataset, lr, seed, variant, p_rule, p_oracle,
-    test_rule, test_oracle, regret, margin."""
+    """Per seed: the rule's split, the validation oracle's and the regret test(p_oracle) −
+    test(p_rule). Columns: dataset, lr, seed, variant, p_rule, p_oracle, test_rule, test_oracle,
+    regret, margin."""
     rule = rules[rules["variant"] == variant][[*RUN, "variant", "p_rule", "margin"]]
     if rule.empty:
         raise ValueError(
@@ -240,9 +216,8 @@ def interval(values, seed: int = 0, level: float = 0.95) -> tuple[float, float, 
 
 
 def regret_summary(reg: pd.DataFrame, by: Sequence[str] = ("dataset", "variant")) -> pd.DataFrame:
-    """Per group: mean regret with a seeded bootstrap 95 % CI over seeds, the share of seeds
-    where the rule picked the oracle's split and where it landed within one unit of it.
-    Columns: ``by`` + mean, lo, hi, n_seeds, same, within_one."""
+    """Per group: mean regret with a bootstrap 95 % CI over seeds, and the shares at and within one
+    unit of the oracle's split. Columns: ``by`` + mean, lo, hi, n_seeds, same, within_one."""
     rows = []
     for key, g in reg.groupby(list(by), sort=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -263,8 +238,7 @@ def sweep_summary(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def client_curves(table: pd.DataFrame, metric: str = "macro_f1") -> pd.DataFrame:
-    """Per (dataset, seed, client, p): the client's test score and its gain over Local
-    (p = 0) on the same seed: who wins and who loses from sharing the first p units.
+    """Per (dataset, seed, client, p): the client's test score and its gain over Local (p = 0).
     Columns: dataset, lr, seed, client, p, value, gain."""
     rows = sweep_rows(table).drop(columns="p")
     scores = client_scores(rows, metric, "test")

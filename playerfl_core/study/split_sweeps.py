@@ -1,11 +1,7 @@
 """Split sweeps, run or loaded: the prefix federation at every split p = 0 … L on the same
-seeds and learning rate (:func:`run_sweeps`), the controlled-heterogeneity federations they run
-on (:func:`heterogeneity_federations`), and a stored sweep table or a computed one
-(:func:`load_sweeps`, :func:`sweeps`).
-
-Cut out of :mod:`playerfl_core.study.split_oracle`, which re-exports its names; the
-scores, the oracle and the rule's regret are in :mod:`~playerfl_core.study.split_scores`.
-"""
+seeds and learning rate (:func:`run_sweeps`), the controlled-heterogeneity federations
+(:func:`heterogeneity_federations`), and stored or computed sweep tables (:func:`load_sweeps`,
+:func:`sweeps`). :mod:`playerfl_core.study.split_oracle` re-exports its names."""
 
 from __future__ import annotations
 
@@ -36,14 +32,8 @@ initial weights and first epoch."""
 
 
 # -- running a sweep ------------------------------------------------------------------------
-def sweep_algorithms(n_units: int) -> list[str]:
-    """``prefix_p0`` … ``prefix_pL``: the algorithm names of a sweep over a model with L units."""
-    return [prefix_name(p) for p in range(n_units + 1)]
-
-
 def model_units(data, width: float = 1.0) -> tuple[str, ...]:
     """The layer units of the model ``data`` trains (no training, no data needed)."""
-
     return unit_names(model_for(data, width, 0))
 
 
@@ -59,10 +49,9 @@ def check_sweepable(units: Sequence[str], dataset: str) -> None:
 
 
 def run_sweep(dataset: str, *args, **kwargs) -> pd.DataFrame:
-    """:func:`run_sweeps` of one dataset: every split p = 0 … L (or ``splits``) on every seed,
-    at one learning rate (the profile's unless ``lr``), one ``prefix_p{p}`` run per (seed, p).
-    The data of seed s is ``data_loader(s)`` (default ``data_prep.load(dataset, profile,
-    seed=s)``). Same arguments, same machine: the same table."""
+    """:func:`run_sweeps` of one dataset: every split (or ``splits``) on every seed at one rate (the
+    profile's unless ``lr``), seed s's data ``data_loader(s)``. Same arguments, same machine:
+    same table."""
     return run_sweeps([dataset], *args, **kwargs)
 
 
@@ -82,24 +71,9 @@ def run_sweeps(
     backend="local",
     planned: list | None = None,
 ) -> pd.DataFrame:
-    """:func:`run_sweep` for several datasets, with ``workers`` CPU processes sharing the runs,
-    or, with ``backend="ray"`` (or a :class:`~playerfl_core.study.ray_cluster.RayBackend`), as
-    tasks of a Ray cluster (:mod:`~playerfl_core.study.backends`); this process collects the
-    tables either way.
-
-    Every run uses one CPU thread, in a worker or not, so the table does not depend on
-    ``workers`` (CNN kernels differ in the last bits across thread counts). ``data_loader``
-    (seed → data) works with one dataset and ``workers=1`` only.
-
-    A run that diverges stops the sweep with a :class:`~playerfl_core.fl.errors.DivergenceError`
-    naming its dataset, seed and split, unless ``diverged`` is a list: then the run is appended
-    to it as ``(dataset, seed, p, reason)`` and the other runs go on (``playerfl sweep``).
-    ``finished``: a list that receives each run's table as it finishes, so a caller that is
-    interrupted keeps them; ``planned``: a list that receives every run of the sweep as
-    ``(dataset, seed, p)`` before the first computes, so such a caller can say how many of how
-    many finished.
-    """
-
+    """:func:`run_sweep` for several datasets, on ``workers`` processes or a Ray cluster, one thread
+    per run. ``diverged`` (a list) collects diverging runs instead of raising; ``finished`` receives
+    each run's table as it ends, ``planned`` every ``(dataset, seed, p)`` first."""
     datasets, seeds = list(datasets), [int(s) for s in seeds]
     local = backend in ("local", None)
     if data_loader is not None and (len(datasets) != 1 or workers > 1 or not local):
@@ -150,15 +124,11 @@ def run_sweeps(
 
 def _sweep_data(dataset: str, profile: str, seed: int):
     """The federation of one seed, from the grid's small per-process cache."""
-
     return load_data_cached(dataset, profile, seed)
 
 
 def _sweep_run(dataset, profile, seed, p, lr, rounds, device, data=None) -> pd.DataFrame:
-    """One prefix run of a sweep (a module-level function so worker processes can run it).
-    Raises :class:`~playerfl_core.fl.engine.DivergenceError` when the run diverged (a non-finite
-    value or a loss above :data:`~playerfl_core.fl.divergence.LOSS_BOUND`)."""
-
+    """One prefix run of a sweep (module-level for worker processes); raises on divergence."""
     data = data if data is not None else _sweep_data(dataset, profile, seed)
     config = make_config(
         dataset, profile, seed=seed, lr=lr, rounds=rounds, device=device, progress=False
@@ -178,13 +148,8 @@ def heterogeneity_federations(
     kinds: Sequence[str] = FEATURE_KINDS,
     mixed: Sequence[tuple[str, float]] = MIXED,
 ) -> pd.DataFrame:
-    """The controlled-heterogeneity federations (registered names, see ``data_prep.skew``),
-    in the order a figure shows them: label skew from strong (small alpha) to nearly IID,
-    then feature skew (and quantity skew or concept shift, when ``kinds`` holds ``quantity`` or
-    ``swap``), then mixed.
-    ``bases``: default every federation declared with
-    ``skew_variants``. Columns: dataset, base, family, level, order."""
-
+    """The controlled-heterogeneity federations of ``bases`` in figure order.
+    Columns: dataset, base, family, level, order."""
     bases = skew_bases() if bases is None else bases
     rows = []
     for base in bases:
@@ -204,12 +169,8 @@ def heterogeneity_federations(
 
 # -- stored or computed ---------------------------------------------------------------------
 def load_sweeps(path) -> pd.DataFrame | None:
-    """A stored sweep table (CSV or parquet, the long results table, a committed archive
-    folder, verified on loading, or a grid's store folder, whose finished sweep runs it reads)
-    or None when absent, so a chapter uses stored results when they exist and computes a small
-    version otherwise. A table whose sweeps lack splits, rounds or clients on some seeds is
-    refused (:func:`check_sweeps_complete`)."""
-
+    """A stored sweep table (a file, a committed archive folder or a grid's store folder), or None
+    when absent; a table whose sweeps are incomplete is refused (:func:`check_sweeps_complete`)."""
     if path is None or not Path(path).exists():
         return None
     if Path(path).is_dir() and (Path(path) / MANIFEST_FILE).exists():
@@ -227,10 +188,7 @@ def load_sweeps(path) -> pd.DataFrame | None:
 
 
 def sweep_gaps(table: pd.DataFrame) -> list[str]:
-    """What the split sweeps of ``table`` lack, one line per dataset and kind of gap: seeds
-    without some splits p (every seed of a dataset should have the splits any seed has), and
-    runs that end before the dataset's last round or score fewer clients than its others.
-    Rows of other algorithms are ignored. Empty: complete."""
+    """What the split sweeps of ``table`` lack, one line per dataset and gap; empty: complete."""
     splits = {a: parse_prefix_name(a) for a in table["algorithm"].unique()}
     prefix = {a: p for a, p in splits.items() if p is not None}
     rows = table[table["algorithm"].isin(list(prefix)) & (table["split"] == "val")]
@@ -264,9 +222,8 @@ def sweep_gaps(table: pd.DataFrame) -> list[str]:
 
 
 def check_sweeps_complete(table: pd.DataFrame, source="the sweep table") -> pd.DataFrame:
-    """``table`` when its split sweeps are complete (:func:`sweep_gaps`); else a ValueError
-    naming the datasets, seeds and what is missing, and the fix: a rule or an oracle picked
-    from the splits a seed happens to have would be a wrong answer without a word."""
+    """``table`` when its split sweeps are complete (:func:`sweep_gaps`), else a ValueError naming
+    what is missing: an oracle picked from a partial sweep would be silently wrong."""
     gaps = sweep_gaps(table)
     if gaps:
         raise ValueError(
@@ -298,8 +255,7 @@ def sweeps(
     progress: bool = True,
     **run_options,
 ) -> pd.DataFrame:
-    """The sweep rows of ``datasets`` from ``stored`` where it has them (every seed it holds),
-    the others computed with :func:`run_sweeps` on ``seeds``. Returns one long table."""
+    """The sweeps of ``datasets`` from ``stored`` where it has them, the others computed."""
     parts, missing = [], []
     for ds in datasets:
         have = None

@@ -1,14 +1,9 @@
 """The tuning protocol: which learning rates a grid tries, and which one it keeps.
 
-1. **Tune** each algorithm's learning rate per dataset on the *tuning seeds*: run every LR of
-   the grid and keep the one with the lowest mean (over tuning seeds) of
-   :func:`playerfl_core.stats.metrics.best_val_loss` — each client's lowest validation loss over
-   rounds, averaged with training-share weights. Only validation data decide; an LR with any
-   failed tuning run is ineligible.
-2. **Widen**: where the dataset's grid allows it (``widen``), a rate chosen at an edge of the
-   grid makes tuning try the next value beyond that edge (:func:`widened_lr`).
-
-The grid plan (:mod:`playerfl_core.study.grid_plan`) schedules the runs; this module only decides.
+Each algorithm's rate per dataset is the grid's value with the lowest mean
+:func:`playerfl_core.stats.metrics.best_val_loss` over the tuning seeds (a rate with a failed
+tuning run is ineligible); where ``widen`` allows, a rate at an edge makes tuning try the next value
+beyond it (:func:`widened_lr`). :mod:`playerfl_core.study.grid_plan` schedules the runs.
 """
 
 from __future__ import annotations
@@ -24,21 +19,13 @@ from playerfl_core.study.run_store import OK, RunSpec, Store
 
 
 def default_grid(dataset: str, profile: str) -> dict:
-    """LR grid, tuning seeds, evaluation seeds and ``widen`` of ``dataset`` under ``profile``.
-
-    Read from the dataset's declaration (``data_prep.federation.Federation.grid``): ``widen`` is
-    how many values tuning may add beyond an edge of the grid (one at a time, whenever the chosen
-    rate sits at an edge; the grid's notes say so). ``standard``: quick-size runs, ≥ 4 learning
-    rates for the committed datasets, tuning seeds apart from the 10 evaluation seeds; computed
-    once and committed (:mod:`playerfl_core.study.archive`). ``paper``: the authors' run counts
-    (appendix §1.1), meant for a GPU through ``playerfl grid``.
-    """
+    """LR grid, tuning seeds, evaluation seeds and ``widen`` of ``dataset`` under ``profile``, from
+    its declaration (``data_prep.federation.Federation.grid``)."""
     return federation(dataset).grid(profile)
 
 
 def grid_settings(dataset: str, profile: str, seeds=None, lrs=None, tune_seeds=None) -> dict:
-    """The LR grid, tuning seeds and evaluation seeds of one dataset (explicit values win over
-    :func:`default_grid`)."""
+    """The LR grid, tuning and evaluation seeds of a dataset (explicit values win)."""
     base = default_grid(dataset, profile)
     lrs = tuple(float(x) for x in (lrs if lrs is not None else base["lrs"]))
     seeds = tuple(int(s) for s in (seeds if seeds is not None else base["seeds"]))
@@ -65,11 +52,7 @@ def grid_settings(dataset: str, profile: str, seeds=None, lrs=None, tune_seeds=N
 
 
 def widened_lr(chosen: float, lrs: Iterable[float]) -> float | None:
-    """The next learning rate beyond the edge ``chosen`` sits on, or None if it is inside.
-
-    The step repeats the grid's ratio at that edge (3e-2, 1e-2 -> 1e-1 above; -> 3.33e-3 below),
-    so a grid of roughly geometric spacing stays so.
-    """
+    """The next rate beyond the edge ``chosen`` sits on (the edge's ratio), or None inside."""
     lrs = sorted(set(lrs))
     if len(lrs) < 2 or chosen is None or not np.isfinite(chosen):
         return None
@@ -106,13 +89,14 @@ def tuning_scores(tune_specs: list[RunSpec], records: dict, tables: list) -> pd.
                 & (per_run["algorithm"] == sp0.algorithm)
             ]
             score = float(sel["value"].mean())
+        n_ok = sum(records[sp]["status"] == OK for sp in specs)
         rows.append(
             {
                 "dataset": sp0.dataset,
                 "algorithm": sp0.algorithm,
                 "lr": lr,
                 "n_runs": len(specs),
-                "n_ok": sum(records[sp]["status"] == OK for sp in specs),
+                "n_ok": n_ok,
                 "score": score,
             }
         )

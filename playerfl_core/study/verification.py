@@ -1,20 +1,11 @@
 """Does a recomputed run agree with its stored copy? Bit for bit where it was stored, and
 statistically on any other machine.
 
-Float32 training repeats bit for bit only on the same machine (same
-:func:`~playerfl_core.study.machine.key`: CPU, kernel libraries, versions, thread count). Elsewhere
-the last bits differ and training amplifies them. Measured between two x86 CPUs (README, "What
-reproduces where"): round-0 scores agreed on every sampled run, later rounds drifted (the mean
-selected test macro-F1 of one Fashion-MNIST run by 0.11), with changes centred near zero. So runs
-recomputed on another machine are judged over the sample, not value by value
-(:func:`statistical_verdict`):
-
-1. every run has exactly the stored rows (datasets, clients, rounds, splits, metrics);
-2. round 0 (one epoch, no amplification yet) agrees on average to :data:`ROUND0_RTOL` on at
-   least :data:`ROUND0_SHARE` of the runs;
-3. the median over runs of the mean signed change in the selected test score is within
-   :data:`SELECTED_TOL`: drift moves scores both ways; a wrong algorithm, learning rate or
-   data set moves them one way, and already fails 2.
+Float32 training repeats bit for bit only on the same machine
+(:func:`~playerfl_core.study.machine.key`); elsewhere the last bits differ and training amplifies
+them, so runs recomputed there are judged over the sample (:func:`statistical_verdict`): the same
+rows, round 0 within :data:`ROUND0_RTOL` on :data:`ROUND0_SHARE` of the runs, and the median
+signed change of the selected test score within :data:`SELECTED_TOL`.
 """
 
 from __future__ import annotations
@@ -28,8 +19,7 @@ from playerfl_core.stats.results import client_scores
 BITWISE, STATISTICAL = "bitwise", "statistical"
 ROUND0_RTOL = 1e-2
 """Largest mean relative difference of a run's round-0 values (each |Δ| / max(|stored|, 1e-6),
-capped at 1). Measured across two CPUs: at most 2e-3 for one value (a Fashion-MNIST
-sensitivity), 9e-3 where one test image flipped; two different algorithms typically 0.28."""
+capped at 1): across two CPUs at most 9e-3; two different algorithms typically 0.28."""
 ROUND0_SHARE = 0.8
 """Share of sampled runs whose round 0 must agree (one odd run in five may differ)."""
 SELECTED_TOL = 0.02
@@ -69,8 +59,7 @@ def compare_run(fresh: pd.DataFrame, stored: pd.DataFrame) -> dict:
 
 
 def _selected_change(fresh: pd.DataFrame, stored: pd.DataFrame) -> float:
-    """Mean over clients of the change in the test score at each client's best-validation round
-    (macro-F1 where the run has it): the number the book reports."""
+    """Mean change over clients of the test score at the best-validation round."""
     metrics = set(stored["metric"])
     metric = "macro_f1" if "macro_f1" in metrics else "accuracy" if "accuracy" in metrics else None
     if metric is None:

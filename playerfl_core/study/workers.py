@@ -1,23 +1,9 @@
 """Worker processes that end with their parent, and a grid that stops cleanly.
 
-A grid's runs execute in spawned worker processes. If the parent dies (``kill -9``, a closed
-terminal, an out-of-memory kill), nothing tells a worker, which would finish its run and then
-idle forever holding its memory. Each worker therefore
-
-1. asks Linux to send it SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)`` via ctypes;
-   nothing to do on other systems), and
-2. runs a watchdog thread that exits the process once its parent's pid changes (the fallback
-   where ``prctl`` is missing, and for the window before the ``prctl`` call),
-
-and ignores Ctrl-C and SIGHUP, which the parent handles: :func:`interrupts_as_keyboard` turns
-SIGINT, SIGTERM and SIGHUP into :class:`Stopped` (a ``KeyboardInterrupt`` naming the signal),
-and :func:`stop_workers` kills the workers at once (their unfinished runs leave no file under a
-run's name: writes are atomic), so a stopped grid keeps every finished run and resumes where it
-stopped. A worker that dies on its own (``kill -9``, out of memory) surfaces as
-:class:`WorkerDied`, naming how it ended.
-
-:class:`LocalExecutor` is the ``local`` backend's executor (:mod:`~playerfl_core.study.backends`):
-those worker processes, or the calling process itself for one worker.
+A worker asks Linux for SIGKILL when its parent dies (``prctl``) and watches its parent's pid as a
+fallback, so an orphan never idles holding memory. The parent turns SIGINT, SIGTERM and SIGHUP
+into :class:`Stopped` and kills the workers (:func:`stop_workers`); writes are atomic, so a
+stopped grid keeps its finished runs. :class:`LocalExecutor` is the ``local`` backend's executor.
 """
 
 from __future__ import annotations
@@ -79,9 +65,7 @@ def stop_workers(pool) -> None:
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXIT_CODES = {signal.SIGHUP: 129}
-"""Exit code of a command a signal stopped: 128 + the signal's number for SIGHUP (129, as a
-shell reports a hung-up job), 130 for SIGINT and SIGTERM (the code of Ctrl-C, which scripts
-already test for)."""
+"""Exit code of a command a signal stopped: 129 for SIGHUP (as a shell reports it), else 130."""
 
 
 class Stopped(KeyboardInterrupt):
@@ -103,8 +87,7 @@ def signal_name(signum: int) -> str:
 
 
 def stop_reason(err: BaseException) -> tuple[str, int]:
-    """What stopped the work, in words, and the exit code: Python's own ``KeyboardInterrupt``
-    (raised outside :func:`interrupts_as_keyboard`) has no text and means Ctrl-C."""
+    """What stopped the work, in words, and the exit code (a bare KeyboardInterrupt: Ctrl-C)."""
     signum = getattr(err, "signum", signal.SIGINT)
     text = str(err) or f"stopped by {signal_name(signum)}"
     return text, EXIT_CODES.get(signum, 130)
@@ -131,11 +114,7 @@ def interrupts_as_keyboard():
 
 @contextlib.contextmanager
 def _sighup_blocked():
-    """Processes started within the block (pool workers, multiprocessing's resource tracker)
-    start with SIGHUP blocked and keep it so: a closed terminal signals the whole process
-    group, and the tracker, which ignores only Ctrl-C and SIGTERM, died of it (its restart
-    printed a traceback per worker), as did a worker still importing torch. This process
-    handles SIGHUP, stops them and exits; they die with it."""
+    """Processes started within the block keep SIGHUP blocked: this process alone handles it."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
@@ -147,8 +126,7 @@ def _sighup_blocked():
 
 
 class WorkerDied(RuntimeError):
-    """A worker process ended while it computed runs (killed, out of memory, or, from a script
-    without a ``__main__`` guard, failing to start)."""
+    """A worker process ended while it computed runs (killed, out of memory, failed start)."""
 
 
 def how_it_ended(exitcode: int | None) -> str:
@@ -163,15 +141,8 @@ def how_it_ended(exitcode: int | None) -> str:
 
 
 class LocalExecutor:
-    """``workers`` spawned processes of ``threads`` CPU threads each that die with this one, or,
-    for one worker, this process itself (a GPU, tests, a script without a ``__main__`` guard).
-
-    The executor interface every backend offers (:mod:`~playerfl_core.study.backends`):
-    ``submit(fn, *args)`` returns a :class:`concurrent.futures.Future`, :meth:`result` reads one
-    (translating the backend's own failures into one clear message), ``capacity()`` runs
-    compute at once, ``in_flight()`` runs to keep submitted, :meth:`stop` kills what runs,
-    :meth:`close` ends the executor.
-    """
+    """``workers`` spawned processes of ``threads`` threads each that die with this one (one: this
+    process), with every backend's interface (``submit``, ``result``, ``stop``, ``close``, …)."""
 
     def __init__(self, workers: int, threads: int | None):
         self.workers, self.threads = max(int(workers), 1), threads
@@ -210,8 +181,7 @@ class LocalExecutor:
             raise WorkerDied(self._death()) from err
 
     def _death(self) -> str:
-        """Which worker died and how: the pool terminates the others (SIGTERM) once one died,
-        so the first end that is not the pool's own is the cause."""
+        """Which worker died and how (the first end that is not the pool's own SIGTERM)."""
         for proc in self._seen.values():
             with contextlib.suppress(Exception):
                 proc.join(timeout=2)
