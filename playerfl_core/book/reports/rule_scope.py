@@ -157,19 +157,15 @@ def r2_scope(study, claim) -> str:
 
 
 def scale_text(dataset: str | None = None) -> str:
-    """Where R2's deciding federation (default: the ladder's last, ``preregistered.LADDER``) was
-    also run beyond the book's sizes (chapter 04's committed rungs): the paper's rule's mean
-    regret there, rung by rung, with the seeds it averages; "" when neither rung is committed."""
+    """The paper's rule's mean regret on R2's deciding federation (default the ladder's last) in
+    each committed rung beyond the book's sizes, with its seeds; "" when neither is committed."""
     dataset = dataset or LADDER[-1]
     parts = []
     for name, words in (
         ("eval_rung", "with 2,000 validation and 2,000 test images per client"),
-        (
-            "middle_rung",
-            "when each client trains on 1,000 images with the CNN at half width (too few seeds "
-            "for a test)",
-        ),
-    ):
+        ("middle_rung", "when each client trains on 1,000 images with the CNN at half width (too "
+                        "few seeds for a test)"),
+    ):  # fmt: skip
         committed = rungs.load(name)
         if committed is None or dataset not in committed[1]["datasets"]:
             continue
@@ -189,23 +185,20 @@ def reanalysis_table(re: pd.DataFrame) -> pd.DataFrame:
     """The verdicts the test of the mean changed (``preregistration.reanalysis`` rows), as shown:
     family, rule, kind, mean regret, seeds, and both tests' verdict and Holm-adjusted p."""
     moved = re[re["changed"]]
-    return pd.DataFrame(
-        {
-            "family": moved["family"].map(set_label),
-            "rule": moved["entry"],
-            "kind": moved["kind"],
-            "mean regret": [signed(m) for m in moved["mean"]],
-            "seeds": moved["n"],
-            "Wilcoxon (declared)": [
-                f"{v}, p {p_text(p)}"
-                for v, p in zip(moved["verdict_wilcoxon"], moved["p_holm_wilcoxon"], strict=True)
-            ],
-            "test of the mean": [
-                f"{v}, p {p_text(p)}"
-                for v, p in zip(moved["verdict_mean"], moved["p_holm_mean"], strict=True)
-            ],
-        }
-    ).set_index(["family", "rule"])
+
+    def verdicts(test):
+        pairs = zip(moved[f"verdict_{test}"], moved[f"p_holm_{test}"], strict=True)
+        return [f"{v}, p {p_text(p)}" for v, p in pairs]
+
+    return pd.DataFrame({
+        "family": moved["family"].map(set_label),
+        "rule": moved["entry"],
+        "kind": moved["kind"],
+        "mean regret": [signed(m) for m in moved["mean"]],
+        "seeds": moved["n"],
+        "Wilcoxon (declared)": verdicts("wilcoxon"),
+        "test of the mean": verdicts("mean"),
+    }).set_index(["family", "rule"])  # fmt: skip
 
 
 def reanalysis_lines(re: pd.DataFrame) -> str:
@@ -213,14 +206,8 @@ def reanalysis_lines(re: pd.DataFrame) -> str:
     lines = []
     for family, g in re.groupby("family", sort=False):
         moved = g[g["changed"]]
-        what = (
-            "none changed"
-            if moved.empty
-            else "; ".join(
-                f"{r.entry} on {r.kind}: from {r.verdict_wilcoxon} to **{r.verdict_mean}**"
-                for r in moved.itertuples()
-            )
-        )
+        what = "; ".join(f"{r.entry} on {r.kind}: from {r.verdict_wilcoxon} to **{r.verdict_mean}**"
+                         for r in moved.itertuples()) or "none changed"  # fmt: skip
         tests = "1 test" if len(g) == 1 else f"{len(g)} tests"
         lines.append(f"- {set_label(family)} ({tests}): {what}.")
     return "\n".join(lines)
@@ -233,14 +220,11 @@ def reanalysis_count(re: pd.DataFrame) -> str:
 
 # -- one regret, two verdicts ----------------------------------------------------------------------
 def _families(study) -> list[tuple[str, str, pd.DataFrame]]:
-    """The declared families of :data:`preregistration.FAMILIES` the study holds: (name, set,
+    """The declared families (:data:`preregistration.FAMILIES`) the study holds: (name, set,
     verdicts)."""
-    sets = {
-        "evaluation": study.evaluation,
-        "follow-up": study.follow_up,
-        P.SECOND_FOLLOW_UP: study.second_follow_up,
-        P.CONFIRMING: study.confirmation,
-    }
+    sets = {"evaluation": study.evaluation, "follow-up": study.follow_up,
+            P.SECOND_FOLLOW_UP: study.second_follow_up,
+            P.CONFIRMING: study.confirmation}  # fmt: skip
     out = []
     for name, role, added in P.FAMILIES:
         verdicts = (study.added or {}).get(role) if added else sets.get(role)
@@ -250,10 +234,10 @@ def _families(study) -> list[tuple[str, str, pd.DataFrame]]:
 
 
 def same_regret_pairs(study, sets=None) -> pd.DataFrame:
-    """Pairs of entries of two declared families of one set (``sets``: default every tested
-    one) whose regrets on a kind are equal seed by seed but whose verdicts differ: the same test,
-    so only the families' sizes (Holm's adjustment) set them apart. Columns: set, kind, seeds,
-    and per side (``_a`` the smaller family) entry, tests, p, p_holm, verdict."""
+    """Pairs of entries of two declared families of one set (``sets``, default every tested one)
+    with equal regrets seed by seed but different verdicts (only Holm's family sizes differ).
+    Columns: set, kind, seeds, and per side (``_a`` the smaller family) entry, tests, p, p_holm,
+    verdict."""
     keys = ["kind", "dataset", "lr", "seed"]
     families = [f for f in _families(study) if sets is None or f[1] in sets]
     out = []
@@ -277,23 +261,19 @@ def same_regret_pairs(study, sets=None) -> pd.DataFrame:
 
 
 def family_size_note(study, sets=None, plain: bool = False) -> str:
-    """One sentence per pair of entries and families of :func:`same_regret_pairs` (the
-    second-order cost in its own family against the first-order cost with Holm over the first
-    seven entries): their regrets and test are the same, their verdicts differ only by the
-    families' sizes, which a reader must not take for a finding; "" when no pair is. ``plain``:
-    in words for a main-path page (how many tests Holm adjusts over, not "family")."""
+    """One sentence per pair of :func:`same_regret_pairs`: same regrets and test, verdicts set
+    apart only by the families' sizes; "" when no pair is. ``plain``: words for a main-path page
+    (how many tests Holm adjusts over, not "family")."""
     pairs = same_regret_pairs(study, sets)
     group = ["set", "entry_a", "tests_a", "verdict_a", "entry_b", "tests_b", "verdict_b"]
     notes = []
     for (role, a, ma, va, b, mb, vb), g in pairs.groupby(group, sort=False):
-        kinds = list(g["kind"])
-        kinds = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} and {kinds[-1]}"
+        kinds = and_list(list(g["kind"]))
         where = {"evaluation": "the evaluation set", P.CONFIRMING: "the confirmation test"}
-        first, second, why = (
-            (_tests(ma), _tests(mb), "how many tests Holm's adjustment counts")
-            if plain
-            else (_family_words(ma), f"a family of {mb}", "the size of the families")
-        )  # fmt: skip
+        if plain:
+            first, second, why = _tests(ma), _tests(mb), "how many tests Holm's adjustment counts"
+        else:
+            first, second, why = _family_words(ma), f"a family of {mb}", "the size of the families"
         notes.append(
             f"On {kinds} ({where.get(role, f'the {set_label(role)}')}), “{a}” and “{b}” have "
             f"the same regret on every seed, so the same p before adjustment "
@@ -322,8 +302,7 @@ def _family_words(m: int) -> str:
 def scoring_text(study, role: str, record: bool = True) -> str:
     """Which test sets a set's regrets were scored on, per base federation, for its table's
     caption ("Regrets scored: Fashion-MNIST on 2,000 test images per client (the tenth
-    declaration); Digits on the book's test sets."): each table says it, not a later caption.
-    Without ``record``, the pre-registration's names are left out (for a main-path page)."""
+    declaration); Digits on the book's test sets."); without ``record``, no declaration named."""
     keys = ["dataset", "lr", "seed", "entry"]
     rows = study.regrets[study.regrets["role"] == role][[*keys, "rescored"]]
     if study.test_only is not None:  # the validation rescore's rows are those its store replaced
@@ -335,27 +314,19 @@ def scoring_text(study, role: str, record: bool = True) -> str:
     words = {level: _scored(level, record) for level in range(3)}
     by_base = rows.assign(base=rows["dataset"].map(P.base_of), level=level.to_numpy())
     merged: dict[str, list[str]] = {}
-    order = (
-        by_base.groupby("base", sort=False)["level"]
-        .max()
-        .sort_values(ascending=False, kind="stable")
-    )
-    for base in order.index:
+    order = by_base.groupby("base", sort=False)["level"].max()
+    for base in order.sort_values(ascending=False, kind="stable").index:
         counts = by_base.loc[by_base["base"] == base, "level"].value_counts().sort_index()[::-1]
-        what = (
-            words[int(counts.index[0])]
-            if len(counts) == 1
-            else ", ".join(f"{int(c)} {words[int(lv)]}" for lv, c in counts.items())
-        )
+        what = ", ".join(f"{int(c)} {words[int(lv)]}" for lv, c in counts.items())
+        what = words[int(counts.index[0])] if len(counts) == 1 else what
         merged.setdefault(what, []).append(dataset_label(base))
     text = "; ".join(f"{' and '.join(labels)} {what}" for what, labels in merged.items())
     return f"Regrets scored: {text}."
 
 
 def _scored(level: int, record: bool = True) -> str:
-    """How a regret was scored: 0 the book's test sets, 1 the large-test rescore's 2,000 test
-    images per client, 2 the validation rescore's 2,000 validation and test images; with
-    ``record``, the pre-registration's name of the rescore."""
+    """How a regret was scored: 0 the book's test sets, 1 the large-test rescore, 2 the validation
+    rescore; with ``record``, the declaration that made it."""
     n = f"{TEST_PER_CLIENT:,}"
     names = ("", " (the tenth declaration)", " (the eleventh declaration)") if record else ("",) * 3
     return (
@@ -366,10 +337,9 @@ def _scored(level: int, record: bool = True) -> str:
 
 
 def disclosed_regret_text(study) -> str:
-    """The paper's rule's mean regret on the Fashion-MNIST base federation, which the fifth
-    declaration discloses as seen before the test: on the book's test sets, the only scoring then,
-    and beside it the value the evaluation table reads now (rescored), so the two are not read as
-    one number that changed."""
+    """The paper's rule's mean regret on the Fashion-MNIST base federation that the fifth
+    declaration disclosed (on the book's test sets), beside the rescored value the evaluation
+    table reads now."""
 
     def mean(verdicts) -> str:
         row = verdicts[(verdicts["entry"] == P.ENTRIES[0].label)
