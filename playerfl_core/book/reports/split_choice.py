@@ -44,14 +44,11 @@ def analyse_sweep(table: pd.DataFrame, datasets) -> SweepAnalysis:
     rules = O.rule_splits(O.table_sensitivities(table))
     reg = O.regrets(scores, rules)
     return SweepAnalysis(
-        scores=scores,
-        rules=rules,
-        regrets=reg,
+        scores=scores, rules=rules, regrets=reg,
         summary=in_order(O.sweep_summary(scores), datasets),
         regret_summary=O.regret_summary(reg[reg["variant"] == "paper"], by=["dataset"]),
         n_units={ds: int(scores.loc[scores["dataset"] == ds, "p"].max()) for ds in datasets},
-        variant_regrets=O.variant_regrets(scores, rules),
-    )
+        variant_regrets=O.variant_regrets(scores, rules))  # fmt: skip
 
 
 def _of(k: int, n: int) -> str:
@@ -67,15 +64,13 @@ def regret_numbers(regret_sum: pd.DataFrame) -> dict:
         out[f"{r.dataset}_regret"] = round(float(r.mean), 3)  # the precision it is quoted at
         out[f"{r.dataset}_regret_ci"] = f"[{signed(r.lo)}, {signed(r.hi)}]"
         out[f"{r.dataset}_same"] = _of(same, r.n_seeds)
-        regret = f"{dataset_label(r.dataset)}: mean regret {interval_text(r.mean, r.lo, r.hi)}"
+        name, regret = dataset_label(r.dataset), interval_text(r.mean, r.lo, r.hi)
         lines.append(
-            f"- {regret}, 95 % CI over {counted(r.n_seeds, 'seed')}; the rule picked the oracle's "
-            f"split in {_of(same, r.n_seeds)} seeds and was within one unit of it in {near}."
+            f"- {name}: mean regret {regret}, 95 % CI over {counted(r.n_seeds, 'seed')}; the rule "
+            f"picked the oracle's split in {_of(same, r.n_seeds)} seeds and was within one unit "
+            f"of it in {near}."
         )
-        brief.append(
-            f"{dataset_label(r.dataset)} {interval_text(r.mean, r.lo, r.hi)}, the oracle's "
-            f"split on {_of(same, r.n_seeds)} seeds"
-        )
+        brief.append(f"{name} {regret}, the oracle's split on {_of(same, r.n_seeds)} seeds")
     out["regret_lines"] = "\n".join(lines)
     out["regret_caption"] = "; ".join(brief)  # one line, for a caption or the Result box
     return out
@@ -92,12 +87,10 @@ def client_curves(table: pd.DataFrame, datasets) -> pd.DataFrame:
 
 def _gains_at_rule(regrets: pd.DataFrame, curves: pd.DataFrame):
     """Per dataset: the rule's most frequent p and how many clients gain and lose over Local."""
-    rule_mode = regrets.groupby("dataset", sort=False)["p_rule"].agg(
-        lambda v: int(v.mode().iloc[0])
-    )
-    at_rule = curves.merge(
-        rule_mode.rename("p_rule"), left_on=["dataset", "p"], right_on=["dataset", "p_rule"]
-    )
+    rule_ps = regrets.groupby("dataset", sort=False)["p_rule"]
+    rule_mode = rule_ps.agg(lambda v: int(v.mode().iloc[0]))
+    at_rule = curves.merge(rule_mode.rename("p_rule"), left_on=["dataset", "p"],
+                           right_on=["dataset", "p_rule"])  # fmt: skip
     for ds, p in rule_mode.items():
         gain = at_rule.loc[at_rule["dataset"] == ds, "gain"]
         if len(gain):
@@ -146,19 +139,15 @@ def analyse_heterogeneity(het: pd.DataFrame, fed_table: pd.DataFrame):
 def heterogeneity_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The heterogeneity summary as shown: splits as counts, regret with interval, references."""
     refs = ["playerfl", "local", "fedavg"]
-    shown = pd.DataFrame(
-        {
-            "federation": summary["dataset"].map(dataset_label),
-            "kind": summary["family"],
-            "rule's p (p×seeds)": summary["rule_ps"].map(split_counts),
-            "oracle's p (p×seeds)": summary["oracle_ps"].map(split_counts),
-            "regret (95 % CI)": [
-                interval_text(r.regret, r.lo, r.hi, 3) for r in summary.itertuples()
-            ],
-            **{algorithm_label(a): summary[a].round(3) for a in refs},
-            "seeds": summary["n_seeds"],
-        }
-    )
+    shown = pd.DataFrame({
+        "federation": summary["dataset"].map(dataset_label),
+        "kind": summary["family"],
+        "rule's p (p×seeds)": summary["rule_ps"].map(split_counts),
+        "oracle's p (p×seeds)": summary["oracle_ps"].map(split_counts),
+        "regret (95 % CI)": [interval_text(r.regret, r.lo, r.hi, 3) for r in summary.itertuples()],
+        **{algorithm_label(a): summary[a].round(3) for a in refs},
+        "seeds": summary["n_seeds"],
+    })  # fmt: skip
     return shown.set_index("federation")
 
 
@@ -214,11 +203,8 @@ def stability_table(stab_summary: pd.DataFrame, caption: str):
 def stability_caption(stab_summary: pd.DataFrame) -> str:
     """Caption line: the paper's rule's most frequent split, its share, the best on validation."""
     paper = stab_summary[stab_summary["variant"] == "paper"]
-    parts = [
-        f"{dataset_label(r.dataset)} p = {r.modal_p} on {r.modal_share:.0%} of seeds (best on "
-        f"mean validation: p = {r.p_oracle})"
-        for r in paper.itertuples()
-    ]
+    parts = [f"{dataset_label(r.dataset)} p = {r.modal_p} on {r.modal_share:.0%} of seeds (best "
+             f"on mean validation: p = {r.p_oracle})" for r in paper.itertuples()]  # fmt: skip
     return "The paper's rule picks " + "; ".join(parts)
 
 
