@@ -40,17 +40,14 @@ def _accuracy_row(g: pd.DataFrame) -> pd.Series:
     def rel(col):
         return float(np.median(np.abs(g[col] - g["actual"]) / np.abs(g["actual"])))
 
-    return pd.Series(
-        {
-            "measurements": len(g),
-            "share of Δℓ > 0": float((g["actual"] > 0).mean()),
-            "sign right (1st order)": float(
-                (np.sign(g["first_order"]) == np.sign(g["actual"])).mean()
-            ),
-            "median rel. error, 1st order": rel("first_order"),
-            "median rel. error, 2nd order": rel("second_order"),
-        }
-    )
+    sign_right = float((np.sign(g["first_order"]) == np.sign(g["actual"])).mean())
+    return pd.Series({
+        "measurements": len(g),
+        "share of Δℓ > 0": float((g["actual"] > 0).mean()),
+        "sign right (1st order)": sign_right,
+        "median rel. error, 1st order": rel("first_order"),
+        "median rel. error, 2nd order": rel("second_order"),
+    })  # fmt: skip
 
 
 def prediction_quality(effects: pd.DataFrame) -> pd.DataFrame:
@@ -84,20 +81,13 @@ def ranking_tests(profiles: pd.DataFrame, datasets) -> dict:
     and the combined verdict."""
     out = {}
     for column, what in PREDICTORS.items():
-        tests = [
-            C.rank_correlation_test(
-                profiles[profiles["dataset"] == name], column, "actual", part=dataset_label(name)
-            )
-            for name in datasets
-        ]
+        on = {name: profiles[profiles["dataset"] == name] for name in datasets}
+        tests = [C.rank_correlation_test(on[name], column, "actual", part=dataset_label(name))
+                 for name in datasets]  # fmt: skip
         parts = C.holm_decide([t.evidence for t in tests])
-        per_seed = pd.concat(
-            [
-                t.per_seed.assign(dataset=dataset_label(name), predictor=what)
-                for t, name in zip(tests, datasets, strict=True)
-            ],
-            ignore_index=True,
-        )
+        per_seed = pd.concat([t.per_seed.assign(dataset=dataset_label(name), predictor=what)
+                              for t, name in zip(tests, datasets, strict=True)],
+                             ignore_index=True)  # fmt: skip
         out[column] = {"parts": parts, "verdict": C.combine(parts), "per_seed": per_seed}
     return out
 
@@ -108,20 +98,10 @@ def per_seed_table(tests: dict) -> pd.DataFrame:
 
 
 def ranking_table(tests: dict) -> pd.DataFrame:
-    rows = [
-        {
-            "predictor": PREDICTORS[c],
-            "dataset": e.part,
-            "mean ρ over seeds": round(e.estimate, 3),
-            "seeds": e.n,
-            "p": e.pvalue,
-            "Holm p": e.p_adjusted,
-            "verdict": e.verdict,
-            "strength": e.strength,
-        }
-        for c, t in tests.items()
-        for e in t["parts"]
-    ]
+    rows = [{"predictor": PREDICTORS[c], "dataset": e.part,
+             "mean ρ over seeds": round(e.estimate, 3), "seeds": e.n, "p": e.pvalue,
+             "Holm p": e.p_adjusted, "verdict": e.verdict, "strength": e.strength}
+            for c, t in tests.items() for e in t["parts"]]  # fmt: skip
     return pd.DataFrame(rows).set_index(["predictor", "dataset"])
 
 
@@ -139,8 +119,8 @@ def ranking_numbers(tests: dict) -> dict:
             for e in t["parts"]
         )
         strongest = min(t["parts"], key=lambda e: e.p_adjusted)  # the intro's example
+        rho = signed(strongest.estimate, 2)
         out[f"strongest_{column}"] = (
-            f"{strongest.part}: mean rank correlation {signed(strongest.estimate, 2)} over "
-            f"{strongest.n} seeds"
+            f"{strongest.part}: mean rank correlation {rho} over {strongest.n} seeds"
         )
     return out
