@@ -1,8 +1,6 @@
-"""The authors' evaluation and training choices that chapter 06 measures, each against the
-book's: when a model is scored (before or after aggregation), how Friedman's test is oriented,
-the printed average ranks, how clients are weighted, how wide the intervals are, the
-hard-coded splits and the per-dataset training options. One function per table of the
-chapter's section, each with its glued values."""
+"""The authors' evaluation and training choices that chapter 06 measures against the book's (when
+a model is scored, Friedman's orientation, printed ranks, client weights, interval widths,
+hard-coded splits, training options): one function per table, each with its glued values."""
 
 from __future__ import annotations
 
@@ -26,9 +24,8 @@ def _label_index(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def timing_effect(table: pd.DataFrame, before: pd.DataFrame, algorithms, datasets) -> pd.DataFrame:
-    """Per dataset (in ``datasets``' order, the chapter's) and algorithm: median macro-F1
-    scored after aggregation (default) and before it (the authors' timing), and the median
-    paired difference."""
+    """Per dataset (in ``datasets``' order) and algorithm: median macro-F1 scored after
+    aggregation and before it (the authors' timing), and the median paired difference."""
     dep = M.run_scores(table[table["algorithm"].isin(algorithms)], "macro_f1")
     aut = M.run_scores(before, "macro_f1")
     pair = dep.merge(aut, on=["dataset", "algorithm", "lr", "seed"], suffixes=("_after", "_before"))
@@ -43,14 +40,13 @@ def timing_effect(table: pd.DataFrame, before: pd.DataFrame, algorithms, dataset
 
 
 def timing_effect_table(effect: pd.DataFrame) -> pd.DataFrame:
-    return (
-        effect.rename(index=dataset_label, level=0).rename(index=algorithm_label, level=1).round(3)
-    )
+    named = effect.rename(index=dataset_label, level=0)
+    return named.rename(index=algorithm_label, level=1).round(3)
 
 
 def timing_ranks(table: pd.DataFrame, before: pd.DataFrame, effect, algorithms, order):
-    """Mean macro-F1 rank over datasets when the rescored baselines are scored before
-    aggregation (PLayer-FL stays scored after it, the paper's view); table and glue values."""
+    """Mean macro-F1 rank over datasets with the rescored baselines scored before aggregation
+    (PLayer-FL after it, the paper's view); table and glue values."""
     med_dep = M.to_wide(M.summarize(table, "macro_f1", n_boot=200), "median", order)
     med_aut = med_dep.copy()
     alt = M.to_wide(M.summarize(before, "macro_f1", n_boot=200), "median")
@@ -59,25 +55,18 @@ def timing_ranks(table: pd.DataFrame, before: pd.DataFrame, effect, algorithms, 
             med_aut.loc[alg, alt.columns] = alt.loc[alg]
     rank_dep = M.rank_table(med_dep, True)["mean_rank"]
     rank_aut = M.rank_table(med_aut, True)["mean_rank"]
-    moved = pd.DataFrame(
-        {"after aggregation": rank_dep, "before aggregation (baselines only)": rank_aut}
-    )
+    moved = pd.DataFrame({"after aggregation": rank_dep,
+                          "before aggregation (baselines only)": rank_aut})  # fmt: skip
     rescored = [a for a in algorithms if a != "playerfl"]
     shown = _label_index(moved.loc[["playerfl", *rescored]]).round(2)
-    fedavg_gain = (
-        effect.xs("fedavg", level="algorithm")["median_diff"]
-        if "fedavg" in algorithms
-        else pd.Series(dtype=float)
-    )
+    fedavg_gain = (effect.xs("fedavg", level="algorithm")["median_diff"]
+                   if "fedavg" in algorithms else pd.Series(dtype=float))  # fmt: skip
     out = {f"fedavg_timing_{ds}": signed_change(v) for ds, v in fedavg_gain.items()}
     out["fedavg_timing_max"] = f"{fedavg_gain.abs().max():.3f}"
     after, before_rank = rank_dep["playerfl"], rank_aut["playerfl"]
     same = np.isclose(after, before_rank)
-    pf_text = (
-        f"PLayer-FL's mean rank stays at {after:.2f}"
-        if same
-        else f"PLayer-FL's mean rank moves from {after:.2f} to {before_rank:.2f}"
-    )
+    moves = f"stays at {after:.2f}" if same else f"moves from {after:.2f} to {before_rank:.2f}"
+    pf_text = f"PLayer-FL's mean rank {moves}"
     others = ", ".join(
         f"{algorithm_label(a)} from {rank_dep[a]:.2f} to {rank_aut[a]:.2f}" for a in rescored
     )
@@ -104,15 +93,13 @@ def friedman_orientations(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dic
         right = M.friedman(wide, hib, orientation="algorithms")
         wrong = M.friedman(wide, hib, orientation="authors")
         right_ps[name] = right.pvalue
-        rows.append(
-            {
-                "table": name,
-                "algorithms × datasets": f"{wide.shape[0]} × {wide.shape[1]}",
-                "p, correct (algorithms as treatments)": f"{p_value_text(right.pvalue)}",
-                "p, transposed (authors)": f"{p_value_text(wrong.pvalue)}",
-                "p printed": _printed_p(printed),
-            }
-        )
+        rows.append({
+            "table": name,
+            "algorithms × datasets": f"{wide.shape[0]} × {wide.shape[1]}",
+            "p, correct (algorithms as treatments)": f"{p_value_text(right.pvalue)}",
+            "p, transposed (authors)": f"{p_value_text(wrong.pvalue)}",
+            "p printed": _printed_p(printed),
+        })  # fmt: skip
     friedman_table = pd.DataFrame(rows).set_index("table")
     pub_acc = M.friedman(P.published_wide("accuracy"), True)
     pub_cd = M.nemenyi_cd(pub_acc.n_treatments, pub_acc.n_blocks)
@@ -130,9 +117,8 @@ def friedman_orientations(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dic
         "not_sig_tables": ", ".join(not_sig) or "none",
     }
     for name in ("ipr_f1", "ipr_loss"):
-        out[f"{name}_p_wrong"] = pub.loc[
-            f"published: {score_label(name)}", "p, transposed (authors)"
-        ]
+        label = f"published: {score_label(name)}"
+        out[f"{name}_p_wrong"] = pub.loc[label, "p, transposed (authors)"]
         out[f"{name}_p_printed"] = P.FRIEDMAN_P[name]
     return friedman_table, out
 
@@ -140,27 +126,23 @@ def friedman_orientations(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dic
 def printed_ranks(digits: int = 2) -> tuple[pd.DataFrame, dict]:
     """The published average accuracy ranks against ranks recomputed from the published
     accuracies; glue values."""
-    printed = P.published("accuracy").query("dataset == 'avg_rank'").set_index("algorithm")
-    printed = printed["value"]
+    printed = P.published("accuracy").query("dataset == 'avg_rank'").set_index("algorithm")["value"]
     recomputed = M.rank_table(P.published_wide("accuracy"), True)["mean_rank"]
     check = pd.DataFrame({"printed": printed, "recomputed": recomputed.round(digits)})
     check["difference"] = (check["recomputed"] - check["printed"]).round(digits)
-    first_printed, first_recomputed = printed.idxmin(), recomputed.idxmin()
+    was, now = algorithm_label(printed.idxmin()), algorithm_label(recomputed.idxmin())
+    first_text = (f"{was} is first either way" if was == now
+                  else f"the first place changes from {was} to {now}")  # fmt: skip
     out = {
         "rank_max_diff": f"{check['difference'].abs().max():.2f}",
-        "rank_first_text": (
-            f"{algorithm_label(first_printed)} is first either way"
-            if first_printed == first_recomputed
-            else f"the first place changes from {algorithm_label(first_printed)} to "
-            f"{algorithm_label(first_recomputed)}"
-        ),
+        "rank_first_text": first_text,
     }
     return _label_index(check), out
 
 
 def client_weightings(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dict]:
     """Macro-F1 medians under training-size, test-size and uniform client weights: the largest
-    differences and the best mean rank under each; glue values."""
+    differences, the best mean rank under each, and glue values."""
     by_w = {
         w: M.to_wide(M.summarize(table, "macro_f1", weighting=w, n_boot=200), "median", order)
         for w in ("train", "test", "uniform")
@@ -181,18 +163,13 @@ def client_weightings(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dict]:
             + ". Which clients count how much changes the conclusion, so it must be "
             "stated with the results."
         )
-        summary = (
-            "best mean rank changes with uniform weights"
-            if best["train"] == best["test"]
-            else "best mean rank changes"
-        )
-    shown = pd.DataFrame(
-        {
-            "client weights": list(best),
-            "max |difference| from training-size weights": [0.0, diff_test, diff_uni],
-            "best mean rank": list(best.values()),
-        }
-    ).set_index("client weights")
+        summary = "best mean rank changes" + (
+            " with uniform weights" if best["train"] == best["test"] else "")  # fmt: skip
+    shown = pd.DataFrame({
+        "client weights": list(best),
+        "max |difference| from training-size weights": [0.0, diff_test, diff_uni],
+        "best mean rank": list(best.values()),
+    }).set_index("client weights")  # fmt: skip
     out = {
         "weights_test_diff": signed(diff_test, 4),
         "weights_uniform_diff": signed(diff_uni),
@@ -208,28 +185,19 @@ def interval_widths(table: pd.DataFrame, n_boot: int) -> pd.DataFrame:
     s["our half-width"] = (s["ci_high"] - s["ci_low"]) / 2
     s["authors' half-width"] = np.where(s["n_seeds"] < 5, 0.0, np.nan)
     few = s.groupby("dataset", sort=False).agg(
-        seeds=("n_seeds", "max"),
-        ours=("our half-width", "mean"),
-        authors=("authors' half-width", "mean"),
-    )
+        seeds=("n_seeds", "max"), ours=("our half-width", "mean"),
+        authors=("authors' half-width", "mean"))  # fmt: skip
     return few.round(4).rename(index=dataset_label)
 
 
 def split_comparison(table: pd.DataFrame, profile: str) -> pd.DataFrame:
-    """PLayer-FL's splits over seeds against the authors' hard-coded ones. The column names
-    ``profile``: the splits are those of this chapter's grid, and another profile's (chapter
-    05's standard one) can differ on the same dataset, which read as a contradiction unnamed."""
-    sp = table[
-        (table["client"] == SERVER)
-        & (table["metric"] == "split_p")
-        & (table["algorithm"] == "playerfl")
-    ]
-    out = (
-        sp.groupby("dataset", sort=False)["value"]
-        .agg(lambda v: ", ".join(str(int(x)) for x in sorted(set(v))))
-        .rename(f"our p ({profile} profile, every seed)")
-        .to_frame()
-    )
+    """PLayer-FL's splits over seeds in ``profile`` (named: another profile's can differ) against
+    the authors' hard-coded ones."""
+    sp = table[(table["client"] == SERVER) & (table["metric"] == "split_p")
+               & (table["algorithm"] == "playerfl")]  # fmt: skip
+    splits = sp.groupby("dataset", sort=False)["value"].agg(
+        lambda v: ", ".join(str(int(x)) for x in sorted(set(v))))  # fmt: skip
+    out = splits.rename(f"our p ({profile} profile, every seed)").to_frame()
     refs = S.REFERENCE_SPLITS  # the authors' hard-coded splits (appendix §6.11)
     out["authors' p"] = [refs.get(d, {}).get("authors_config", MISSING) for d in out.index]
     return out.rename(index=dataset_label)
@@ -244,8 +212,8 @@ run option, name."""
 
 
 def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
-    """Rerun ``algorithms`` at their chosen LR with each of the authors' training options and
-    compare paired by seed with the default runs; the table and the biggest change's text."""
+    """``algorithms`` rerun at their chosen LR with each of the authors' training options, paired
+    by seed with the default runs: the table and the biggest change's text."""
     lr_of = grid.chosen.set_index(["dataset", "algorithm"])["lr"]
     rows = []
     columns = P.paper_columns()
@@ -256,24 +224,12 @@ def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
         fixed = {(ds, a): float(lr_of[(ds, a)]) for a in algorithms}
         alt = run_grid([ds], algorithms, profile, fixed_lr=fixed, **grid_kwargs, **option)
         base = M.run_scores(table[(table["dataset"] == ds) & table["algorithm"].isin(algorithms)])
-        paired = base.merge(
-            M.run_scores(alt.table),
-            on=["dataset", "algorithm", "lr", "seed"],
-            suffixes=("_default", "_option"),
-        )
+        paired = base.merge(M.run_scores(alt.table), on=["dataset", "algorithm", "lr", "seed"],
+                            suffixes=("_default", "_option"))  # fmt: skip
         for alg, g in paired.groupby("algorithm", sort=False):
             change = g["value_option"] - g["value_default"]
-            rows.append(
-                {
-                    "dataset": ds,
-                    "option": name,
-                    "algorithm": algorithm_label(alg),
-                    "seeds": len(g),
-                    "default": g["value_default"].median(),
-                    "with option": g["value_option"].median(),
-                    "median paired change": change.median(),
-                }
-            )
+            rows.append((ds, name, algorithm_label(alg), len(g), g["value_default"].median(),
+                         g["value_option"].median(), change.median()))  # fmt: skip
     columns = ["dataset", "option", "algorithm", "seeds", "default", "with option"]
     options = in_order(pd.DataFrame(rows, columns=[*columns, "median paired change"]), datasets)
     options["dataset"] = options["dataset"].map(dataset_label)  # the chapter's order, as above

@@ -1,9 +1,6 @@
-"""The published accuracies beside this engine in the authors' mode and in the book's protocol
-(chapter 06): which part of the gap is protocol, which is algorithms, which is noise.
-
-Reads the stored comparison (:mod:`playerfl_core.study.authors_mode`); every number is a
-median over seeds with a 95 % bootstrap interval, as the published table's.
-"""
+"""The published accuracies beside this engine in the authors' mode and the book's protocol
+(chapter 06): which part of the gap is protocol, algorithms or noise. Every number is a median
+over seeds with a 95 % bootstrap interval, from :mod:`playerfl_core.study.authors_mode`."""
 
 from __future__ import annotations
 
@@ -47,8 +44,8 @@ def protocol_summary(table: pd.DataFrame, n_boot: int = 2000) -> pd.DataFrame:
 
 def comparison(table: pd.DataFrame, dataset: str, n_boot: int = 2000) -> pd.DataFrame:
     """One dataset, one row per algorithm: published, authors' mode and book protocol (median,
-    interval), and the difference that remains between the published value and the authors'
-    mode (their intervals do not overlap) with the documented choice that explains it."""
+    interval), whether the published value stays outside the authors'-mode interval, and the
+    documented choice that explains it."""
     summary = protocol_summary(table[table["dataset"] == dataset], n_boot)
     pub = P.published("accuracy")
     pub = pub[pub["dataset"] == dataset].set_index("algorithm")
@@ -56,35 +53,25 @@ def comparison(table: pd.DataFrame, dataset: str, n_boot: int = 2000) -> pd.Data
     for alg, g in summary.groupby("algorithm", sort=False):
         by = g.set_index("protocol")
         a, b = by.loc["authors"], by.loc["book"]
-        value, half = (
-            (pub.loc[alg, "value"], pub.loc[alg, "ci_half"])
-            if alg in pub.index
-            else (
-                np.nan,
-                np.nan,
-            )
-        )
+        known = alg in pub.index
+        value, half = (pub.loc[alg, "value"], pub.loc[alg, "ci_half"]) if known else (np.nan,) * 2
         half = 0.0 if pd.isna(half) else half
         apart = pd.notna(value) and (value + half < a["ci_low"] or value - half > a["ci_high"])
-        rows.append(
-            {
-                "algorithm": alg,
-                "published": value,
-                "published_half": half,
-                "authors": a["median"],
-                "authors_low": a["ci_low"],
-                "authors_high": a["ci_high"],
-                "book": b["median"],
-                "book_low": b["ci_low"],
-                "book_high": b["ci_high"],
-                "seeds": int(min(a["n_seeds"], b["n_seeds"])),
-                "protocol_apart": bool(a["ci_low"] > b["ci_high"] or a["ci_high"] < b["ci_low"]),
-                "remains": bool(apart),
-                "explained_by": (
-                    DOCUMENTED_CHOICES.get(alg, "no documented choice") if apart else ""
-                ),
-            }
-        )
+        rows.append({
+            "algorithm": alg,
+            "published": value,
+            "published_half": half,
+            "authors": a["median"],
+            "authors_low": a["ci_low"],
+            "authors_high": a["ci_high"],
+            "book": b["median"],
+            "book_low": b["ci_low"],
+            "book_high": b["ci_high"],
+            "seeds": int(min(a["n_seeds"], b["n_seeds"])),
+            "protocol_apart": bool(a["ci_low"] > b["ci_high"] or a["ci_high"] < b["ci_low"]),
+            "remains": bool(apart),
+            "explained_by": DOCUMENTED_CHOICES.get(alg, "no documented choice") if apart else "",
+        })  # fmt: skip
     order = {a: k for k, a in enumerate(ALGORITHMS)}
     out = pd.DataFrame(rows)
     return out.sort_values("algorithm", key=lambda a: a.map(order), ignore_index=True)
@@ -94,9 +81,8 @@ def gap_shares(frame: pd.DataFrame) -> dict:
     """Mean |published − authors' mode|, mean |authors' mode − book| and the typical (median)
     interval half-width, in accuracy points, over the algorithms the paper publishes."""
     f = frame[frame["published"].notna()]
-    half = pd.concat(
-        [(f["authors_high"] - f["authors_low"]) / 2, (f["book_high"] - f["book_low"]) / 2]
-    )
+    half = pd.concat([(f["authors_high"] - f["authors_low"]) / 2,
+                      (f["book_high"] - f["book_low"]) / 2])  # fmt: skip
     return {
         "published_vs_authors": float((f["published"] - f["authors"]).abs().mean()),
         "authors_vs_book": float((f["authors"] - f["book"]).abs().mean()),
@@ -105,15 +91,14 @@ def gap_shares(frame: pd.DataFrame) -> dict:
         "remaining": list(f.loc[f["remains"], "algorithm"]),
         "unexplained": list(
             f.loc[f["remains"] & ~f["algorithm"].isin(list(DOCUMENTED_CHOICES)), "algorithm"]
-        ),
+        ),  # fmt: skip
         "protocol_apart": int(f["protocol_apart"].sum()),
         "algorithms": len(f),
     }
 
 
 def paper_sized(dataset: str, profile: str) -> bool:
-    """Whether ``profile`` trains ``dataset`` at the paper's sizes (data and training), so the
-    published column is a like-for-like target."""
+    """Whether ``profile`` trains ``dataset`` at the paper's sizes (data and training)."""
     fed, size = federation(dataset), SIZE_OF[profile]
     return fed.training_settings(size) == fed.training_settings("paper") and (
         fed.loader_sizes(size) == fed.loader_sizes("paper")
@@ -121,10 +106,9 @@ def paper_sized(dataset: str, profile: str) -> bool:
 
 
 def gap_sentence(frame: pd.DataFrame, dataset: str, profile: str = "quick") -> str:
-    """The plain sentence: how much of the gap is protocol, algorithms, noise, and the
-    documented choice behind each published value that stays outside its authors'-mode interval
-    (the table marks those with †; where ``profile`` trains smaller than the paper, the
-    published column is no target and the sentence says so instead)."""
+    """The plain sentence: how much of the gap is protocol, algorithms and noise, and the
+    documented choice behind each published value marked † (where ``profile`` trains smaller
+    than the paper, that the published column is no target)."""
     g = gap_shares(frame)
     n = len(g["remaining"])
     if not paper_sized(dataset, profile):
@@ -141,11 +125,9 @@ def gap_sentence(frame: pd.DataFrame, dataset: str, profile: str = "quick") -> s
     if not n:
         algorithms = "No published value stays outside its authors'-mode interval."
     else:
-        kind = (
-            "each an algorithm the book implements differently on purpose"
-            if not g["unexplained"]
-            else f"{len(g['unexplained'])} without a documented algorithm choice to explain it"
-        )
+        kind = (f"{len(g['unexplained'])} without a documented algorithm choice to explain it"
+                if g["unexplained"] else "each an algorithm the book implements differently on "
+                "purpose")  # fmt: skip
         algorithms = (
             f"{n} published values (†) stay outside their authors'-mode interval, {kind}: "
             + "; ".join(
@@ -164,32 +146,23 @@ def gap_sentence(frame: pd.DataFrame, dataset: str, profile: str = "quick") -> s
 
 
 def comparison_table(frame: pd.DataFrame, paper_sizes: bool = True) -> pd.DataFrame:
-    """Reader-facing and narrow (three columns fit a phone): published, authors' mode and book
-    (median and interval) per algorithm; with ``paper_sizes`` an algorithm whose published
-    value stays outside its authors'-mode interval is marked † (:func:`gap_sentence` says
-    why). The seeds go in the caption."""
+    """Published, authors' mode and book (median and interval) per algorithm, narrow enough for a
+    phone; with ``paper_sizes`` the values :func:`gap_sentence` explains are marked †."""
 
     def cell(m, lo, hi):
         return MISSING if pd.isna(m) else f"{m:.1f} ({lo:.1f}–{hi:.1f})"
 
     marked = frame["remains"] & paper_sizes
-    out = pd.DataFrame(
-        {
-            "Algorithm": [
-                algorithm_label(a) + (" †" if m else "")
-                for a, m in zip(frame["algorithm"], marked, strict=True)
-            ],
-            "Published": [
-                MISSING if pd.isna(v) else f"{v:.1f} ± {h:.1f}"
-                for v, h in zip(frame["published"], frame["published_half"], strict=True)
-            ],
-            "Authors' mode": [
-                cell(*r)
-                for r in frame[["authors", "authors_low", "authors_high"]].itertuples(index=False)
-            ],
-            "Book's protocol": [
-                cell(*r) for r in frame[["book", "book_low", "book_high"]].itertuples(index=False)
-            ],
-        }
-    )
+
+    def cells(side):
+        return [cell(*r) for r in frame[[side, f"{side}_low", f"{side}_high"]].itertuples(False)]
+
+    out = pd.DataFrame({
+        "Algorithm": [algorithm_label(a) + (" †" if m else "")
+                      for a, m in zip(frame["algorithm"], marked, strict=True)],
+        "Published": [MISSING if pd.isna(v) else f"{v:.1f} ± {h:.1f}"
+                      for v, h in zip(frame["published"], frame["published_half"], strict=True)],
+        "Authors' mode": cells("authors"),
+        "Book's protocol": cells("book"),
+    })  # fmt: skip
     return out.set_index("Algorithm")
