@@ -45,8 +45,7 @@ def timing_effect_table(effect: pd.DataFrame) -> pd.DataFrame:
 
 
 def timing_ranks(table: pd.DataFrame, before: pd.DataFrame, effect, algorithms, order):
-    """Mean macro-F1 rank over datasets with the rescored baselines scored before aggregation
-    (PLayer-FL after it, the paper's view); table and glue values."""
+    """Mean macro-F1 ranks with the rescored baselines scored before aggregation; table and glue."""
     med_dep = M.to_wide(M.summarize(table, "macro_f1", n_boot=200), "median", order)
     med_aut = med_dep.copy()
     alt = M.to_wide(M.summarize(before, "macro_f1", n_boot=200), "median")
@@ -124,8 +123,7 @@ def friedman_orientations(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dic
 
 
 def printed_ranks(digits: int = 2) -> tuple[pd.DataFrame, dict]:
-    """The published average accuracy ranks against ranks recomputed from the published
-    accuracies; glue values."""
+    """The published average accuracy ranks against those recomputed from the published scores."""
     printed = P.published("accuracy").query("dataset == 'avg_rank'").set_index("algorithm")["value"]
     recomputed = M.rank_table(P.published_wide("accuracy"), True)["mean_rank"]
     check = pd.DataFrame({"printed": printed, "recomputed": recomputed.round(digits)})
@@ -141,8 +139,7 @@ def printed_ranks(digits: int = 2) -> tuple[pd.DataFrame, dict]:
 
 
 def client_weightings(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dict]:
-    """Macro-F1 medians under training-size, test-size and uniform client weights: the largest
-    differences, the best mean rank under each, and glue values."""
+    """Macro-F1 medians under training-size, test-size and uniform client weights, with glue."""
     by_w = {
         w: M.to_wide(M.summarize(table, "macro_f1", weighting=w, n_boot=200), "median", order)
         for w in ("train", "test", "uniform")
@@ -191,8 +188,7 @@ def interval_widths(table: pd.DataFrame, n_boot: int) -> pd.DataFrame:
 
 
 def split_comparison(table: pd.DataFrame, profile: str) -> pd.DataFrame:
-    """PLayer-FL's splits over seeds in ``profile`` (named: another profile's can differ) against
-    the authors' hard-coded ones."""
+    """PLayer-FL's splits over seeds in ``profile`` against the authors' hard-coded ones."""
     sp = table[(table["client"] == SERVER) & (table["metric"] == "split_p")
                & (table["algorithm"] == "playerfl")]  # fmt: skip
     splits = sp.groupby("dataset", sort=False)["value"].agg(
@@ -207,8 +203,7 @@ OPTIONS = (
     ("Heart", {"loss": "focal"}, "focal loss"),
     ("FMNIST", {"augment": True}, "augmentation"),
 )
-"""The authors' per-dataset training options (appendix §2): the published tables' column name,
-run option, name."""
+"""The authors' per-dataset training options (appendix §2): paper column, run option, name."""
 
 
 def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):

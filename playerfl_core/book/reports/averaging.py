@@ -77,8 +77,7 @@ def quality_numbers(quality: pd.DataFrame) -> dict:
 
 
 def ranking_tests(profiles: pd.DataFrame, datasets) -> dict:
-    """Per predictor: the rank-correlation evidence per dataset (Holm-adjusted over datasets)
-    and the combined verdict."""
+    """Per predictor: rank-correlation evidence per dataset (Holm over datasets) and the verdict."""
     out = {}
     for column, what in PREDICTORS.items():
         on = {name: profiles[profiles["dataset"] == name] for name in datasets}

@@ -18,8 +18,7 @@ DOING = {"supported": "supports", "contradicted": "contradicts", "undecided": "c
 
 
 def glossary_link(text: str, term: str) -> str:
-    """``text`` linked to ``term``'s glossary entry (Sphinx's anchor: "tolerance δ" is
-    ``term-tolerance``)."""
+    """``text`` linked to ``term``'s glossary entry ("tolerance δ": ``term-tolerance``)."""
     anchor = re.sub(r"[^A-Za-z0-9]+", "-", term).strip("-")
     return f'<a href="glossary.html#term-{anchor}">{html.escape(text)}</a>'
 
@@ -34,8 +33,7 @@ def _span(ids) -> str:
 
 
 def opening(verdicts: pd.Series) -> str:
-    """One sentence over every claim: how many the book tests, whose they are, and which the
-    evidence supports, contradicts or cannot decide."""
+    """One sentence over every claim: how many, whose, and which the evidence supports or not."""
     ids = list(verdicts.index)
     paper = [c for c in ids if c.startswith("C")]
     own = [c for c in ids if not c.startswith("C")]
@@ -50,8 +48,7 @@ def opening(verdicts: pd.Series) -> str:
 
 
 def bottom_line(card: pd.DataFrame) -> str:
-    """:func:`opening`, then one short sentence per claim of the book's own (M1, R1, R2): what the
-    paper's metric and rule do, terms linked to the glossary."""
+    """:func:`opening`, then a short sentence per claim of the book's own (M1, R1, R2)."""
     verdicts = card.set_index("claim")["verdict"]
     delta = f"{glossary_link('δ', 'tolerance δ')} = {TOLERANCE:g}"
     oracle = f"the {glossary_link('validation oracle', 'oracle split')}'s split (the best on "

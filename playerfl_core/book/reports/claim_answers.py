@@ -78,8 +78,7 @@ def _answer(cid: str, title: str, verdict, plain: str) -> str:
 
 
 def c3_plain(outcome: dict) -> str:
-    """C3's answer in one plain sentence: PLayer-FL's place and mean rank, and why the verdict is
-    what it is (the intro quotes it)."""
+    """C3's answer in one plain sentence: PLayer-FL's place and mean rank, and why."""
     joiner = "and" if outcome["case"] == "ahead" else "but"
     return (
         f"PLayer-FL ranks {_ordinal(outcome['position'])} of {outcome['k']} algorithms (mean "
@@ -122,8 +121,7 @@ def _where(part: str) -> str:
 
 
 def c5_answer(claim) -> str:
-    """C5's answer: the median effect at tuned learning rates, then how many comparisons favour
-    either split beyond chance, and where."""
+    """C5's answer: the median effect at tuned rates, then which comparisons favour either split."""
     parts = claim.parts
     first = parts.iloc[0]
     median = f"{first['estimate']:+.3f}".replace("-", "\u2212")

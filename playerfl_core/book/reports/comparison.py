@@ -1,5 +1,4 @@
-"""Tables, numbers and sentences of chapter 05 ("PLayer-FL against the baselines", claims C3,
-C4 and C5), from the grid's evaluation table."""
+"""Tables, numbers and sentences of chapter 05 (PLayer-FL against the baselines, C3–C5)."""
 
 from __future__ import annotations
 
@@ -193,8 +192,7 @@ def within_numbers(within: pd.DataFrame) -> dict:
 
 
 def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
-    """PLayer-FL against PLayer-FL-Random paired by seed: differences, both splits, per-dataset
-    summary, claim C5 and its glue values."""
+    """PLayer-FL against PLayer-FL-Random paired by seed: differences, splits, summary, C5, glue."""
     shown = list(dict.fromkeys(table["dataset"]))  # the order the reader asked for
     diffs = in_order(M.paired_differences(table, PLAYER, RANDOM, "macro_f1"), shown)
     splits = table[(table["client"] == SERVER) & (table["metric"] == "split_p")
@@ -248,8 +246,7 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
 
 
 def _c5_part_label(part: str) -> str:
-    """A C5 part's name as a short table row: "tuned rates, every dataset" or "one rate: Digits,
-    vs drawn"."""
+    """A C5 part as a short row: "tuned rates, every dataset", "one rate: Digits, vs drawn"."""
     if part.startswith(C.TUNED_PART):
         return "tuned rates, every dataset"
     ds, _, other = part.removeprefix("one learning rate: ").partition(", vs ")
@@ -295,8 +292,7 @@ def sizes_text(table: pd.DataFrame) -> str:
 
 
 def c3_block_table(table) -> pd.DataFrame:
-    """Each algorithm's mean macro-F1 rank over the (dataset, seed) runs, best first, and
-    Nemenyi's p against PLayer-FL."""
+    """Each algorithm's mean macro-F1 rank over the runs, best first; Nemenyi's p against it."""
     ranks = C.c3_rank_table(table, PLAYER)
     n = ranks.attrs["blocks"]
     return pd.DataFrame(

@@ -67,8 +67,7 @@ def cka_numbers(summary: pd.DataFrame, datasets) -> dict:
 
 
 def cka_matrix_caption(summary: pd.DataFrame, name: str) -> str:
-    """Caption line of the client × client figure: mean 1 − CKA of the first and last unit after
-    Local training, and which diverges more."""
+    """Caption line of the client × client figure: 1 − CKA of the first and last unit."""
     n = cka_numbers(summary, [name])
     first, last = n[f"{name}_final_unit1"], n[f"{name}_final_last"]
     verdict = "the last unit separates the clients more" if last > first else (

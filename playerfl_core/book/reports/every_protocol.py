@@ -213,8 +213,7 @@ def _r2_verdicts(stores: Stores) -> dict[str, object]:
 
 
 def every_protocol() -> pd.DataFrame | None:
-    """The long table (:data:`COLUMNS`), rows in :data:`PROTOCOLS`' order; None when the
-    standard archive's sweeps are not committed."""
+    """The long table (:data:`COLUMNS`); None when the standard sweeps are not committed."""
     stores = read_stores()
     if stores is None:
         return None
@@ -276,8 +275,7 @@ class Headline:
 
 
 def headline(quantity: str, federation: str, table: pd.DataFrame) -> Headline:
-    """``quantity`` of ``federation`` (or claim "R1"/"R2") from the first protocol of
-    :data:`BEST_FIRST` that applies to it; raises when nothing measures it."""
+    """``quantity`` of ``federation`` (or "R1"/"R2") from the first protocol of BEST_FIRST."""
     rows = table[(table["quantity"] == quantity) & (table["federation"] == federation)]
     rows = rows[rows["applies"] & rows["protocol"].isin(BEST_FIRST)]
     if rows.empty:
@@ -332,8 +330,7 @@ def federation_order(name: str) -> tuple:
 
 
 def notes(table: pd.DataFrame) -> str:
-    """Markdown, one paragraph per protocol: what changes, why it was run and what its own runs
-    cost (or whose runs it re-tests)."""
+    """Markdown, a paragraph per protocol: what changes, why, and what its own runs cost."""
     costs = table.groupby("protocol", sort=False)[["runs", "cpu_hours"]].first()
     paragraphs, runs_of = [], {}
     for p in PROTOCOLS:

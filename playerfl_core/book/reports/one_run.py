@@ -17,8 +17,7 @@ from playerfl_core.study.run_store import RunSpec, code_fingerprint
 
 
 def split_table(sens: pd.DataFrame, splits: dict[str, int]) -> pd.DataFrame:
-    """Per dataset: the split p, the federated units, and the relative rise F_{p+1}/F_p − 1 of the
-    server's profile at p."""
+    """Per dataset: the split p, the federated units, and the server's relative rise at p."""
     rows = []
     for name, p in splits.items():
         units = list(sens[sens["dataset"] == name]["unit"])
@@ -47,8 +46,7 @@ def _rises(sens: pd.DataFrame, name: str):
 
 def close_calls(sens: pd.DataFrame, splits: dict[str, int], threshold: float,
                 margin: float = 0.25) -> str:  # fmt: skip
-    """One sentence: the datasets whose decision was close (a rise at l ≤ p within ``margin``·t
-    of t), so that one run's split is not read as firm."""
+    """One sentence: the datasets whose decision was close (a rise within ``margin``·t of t)."""
     close = []
     for name, p in splits.items():
         rises = _rises(sens, name)[:p]
@@ -106,8 +104,7 @@ def beats_both(wide: pd.DataFrame, method="playerfl", references=("local", "feda
 
 
 def gain_summary(wide: pd.DataFrame, wins: pd.Series) -> pd.DataFrame:
-    """Per dataset: mean score of each algorithm and the share of clients where PLayer-FL beats
-    both references (the incentivized participation rate)."""
+    """Per dataset: each algorithm's mean score, the share of clients where PLayer-FL beats both."""
     summary = wide.groupby(level="dataset", sort=False).mean()
     won = wins.groupby(level="dataset", sort=False)
     summary["clients where PLayer-FL beats both"] = [  # as the text gives the share: "3 of 5"

@@ -1,5 +1,4 @@
-"""The sentences pages glue from :mod:`.every_protocol`'s long table, computed so that every page
-says the same thing in the same words."""
+"""The sentences pages glue from :mod:`.every_protocol`'s table, the same on every page."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ from playerfl_core.study.preregistration_plan import base_of, kind_of
 
 
 def sets_text(name: str) -> str:
-    """What protocol ``name`` scores on, in words: "2,000 validation and test images per
-    client", "each split at its own tuned rate", …"""
+    """What protocol ``name`` scores on, in words ("2,000 test images per client", …)."""
     p = EP.protocol(name)
     if p.val_images and p.test_images:
         return f"{p.val_images:,} validation and test images per client"
@@ -37,8 +35,7 @@ def regret_text(table: pd.DataFrame | None, federation: str) -> str:
 
 
 def claim_text(table: pd.DataFrame, claim: str) -> str:
-    """A claim's headline verdict as a sentence: "R2 is contradicted, with strong evidence, with
-    2,000 validation and test images per client." """
+    """A claim's headline verdict: "R2 is contradicted, with strong evidence, with 2,000 …"."""
     h = headline(CLAIM, claim, table)
     evidence = "no evidence" if h.detail == "none" else f"{h.detail} evidence"
     sets = sets_text(h.protocol)
@@ -47,8 +44,7 @@ def claim_text(table: pd.DataFrame, claim: str) -> str:
 
 
 def headline_lines(federations, table: pd.DataFrame) -> str:
-    """Markdown, one line per federation: its headline mean regret, the protocol's verdict, and
-    the protocol in words."""
+    """Markdown, a line per federation: its headline mean regret, verdict and protocol in words."""
     lines = []
     for d in federations:
         h = headline(REGRET, d, table)

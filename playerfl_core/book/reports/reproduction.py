@@ -64,8 +64,7 @@ def profile_sizes(datasets, profile: str) -> pd.DataFrame:
 
 
 def scale_text(table: pd.DataFrame, dataset: str, profile: str) -> str:
-    """How large ``dataset`` runs in ``profile``: clients, training examples, rounds (and the
-    paper's), and the model's width when not full."""
+    """How large ``dataset`` runs in ``profile``: clients, examples, rounds, width."""
     settings = training_settings(dataset, profile)
     rounds = {ours: PAPER_ROUNDS.get(theirs) for theirs, ours in P.paper_columns().items()}
     paper = rounds.get(dataset)
@@ -76,8 +75,7 @@ def scale_text(table: pd.DataFrame, dataset: str, profile: str) -> str:
 
 
 def our_tables(table: pd.DataFrame, order, n_boot: int) -> dict:
-    """Our medians of accuracy (%) and loss, fairness and IPR (%) per metric, algorithms ×
-    datasets, keyed like the published tables."""
+    """Our medians, fairness and IPR per metric (algorithms × datasets), keyed like the paper's."""
     ours = {
         "accuracy": 100 * M.to_wide(M.summarize(table, "accuracy", n_boot=n_boot), "median", order),
         "loss": M.to_wide(M.summarize(table, "loss", n_boot=n_boot), "median", order),
@@ -91,8 +89,7 @@ def our_tables(table: pd.DataFrame, order, n_boot: int) -> dict:
 
 
 def side_by_side(ours: dict, name: str, both, order, scale: float = 1, digits: int = 1):
-    """Our table ``name`` and the published one (both × ``scale``, to ``digits`` decimals), per
-    dataset reported by both."""
+    """Our table ``name`` beside the published one (× ``scale``, to ``digits`` decimals)."""
     theirs = P.published_wide(name)
     cols = {}
     for ds in both:
@@ -103,8 +100,7 @@ def side_by_side(ours: dict, name: str, both, order, scale: float = 1, digits: i
 
 
 def ordering_agreement(ours: dict, both) -> tuple[pd.DataFrame, dict]:
-    """Per dataset: Spearman ρ between our and the published accuracy medians, and PLayer-FL's
-    accuracy rank in both; glue values ``rho_<dataset>``."""
+    """Per dataset: Spearman ρ of our and the published accuracies, PLayer-FL's ranks; glue."""
     theirs = P.published_wide("accuracy")
     rho = {}
     for ds in both:

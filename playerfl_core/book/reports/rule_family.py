@@ -57,8 +57,7 @@ def _kb(n_bytes: float) -> float:
 
 
 def verdict_table(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Kinds × entries: the mean regret and the verdict's mark; a set of one kind is shown
-    entries × kind, to fit the page."""
+    """Kinds × entries: mean regret and verdict mark; a one-kind set transposed to fit the page."""
     cell = [f"{signed(r.mean)} {verdict_mark(r.verdict)}" for r in verdicts.itertuples()]
     shown = verdicts.assign(cell=cell).pivot(index="kind", columns="entry", values="cell")
     entries = list(dict.fromkeys(verdicts["entry"]))
@@ -73,8 +72,7 @@ def verdict_mark(verdict: str) -> str:
 
 
 def split_distribution(study: RuleStudy, entries) -> pd.DataFrame:
-    """Per federation and source (each entry's p and the oracle's), the seeds at each p. Columns:
-    dataset, role, kind, source, p, seeds."""
+    """Per federation and source (entries, oracle): dataset, role, kind, source, p, seeds at p."""
     reg = study.regrets
     parts = [reg[reg["entry"] == e][["dataset", "seed", "p_rule"]].rename(columns={"p_rule": "p"})
              .assign(source=e) for e in entries]  # fmt: skip
@@ -141,8 +139,7 @@ def numbers(study: RuleStudy) -> dict:
 
 
 def tuning_caption(tuning: pd.DataFrame) -> str:
-    """Caption line of the tuning figure: each rule's kept threshold and mean development regret,
-    and the paper's t = 1's."""
+    """Caption line of the tuning figure: each rule's kept threshold and regret, and t = 1's."""
     best = _kept(tuning)
     best = best.loc[[r for r in P.GRIDS if r in best.index], ["threshold", "regret"]]
     kept = "; ".join(f"{rule_label(r)} {t:g} ({g:.4f})" for r, t, g in best.itertuples(name=None))
@@ -199,8 +196,7 @@ def _first_epoch_best(tally: pd.DataFrame) -> str:
 
 
 def power_note(study: RuleStudy) -> str:
-    """What the declared design could decide: with n seeds the smallest two-sided p is 2/2ⁿ, and
-    Holm multiplies the smallest by the number of tests."""
+    """What the declared design could decide: the smallest p (2/2ⁿ), Holm-adjusted, against α."""
     ev = study.evaluation
     m, n_min = len(ev), int(ev["n"].min())
     floor = m * 2 / 2**n_min
@@ -239,8 +235,7 @@ def evaluation_seeds() -> str:
 
 
 def result_box(study: RuleStudy) -> str:
-    """The chapter's answer: claim R2's verdict in one plain sentence, then why (Markdown with
-    glossary links); :func:`result_details` holds the rest."""
+    """The chapter's answer: claim R2's verdict in a plain sentence, then why (Markdown)."""
     nums, tally, probe = numbers(study), _tally(study.evaluation), _probe()
     r2 = r2_claim(study)
     v = r2.verdict
@@ -276,8 +271,7 @@ def result_details(study: RuleStudy) -> str:
 
 
 def _rescore_sentence(study: RuleStudy) -> str:
-    """Where the regrets were scored (the rescores' larger test and validation sets) and how many
-    verdicts that changed; "" when nothing was rescored."""
+    """Where the regrets were scored and how many verdicts that changed; "" when not rescored."""
     if study.book is None:
         return ""
     comparison = family_comparison(study.book.regrets, study.regrets)

@@ -15,8 +15,7 @@ from playerfl_core.study.rescore import family_comparison
 
 
 def follow_up_lines(verdicts: pd.DataFrame | None, datasets=P.FOLLOW_UP) -> str:
-    """Markdown, per entry: a follow-up test's verdict with its mean regret, interval, seeds and
-    Holm-adjusted p (or a sentence saying the sweeps lack it)."""
+    """Markdown, per entry: a follow-up test's verdict, mean regret, interval, seeds, Holm p."""
     if verdicts is None:
         return ("- The sweeps read here do not hold every declared seed of the follow-up's "
                 f"federations ({', '.join(datasets)}); `make standard` computes them.")  # fmt: skip
@@ -28,8 +27,7 @@ def follow_up_lines(verdicts: pd.DataFrame | None, datasets=P.FOLLOW_UP) -> str:
 
 
 def added_lines(study: RuleStudy) -> str:
-    """Markdown, per set: the second-order rule's verdicts in its own family, and its largest mean
-    regret."""
+    """Markdown, per set: the second-order rule's verdicts in its own family, its largest regret."""
     if study.added is None:
         return "- The rules table read here has no rows of the second-order rule."
     lines = []
@@ -132,8 +130,7 @@ def confirmation_lines(verdicts: pd.DataFrame | None) -> str:
 
 
 def selection_text(study: RuleStudy) -> str:
-    """The confirmation test's selection, recomputed: each kind and the entries whose largest
-    mean evaluation regret it holds."""
+    """The confirmation's selection, recomputed: each kind and the entries worst on it."""
     by_kind: dict[str, list[str]] = {}
     for entry, kind in P.worst_kinds(study.regrets).items():
         by_kind.setdefault(kind, []).append(entry)
@@ -141,8 +138,7 @@ def selection_text(study: RuleStudy) -> str:
 
 
 def confirmation_headline(study: RuleStudy) -> str:
-    """One sentence: how many first-epoch entries the confirmation found beyond δ somewhere, and
-    what that makes of claim R2."""
+    """One sentence: the first-epoch entries the confirmation found beyond δ, and R2's verdict."""
     v = study.confirmation
     if v is None:
         return "The confirmation test is not computed in these sweeps."

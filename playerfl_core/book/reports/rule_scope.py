@@ -129,8 +129,7 @@ def _named(kind: str) -> str:
 
 
 def _plain_kind(kind: str) -> str:
-    """ "Fashion-MNIST, rotated (feature skew), confirmed on fresh seeds 10–29"; other kinds as
-    they are."""
+    """ "Fashion-MNIST, rotated (feature skew), confirmed on fresh seeds 10–29"; else the kind."""
     if (confirmed := _confirmed(kind)) is None:
         return kind
     base, feds, seeds = confirmed
@@ -220,8 +219,7 @@ def reanalysis_count(re: pd.DataFrame) -> str:
 
 # -- one regret, two verdicts ----------------------------------------------------------------------
 def _families(study) -> list[tuple[str, str, pd.DataFrame]]:
-    """The declared families (:data:`preregistration.FAMILIES`) the study holds: (name, set,
-    verdicts)."""
+    """The declared families the study holds: (name, set, verdicts)."""
     sets = {"evaluation": study.evaluation, "follow-up": study.follow_up,
             P.SECOND_FOLLOW_UP: study.second_follow_up,
             P.CONFIRMING: study.confirmation}  # fmt: skip

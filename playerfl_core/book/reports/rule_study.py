@@ -43,8 +43,7 @@ class RuleStudy:
     book: RuleStudy | None = None
     """The same study on the book's test sets, when a rescore replaced any of :attr:`regrets`."""
     test_only: RuleStudy | None = None
-    """The same study on 2,000 test images per client only, when the validation rescore replaced
-    any of :attr:`regrets`."""
+    """The same study on 2,000 test images only, when the validation rescore replaced any regret."""
 
     @property
     def headline(self) -> list[str]:
@@ -122,8 +121,7 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame, rescore: bool = True) -> R
 
 
 def has_every_seed(sweep: pd.DataFrame, rules: pd.DataFrame, datasets=P.FOLLOW_UP, seeds=None):
-    """Whether every declared seed (``seeds``, else each federation's own) of every federation of
-    a follow-up is in both tables."""
+    """Whether both tables hold every declared seed (``seeds``, else its own) of ``datasets``."""
     return all(set(seeds or P.seeds_of(ds)) <= set(t.loc[t["dataset"] == ds, "seed"])
                for ds in datasets for t in (rules, sweep))  # fmt: skip
 

@@ -24,8 +24,7 @@ REFERENCE_SHORT = {"paper_transition": "paper's transition", "authors_config": "
 
 
 def split_table(splits: pd.DataFrame, units_of: dict) -> pd.DataFrame:
-    """Per dataset: the split per seed, the most frequent one, its units and the published
-    references."""
+    """Per dataset: the split per seed, the most frequent one, its units and the published ones."""
     rows = []
     for name, units in units_of.items():
         ps = splits[splits["dataset"] == name]["p"].tolist()
@@ -42,8 +41,7 @@ def split_table(splits: pd.DataFrame, units_of: dict) -> pd.DataFrame:
 
 
 def split_numbers(splits: pd.DataFrame, units_of: dict) -> dict:
-    """Glue values: the modal split per dataset, its units, a Markdown list of all, and where the
-    split is the rule's fallback (:func:`fallback_text`)."""
+    """Glue values: the modal split per dataset, its units, a Markdown list, and the fallbacks."""
     out, lines = {}, []
     for name, units in units_of.items():
         rows = splits[splits["dataset"] == name]
@@ -98,8 +96,7 @@ def fallback_text(splits: pd.DataFrame, units_of: dict) -> str:
 
 
 def fallback_thresholds(by_t: pd.DataFrame) -> str:
-    """One sentence: per dataset, the grid's thresholds at which every seed's split is the
-    fallback."""
+    """One sentence: per dataset, the thresholds at which every seed's split is the fallback."""
     every = by_t.groupby(["dataset", "threshold"], sort=False)["fallback"].all()
     parts = [
         f"{_ts(ts)} on {dataset_label(name)}"
@@ -194,8 +191,7 @@ def _ts(ts) -> str:
 
 
 def threshold_numbers(agreement: pd.DataFrame, datasets) -> dict:
-    """Glue values: the thresholds reproducing each published split in every seed, per dataset
-    and on every dataset."""
+    """Glue values: the thresholds reproducing each published split in every seed."""
     lines = []
     for name in [n for n in datasets if n in S.REFERENCE_SPLITS]:
         refs = S.REFERENCE_SPLITS[name]

@@ -113,8 +113,7 @@ def c2_table(corr: pd.DataFrame) -> pd.DataFrame:
 
 
 def rho_ranges(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (dataset, measure): mean and range over seeds of ρ(sensitivity, measure) after the
-    first epoch, in display names."""
+    """Per (dataset, measure): mean and range over seeds of ρ(sensitivity, measure), epoch 1."""
     diagnostic = [*C.C2_MEASURES, "hessian_trace_per_param"]
     per_seed, _ = C.metric_correlation_tests(table, "sensitivity", diagnostic, "local", "epoch 1")
     by = per_seed.groupby(["dataset", "measure"], sort=False)["rho"]
@@ -198,8 +197,7 @@ def metric_costs(datasets, plan, data, models_by_key, device) -> pd.DataFrame:
 
 
 def cost_numbers(costs: pd.DataFrame) -> dict:
-    """Glue values of the cost paragraph: only what holds on every machine (repeats, probes, which
-    way every ratio points), so that nbval can compare them."""
+    """Glue values of the cost paragraph: only what holds on every machine (nbval compares it)."""
     rows = list(costs.itertuples())
     not_slower = [dataset_label(r.dataset) for r in rows if not r.ratio > 1]
     direction = (f"not slower than the sensitivity on {and_list(not_slower)}" if not_slower

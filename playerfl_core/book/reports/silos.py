@@ -1,5 +1,4 @@
-"""Tables and the figure of chapter 07 ("From notebook to silos"): the same runs in-process and
-on Flower, and what crosses the wire."""
+"""Chapter 07 ("From notebook to silos"): the same runs in-process and on Flower, and the wire."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ apply_book_style()
 
 TRAINING_UP, TRAINING_DOWN = ("uploads",), ("send",)
 SCORING_UP, SCORING_DOWN = ("deployment uploads",), ("deploy",)
-"""Wire calls by purpose: training traffic, and traffic that only serves the per-round scoring
-of a model no client holds (FedLAMA's global average)."""
+"""Wire calls by purpose: training, and what only scores a model no client holds (FedLAMA's)."""
 ASKS = ("uploads", "deployment uploads", "reports", "checkpoint")
 """Calls the server waits for: each sends a silo one message (with the calls queued before it);
 a silo's other messages (opening, closing) are outside the rounds."""
@@ -73,8 +71,7 @@ def traffic(wire: pd.DataFrame, rounds: int) -> pd.DataFrame:
 
 
 def shown_traffic(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`traffic` with display names, rounded for the page (the counts over the run are the
-    text's)."""
+    """:func:`traffic` with display names, rounded for the page."""
     out = table.drop(columns=["messages", "outside rounds"])
     out = out.round({"up kB/round": 1, "down kB/round": 1, "scoring kB/round": 1})
     out["messages/round"] = out["messages/round"].round(2)
@@ -164,8 +161,7 @@ def _verb(clause: int, names: int) -> str:
 
 
 def wire_facts(table: pd.DataFrame, rounds: int | None = None) -> dict[str, str]:
-    """The glued sentences comparing PLayer-FL's traffic with FedAvg's and, with ``rounds``,
-    saying what a silo's messages are."""
+    """Glued sentences: PLayer-FL's traffic against FedAvg's, and (``rounds``) a silo's messages."""
     facts = {"messages_sentence": _messages_sentence(table, rounds)} if rounds else {}
     parts = []
     if "playerfl" in table.index and "fedavg" in table.index:

@@ -56,8 +56,7 @@ def _of(k: int, n: int) -> str:
 
 
 def regret_numbers(regret_sum: pd.DataFrame) -> dict:
-    """Glue values: per dataset the mean regret, its CI, how often the rule hit the oracle, and a
-    Markdown list of all."""
+    """Glue values: per dataset the mean regret, its CI, oracle hits, and a Markdown list of all."""
     out, lines, brief = {}, [], []
     for r in regret_sum.itertuples():
         same, near = int(round(r.same * r.n_seeds)), int(round(r.within_one * r.n_seeds))
@@ -157,8 +156,7 @@ def heterogeneity_numbers(summary: pd.DataFrame) -> dict:
 
 
 def movement_lines(summary: pd.DataFrame) -> str:
-    """Markdown, per base: the rule's splits over its seeds, and the oracle's median split per
-    federation."""
+    """Markdown, per base: the rule's splits over its seeds, the oracle's median per federation."""
     lines = []
     for base, g in summary.groupby("base", sort=False):
         g = g.sort_values("order")
@@ -276,8 +274,7 @@ def seed_range(regrets: pd.DataFrame) -> str:
 
 
 def tuned_runs(profile: str, datasets) -> pd.DataFrame | None:
-    """The comparison grid of ``profile`` on ``datasets`` (C5 at tuned rates, as the scorecard
-    reads it); None when the store lacks any run."""
+    """The stored comparison grid of ``profile`` on ``datasets``; None when it lacks any run."""
     try:
         return run_grid(list(datasets), "all", profile, compute=False, progress=False).table
     except MissingResultsError:

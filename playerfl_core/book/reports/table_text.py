@@ -26,8 +26,7 @@ def _no_negative_zero(x: float, decimals: int) -> float:
 
 
 def interval_text(value: float, lo: float, hi: float, decimals: int = 3) -> str:
-    """``0.925 (0.906–0.949)``; ``−0.020 (−0.036 to −0.006)`` when a printed bound shows a minus
-    sign; ``–`` when the value is missing."""
+    """``0.925 (0.906–0.949)``; ``−0.020 (−0.036 to −0.006)`` with a minus; ``–`` when missing."""
     if pd.isna(value):
         return "–"
     if pd.isna(lo) or pd.isna(hi):
@@ -43,8 +42,7 @@ def p_text(p: float, missing: str = "not run") -> str:
 
 
 def leading_number(cell) -> float:
-    """The number a cell shows first: itself, or the value before an interval in text
-    (``"0.925 (0.906–0.949)"`` -> 0.925); NaN when there is none."""
+    """The number a cell shows first ("0.925 (0.906–0.949)" -> 0.925); NaN when there is none."""
     if isinstance(cell, (int, float)) and not isinstance(cell, bool):
         return float(cell)
     if isinstance(cell, str):
@@ -91,8 +89,7 @@ def _significant(value, spec: str) -> str:
 
 
 def label_text(value) -> str:
-    """An index or column label: a float as short as it is exact (``0.05``, ``100``), a true
-    minus sign; other labels as they are."""
+    """An index or column label: a float as short as it is exact, a true minus; others as is."""
     if isinstance(value, float):
         if value != value:
             return "–"

@@ -79,8 +79,7 @@ def _rename_axis_names(index: pd.Index) -> pd.Index:
 
 
 def named(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy with the values of :data:`_NAMERS`' columns and levels in display names, and column
-    and level names through :data:`COLUMN_NAMES`."""
+    """A copy with display names (:data:`_NAMERS`) and reader names (:data:`COLUMN_NAMES`)."""
     out = frame.copy()
     for column, namer in _NAMERS.items():
         if column in out.columns:
@@ -158,8 +157,7 @@ def _names_in_header_row(html: str, names: list[str]) -> str:
 
 
 class Shown:
-    """A table for ``display``: a Styler's HTML with a stable element id (nbval compares it), plain
-    text, and an optional caption."""
+    """A table for ``display``: a Styler's HTML with a stable id (nbval compares it), a caption."""
 
     def __init__(self, frame: pd.DataFrame, style, caption: str | None = None, marks=None):
         self.frame, self.style, self.caption = frame, style, caption
@@ -187,15 +185,13 @@ _CODE = re.compile(r"`([^`]+)`")
 
 
 def caption_html(text: str) -> str:
-    """A caption's ``*emphasis*`` and backticked names as HTML (a caption is not Markdown); a
-    lone ``*`` stays, anything else is escaped."""
+    """A caption's ``*emphasis*`` and backticked names as HTML; a lone ``*`` stays, rest escaped."""
     text = _EMPHASIS.sub(r"<em>\1</em>", escape(text, quote=False))
     return _CODE.sub(r"<code>\1</code>", text)
 
 
 def _counts(column: pd.Series) -> bool:
-    """A float column of whole counts: every value whole and one beyond ±1 (a share of 0 or 1 is
-    not)."""
+    """A float column of whole counts: all whole, one beyond ±1 (a share of 0 or 1 is not)."""
     values = column.dropna()
     return bool(len(values)) and bool((values % 1 == 0).all() and (values.abs() > 1).any())
 
@@ -222,8 +218,7 @@ def _column_spec(values: pd.Series, spec: str) -> str:
 
 
 def _is_p_column(column) -> bool:
-    """A column of p-values by its name ("p", "Holm-adjusted p", "p (two-sided)"); a quantity read
-    at a split p ("rise at p") is not one."""
+    """A column of p-values by its name ("p", "Holm-adjusted p"); "rise at p" is not one."""
     name = column[-1] if isinstance(column, tuple) else column
     if not isinstance(name, str) or " at " in name:
         return False
@@ -309,8 +304,7 @@ WIDENED = re.compile(r"WIDENED: (\S+)/(\S+): .* tried lr=(\S+?)\.?$")
 
 
 def widened_lines(lines) -> tuple[list[str], int]:
-    """The notes with the "WIDENED" lines of each (dataset, rate) folded into one, and how many
-    widened grids there were."""
+    """The notes with each (dataset, rate)'s "WIDENED" lines folded into one; the widened count."""
     grouped: dict[tuple[str, str], list[str]] = {}
     rest = []
     for line in lines:
@@ -337,8 +331,7 @@ def grid_notes(grid, label: str = "the grid") -> object:
 
 
 def transposed(frame: pd.DataFrame) -> pd.DataFrame:
-    """A wide table turned on its side to fit the page, every cell as text (columns then mix
-    kinds of values)."""
+    """A wide table on its side to fit the page, every cell as text (a column mixes kinds)."""
     out = named(frame)
 
     def text(v):
