@@ -54,12 +54,16 @@ def timing_ranks(table: pd.DataFrame, before: pd.DataFrame, effect, algorithms, 
             med_aut.loc[alg, alt.columns] = alt.loc[alg]
     rank_dep = M.rank_table(med_dep, True)["mean_rank"]
     rank_aut = M.rank_table(med_aut, True)["mean_rank"]
-    moved = pd.DataFrame({"after aggregation": rank_dep,
-                          "before aggregation (baselines only)": rank_aut})  # fmt: skip
+    moved = pd.DataFrame(
+        {"after aggregation": rank_dep, "before aggregation (baselines only)": rank_aut}
+    )
     rescored = [a for a in algorithms if a != "playerfl"]
     shown = _label_index(moved.loc[["playerfl", *rescored]]).round(2)
-    fedavg_gain = (effect.xs("fedavg", level="algorithm")["median_diff"]
-                   if "fedavg" in algorithms else pd.Series(dtype=float))  # fmt: skip
+    fedavg_gain = (
+        effect.xs("fedavg", level="algorithm")["median_diff"]
+        if "fedavg" in algorithms
+        else pd.Series(dtype=float)
+    )
     out = {f"fedavg_timing_{ds}": signed_change(v) for ds, v in fedavg_gain.items()}
     out["fedavg_timing_max"] = f"{fedavg_gain.abs().max():.3f}"
     after, before_rank = rank_dep["playerfl"], rank_aut["playerfl"]
@@ -92,13 +96,15 @@ def friedman_orientations(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dic
         right = M.friedman(wide, hib, orientation="algorithms")
         wrong = M.friedman(wide, hib, orientation="authors")
         right_ps[name] = right.pvalue
-        rows.append({
-            "table": name,
-            "algorithms × datasets": f"{wide.shape[0]} × {wide.shape[1]}",
-            "p, correct (algorithms as treatments)": f"{p_value_text(right.pvalue)}",
-            "p, transposed (authors)": f"{p_value_text(wrong.pvalue)}",
-            "p printed": _printed_p(printed),
-        })  # fmt: skip
+        rows.append(
+            {
+                "table": name,
+                "algorithms × datasets": f"{wide.shape[0]} × {wide.shape[1]}",
+                "p, correct (algorithms as treatments)": f"{p_value_text(right.pvalue)}",
+                "p, transposed (authors)": f"{p_value_text(wrong.pvalue)}",
+                "p printed": _printed_p(printed),
+            }
+        )
     friedman_table = pd.DataFrame(rows).set_index("table")
     pub_acc = M.friedman(P.published_wide("accuracy"), True)
     pub_cd = M.nemenyi_cd(pub_acc.n_treatments, pub_acc.n_blocks)
@@ -129,8 +135,11 @@ def printed_ranks(digits: int = 2) -> tuple[pd.DataFrame, dict]:
     check = pd.DataFrame({"printed": printed, "recomputed": recomputed.round(digits)})
     check["difference"] = (check["recomputed"] - check["printed"]).round(digits)
     was, now = algorithm_label(printed.idxmin()), algorithm_label(recomputed.idxmin())
-    first_text = (f"{was} is first either way" if was == now
-                  else f"the first place changes from {was} to {now}")  # fmt: skip
+    first_text = (
+        f"{was} is first either way"
+        if was == now
+        else f"the first place changes from {was} to {now}"
+    )
     out = {
         "rank_max_diff": f"{check['difference'].abs().max():.2f}",
         "rank_first_text": first_text,
@@ -161,12 +170,15 @@ def client_weightings(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dict]:
             "stated with the results."
         )
         summary = "best mean rank changes" + (
-            " with uniform weights" if best["train"] == best["test"] else "")  # fmt: skip
-    shown = pd.DataFrame({
-        "client weights": list(best),
-        "max |difference| from training-size weights": [0.0, diff_test, diff_uni],
-        "best mean rank": list(best.values()),
-    }).set_index("client weights")  # fmt: skip
+            " with uniform weights" if best["train"] == best["test"] else ""
+        )
+    shown = pd.DataFrame(
+        {
+            "client weights": list(best),
+            "max |difference| from training-size weights": [0.0, diff_test, diff_uni],
+            "best mean rank": list(best.values()),
+        }
+    ).set_index("client weights")
     out = {
         "weights_test_diff": signed(diff_test, 4),
         "weights_uniform_diff": signed(diff_uni),
@@ -182,17 +194,23 @@ def interval_widths(table: pd.DataFrame, n_boot: int) -> pd.DataFrame:
     s["our half-width"] = (s["ci_high"] - s["ci_low"]) / 2
     s["authors' half-width"] = np.where(s["n_seeds"] < 5, 0.0, np.nan)
     few = s.groupby("dataset", sort=False).agg(
-        seeds=("n_seeds", "max"), ours=("our half-width", "mean"),
-        authors=("authors' half-width", "mean"))  # fmt: skip
+        seeds=("n_seeds", "max"),
+        ours=("our half-width", "mean"),
+        authors=("authors' half-width", "mean"),
+    )
     return few.round(4).rename(index=dataset_label)
 
 
 def split_comparison(table: pd.DataFrame, profile: str) -> pd.DataFrame:
     """PLayer-FL's splits over seeds in ``profile`` against the authors' hard-coded ones."""
-    sp = table[(table["client"] == SERVER) & (table["metric"] == "split_p")
-               & (table["algorithm"] == "playerfl")]  # fmt: skip
+    sp = table[
+        (table["client"] == SERVER)
+        & (table["metric"] == "split_p")
+        & (table["algorithm"] == "playerfl")
+    ]
     splits = sp.groupby("dataset", sort=False)["value"].agg(
-        lambda v: ", ".join(str(int(x)) for x in sorted(set(v))))  # fmt: skip
+        lambda v: ", ".join(str(int(x)) for x in sorted(set(v)))
+    )
     out = splits.rename(f"our p ({profile} profile, every seed)").to_frame()
     refs = S.REFERENCE_SPLITS  # the authors' hard-coded splits (appendix §6.11)
     out["authors' p"] = [refs.get(d, {}).get("authors_config", MISSING) for d in out.index]
@@ -219,12 +237,24 @@ def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
         fixed = {(ds, a): float(lr_of[(ds, a)]) for a in algorithms}
         alt = run_grid([ds], algorithms, profile, fixed_lr=fixed, **grid_kwargs, **option)
         base = M.run_scores(table[(table["dataset"] == ds) & table["algorithm"].isin(algorithms)])
-        paired = base.merge(M.run_scores(alt.table), on=["dataset", "algorithm", "lr", "seed"],
-                            suffixes=("_default", "_option"))  # fmt: skip
+        paired = base.merge(
+            M.run_scores(alt.table),
+            on=["dataset", "algorithm", "lr", "seed"],
+            suffixes=("_default", "_option"),
+        )
         for alg, g in paired.groupby("algorithm", sort=False):
             change = g["value_option"] - g["value_default"]
-            rows.append((ds, name, algorithm_label(alg), len(g), g["value_default"].median(),
-                         g["value_option"].median(), change.median()))  # fmt: skip
+            rows.append(
+                (
+                    ds,
+                    name,
+                    algorithm_label(alg),
+                    len(g),
+                    g["value_default"].median(),
+                    g["value_option"].median(),
+                    change.median(),
+                )
+            )
     columns = ["dataset", "option", "algorithm", "seeds", "default", "with option"]
     options = in_order(pd.DataFrame(rows, columns=[*columns, "median paired change"]), datasets)
     options["dataset"] = options["dataset"].map(dataset_label)  # the chapter's order, as above

@@ -57,21 +57,25 @@ def comparison(table: pd.DataFrame, dataset: str, n_boot: int = 2000) -> pd.Data
         value, half = (pub.loc[alg, "value"], pub.loc[alg, "ci_half"]) if known else (np.nan,) * 2
         half = 0.0 if pd.isna(half) else half
         apart = pd.notna(value) and (value + half < a["ci_low"] or value - half > a["ci_high"])
-        rows.append({
-            "algorithm": alg,
-            "published": value,
-            "published_half": half,
-            "authors": a["median"],
-            "authors_low": a["ci_low"],
-            "authors_high": a["ci_high"],
-            "book": b["median"],
-            "book_low": b["ci_low"],
-            "book_high": b["ci_high"],
-            "seeds": int(min(a["n_seeds"], b["n_seeds"])),
-            "protocol_apart": bool(a["ci_low"] > b["ci_high"] or a["ci_high"] < b["ci_low"]),
-            "remains": bool(apart),
-            "explained_by": DOCUMENTED_CHOICES.get(alg, "no documented choice") if apart else "",
-        })  # fmt: skip
+        rows.append(
+            {
+                "algorithm": alg,
+                "published": value,
+                "published_half": half,
+                "authors": a["median"],
+                "authors_low": a["ci_low"],
+                "authors_high": a["ci_high"],
+                "book": b["median"],
+                "book_low": b["ci_low"],
+                "book_high": b["ci_high"],
+                "seeds": int(min(a["n_seeds"], b["n_seeds"])),
+                "protocol_apart": bool(a["ci_low"] > b["ci_high"] or a["ci_high"] < b["ci_low"]),
+                "remains": bool(apart),
+                "explained_by": DOCUMENTED_CHOICES.get(alg, "no documented choice")
+                if apart
+                else "",
+            }
+        )
     order = {a: k for k, a in enumerate(ALGORITHMS)}
     out = pd.DataFrame(rows)
     return out.sort_values("algorithm", key=lambda a: a.map(order), ignore_index=True)
@@ -81,8 +85,9 @@ def gap_shares(frame: pd.DataFrame) -> dict:
     """Mean |published − authors' mode|, mean |authors' mode − book| and the typical (median)
     interval half-width, in accuracy points, over the algorithms the paper publishes."""
     f = frame[frame["published"].notna()]
-    half = pd.concat([(f["authors_high"] - f["authors_low"]) / 2,
-                      (f["book_high"] - f["book_low"]) / 2])  # fmt: skip
+    half = pd.concat(
+        [(f["authors_high"] - f["authors_low"]) / 2, (f["book_high"] - f["book_low"]) / 2]
+    )
     return {
         "published_vs_authors": float((f["published"] - f["authors"]).abs().mean()),
         "authors_vs_book": float((f["authors"] - f["book"]).abs().mean()),
@@ -91,7 +96,7 @@ def gap_shares(frame: pd.DataFrame) -> dict:
         "remaining": list(f.loc[f["remains"], "algorithm"]),
         "unexplained": list(
             f.loc[f["remains"] & ~f["algorithm"].isin(list(DOCUMENTED_CHOICES)), "algorithm"]
-        ),  # fmt: skip
+        ),
         "protocol_apart": int(f["protocol_apart"].sum()),
         "algorithms": len(f),
     }
@@ -125,9 +130,11 @@ def gap_sentence(frame: pd.DataFrame, dataset: str, profile: str = "quick") -> s
     if not n:
         algorithms = "No published value stays outside its authors'-mode interval."
     else:
-        kind = (f"{len(g['unexplained'])} without a documented algorithm choice to explain it"
-                if g["unexplained"] else "each an algorithm the book implements differently on "
-                "purpose")  # fmt: skip
+        kind = (
+            f"{len(g['unexplained'])} without a documented algorithm choice to explain it"
+            if g["unexplained"]
+            else "each an algorithm the book implements differently on purpose"
+        )
         algorithms = (
             f"{n} published values (†) stay outside their authors'-mode interval, {kind}: "
             + "; ".join(
@@ -157,12 +164,18 @@ def comparison_table(frame: pd.DataFrame, paper_sizes: bool = True) -> pd.DataFr
     def cells(side):
         return [cell(*r) for r in frame[[side, f"{side}_low", f"{side}_high"]].itertuples(False)]
 
-    out = pd.DataFrame({
-        "Algorithm": [algorithm_label(a) + (" †" if m else "")
-                      for a, m in zip(frame["algorithm"], marked, strict=True)],
-        "Published": [MISSING if pd.isna(v) else f"{v:.1f} ± {h:.1f}"
-                      for v, h in zip(frame["published"], frame["published_half"], strict=True)],
-        "Authors' mode": cells("authors"),
-        "Book's protocol": cells("book"),
-    })  # fmt: skip
+    out = pd.DataFrame(
+        {
+            "Algorithm": [
+                algorithm_label(a) + (" †" if m else "")
+                for a, m in zip(frame["algorithm"], marked, strict=True)
+            ],
+            "Published": [
+                MISSING if pd.isna(v) else f"{v:.1f} ± {h:.1f}"
+                for v, h in zip(frame["published"], frame["published_half"], strict=True)
+            ],
+            "Authors' mode": cells("authors"),
+            "Book's protocol": cells("book"),
+        }
+    )
     return out.set_index("Algorithm")

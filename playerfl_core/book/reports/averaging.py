@@ -41,13 +41,15 @@ def _accuracy_row(g: pd.DataFrame) -> pd.Series:
         return float(np.median(np.abs(g[col] - g["actual"]) / np.abs(g["actual"])))
 
     sign_right = float((np.sign(g["first_order"]) == np.sign(g["actual"])).mean())
-    return pd.Series({
-        "measurements": len(g),
-        "share of Δℓ > 0": float((g["actual"] > 0).mean()),
-        "sign right (1st order)": sign_right,
-        "median rel. error, 1st order": rel("first_order"),
-        "median rel. error, 2nd order": rel("second_order"),
-    })  # fmt: skip
+    return pd.Series(
+        {
+            "measurements": len(g),
+            "share of Δℓ > 0": float((g["actual"] > 0).mean()),
+            "sign right (1st order)": sign_right,
+            "median rel. error, 1st order": rel("first_order"),
+            "median rel. error, 2nd order": rel("second_order"),
+        }
+    )
 
 
 def prediction_quality(effects: pd.DataFrame) -> pd.DataFrame:
@@ -81,12 +83,18 @@ def ranking_tests(profiles: pd.DataFrame, datasets) -> dict:
     out = {}
     for column, what in PREDICTORS.items():
         on = {name: profiles[profiles["dataset"] == name] for name in datasets}
-        tests = [C.rank_correlation_test(on[name], column, "actual", part=dataset_label(name))
-                 for name in datasets]  # fmt: skip
+        tests = [
+            C.rank_correlation_test(on[name], column, "actual", part=dataset_label(name))
+            for name in datasets
+        ]
         parts = C.holm_decide([t.evidence for t in tests])
-        per_seed = pd.concat([t.per_seed.assign(dataset=dataset_label(name), predictor=what)
-                              for t, name in zip(tests, datasets, strict=True)],
-                             ignore_index=True)  # fmt: skip
+        per_seed = pd.concat(
+            [
+                t.per_seed.assign(dataset=dataset_label(name), predictor=what)
+                for t, name in zip(tests, datasets, strict=True)
+            ],
+            ignore_index=True,
+        )
         out[column] = {"parts": parts, "verdict": C.combine(parts), "per_seed": per_seed}
     return out
 
@@ -97,10 +105,20 @@ def per_seed_table(tests: dict) -> pd.DataFrame:
 
 
 def ranking_table(tests: dict) -> pd.DataFrame:
-    rows = [{"predictor": PREDICTORS[c], "dataset": e.part,
-             "mean ρ over seeds": round(e.estimate, 3), "seeds": e.n, "p": e.pvalue,
-             "Holm p": e.p_adjusted, "verdict": e.verdict, "strength": e.strength}
-            for c, t in tests.items() for e in t["parts"]]  # fmt: skip
+    rows = [
+        {
+            "predictor": PREDICTORS[c],
+            "dataset": e.part,
+            "mean ρ over seeds": round(e.estimate, 3),
+            "seeds": e.n,
+            "p": e.pvalue,
+            "Holm p": e.p_adjusted,
+            "verdict": e.verdict,
+            "strength": e.strength,
+        }
+        for c, t in tests.items()
+        for e in t["parts"]
+    ]
     return pd.DataFrame(rows).set_index(["predictor", "dataset"])
 
 

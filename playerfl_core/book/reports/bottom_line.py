@@ -27,8 +27,11 @@ def _span(ids) -> str:
     """C2–C5 when three or more ids of one letter run on without a gap, else listed."""
     ids = list(ids)
     numbers = [int(i[1:]) if i[1:].isdigit() else None for i in ids]
-    run = (len(ids) > 2 and len({i[0] for i in ids}) == 1
-           and numbers == list(range(numbers[0] or 0, (numbers[-1] or 0) + 1)))  # fmt: skip
+    run = (
+        len(ids) > 2
+        and len({i[0] for i in ids}) == 1
+        and numbers == list(range(numbers[0] or 0, (numbers[-1] or 0) + 1))
+    )
     return f"{ids[0]}–{ids[-1]}" if run else and_list(ids)
 
 
@@ -39,8 +42,11 @@ def opening(verdicts: pd.Series) -> str:
     own = [c for c in ids if not c.startswith("C")]
     whose = [f"the paper's {len(paper)} ({_span(paper)})"] if paper else []
     whose += [f"{len(own)} of its own ({and_list(own)})"] if own else []
-    doing = [f"{DOING[v]} {_span(c for c in ids if verdicts[c] == v)}"
-             for v in C.VERDICTS if (verdicts == v).any()]  # fmt: skip
+    doing = [
+        f"{DOING[v]} {_span(c for c in ids if verdicts[c] == v)}"
+        for v in C.VERDICTS
+        if (verdicts == v).any()
+    ]
     if len(doing) > 1 and any(", " in g or " and " in g for g in doing):
         doing = ["; ".join(doing[:-1]) + ";", doing[-1]]  # "and" within a group: groups apart
     claims = glossary_link("claims", "claim")

@@ -18,8 +18,9 @@ def _ordinal(n: int) -> str:
     return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
 
 
-def rank_outcome(wide: pd.DataFrame, higher_is_better: bool, alpha: float, blocks: str,
-                 control: str = PLAYER) -> dict:  # fmt: skip
+def rank_outcome(
+    wide: pd.DataFrame, higher_is_better: bool, alpha: float, blocks: str, control: str = PLAYER
+) -> dict:
     """How ``control`` ranks in ``wide`` (algorithms × blocks) and which case of
     :func:`~playerfl_core.stats.evidence.best_rank_evidence` decided it: ``untestable``,
     ``chance``, ``behind``, ``ahead`` or ``close``."""
@@ -40,15 +41,22 @@ def rank_outcome(wide: pd.DataFrame, higher_is_better: bool, alpha: float, block
     else:
         case = "close"
     return {
-        "case": case, "verdict": ev.verdict, "position": int((ranks < ranks[control]).sum()) + 1,
-        "k": k, "n": n, "blocks": blocks, "alpha": alpha, "mean_rank": float(ranks[control]),
+        "case": case,
+        "verdict": ev.verdict,
+        "position": int((ranks < ranks[control]).sum()) + 1,
+        "k": k,
+        "n": n,
+        "blocks": blocks,
+        "alpha": alpha,
+        "mean_rank": float(ranks[control]),
         "friedman_p": float(fr.pvalue),
         "min_p": float(ev.min_pvalue),
         "close": int((nem["p"] > alpha).sum()) if len(nem) else 0,
         "behind": [algorithm_label(a) for a in behind["other"]] if len(behind) else [],
         "nemenyi_p": float(nem["p"].max() if case == "ahead" else behind["p"].min())
-        if case in ("ahead", "behind") else float("nan"),
-    }  # fmt: skip
+        if case in ("ahead", "behind")
+        else float("nan"),
+    }
 
 
 def _ahead(position: int) -> str:
@@ -103,8 +111,11 @@ def c4_answer(claim, fairness: dict, ipr: dict, ipr_mean: str) -> str:
         why = f"on fairness {_rank_clause(fairness)}, and on IPR {_rank_clause(ipr)}"
     joiner = "and" if fairness["case"] == ipr["case"] == "ahead" else "but"
     fair, ipr_term = "{term}`fairness`", "{term}`IPR <incentivized participation rate>`"
-    where = (f"on both {fair} and {ipr_term}" if fairness["position"] == ipr["position"]
-             else f"on {fair} and {_ordinal(ipr['position'])} on {ipr_term}")  # fmt: skip
+    where = (
+        f"on both {fair} and {ipr_term}"
+        if fairness["position"] == ipr["position"]
+        else f"on {fair} and {_ordinal(ipr['position'])} on {ipr_term}"
+    )
     plain = (
         f"PLayer-FL ranks {_ordinal(fairness['position'])} of {fairness['k']} algorithms "
         f"{where} (mean IPR {ipr_mean}), {joiner} {why}."

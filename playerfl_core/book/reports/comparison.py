@@ -43,13 +43,15 @@ def grid_sizes(grid, table: pd.DataFrame, datasets) -> pd.DataFrame:
     rows = []
     for ds in datasets:
         status = grid.status[grid.status["dataset"] == ds]
-        rows.append({
-            "dataset": dataset_label(ds),
-            "learning rates tried": grid.tuning[grid.tuning["dataset"] == ds]["lr"].nunique(),
-            "tuning seeds": status[status["stage"] != "eval"]["seed"].nunique(),
-            "evaluation seeds": table[table["dataset"] == ds]["seed"].nunique(),
-            "runs": len(status),
-        })  # fmt: skip
+        rows.append(
+            {
+                "dataset": dataset_label(ds),
+                "learning rates tried": grid.tuning[grid.tuning["dataset"] == ds]["lr"].nunique(),
+                "tuning seeds": status[status["stage"] != "eval"]["seed"].nunique(),
+                "evaluation seeds": table[table["dataset"] == ds]["seed"].nunique(),
+                "runs": len(status),
+            }
+        )
     return pd.DataFrame(rows).set_index("dataset")
 
 
@@ -130,14 +132,18 @@ def ranks(summaries: dict, order):
 
 def rank_test_table(fried, cd: float) -> pd.DataFrame:
     """The Friedman test over datasets and the critical difference, as one row."""
-    return pd.DataFrame([{
-        "algorithms": fried.n_treatments,
-        "datasets (blocks)": fried.n_blocks,
-        "χ²": round(fried.statistic, 3),
-        "p": p_value_text(fried.pvalue),
-        "Nemenyi CD (level 0.05, ranks)": round(cd, 2),
-        "note": fried.message or "",
-    }]).set_index("algorithms")  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "algorithms": fried.n_treatments,
+                "datasets (blocks)": fried.n_blocks,
+                "χ²": round(fried.statistic, 3),
+                "p": p_value_text(fried.pvalue),
+                "Nemenyi CD (level 0.05, ranks)": round(cd, 2),
+                "note": fried.message or "",
+            }
+        ]
+    ).set_index("algorithms")
 
 
 def within_dataset(table: pd.DataFrame, datasets, order) -> pd.DataFrame:
@@ -151,17 +157,19 @@ def within_dataset(table: pd.DataFrame, datasets, order) -> pd.DataFrame:
         f = M.friedman(by_seed, higher_is_better=True)
         w = M.wilcoxon_holm(by_seed, PLAYER, higher_is_better=True)
         friedman_p[ds] = f.pvalue
-        rows.append({
-            "dataset": ds,
-            "seeds (blocks)": f.n_blocks,
-            "chi2": round(f.statistic, 2),
-            "p": f"{p_value_text(f.pvalue)}",
-            "PLayer-FL mean rank over seeds": round(f.mean_ranks.get(PLAYER, np.nan), 2),
-            "best mean rank over seeds": algorithm_label(f.mean_ranks.idxmin()),
-            "smallest Wilcoxon p": f"{p_value_text(w['min_p'].min())}",
-            "Wilcoxon tests run": f"{int(w['pvalue'].notna().sum())} of {len(w)}",
-            "rejections": int(w["reject"].sum()),
-        })  # fmt: skip
+        rows.append(
+            {
+                "dataset": ds,
+                "seeds (blocks)": f.n_blocks,
+                "chi2": round(f.statistic, 2),
+                "p": f"{p_value_text(f.pvalue)}",
+                "PLayer-FL mean rank over seeds": round(f.mean_ranks.get(PLAYER, np.nan), 2),
+                "best mean rank over seeds": algorithm_label(f.mean_ranks.idxmin()),
+                "smallest Wilcoxon p": f"{p_value_text(w['min_p'].min())}",
+                "Wilcoxon tests run": f"{int(w['pvalue'].notna().sum())} of {len(w)}",
+                "rejections": int(w["reject"].sum()),
+            }
+        )
     out = pd.DataFrame(rows).set_index("dataset")
     out.attrs["friedman_p"] = friedman_p  # the numbers behind the "p" column's text
     return out
@@ -183,25 +191,39 @@ def within_numbers(within: pd.DataFrame) -> dict:
         if n_run
         else ("none of the PLayer-FL-vs-other comparisons can be run, so none can be rejected")
     )
-    friedman = (f"The within-dataset Friedman test rejects at 0.05 on {', '.join(rejecting)} "
-                f"(p-values {ps}).") if rejecting else (
-        f"The within-dataset Friedman p-values ({ps}) do not reject at 0.05: inside each dataset "
-        "these seeds cannot tell the algorithms apart.")  # fmt: skip
-    return {"within_min_p": ", ".join(min_ps), "within_wilcoxon_text": wilcoxon,
-            "within_friedman_text": friedman}  # fmt: skip
+    friedman = (
+        (
+            f"The within-dataset Friedman test rejects at 0.05 on {', '.join(rejecting)} "
+            f"(p-values {ps})."
+        )
+        if rejecting
+        else (
+            f"The within-dataset Friedman p-values ({ps}) do not reject at 0.05: inside each "
+            "dataset these seeds cannot tell the algorithms apart."
+        )
+    )
+    return {
+        "within_min_p": ", ".join(min_ps),
+        "within_wilcoxon_text": wilcoxon,
+        "within_friedman_text": friedman,
+    }
 
 
 def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
     """PLayer-FL against PLayer-FL-Random paired by seed: differences, splits, summary, C5, glue."""
     shown = list(dict.fromkeys(table["dataset"]))  # the order the reader asked for
     diffs = in_order(M.paired_differences(table, PLAYER, RANDOM, "macro_f1"), shown)
-    splits = table[(table["client"] == SERVER) & (table["metric"] == "split_p")
-                   & table["algorithm"].isin([PLAYER, RANDOM])]  # fmt: skip
+    splits = table[
+        (table["client"] == SERVER)
+        & (table["metric"] == "split_p")
+        & table["algorithm"].isin([PLAYER, RANDOM])
+    ]
     splits = splits.pivot_table(index=["dataset", "seed"], columns="algorithm", values="value")
     paired = diffs.set_index(["dataset", "seed"]).join(splits.astype(int))
     paired = paired.rename(columns={PLAYER: "p (PLayer-FL)", RANDOM: "p (Random)"}).round(3)
     per_ds = diffs.groupby("dataset", sort=False)["diff"].agg(
-        median="median", wins=lambda d: int((d > 0).sum()), seeds="size")  # fmt: skip
+        median="median", wins=lambda d: int((d > 0).sum()), seeds="size"
+    )
     sweep_c5 = committed_c5(profile, list(table["dataset"].unique()))
     c5 = C.c5_beats_random(
         table, PLAYER, RANDOM, rope=0.01, profile=C.describe_profile(profile, table),
@@ -210,9 +232,14 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
     ev = c5.parts.iloc[0]
     same_p = int((splits[PLAYER] == splits[RANDOM]).sum())
     several = len(c5.parts) > 1
-    c5_family = (f"Holm's adjustment over C5's {len(c5.parts)} comparisons: this one and chapter "
-                 "04's at one learning rate") if several else (
-        "C5's only comparison here (no committed split sweep of these datasets)")  # fmt: skip
+    c5_family = (
+        (
+            f"Holm's adjustment over C5's {len(c5.parts)} comparisons: this one and chapter "
+            "04's at one learning rate"
+        )
+        if several
+        else ("C5's only comparison here (no committed split sweep of these datasets)")
+    )
     numbers = {
         "same_p": f"{same_p} of {len(splits)}",
         "c5_pairs": int(ev["n"]),
@@ -237,7 +264,7 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
         "paired": paired.reindex(shown, level="dataset").rename(index=dataset_label, level=0),
         "per_dataset": per_ds.loc[[d for d in shown if d in per_ds.index]]
         .round(3)
-        .rename(index=dataset_label),  # fmt: skip
+        .rename(index=dataset_label),
         "c5": c5,
         "c5_table": family.set_index("comparison"),
         "c5_posterior": posterior.set_index("comparison"),

@@ -14,21 +14,34 @@ from playerfl_core.stats.p_values import p_value_text
 
 def plan_table(plan: dict) -> pd.DataFrame:
     """What the analytics plan measures per dataset: seeds, epochs, Hessian samples, probes."""
-    return pd.DataFrame([{
-        "dataset": dataset_label(name),
-        "seeds": ", ".join(str(s) for s in p.seeds),
-        "rounds": p.rounds or "profile's",
-        "Hessian samples per client": p.settings.hessian_samples or "all",
-        "Hutchinson probes": p.settings.hutchinson_probes,
-        "CKA probe inputs per client": p.settings.probe_per_client,
-    } for name, p in plan.items()]).set_index("dataset")  # fmt: skip
+    return pd.DataFrame(
+        [
+            {
+                "dataset": dataset_label(name),
+                "seeds": ", ".join(str(s) for s in p.seeds),
+                "rounds": p.rounds or "profile's",
+                "Hessian samples per client": p.settings.hessian_samples or "all",
+                "Hutchinson probes": p.settings.hutchinson_probes,
+                "CKA probe inputs per client": p.settings.probe_per_client,
+            }
+            for name, p in plan.items()
+        ]
+    ).set_index("dataset")
 
 
 def measure(datasets, plan: dict, profile: str, device) -> pd.DataFrame:
     """The long analytics table of every dataset, per its plan (first and final stage)."""
-    tables = [S.layer_analytics(name, seeds=plan[name].seeds, profile=profile, device=device,
-                                rounds=plan[name].rounds, settings=plan[name].settings)
-              for name in datasets]  # fmt: skip
+    tables = [
+        S.layer_analytics(
+            name,
+            seeds=plan[name].seeds,
+            profile=profile,
+            device=device,
+            rounds=plan[name].rounds,
+            settings=plan[name].settings,
+        )
+        for name in datasets
+    ]
     return pd.concat(tables, ignore_index=True)
 
 
@@ -103,8 +116,12 @@ def trends_for_forest(trends: pd.DataFrame) -> pd.DataFrame:
 
 
 def _extremes(summary, metric, name, stage="first"):
-    d = summary[(summary["metric"] == metric) & (summary["dataset"] == name)
-                & (summary["stage"] == stage) & (summary["algorithm"] == "local")]  # fmt: skip
+    d = summary[
+        (summary["metric"] == metric)
+        & (summary["dataset"] == name)
+        & (summary["stage"] == stage)
+        & (summary["algorithm"] == "local")
+    ]
     d = d.sort_values("depth")
     hi, lo = d.loc[d["mean"].idxmax()], d.loc[d["mean"].idxmin()]
     return f"{hi['unit']} (unit {hi['depth']} of {len(d)})", f"{lo['unit']} (unit {lo['depth']})"
@@ -149,8 +166,11 @@ def c1_lines(c1, trend: pd.DataFrame, agree: pd.DataFrame, rises: pd.DataFrame) 
     for part in c1.parts.itertuples():
         name = part.part
         r = rises[rises["dataset"] == name]
-        exceptions = [f"{row.pair} ({row.stage}: rises in {row.rises:.0%} of seeds)"
-                      for row in r.itertuples() if row.rises < 1]  # fmt: skip
+        exceptions = [
+            f"{row.pair} ({row.stage}: rises in {row.rises:.0%} of seeds)"
+            for row in r.itertuples()
+            if row.rises < 1
+        ]
         text = (
             f"- {dataset_label(name)}: after one epoch mean ρ = {signed(part.estimate, 2)} over "
             f"{part.n} seeds, p = {p_value_text(part.p)} (Holm {p_value_text(part.p_holm)}): "
@@ -159,7 +179,10 @@ def c1_lines(c1, trend: pd.DataFrame, agree: pd.DataFrame, rises: pd.DataFrame) 
             f"first-vs-final profile agreement mean ρ = "
             f"{signed(agree_local.loc[name, 'rho_mean'], 2)} ({agree_local.loc[name, 'verdict']}). "
         )
-        text += (f"Non-rising neighbours: {'; '.join(exceptions)}." if exceptions
-                 else "Divergence rises at every step in every seed.")  # fmt: skip
+        text += (
+            f"Non-rising neighbours: {'; '.join(exceptions)}."
+            if exceptions
+            else "Divergence rises at every step in every seed."
+        )
         lines.append(text)
     return "\n".join(lines)

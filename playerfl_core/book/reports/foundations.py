@@ -15,8 +15,10 @@ from playerfl_core.stats.results import client_scores
 def per_client_scores(fd, config, algorithms=("local", "fedavg")) -> pd.DataFrame:
     """Each client's test macro-F1 at its best-validation round under each algorithm (one run
     each, same seed), with the client's name; long format, clients in federation order."""
-    runs = [run_federated(fd, get_algorithm(name), config).table()
-            for name in tqdm(algorithms, desc="runs")]  # fmt: skip
+    runs = [
+        run_federated(fd, get_algorithm(name), config).table()
+        for name in tqdm(algorithms, desc="runs")
+    ]
     runs = pd.concat(runs, ignore_index=True)
     scores = client_scores(runs, metric="macro_f1", split="test", selection="best_val")
     scores["client_name"] = [fd.clients[i].name for i in scores["client"]]
@@ -41,8 +43,12 @@ def algorithm_table(names=None) -> pd.DataFrame:
         "none" if pd.isna(k) else f"{hyperparameter_label(k)} = {_default_text(v)}"
         for k, v in zip(rows["key_hyperparameter"], rows["default"], strict=True)
     ]
-    names = {"algorithm": "Algorithm", "shares": "What a client shares",
-             "deploys": "What a client deploys", "paper": "Paper"}  # fmt: skip
+    names = {
+        "algorithm": "Algorithm",
+        "shares": "What a client shares",
+        "deploys": "What a client deploys",
+        "paper": "Paper",
+    }
     table = rows.assign(algorithm=rows["algorithm"].map(algorithm_label)).rename(columns=names)
     columns = ["What a client shares", "What a client deploys", "key hyper-parameter (default)"]
     return table[["Algorithm", *columns, "Paper"]].set_index("Algorithm")

@@ -84,7 +84,8 @@ def wide_scores(scores: pd.DataFrame, algorithms) -> pd.DataFrame:
     """(dataset, client) × algorithm, internal names (for comparisons)."""
     index = ["dataset", "client_name"]
     return scores.pivot_table(index=index, columns="algorithm", values="value", sort=False)[
-        list(algorithms)]  # fmt: skip
+        list(algorithms)
+    ]
 
 
 def shown(wide: pd.DataFrame) -> pd.DataFrame:

@@ -130,5 +130,6 @@ def own_rate_note(table: pd.DataFrame | None, where: str = "chapter 04") -> str:
     where = f"; {where}" if where else ""
     head = f"With every split trained at its own tuned rate ({len(own)} federations, on the book's "
     head += f"test sets{where})"
-    return f"{head}, the verdict moves on {listed(moved)}" if moved else (
-        f"{head} no verdict changes")  # fmt: skip
+    return (
+        f"{head}, the verdict moves on {listed(moved)}" if moved else (f"{head} no verdict changes")
+    )

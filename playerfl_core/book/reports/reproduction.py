@@ -108,11 +108,13 @@ def ordering_agreement(ours: dict, both) -> tuple[pd.DataFrame, dict]:
         rho[ds] = spearmanr(pair.iloc[:, 0], pair.iloc[:, 1]).statistic
     pub_rank = theirs.rank(ascending=False)
     our_rank = ours["accuracy"].rank(ascending=False)
-    shown = pd.DataFrame({
-        "Spearman ρ (accuracy, ours vs published)": pd.Series(rho).round(2),
-        "PLayer-FL's accuracy rank, ours": our_rank.loc["playerfl", list(both)],
-        "PLayer-FL's accuracy rank, published": pub_rank.loc["playerfl", list(both)],
-    })  # fmt: skip
+    shown = pd.DataFrame(
+        {
+            "Spearman ρ (accuracy, ours vs published)": pd.Series(rho).round(2),
+            "PLayer-FL's accuracy rank, ours": our_rank.loc["playerfl", list(both)],
+            "PLayer-FL's accuracy rank, published": pub_rank.loc["playerfl", list(both)],
+        }
+    )
     return shown.rename(index=dataset_label), {f"rho_{ds}": signed(r, 2) for ds, r in rho.items()}
 
 
@@ -123,8 +125,11 @@ def profile_ranks(table: pd.DataFrame, profile: str, claims_profile: str, claims
     def rank(grid: pd.DataFrame, which: str) -> str:
         ranks = M.rank_table(M.to_wide(M.summarize(grid, "macro_f1", n_boot=200), "median"), True)
         best = M.best_mean_rank(ranks, "playerfl")
-        lead = "" if best["holds"] else (
-            f"; best {tied_text(best['best_others'])}, {best['best_other_rank']:.2f}")  # fmt: skip
+        lead = (
+            ""
+            if best["holds"]
+            else (f"; best {tied_text(best['best_others'])}, {best['best_other_rank']:.2f}")
+        )
         seeds = C.describe_profile(which, grid).partition(", ")[2]
         return (
             f"{best['mean_rank']:.2f} ({best['position']} of {best['n_algorithms']}{lead}) in "
@@ -149,9 +154,18 @@ def scorecard(
     for name in datasets:
         plan = S.analytics_plan(name, profile)
         settings = replace(plan.settings, metrics=("sensitivity", *C.C2_MEASURES))
-        analytics.append(S.layer_analytics(
-            name, seeds=plan.seeds, profile=profile, device=device, algorithms=("local",),
-            stages={0: "first"}, rounds=plan.rounds, settings=settings))  # fmt: skip
+        analytics.append(
+            S.layer_analytics(
+                name,
+                seeds=plan.seeds,
+                profile=profile,
+                device=device,
+                algorithms=("local",),
+                stages={0: "first"},
+                rounds=plan.rounds,
+                settings=settings,
+            )
+        )
     analytics = pd.concat(analytics, ignore_index=True)
     on_analytics = C.describe_profile(profile, analytics)
     evidence = table

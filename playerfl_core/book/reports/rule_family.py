@@ -74,8 +74,12 @@ def verdict_mark(verdict: str) -> str:
 def split_distribution(study: RuleStudy, entries) -> pd.DataFrame:
     """Per federation and source (entries, oracle): dataset, role, kind, source, p, seeds at p."""
     reg = study.regrets
-    parts = [reg[reg["entry"] == e][["dataset", "seed", "p_rule"]].rename(columns={"p_rule": "p"})
-             .assign(source=e) for e in entries]  # fmt: skip
+    parts = [
+        reg[reg["entry"] == e][["dataset", "seed", "p_rule"]]
+        .rename(columns={"p_rule": "p"})
+        .assign(source=e)
+        for e in entries
+    ]
     first = reg[reg["entry"] == entries[0]]
     parts.append(
         first[["dataset", "seed", "p_oracle"]].rename(columns={"p_oracle": "p"})
@@ -169,13 +173,17 @@ def _kept(tuning: pd.DataFrame) -> pd.DataFrame:
 def _tally(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Per entry: kinds within δ, beyond δ, undecided, and the largest mean regret."""
     g = verdicts.groupby("entry", sort=False)
-    return pd.DataFrame({
-        "within": g["verdict"].apply(lambda v: int((v == P.WITHIN).sum())),
-        "beyond": g["verdict"].apply(lambda v: int((v == P.BEYOND).sum())),
-        "kinds": g.size(),
-        "worst": g["mean"].max(),
-        "worst_kind": g.apply(lambda e: e.loc[e["mean"].idxmax(), "kind"], include_groups=False),
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "within": g["verdict"].apply(lambda v: int((v == P.WITHIN).sum())),
+            "beyond": g["verdict"].apply(lambda v: int((v == P.BEYOND).sum())),
+            "kinds": g.size(),
+            "worst": g["mean"].max(),
+            "worst_kind": g.apply(
+                lambda e: e.loc[e["mean"].idxmax(), "kind"], include_groups=False
+            ),
+        }
+    )
 
 
 def _probe() -> str:
@@ -278,8 +286,10 @@ def _rescore_sentence(study: RuleStudy) -> str:
     n = f"{TEST_PER_CLIENT:,}"
     where, sets = (f"scored on {n} test images per client (the tenth declaration)", "test sets")
     if study.test_only is not None:
-        where = (f"chosen on {n} validation images and scored on {n} test images per client (the "
-                 "tenth and eleventh declarations)")  # fmt: skip
+        where = (
+            f"chosen on {n} validation images and scored on {n} test images per client (the "
+            "tenth and eleventh declarations)"
+        )
         sets = "validation and test sets"
     changed = int(comparison["changed"].sum())
     return (
@@ -307,14 +317,16 @@ def advice(study: RuleStudy) -> str:
     else:
         first = f"{dont}: none was shown to be within {delta} on every kind of the evaluation set."
     bad = ev[(ev["entry"] == best) & (ev["verdict"] == P.BEYOND)]["kind"].tolist()
-    lines = [first,
+    lines = [
+        first,
         f"- Among the first-epoch rules, {best} has the smallest largest mean regret on the "
         f"evaluation set ({_worst(tally, best)}; {_within(tally, best)} kinds decided within δ)"
         + (f"; it is beyond δ on {', '.join(bad)}." if bad else "."),
         f"- If 2·(L+1) local epochs of probing are affordable, probe every split for two rounds "
         f"and choose on validation data: its largest mean regret on the evaluation set is "
         f"{_worst(tally, probe)} ({_within(tally, probe)} kinds decided within δ, "
-        f"{int(tally.loc[probe, 'beyond'])} beyond)."]  # fmt: skip
+        f"{int(tally.loc[probe, 'beyond'])} beyond).",
+    ]
     if study.added is not None:
         comp = P.curvature_comparison(study.regrets)
         n, same = int(comp["n"].sum()), int(comp["same_split"].sum())

@@ -17,8 +17,10 @@ from playerfl_core.study.rescore import family_comparison
 def follow_up_lines(verdicts: pd.DataFrame | None, datasets=P.FOLLOW_UP) -> str:
     """Markdown, per entry: a follow-up test's verdict, mean regret, interval, seeds, Holm p."""
     if verdicts is None:
-        return ("- The sweeps read here do not hold every declared seed of the follow-up's "
-                f"federations ({', '.join(datasets)}); `make standard` computes them.")  # fmt: skip
+        return (
+            "- The sweeps read here do not hold every declared seed of the follow-up's "
+            f"federations ({', '.join(datasets)}); `make standard` computes them."
+        )
     return "\n".join(
         f"- **{r.entry}**: {r.verdict} (mean regret {interval_text(r.mean, r.lo, r.hi)}, "
         f"{r.n} seeds, Holm-adjusted p {p_value_text(r.p_holm)})"
@@ -70,8 +72,9 @@ def curvature_lines(study: RuleStudy) -> str:
 _NO_P = "not computable (too few seeds that differ)"
 
 
-def follow_up_headline(verdicts: pd.DataFrame | None, kind: str = "quantity skew",
-                       added: pd.DataFrame | None = None) -> str:  # fmt: skip
+def follow_up_headline(
+    verdicts: pd.DataFrame | None, kind: str = "quantity skew", added: pd.DataFrame | None = None
+) -> str:
     """One sentence: which first-epoch entries a follow-up decided within δ on its kind (names
     apart by semicolons: names hold commas); ``added``, the second-order rule's verdicts, are
     counted with the others."""
@@ -91,9 +94,11 @@ def follow_up_headline(verdicts: pd.DataFrame | None, kind: str = "quantity skew
     n = len(rows)
     undecided = n - len(within) - len(beyond)
     if undecided == n:
-        return (f"On {kind}, of the {n} first-epoch rules{aside}, none is within δ = "
-                f"{P.TOLERANCE:g} and none is decided beyond it: all {n} are "
-                "undecided.")  # fmt: skip
+        return (
+            f"On {kind}, of the {n} first-epoch rules{aside}, none is within δ = "
+            f"{P.TOLERANCE:g} and none is decided beyond it: all {n} are "
+            "undecided."
+        )
 
     def group(names: list[str], what: str) -> str:
         if not names:
@@ -115,9 +120,11 @@ def confirmation_lines(verdicts: pd.DataFrame | None) -> str:
     """Markdown, per entry: the confirmation test's verdict on each of its kinds with the mean
     regret, its interval and the Holm-adjusted p (or a sentence saying it is absent)."""
     if verdicts is None:
-        return (f"- The sweeps read here do not hold seeds {P.CONFIRMATION_SEEDS[0]}–"
-                f"{P.CONFIRMATION_SEEDS[-1]} of {', '.join(P.CONFIRMATION)}; `make standard` "
-                "computes them.")  # fmt: skip
+        return (
+            f"- The sweeps read here do not hold seeds {P.CONFIRMATION_SEEDS[0]}–"
+            f"{P.CONFIRMATION_SEEDS[-1]} of {', '.join(P.CONFIRMATION)}; `make standard` "
+            "computes them."
+        )
     return "\n".join(
         f"- **{entry}** ({int(g['n'].min())} seeds each): "
         + "; ".join(
@@ -147,9 +154,14 @@ def confirmation_headline(study: RuleStudy) -> str:
     within = rows.groupby("entry", sort=False)["verdict"].apply(lambda x: (x == P.WITHIN).all())
     r2 = r2_verdict(study)
     n = rows["entry"].nunique()
-    found = f"every one of the {n} first-epoch entries is" if len(beyond) == n else (
-        f"{len(beyond)} of the {n} first-epoch entries ({'; '.join(beyond.index) or 'none'})"
-        f" {'is' if len(beyond) == 1 else 'are'}")  # fmt: skip
+    found = (
+        f"every one of the {n} first-epoch entries is"
+        if len(beyond) == n
+        else (
+            f"{len(beyond)} of the {n} first-epoch entries ({'; '.join(beyond.index) or 'none'})"
+            f" {'is' if len(beyond) == 1 else 'are'}"
+        )
+    )
     k = int(within.sum())
     both = "none is" if not k else f"{k} of them {'is' if k == 1 else 'are'}"
     strength = f" ({r2.strength} evidence)" if r2.strength != "none" else ""

@@ -162,9 +162,12 @@ def scale_text(dataset: str | None = None) -> str:
     parts = []
     for name, words in (
         ("eval_rung", "with 2,000 validation and 2,000 test images per client"),
-        ("middle_rung", "when each client trains on 1,000 images with the CNN at half width (too "
-                        "few seeds for a test)"),
-    ):  # fmt: skip
+        (
+            "middle_rung",
+            "when each client trains on 1,000 images with the CNN at half width (too "
+            "few seeds for a test)",
+        ),
+    ):
         committed = rungs.load(name)
         if committed is None or dataset not in committed[1]["datasets"]:
             continue
@@ -189,15 +192,17 @@ def reanalysis_table(re: pd.DataFrame) -> pd.DataFrame:
         pairs = zip(moved[f"verdict_{test}"], moved[f"p_holm_{test}"], strict=True)
         return [f"{v}, p {p_text(p)}" for v, p in pairs]
 
-    return pd.DataFrame({
-        "family": moved["family"].map(set_label),
-        "rule": moved["entry"],
-        "kind": moved["kind"],
-        "mean regret": [signed(m) for m in moved["mean"]],
-        "seeds": moved["n"],
-        "Wilcoxon (declared)": verdicts("wilcoxon"),
-        "test of the mean": verdicts("mean"),
-    }).set_index(["family", "rule"])  # fmt: skip
+    return pd.DataFrame(
+        {
+            "family": moved["family"].map(set_label),
+            "rule": moved["entry"],
+            "kind": moved["kind"],
+            "mean regret": [signed(m) for m in moved["mean"]],
+            "seeds": moved["n"],
+            "Wilcoxon (declared)": verdicts("wilcoxon"),
+            "test of the mean": verdicts("mean"),
+        }
+    ).set_index(["family", "rule"])
 
 
 def reanalysis_lines(re: pd.DataFrame) -> str:
@@ -205,8 +210,13 @@ def reanalysis_lines(re: pd.DataFrame) -> str:
     lines = []
     for family, g in re.groupby("family", sort=False):
         moved = g[g["changed"]]
-        what = "; ".join(f"{r.entry} on {r.kind}: from {r.verdict_wilcoxon} to **{r.verdict_mean}**"
-                         for r in moved.itertuples()) or "none changed"  # fmt: skip
+        what = (
+            "; ".join(
+                f"{r.entry} on {r.kind}: from {r.verdict_wilcoxon} to **{r.verdict_mean}**"
+                for r in moved.itertuples()
+            )
+            or "none changed"
+        )
         tests = "1 test" if len(g) == 1 else f"{len(g)} tests"
         lines.append(f"- {set_label(family)} ({tests}): {what}.")
     return "\n".join(lines)
@@ -220,9 +230,12 @@ def reanalysis_count(re: pd.DataFrame) -> str:
 # -- one regret, two verdicts ----------------------------------------------------------------------
 def _families(study) -> list[tuple[str, str, pd.DataFrame]]:
     """The declared families the study holds: (name, set, verdicts)."""
-    sets = {"evaluation": study.evaluation, "follow-up": study.follow_up,
-            P.SECOND_FOLLOW_UP: study.second_follow_up,
-            P.CONFIRMING: study.confirmation}  # fmt: skip
+    sets = {
+        "evaluation": study.evaluation,
+        "follow-up": study.follow_up,
+        P.SECOND_FOLLOW_UP: study.second_follow_up,
+        P.CONFIRMING: study.confirmation,
+    }
     out = []
     for name, role, added in P.FAMILIES:
         verdicts = (study.added or {}).get(role) if added else sets.get(role)

@@ -95,14 +95,17 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame, rescore: bool = True) -> R
 
     def study_of(regrets: pd.DataFrame, **fixed) -> RuleStudy:
         return RuleStudy(
-            scores=scores, rules=rules, regrets=regrets,
+            scores=scores,
+            rules=rules,
+            regrets=regrets,
             evaluation=P.evaluate(regrets, "evaluation"),
             development=P.evaluate(regrets, "development"),
             follow_up=P.evaluate(regrets, "follow-up") if follow_up else None,
             second_follow_up=P.evaluate(regrets, P.SECOND_FOLLOW_UP) if second else None,
             added={r: P.evaluate(regrets, r, added=True) for r in roles} if added else None,
             confirmation=P.evaluate(regrets, P.CONFIRMING) if confirm else None,
-            **fixed)  # fmt: skip
+            **fixed,
+        )
 
     on_book = study_of(book.assign(rescored=False), tuning=P.tuning_curve(rules, scores),
                        replay=R.check_replay(rules, sweep))  # fmt: skip
@@ -122,8 +125,11 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame, rescore: bool = True) -> R
 
 def has_every_seed(sweep: pd.DataFrame, rules: pd.DataFrame, datasets=P.FOLLOW_UP, seeds=None):
     """Whether both tables hold every declared seed (``seeds``, else its own) of ``datasets``."""
-    return all(set(seeds or P.seeds_of(ds)) <= set(t.loc[t["dataset"] == ds, "seed"])
-               for ds in datasets for t in (rules, sweep))  # fmt: skip
+    return all(
+        set(seeds or P.seeds_of(ds)) <= set(t.loc[t["dataset"] == ds, "seed"])
+        for ds in datasets
+        for t in (rules, sweep)
+    )
 
 
 def r2_claim(study: RuleStudy, profile: str = ""):

@@ -30,13 +30,15 @@ def split_table(splits: pd.DataFrame, units_of: dict) -> pd.DataFrame:
         ps = splits[splits["dataset"] == name]["p"].tolist()
         modal = max(set(ps), key=ps.count)
         refs = S.REFERENCE_SPLITS.get(name, {})
-        rows.append({
-            "dataset": dataset_label(name),
-            "p per seed": ", ".join(str(p) for p in ps),
-            "federated units (most frequent p)": ", ".join(units[:modal]),
-            "paper's transition": refs.get("paper_transition", "–"),
-            "authors' code": refs.get("authors_config", "–"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "dataset": dataset_label(name),
+                "p per seed": ", ".join(str(p) for p in ps),
+                "federated units (most frequent p)": ", ".join(units[:modal]),
+                "paper's transition": refs.get("paper_transition", "–"),
+                "authors' code": refs.get("authors_config", "–"),
+            }
+        )
     return pd.DataFrame(rows).set_index("dataset")
 
 
@@ -157,8 +159,10 @@ def batch_studies(datasets, plan, data, profile, device, counts, draws):
             config = make_config(name, profile, seed=s, device=device, progress=False)
             models = S.first_epoch_models(data[(name, s)], config)
             models_by_key[(name, s)] = models
-            clients = [replace(c, x_train=c.x_train.to(device), y_train=c.y_train.to(device))
-                       for c in data[(name, s)].clients]  # fmt: skip
+            clients = [
+                replace(c, x_train=c.x_train.to(device), y_train=c.y_train.to(device))
+                for c in data[(name, s)].clients
+            ]
             study = S.batch_study(models, clients, config.batch_size, counts, draws, s)
             studies.append(study.assign(dataset=name, seed=s))
     return pd.concat(studies, ignore_index=True), models_by_key
@@ -229,6 +233,7 @@ def agreement_table(agreement: pd.DataFrame) -> pd.DataFrame:
         dataset=agreement["dataset"].map(dataset_label),
         reference=agreement["reference"].map(lambda r: REFERENCE_SHORT.get(r, r)),
     )
-    wide = shown.pivot_table(index="threshold", columns=["dataset", "reference"],
-                             values="agreement", sort=False)  # fmt: skip
+    wide = shown.pivot_table(
+        index="threshold", columns=["dataset", "reference"], values="agreement", sort=False
+    )
     return wide.round(2)

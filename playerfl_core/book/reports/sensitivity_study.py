@@ -71,11 +71,18 @@ def measure_by_epoch(datasets, plan: dict, data: dict, profile: str, device) -> 
         p = plan[name]
         n_rounds = make_config(name, profile, rounds=p.rounds).rounds
         later = replace(p.settings, metrics=("sensitivity",))
-        tables.append(S.layer_analytics(
-            name, seeds=p.seeds, profile=profile, device=device, rounds=p.rounds,
-            stages={r: f"epoch {r + 1}" for r in range(n_rounds)},
-            settings={r: p.settings if r == 0 else later for r in range(n_rounds)},
-            data_loader=lambda s, name=name: data[(name, s)]))  # fmt: skip
+        tables.append(
+            S.layer_analytics(
+                name,
+                seeds=p.seeds,
+                profile=profile,
+                device=device,
+                rounds=p.rounds,
+                stages={r: f"epoch {r + 1}" for r in range(n_rounds)},
+                settings={r: p.settings if r == 0 else later for r in range(n_rounds)},
+                data_loader=lambda s, name=name: data[(name, s)],
+            )
+        )
     return pd.concat(tables, ignore_index=True)
 
 
@@ -118,19 +125,28 @@ def rho_ranges(table: pd.DataFrame) -> pd.DataFrame:
     per_seed, _ = C.metric_correlation_tests(table, "sensitivity", diagnostic, "local", "epoch 1")
     by = per_seed.groupby(["dataset", "measure"], sort=False)["rho"]
     ranges = by.agg(mean="mean", lo="min", hi="max").reset_index()
-    return ranges.assign(dataset=ranges["dataset"].map(dataset_label),
-                         measure=ranges["measure"].map(metric_label))  # fmt: skip
+    return ranges.assign(
+        dataset=ranges["dataset"].map(dataset_label), measure=ranges["measure"].map(metric_label)
+    )
 
 
 def per_parameter_diagnostic(table: pd.DataFrame) -> pd.DataFrame:
     """Not part of C2: sensitivity against the Hessian trace per parameter, Holm-adjusted."""
     tests = C.metric_correlation_tests(
-        table, "sensitivity", ["hessian_trace_per_param"], "local", "epoch 1")[1]  # fmt: skip
-    return pd.DataFrame([
-        {"dataset": dataset_label(e.part.split(": ")[0]), "mean ρ": e.estimate, "p": e.pvalue,
-         "p (Holm)": e.p_adjusted, "verdict": e.verdict}
-        for e in C.holm_decide(tests)
-    ])  # fmt: skip
+        table, "sensitivity", ["hessian_trace_per_param"], "local", "epoch 1"
+    )[1]
+    return pd.DataFrame(
+        [
+            {
+                "dataset": dataset_label(e.part.split(": ")[0]),
+                "mean ρ": e.estimate,
+                "p": e.pvalue,
+                "p (Holm)": e.p_adjusted,
+                "verdict": e.verdict,
+            }
+            for e in C.holm_decide(tests)
+        ]
+    )
 
 
 def c2_numbers(c2, corr: pd.DataFrame) -> dict:
@@ -157,8 +173,9 @@ def c2_numbers(c2, corr: pd.DataFrame) -> dict:
     }
 
 
-def same_order_text(analytics: pd.DataFrame, stage: str, measures=C.C2_MEASURES,
-                    algorithm: str = "local") -> str:  # fmt: skip
+def same_order_text(
+    analytics: pd.DataFrame, stage: str, measures=C.C2_MEASURES, algorithm: str = "local"
+) -> str:
     """One sentence naming the pairs of C2's measures that rank the units identically on every
     seed of every dataset (one piece of evidence counted twice); "" when no pair does."""
     prof = C.unit_profiles(analytics, list(measures), algorithm, stage)
@@ -200,8 +217,11 @@ def cost_numbers(costs: pd.DataFrame) -> dict:
     """Glue values of the cost paragraph: only what holds on every machine (nbval compares it)."""
     rows = list(costs.itertuples())
     not_slower = [dataset_label(r.dataset) for r in rows if not r.ratio > 1]
-    direction = (f"not slower than the sensitivity on {and_list(not_slower)}" if not_slower
-                 else "slower than the sensitivity on every dataset")  # fmt: skip
+    direction = (
+        f"not slower than the sensitivity on {and_list(not_slower)}"
+        if not_slower
+        else "slower than the sensitivity on every dataset"
+    )
     return {
         "cost_repeats": int(costs["repeats"].iloc[0]),
         "cost_probes": and_list([f"{int(r.probes)} on {dataset_label(r.dataset)}" for r in rows]),

@@ -34,13 +34,15 @@ def equivalence(in_process: dict[str, pd.DataFrame], flower: pd.DataFrame) -> pd
         same_keys = len(got) == len(expected) and got[keys].equals(expected[keys])
         gap = np.abs(got["value"].to_numpy() - expected["value"].to_numpy()) if same_keys else None
         diff = float(np.max(gap)) if same_keys else float("inf")
-        rows.append({
-            "algorithm": algorithm_label(name),
-            "rows in-process": len(expected),
-            "rows on Flower": len(got),
-            "identical": same_keys and got.equals(expected),
-            "largest |difference|": diff,
-        })  # fmt: skip
+        rows.append(
+            {
+                "algorithm": algorithm_label(name),
+                "rows in-process": len(expected),
+                "rows on Flower": len(got),
+                "identical": same_keys and got.equals(expected),
+                "largest |difference|": diff,
+            }
+        )
     return pd.DataFrame(rows).set_index("algorithm")
 
 
@@ -56,17 +58,19 @@ def traffic(wire: pd.DataFrame, rounds: int) -> pd.DataFrame:
             return w[w["call"].isin(calls)][column].sum() / silos / rounds / 1000
 
         messages = w["messages"].iloc[0]
-        rows.append({
-            "algorithm": name,
-            "up kB/round": kb(TRAINING_UP, "bytes_from_silo"),
-            "down kB/round": kb(TRAINING_DOWN, "bytes_to_silo"),
-            "scoring kB/round": kb(SCORING_UP, "bytes_from_silo")
-                                + kb(SCORING_DOWN, "bytes_to_silo"),
-            "numbers reported": int(w["numbers_from_silo"].sum() / silos),
-            "messages/round": messages / silos / rounds,
-            "messages": int(messages / silos),
-            "outside rounds": int((messages - w["call"].isin(ASKS).sum()) / silos),
-        })  # fmt: skip
+        rows.append(
+            {
+                "algorithm": name,
+                "up kB/round": kb(TRAINING_UP, "bytes_from_silo"),
+                "down kB/round": kb(TRAINING_DOWN, "bytes_to_silo"),
+                "scoring kB/round": kb(SCORING_UP, "bytes_from_silo")
+                + kb(SCORING_DOWN, "bytes_to_silo"),
+                "numbers reported": int(w["numbers_from_silo"].sum() / silos),
+                "messages/round": messages / silos / rounds,
+                "messages": int(messages / silos),
+                "outside rounds": int((messages - w["call"].isin(ASKS).sum()) / silos),
+            }
+        )
     return pd.DataFrame(rows).set_index("algorithm")
 
 
@@ -107,14 +111,27 @@ def plot_traffic(table: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.38 * len(names) + 1.5), layout="constrained")
     colors = [algorithm_color(n) for n in names]
     ax.barh(y - 0.2, table["up kB/round"], height=0.4, color=colors, label="upload (training)")
-    ax.barh(y + 0.2, table["down kB/round"], height=0.4, color=colors, alpha=0.45,
-            label="download (training)")  # fmt: skip
+    ax.barh(
+        y + 0.2,
+        table["down kB/round"],
+        height=0.4,
+        color=colors,
+        alpha=0.45,
+        label="download (training)",
+    )
     scoring = table["scoring kB/round"].to_numpy()
     some = scoring > 0
     if some.any():
-        ax.barh(y[some] + 0.2, scoring[some], left=table["down kB/round"].to_numpy()[some],
-                height=0.4, color="white", edgecolor="0.3", hatch="//",
-                label="up + down for scoring only")  # fmt: skip
+        ax.barh(
+            y[some] + 0.2,
+            scoring[some],
+            left=table["down kB/round"].to_numpy()[some],
+            height=0.4,
+            color="white",
+            edgecolor="0.3",
+            hatch="//",
+            label="up + down for scoring only",
+        )
     nothing = (table["up kB/round"] + table["down kB/round"] + table["scoring kB/round"]) == 0
     for k in y[nothing.to_numpy()]:  # an empty row reads as missing data: say it is zero
         ax.text(0, k, " 0 kB", va="center", ha="left", color="0.3")
@@ -176,7 +193,9 @@ def wire_facts(table: pd.DataFrame, rounds: int | None = None) -> dict[str, str]
         local = table.loc["local", "up kB/round"]
         parts.append(f"Local sends {local:.0f} kB: nothing leaves its silos.")
     if "fedlama" in table.index and (lama := table.loc["fedlama"])["scoring kB/round"] > 0:
-        parts.append(f"FedLAMA saves upload traffic ({lama['up kB/round']:.1f} kB per round) but "
-                     f"scoring its global model every round moves {lama['scoring kB/round']:.1f} "
-                     "kB more.")  # fmt: skip
+        parts.append(
+            f"FedLAMA saves upload traffic ({lama['up kB/round']:.1f} kB per round) but "
+            f"scoring its global model every round moves {lama['scoring kB/round']:.1f} "
+            "kB more."
+        )
     return {**facts, "wire_sentence": " ".join(parts) or "(No algorithm to compare here.)"}

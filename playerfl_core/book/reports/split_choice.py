@@ -44,11 +44,14 @@ def analyse_sweep(table: pd.DataFrame, datasets) -> SweepAnalysis:
     rules = O.rule_splits(O.table_sensitivities(table))
     reg = O.regrets(scores, rules)
     return SweepAnalysis(
-        scores=scores, rules=rules, regrets=reg,
+        scores=scores,
+        rules=rules,
+        regrets=reg,
         summary=in_order(O.sweep_summary(scores), datasets),
         regret_summary=O.regret_summary(reg[reg["variant"] == "paper"], by=["dataset"]),
         n_units={ds: int(scores.loc[scores["dataset"] == ds, "p"].max()) for ds in datasets},
-        variant_regrets=O.variant_regrets(scores, rules))  # fmt: skip
+        variant_regrets=O.variant_regrets(scores, rules),
+    )
 
 
 def _of(k: int, n: int) -> str:
@@ -88,8 +91,9 @@ def _gains_at_rule(regrets: pd.DataFrame, curves: pd.DataFrame):
     """Per dataset: the rule's most frequent p and how many clients gain and lose over Local."""
     rule_ps = regrets.groupby("dataset", sort=False)["p_rule"]
     rule_mode = rule_ps.agg(lambda v: int(v.mode().iloc[0]))
-    at_rule = curves.merge(rule_mode.rename("p_rule"), left_on=["dataset", "p"],
-                           right_on=["dataset", "p_rule"])  # fmt: skip
+    at_rule = curves.merge(
+        rule_mode.rename("p_rule"), left_on=["dataset", "p"], right_on=["dataset", "p_rule"]
+    )
     for ds, p in rule_mode.items():
         gain = at_rule.loc[at_rule["dataset"] == ds, "gain"]
         if len(gain):
@@ -138,15 +142,19 @@ def analyse_heterogeneity(het: pd.DataFrame, fed_table: pd.DataFrame):
 def heterogeneity_table(summary: pd.DataFrame) -> pd.DataFrame:
     """The heterogeneity summary as shown: splits as counts, regret with interval, references."""
     refs = ["playerfl", "local", "fedavg"]
-    shown = pd.DataFrame({
-        "federation": summary["dataset"].map(dataset_label),
-        "kind": summary["family"],
-        "rule's p (p×seeds)": summary["rule_ps"].map(split_counts),
-        "oracle's p (p×seeds)": summary["oracle_ps"].map(split_counts),
-        "regret (95 % CI)": [interval_text(r.regret, r.lo, r.hi, 3) for r in summary.itertuples()],
-        **{algorithm_label(a): summary[a].round(3) for a in refs},
-        "seeds": summary["n_seeds"],
-    })  # fmt: skip
+    shown = pd.DataFrame(
+        {
+            "federation": summary["dataset"].map(dataset_label),
+            "kind": summary["family"],
+            "rule's p (p×seeds)": summary["rule_ps"].map(split_counts),
+            "oracle's p (p×seeds)": summary["oracle_ps"].map(split_counts),
+            "regret (95 % CI)": [
+                interval_text(r.regret, r.lo, r.hi, 3) for r in summary.itertuples()
+            ],
+            **{algorithm_label(a): summary[a].round(3) for a in refs},
+            "seeds": summary["n_seeds"],
+        }
+    )
     return shown.set_index("federation")
 
 
@@ -201,8 +209,11 @@ def stability_table(stab_summary: pd.DataFrame, caption: str):
 def stability_caption(stab_summary: pd.DataFrame) -> str:
     """Caption line: the paper's rule's most frequent split, its share, the best on validation."""
     paper = stab_summary[stab_summary["variant"] == "paper"]
-    parts = [f"{dataset_label(r.dataset)} p = {r.modal_p} on {r.modal_share:.0%} of seeds (best "
-             f"on mean validation: p = {r.p_oracle})" for r in paper.itertuples()]  # fmt: skip
+    parts = [
+        f"{dataset_label(r.dataset)} p = {r.modal_p} on {r.modal_share:.0%} of seeds (best "
+        f"on mean validation: p = {r.p_oracle})"
+        for r in paper.itertuples()
+    ]
     return "The paper's rule picks " + "; ".join(parts)
 
 
@@ -235,8 +246,14 @@ def c5_caption(c5_sum: pd.DataFrame) -> str:
     return "Against the split PLayer-FL-Random draws: " + "; ".join(parts)
 
 
-def by_dataset(frame: pd.DataFrame, index, decimals: int = 3, caption: str | None = None,
-               value_name: str | None = None, best=None):  # fmt: skip
+def by_dataset(
+    frame: pd.DataFrame,
+    index,
+    decimals: int = 3,
+    caption: str | None = None,
+    value_name: str | None = None,
+    best=None,
+):
     """A summary table as shown, indexed by ``index``: ``mean``/``lo``/``hi`` as one column named
     ``value_name``; a seeds column equal on every row goes into the caption."""
     shown = frame.assign(dataset=frame["dataset"].map(dataset_label))
@@ -254,17 +271,23 @@ def heterogeneity_tables(summary: pd.DataFrame):
     """:func:`heterogeneity_table` as two tables that fit the page: the splits and the scores."""
     table = heterogeneity_table(summary)
     split_columns = ["kind", "rule's p (p×seeds)", "oracle's p (p×seeds)", "seeds"]
-    splits = ("The splits per federation: every seed's p, written p×(number of seeds), chosen by "
-              "the paper's rule and by the oracle (the split best on validation data). The closer "
-              "the two lists, the better the rule.")  # fmt: skip
-    scores = ("Scores per federation on the book's evaluation sets (the headline regrets, on "
-              "larger sets where computed, are the verdict list's): the rule's mean regret (the "
-              "oracle split's macro-F1 minus the rule split's; lower is better) with its 95 % "
-              "interval over seeds, and the mean test macro-F1 of PLayer-FL (the rule's split), "
-              "Local (p = 0) and FedAvg (all units shared).")  # fmt: skip
+    splits = (
+        "The splits per federation: every seed's p, written p×(number of seeds), chosen by "
+        "the paper's rule and by the oracle (the split best on validation data). The closer "
+        "the two lists, the better the rule."
+    )
+    scores = (
+        "Scores per federation on the book's evaluation sets (the headline regrets, on "
+        "larger sets where computed, are the verdict list's): the rule's mean regret (the "
+        "oracle split's macro-F1 minus the rule split's; lower is better) with its 95 % "
+        "interval over seeds, and the mean test macro-F1 of PLayer-FL (the rule's split), "
+        "Local (p = 0) and FedAvg (all units shared)."
+    )
     rest = table.drop(columns=split_columns)
-    return (show(table[split_columns], index=True, caption=splits),
-            show(rest, decimals=3, index=True, caption=scores))  # fmt: skip
+    return (
+        show(table[split_columns], index=True, caption=splits),
+        show(rest, decimals=3, index=True, caption=scores),
+    )
 
 
 def seed_range(regrets: pd.DataFrame) -> str:

@@ -32,33 +32,61 @@ from playerfl_core.book.style import (
     rule_variant_label,
 )
 
-_NAMERS = {"client": client_label, "client_name": client_label, "algorithm": algorithm_label,
-           "dataset": dataset_label, "metric": metric_label, "rule": rule_label,
-           "variant": rule_variant_label}  # fmt: skip
+_NAMERS = {
+    "client": client_label,
+    "client_name": client_label,
+    "algorithm": algorithm_label,
+    "dataset": dataset_label,
+    "metric": metric_label,
+    "rule": rule_label,
+    "variant": rule_variant_label,
+}
 
 #: Code names of columns and index levels -> the names a reader sees. One place: :func:`named`
 #: (and so :func:`show` and :func:`captioned`) applies it to every table in the book.
 COLUMN_NAMES = {
     # tests and verdicts
-    "p_holm": "Holm-adjusted p", "p (Holm)": "Holm-adjusted p", "Holm p": "Holm-adjusted p",
-    "min_p": "smallest attainable p", "P(rope)": "P(practically equal)",
-    "P(claim)": "P(as claimed)", "n": "sample size", "n_seeds": "seeds", "chi2": "χ²",
-    "diff": "difference", "median_diff": "median difference", "rho_per_seed": "ρ per seed",
-    "rho_mean": "mean ρ", "mean_rank": "mean rank",
+    "p_holm": "Holm-adjusted p",
+    "p (Holm)": "Holm-adjusted p",
+    "Holm p": "Holm-adjusted p",
+    "min_p": "smallest attainable p",
+    "P(rope)": "P(practically equal)",
+    "P(claim)": "P(as claimed)",
+    "n": "sample size",
+    "n_seeds": "seeds",
+    "chi2": "χ²",
+    "diff": "difference",
+    "median_diff": "median difference",
+    "rho_per_seed": "ρ per seed",
+    "rho_mean": "mean ρ",
+    "mean_rank": "mean rank",
     # splits
-    "p_rule": "rule's p", "p_oracle": "oracle's p", "split_p": "p", "modal_p": "most frequent p",
-    "modal_share": "share at most frequent p", "distinct": "distinct p",
-    "same": "share equal to oracle", "within_one": "share within 1 of oracle",
-    "near": "decision near the threshold", "other": "compared with", "variant": "rule",
-    "agree": "share agreeing", "rises": "share of seeds rising",
+    "p_rule": "rule's p",
+    "p_oracle": "oracle's p",
+    "split_p": "p",
+    "modal_p": "most frequent p",
+    "modal_share": "share at most frequent p",
+    "distinct": "distinct p",
+    "same": "share equal to oracle",
+    "within_one": "share within 1 of oracle",
+    "near": "decision near the threshold",
+    "other": "compared with",
+    "variant": "rule",
+    "agree": "share agreeing",
+    "rises": "share of seeds rising",
     # costs and settings ("sensitivity (seconds)", not "(s)": s is the sensitivity on its page)
-    "batch_size": "batch size", "lr": "learning rate", "sensitivity_s": "sensitivity (seconds)",
-    "hessian_trace_s": "Hessian trace (seconds)", "ratio_q1": "ratio, 1st quartile",
+    "batch_size": "batch size",
+    "lr": "learning rate",
+    "sensitivity_s": "sensitivity (seconds)",
+    "hessian_trace_s": "Hessian trace (seconds)",
+    "ratio_q1": "ratio, 1st quartile",
     "ratio_q3": "ratio, 3rd quartile",
     # scores and clients
-    "client_name": "client", "macro_f1": "macro-F1", "lo": "lower 95 % bound",
+    "client_name": "client",
+    "macro_f1": "macro-F1",
+    "lo": "lower 95 % bound",
     "hi": "upper 95 % bound",
-}  # fmt: skip
+}
 
 
 def in_order(frame: pd.DataFrame, datasets) -> pd.DataFrame:
@@ -96,8 +124,14 @@ def named(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def with_intervals(frame: pd.DataFrame, value: str = "mean", lo: str = "lo", hi: str = "hi",
-                   decimals: int = 3, name: str | None = None) -> pd.DataFrame:  # fmt: skip
+def with_intervals(
+    frame: pd.DataFrame,
+    value: str = "mean",
+    lo: str = "lo",
+    hi: str = "hi",
+    decimals: int = 3,
+    name: str | None = None,
+) -> pd.DataFrame:
     """A copy in which ``value``, ``lo`` and ``hi`` are one text column, ``0.925 (0.906–0.949)``,
     named ``name`` (default "<value> (95 % CI)"); a value without interval reads ``0.052 (–)``."""
     out = frame.copy()
@@ -248,8 +282,14 @@ def _column_specs(out: pd.DataFrame, spec: str) -> dict:
     return specs
 
 
-def show(frame: pd.DataFrame, sig: int | None = 2, decimals: int | None = None,
-         index: bool = False, caption: str | None = None, best=None) -> Shown:  # fmt: skip
+def show(
+    frame: pd.DataFrame,
+    sig: int | None = 2,
+    decimals: int | None = None,
+    index: bool = False,
+    caption: str | None = None,
+    best=None,
+) -> Shown:
     """A table for ``display``: :func:`named`, floats to ``sig`` significant digits (or
     ``decimals`` places; neither: six significant digits), columns formatted by
     :func:`_column_specs`, the index hidden unless ``index``, and each column's best value in
@@ -325,8 +365,10 @@ def grid_notes(grid, label: str = "the grid") -> object:
     lines, widened = widened_lines(grid.note().splitlines())
     fresh = f"{grid.computed} computed now" if grid.computed else "every one read from the store"
     excluded = len(grid.failures)
-    title = (f"Notes on {label}: {len(grid.status)} runs ({fresh}); "
-             f"{widened} widened learning-rate grids, {excluded} excluded runs")  # fmt: skip
+    title = (
+        f"Notes on {label}: {len(grid.status)} runs ({fresh}); "
+        f"{widened} widened learning-rate grids, {excluded} excluded runs"
+    )
     return run_notes(title, lines)
 
 
