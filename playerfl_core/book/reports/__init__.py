@@ -1,33 +1,19 @@
-"""What the chapters compute between the library's results and the page: the tables, the glued
-numbers and the sentences of each chapter, so that a chapter holds prose, parameters and short
-calls, not code. Presentation and summaries only: nothing here changes what a run computes.
+"""What the chapters compute between the library's results and the page: their tables, glued
+numbers and sentences, so that a chapter holds prose, parameters and short calls. Presentation
+only: nothing here changes what a run computes.
 
-How every table and number looks (all chapters):
-
-- ``tables``: display names, reader-facing column names, ``show``/``captioned``, run notes.
-- ``table_text``: how one number is written (minus sign, intervals, p-values, digits).
-
-By chapter:
-
-- ``fedavg_from_scratch``, ``foundations`` (00): FedAvg in a dozen lines; Local against FedAvg.
-- ``one_run`` (01): the chosen splits and who gains in one run.
-- ``divergence`` (02): layer-wise divergence, claim C1.
-- ``sensitivity_study`` (03): the measurements, claim C2 and the metric's cost.
-- ``sensitivity_splits`` (03): the split the metric gives, its stability and thresholds.
-- ``averaging`` (03a): how well the first-order term predicts the loss change of averaging.
-- ``split_choice`` (04): the split sweep against the rule, heterogeneity, C5 at one rate.
-- ``rule_variants`` (04): the rule's pooling variants against the paper's.
-- ``rule_study`` (04b): the rules table, the pre-registered analysis and claim R2.
-- ``rule_follow_ups`` (04b, appendix): the follow-up and confirmation tests in sentences.
-- ``rule_family`` (04b): the chapter's answer, glued numbers and tables of the rule family.
-- ``rule_scope`` (04b, 06): what R2's verdict rests on (sets, distinct rules, deciding kinds).
-- ``every_protocol`` (appendix; 04, 04b, 06): the answer under every protocol, one long table,
-  and the one headline value per quantity the chapters print.
-- ``protocol_sentences`` (04, 04b, appendix): the sentences pages glue from that table.
-- ``comparison``, ``claim_answers`` (05): PLayer-FL against the baselines, claims C3–C5.
-- ``reproduction`` (06): our grid beside the published tables, the claims scorecard.
-- ``authors_choices`` (06): the authors' evaluation and training choices, measured.
-- ``authors_mode`` (06): the published accuracies beside the authors' mode and the book's.
-- ``bottom_line`` (06, intro): the scorecard's few sentences a reader can repeat.
-- ``silos`` (07): the same runs in-process and on Flower.
+- ``tables`` (display names, column names, ``show``/``captioned``, run notes) and ``table_text``
+  (how one number is written): how every table and number looks.
+- 00: ``fedavg_from_scratch`` (FedAvg in a dozen lines), ``foundations`` (Local against FedAvg).
+- 01: ``one_run``; 02: ``divergence`` (claim C1); 03a: ``averaging`` (the first-order term).
+- 03: ``sensitivity_study`` (measurements, C2, cost), ``sensitivity_splits`` (the metric's split).
+- 04: ``split_choice`` (sweep against rule, heterogeneity, C5), ``rule_variants`` (poolings).
+- 04b: ``rule_study`` (the pre-registered analysis, R2), ``rule_family`` (answer, numbers,
+  tables), ``rule_follow_ups`` (later tests in sentences), ``rule_scope`` (what R2 rests on).
+- appendix, 04, 04b, 06: ``every_protocol`` (the answer under every protocol, one headline per
+  quantity) and ``protocol_sentences`` (the sentences glued from it).
+- 05: ``comparison``, ``claim_answers`` (PLayer-FL against the baselines, C3–C5).
+- 06: ``reproduction`` (beside the published tables, the scorecard), ``authors_choices`` and
+  ``authors_mode`` (the authors' choices, measured), ``bottom_line`` (also the intro's).
+- 07: ``silos`` (the same runs in-process and on Flower).
 """

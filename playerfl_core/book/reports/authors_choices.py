@@ -1,8 +1,6 @@
-"""The authors' evaluation and training choices that chapter 06 measures, each against the
-book's: when a model is scored (before or after aggregation), how Friedman's test is oriented,
-the printed average ranks, how clients are weighted, how wide the intervals are, the
-hard-coded splits and the per-dataset training options. One function per table of the
-chapter's section, each with its glued values."""
+"""The authors' evaluation and training choices that chapter 06 measures against the book's (when
+a model is scored, Friedman's orientation, printed ranks, client weights, interval widths,
+hard-coded splits, training options): one function per table, each with its glued values."""
 
 from __future__ import annotations
 
@@ -26,9 +24,8 @@ def _label_index(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def timing_effect(table: pd.DataFrame, before: pd.DataFrame, algorithms, datasets) -> pd.DataFrame:
-    """Per dataset (in ``datasets``' order, the chapter's) and algorithm: median macro-F1
-    scored after aggregation (default) and before it (the authors' timing), and the median
-    paired difference."""
+    """Per dataset (in ``datasets``' order) and algorithm: median macro-F1 scored after
+    aggregation and before it (the authors' timing), and the median paired difference."""
     dep = M.run_scores(table[table["algorithm"].isin(algorithms)], "macro_f1")
     aut = M.run_scores(before, "macro_f1")
     pair = dep.merge(aut, on=["dataset", "algorithm", "lr", "seed"], suffixes=("_after", "_before"))
@@ -43,14 +40,12 @@ def timing_effect(table: pd.DataFrame, before: pd.DataFrame, algorithms, dataset
 
 
 def timing_effect_table(effect: pd.DataFrame) -> pd.DataFrame:
-    return (
-        effect.rename(index=dataset_label, level=0).rename(index=algorithm_label, level=1).round(3)
-    )
+    named = effect.rename(index=dataset_label, level=0)
+    return named.rename(index=algorithm_label, level=1).round(3)
 
 
 def timing_ranks(table: pd.DataFrame, before: pd.DataFrame, effect, algorithms, order):
-    """Mean macro-F1 rank over datasets when the rescored baselines are scored before
-    aggregation (PLayer-FL stays scored after it, the paper's view); table and glue values."""
+    """Mean macro-F1 ranks with the rescored baselines scored before aggregation; table and glue."""
     med_dep = M.to_wide(M.summarize(table, "macro_f1", n_boot=200), "median", order)
     med_aut = med_dep.copy()
     alt = M.to_wide(M.summarize(before, "macro_f1", n_boot=200), "median")
@@ -73,11 +68,8 @@ def timing_ranks(table: pd.DataFrame, before: pd.DataFrame, effect, algorithms, 
     out["fedavg_timing_max"] = f"{fedavg_gain.abs().max():.3f}"
     after, before_rank = rank_dep["playerfl"], rank_aut["playerfl"]
     same = np.isclose(after, before_rank)
-    pf_text = (
-        f"PLayer-FL's mean rank stays at {after:.2f}"
-        if same
-        else f"PLayer-FL's mean rank moves from {after:.2f} to {before_rank:.2f}"
-    )
+    moves = f"stays at {after:.2f}" if same else f"moves from {after:.2f} to {before_rank:.2f}"
+    pf_text = f"PLayer-FL's mean rank {moves}"
     others = ", ".join(
         f"{algorithm_label(a)} from {rank_dep[a]:.2f} to {rank_aut[a]:.2f}" for a in rescored
     )
@@ -130,37 +122,33 @@ def friedman_orientations(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dic
         "not_sig_tables": ", ".join(not_sig) or "none",
     }
     for name in ("ipr_f1", "ipr_loss"):
-        out[f"{name}_p_wrong"] = pub.loc[
-            f"published: {score_label(name)}", "p, transposed (authors)"
-        ]
+        label = f"published: {score_label(name)}"
+        out[f"{name}_p_wrong"] = pub.loc[label, "p, transposed (authors)"]
         out[f"{name}_p_printed"] = P.FRIEDMAN_P[name]
     return friedman_table, out
 
 
 def printed_ranks(digits: int = 2) -> tuple[pd.DataFrame, dict]:
-    """The published average accuracy ranks against ranks recomputed from the published
-    accuracies; glue values."""
-    printed = P.published("accuracy").query("dataset == 'avg_rank'").set_index("algorithm")
-    printed = printed["value"]
+    """The published average accuracy ranks against those recomputed from the published scores."""
+    printed = P.published("accuracy").query("dataset == 'avg_rank'").set_index("algorithm")["value"]
     recomputed = M.rank_table(P.published_wide("accuracy"), True)["mean_rank"]
     check = pd.DataFrame({"printed": printed, "recomputed": recomputed.round(digits)})
     check["difference"] = (check["recomputed"] - check["printed"]).round(digits)
-    first_printed, first_recomputed = printed.idxmin(), recomputed.idxmin()
+    was, now = algorithm_label(printed.idxmin()), algorithm_label(recomputed.idxmin())
+    first_text = (
+        f"{was} is first either way"
+        if was == now
+        else f"the first place changes from {was} to {now}"
+    )
     out = {
         "rank_max_diff": f"{check['difference'].abs().max():.2f}",
-        "rank_first_text": (
-            f"{algorithm_label(first_printed)} is first either way"
-            if first_printed == first_recomputed
-            else f"the first place changes from {algorithm_label(first_printed)} to "
-            f"{algorithm_label(first_recomputed)}"
-        ),
+        "rank_first_text": first_text,
     }
     return _label_index(check), out
 
 
 def client_weightings(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dict]:
-    """Macro-F1 medians under training-size, test-size and uniform client weights: the largest
-    differences and the best mean rank under each; glue values."""
+    """Macro-F1 medians under training-size, test-size and uniform client weights, with glue."""
     by_w = {
         w: M.to_wide(M.summarize(table, "macro_f1", weighting=w, n_boot=200), "median", order)
         for w in ("train", "test", "uniform")
@@ -181,10 +169,8 @@ def client_weightings(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dict]:
             + ". Which clients count how much changes the conclusion, so it must be "
             "stated with the results."
         )
-        summary = (
-            "best mean rank changes with uniform weights"
-            if best["train"] == best["test"]
-            else "best mean rank changes"
+        summary = "best mean rank changes" + (
+            " with uniform weights" if best["train"] == best["test"] else ""
         )
     shown = pd.DataFrame(
         {
@@ -216,20 +202,16 @@ def interval_widths(table: pd.DataFrame, n_boot: int) -> pd.DataFrame:
 
 
 def split_comparison(table: pd.DataFrame, profile: str) -> pd.DataFrame:
-    """PLayer-FL's splits over seeds against the authors' hard-coded ones. The column names
-    ``profile``: the splits are those of this chapter's grid, and another profile's (chapter
-    05's standard one) can differ on the same dataset, which read as a contradiction unnamed."""
+    """PLayer-FL's splits over seeds in ``profile`` against the authors' hard-coded ones."""
     sp = table[
         (table["client"] == SERVER)
         & (table["metric"] == "split_p")
         & (table["algorithm"] == "playerfl")
     ]
-    out = (
-        sp.groupby("dataset", sort=False)["value"]
-        .agg(lambda v: ", ".join(str(int(x)) for x in sorted(set(v))))
-        .rename(f"our p ({profile} profile, every seed)")
-        .to_frame()
+    splits = sp.groupby("dataset", sort=False)["value"].agg(
+        lambda v: ", ".join(str(int(x)) for x in sorted(set(v)))
     )
+    out = splits.rename(f"our p ({profile} profile, every seed)").to_frame()
     refs = S.REFERENCE_SPLITS  # the authors' hard-coded splits (appendix §6.11)
     out["authors' p"] = [refs.get(d, {}).get("authors_config", MISSING) for d in out.index]
     return out.rename(index=dataset_label)
@@ -239,13 +221,12 @@ OPTIONS = (
     ("Heart", {"loss": "focal"}, "focal loss"),
     ("FMNIST", {"augment": True}, "augmentation"),
 )
-"""The authors' per-dataset training options (appendix §2): the published tables' column name,
-run option, name."""
+"""The authors' per-dataset training options (appendix §2): paper column, run option, name."""
 
 
 def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
-    """Rerun ``algorithms`` at their chosen LR with each of the authors' training options and
-    compare paired by seed with the default runs; the table and the biggest change's text."""
+    """``algorithms`` rerun at their chosen LR with each of the authors' training options, paired
+    by seed with the default runs: the table and the biggest change's text."""
     lr_of = grid.chosen.set_index(["dataset", "algorithm"])["lr"]
     rows = []
     columns = P.paper_columns()
@@ -264,15 +245,15 @@ def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
         for alg, g in paired.groupby("algorithm", sort=False):
             change = g["value_option"] - g["value_default"]
             rows.append(
-                {
-                    "dataset": ds,
-                    "option": name,
-                    "algorithm": algorithm_label(alg),
-                    "seeds": len(g),
-                    "default": g["value_default"].median(),
-                    "with option": g["value_option"].median(),
-                    "median paired change": change.median(),
-                }
+                (
+                    ds,
+                    name,
+                    algorithm_label(alg),
+                    len(g),
+                    g["value_default"].median(),
+                    g["value_option"].median(),
+                    change.median(),
+                )
             )
     columns = ["dataset", "option", "algorithm", "seeds", "default", "with option"]
     options = in_order(pd.DataFrame(rows, columns=[*columns, "median paired change"]), datasets)

@@ -1,9 +1,6 @@
-"""The published accuracies beside this engine in the authors' mode and in the book's protocol
-(chapter 06): which part of the gap is protocol, which is algorithms, which is noise.
-
-Reads the stored comparison (:mod:`playerfl_core.study.authors_mode`); every number is a
-median over seeds with a 95 % bootstrap interval, as the published table's.
-"""
+"""The published accuracies beside this engine in the authors' mode and the book's protocol
+(chapter 06): which part of the gap is protocol, algorithms or noise. Every number is a median
+over seeds with a 95 % bootstrap interval, from :mod:`playerfl_core.study.authors_mode`."""
 
 from __future__ import annotations
 
@@ -47,8 +44,8 @@ def protocol_summary(table: pd.DataFrame, n_boot: int = 2000) -> pd.DataFrame:
 
 def comparison(table: pd.DataFrame, dataset: str, n_boot: int = 2000) -> pd.DataFrame:
     """One dataset, one row per algorithm: published, authors' mode and book protocol (median,
-    interval), and the difference that remains between the published value and the authors'
-    mode (their intervals do not overlap) with the documented choice that explains it."""
+    interval), whether the published value stays outside the authors'-mode interval, and the
+    documented choice that explains it."""
     summary = protocol_summary(table[table["dataset"] == dataset], n_boot)
     pub = P.published("accuracy")
     pub = pub[pub["dataset"] == dataset].set_index("algorithm")
@@ -56,14 +53,8 @@ def comparison(table: pd.DataFrame, dataset: str, n_boot: int = 2000) -> pd.Data
     for alg, g in summary.groupby("algorithm", sort=False):
         by = g.set_index("protocol")
         a, b = by.loc["authors"], by.loc["book"]
-        value, half = (
-            (pub.loc[alg, "value"], pub.loc[alg, "ci_half"])
-            if alg in pub.index
-            else (
-                np.nan,
-                np.nan,
-            )
-        )
+        known = alg in pub.index
+        value, half = (pub.loc[alg, "value"], pub.loc[alg, "ci_half"]) if known else (np.nan,) * 2
         half = 0.0 if pd.isna(half) else half
         apart = pd.notna(value) and (value + half < a["ci_low"] or value - half > a["ci_high"])
         rows.append(
@@ -80,9 +71,9 @@ def comparison(table: pd.DataFrame, dataset: str, n_boot: int = 2000) -> pd.Data
                 "seeds": int(min(a["n_seeds"], b["n_seeds"])),
                 "protocol_apart": bool(a["ci_low"] > b["ci_high"] or a["ci_high"] < b["ci_low"]),
                 "remains": bool(apart),
-                "explained_by": (
-                    DOCUMENTED_CHOICES.get(alg, "no documented choice") if apart else ""
-                ),
+                "explained_by": DOCUMENTED_CHOICES.get(alg, "no documented choice")
+                if apart
+                else "",
             }
         )
     order = {a: k for k, a in enumerate(ALGORITHMS)}
@@ -112,8 +103,7 @@ def gap_shares(frame: pd.DataFrame) -> dict:
 
 
 def paper_sized(dataset: str, profile: str) -> bool:
-    """Whether ``profile`` trains ``dataset`` at the paper's sizes (data and training), so the
-    published column is a like-for-like target."""
+    """Whether ``profile`` trains ``dataset`` at the paper's sizes (data and training)."""
     fed, size = federation(dataset), SIZE_OF[profile]
     return fed.training_settings(size) == fed.training_settings("paper") and (
         fed.loader_sizes(size) == fed.loader_sizes("paper")
@@ -121,10 +111,9 @@ def paper_sized(dataset: str, profile: str) -> bool:
 
 
 def gap_sentence(frame: pd.DataFrame, dataset: str, profile: str = "quick") -> str:
-    """The plain sentence: how much of the gap is protocol, algorithms, noise, and the
-    documented choice behind each published value that stays outside its authors'-mode interval
-    (the table marks those with †; where ``profile`` trains smaller than the paper, the
-    published column is no target and the sentence says so instead)."""
+    """The plain sentence: how much of the gap is protocol, algorithms and noise, and the
+    documented choice behind each published value marked † (where ``profile`` trains smaller
+    than the paper, that the published column is no target)."""
     g = gap_shares(frame)
     n = len(g["remaining"])
     if not paper_sized(dataset, profile):
@@ -142,9 +131,9 @@ def gap_sentence(frame: pd.DataFrame, dataset: str, profile: str = "quick") -> s
         algorithms = "No published value stays outside its authors'-mode interval."
     else:
         kind = (
-            "each an algorithm the book implements differently on purpose"
-            if not g["unexplained"]
-            else f"{len(g['unexplained'])} without a documented algorithm choice to explain it"
+            f"{len(g['unexplained'])} without a documented algorithm choice to explain it"
+            if g["unexplained"]
+            else "each an algorithm the book implements differently on purpose"
         )
         algorithms = (
             f"{n} published values (†) stay outside their authors'-mode interval, {kind}: "
@@ -164,15 +153,17 @@ def gap_sentence(frame: pd.DataFrame, dataset: str, profile: str = "quick") -> s
 
 
 def comparison_table(frame: pd.DataFrame, paper_sizes: bool = True) -> pd.DataFrame:
-    """Reader-facing and narrow (three columns fit a phone): published, authors' mode and book
-    (median and interval) per algorithm; with ``paper_sizes`` an algorithm whose published
-    value stays outside its authors'-mode interval is marked † (:func:`gap_sentence` says
-    why). The seeds go in the caption."""
+    """Published, authors' mode and book (median and interval) per algorithm, narrow enough for a
+    phone; with ``paper_sizes`` the values :func:`gap_sentence` explains are marked †."""
 
     def cell(m, lo, hi):
         return MISSING if pd.isna(m) else f"{m:.1f} ({lo:.1f}–{hi:.1f})"
 
     marked = frame["remains"] & paper_sizes
+
+    def cells(side):
+        return [cell(*r) for r in frame[[side, f"{side}_low", f"{side}_high"]].itertuples(False)]
+
     out = pd.DataFrame(
         {
             "Algorithm": [
@@ -183,13 +174,8 @@ def comparison_table(frame: pd.DataFrame, paper_sizes: bool = True) -> pd.DataFr
                 MISSING if pd.isna(v) else f"{v:.1f} ± {h:.1f}"
                 for v, h in zip(frame["published"], frame["published_half"], strict=True)
             ],
-            "Authors' mode": [
-                cell(*r)
-                for r in frame[["authors", "authors_low", "authors_high"]].itertuples(index=False)
-            ],
-            "Book's protocol": [
-                cell(*r) for r in frame[["book", "book_low", "book_high"]].itertuples(index=False)
-            ],
+            "Authors' mode": cells("authors"),
+            "Book's protocol": cells("book"),
         }
     )
     return out.set_index("Algorithm")

@@ -40,13 +40,12 @@ def _accuracy_row(g: pd.DataFrame) -> pd.Series:
     def rel(col):
         return float(np.median(np.abs(g[col] - g["actual"]) / np.abs(g["actual"])))
 
+    sign_right = float((np.sign(g["first_order"]) == np.sign(g["actual"])).mean())
     return pd.Series(
         {
             "measurements": len(g),
             "share of Δℓ > 0": float((g["actual"] > 0).mean()),
-            "sign right (1st order)": float(
-                (np.sign(g["first_order"]) == np.sign(g["actual"])).mean()
-            ),
+            "sign right (1st order)": sign_right,
             "median rel. error, 1st order": rel("first_order"),
             "median rel. error, 2nd order": rel("second_order"),
         }
@@ -80,14 +79,12 @@ def quality_numbers(quality: pd.DataFrame) -> dict:
 
 
 def ranking_tests(profiles: pd.DataFrame, datasets) -> dict:
-    """Per predictor: the rank-correlation evidence per dataset (Holm-adjusted over datasets)
-    and the combined verdict."""
+    """Per predictor: rank-correlation evidence per dataset (Holm over datasets) and the verdict."""
     out = {}
     for column, what in PREDICTORS.items():
+        on = {name: profiles[profiles["dataset"] == name] for name in datasets}
         tests = [
-            C.rank_correlation_test(
-                profiles[profiles["dataset"] == name], column, "actual", part=dataset_label(name)
-            )
+            C.rank_correlation_test(on[name], column, "actual", part=dataset_label(name))
             for name in datasets
         ]
         parts = C.holm_decide([t.evidence for t in tests])
@@ -139,8 +136,8 @@ def ranking_numbers(tests: dict) -> dict:
             for e in t["parts"]
         )
         strongest = min(t["parts"], key=lambda e: e.p_adjusted)  # the intro's example
+        rho = signed(strongest.estimate, 2)
         out[f"strongest_{column}"] = (
-            f"{strongest.part}: mean rank correlation {signed(strongest.estimate, 2)} over "
-            f"{strongest.n} seeds"
+            f"{strongest.part}: mean rank correlation {rho} over {strongest.n} seeds"
         )
     return out

@@ -1,11 +1,6 @@
-"""The bottom line of the scorecard: a few sentences a reader can repeat, glued as HTML into the
-Result box of chapter 06 and the intro's Bottom line box.
-
-Both boxes stand before any definition on their page, and glued HTML cannot hold MyST roles, so
-each term is linked to the glossary (``glossary.html``, a page of the same folder) and, where the
-sentence needs it, defined in a few words at its first use. The first sentence covers every claim
-of the scorecard, the book's own (M1, R1, R2) as well as the paper's: a box that named only some
-read as if the others had no verdict. Reads the verdicts; decides nothing."""
+"""The scorecard's bottom line: a few sentences a reader can repeat, glued as HTML into chapter
+06's Result box and the intro. Glued HTML cannot hold MyST roles, so each term links to the
+glossary and is defined at its first use. Reads the verdicts; decides nothing."""
 
 from __future__ import annotations
 
@@ -14,6 +9,7 @@ import re
 
 import pandas as pd
 
+from playerfl_core.book.reports.table_text import and_list
 from playerfl_core.stats import claims as C
 from playerfl_core.stats.split_verdicts import TOLERANCE
 
@@ -22,16 +18,9 @@ DOING = {"supported": "supports", "contradicted": "contradicts", "undecided": "c
 
 
 def glossary_link(text: str, term: str) -> str:
-    """``text`` linked to ``term``'s entry in the glossary (Sphinx's anchor of a glossary term:
-    ``term-`` and the term with every run of other characters than ASCII letters and digits
-    made one hyphen, so "tolerance δ" is ``term-tolerance``)."""
+    """``text`` linked to ``term``'s glossary entry ("tolerance δ": ``term-tolerance``)."""
     anchor = re.sub(r"[^A-Za-z0-9]+", "-", term).strip("-")
     return f'<a href="glossary.html#term-{anchor}">{html.escape(text)}</a>'
-
-
-def _listed(items) -> str:
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _span(ids) -> str:
@@ -43,17 +32,16 @@ def _span(ids) -> str:
         and len({i[0] for i in ids}) == 1
         and numbers == list(range(numbers[0] or 0, (numbers[-1] or 0) + 1))
     )
-    return f"{ids[0]}–{ids[-1]}" if run else _listed(ids)
+    return f"{ids[0]}–{ids[-1]}" if run else and_list(ids)
 
 
 def opening(verdicts: pd.Series) -> str:
-    """One sentence over every claim: how many the book tests, whose they are, and which the
-    evidence supports, contradicts or cannot decide."""
+    """One sentence over every claim: how many, whose, and which the evidence supports or not."""
     ids = list(verdicts.index)
     paper = [c for c in ids if c.startswith("C")]
     own = [c for c in ids if not c.startswith("C")]
     whose = [f"the paper's {len(paper)} ({_span(paper)})"] if paper else []
-    whose += [f"{len(own)} of its own ({_listed(own)})"] if own else []
+    whose += [f"{len(own)} of its own ({and_list(own)})"] if own else []
     doing = [
         f"{DOING[v]} {_span(c for c in ids if verdicts[c] == v)}"
         for v in C.VERDICTS
@@ -61,24 +49,16 @@ def opening(verdicts: pd.Series) -> str:
     ]
     if len(doing) > 1 and any(", " in g or " and " in g for g in doing):
         doing = ["; ".join(doing[:-1]) + ";", doing[-1]]  # "and" within a group: groups apart
-    doing = _listed(doing)
-    return (
-        f"The book tests {len(ids)} {glossary_link('claims', 'claim')}, {_listed(whose)}: its "
-        f"evidence {doing}."
-    )
+    claims = glossary_link("claims", "claim")
+    return f"The book tests {len(ids)} {claims}, {and_list(whose)}: its evidence {and_list(doing)}."
 
 
 def bottom_line(card: pd.DataFrame) -> str:
-    """The opening sentence over every claim, then one short sentence per claim of the book's
-    own (M1, R1, R2) in words: what the paper's metric and rule do, with the terms linked to the
-    glossary and the oracle and the regret defined at their first use. R2's scope (the distinct
-    rules, the deciding federation) is on its card, and the card says so."""
+    """:func:`opening`, then a short sentence per claim of the book's own (M1, R1, R2)."""
     verdicts = card.set_index("claim")["verdict"]
     delta = f"{glossary_link('δ', 'tolerance δ')} = {TOLERANCE:g}"
-    oracle = (
-        f"the {glossary_link('validation oracle', 'oracle split')}'s split (the best on "
-        "validation data)"
-    )
+    oracle = f"the {glossary_link('validation oracle', 'oracle split')}'s split (the best on "
+    oracle += "validation data)"
     regret = f"{glossary_link('regret', 'regret')} (test macro-F1 lost against it)"
     lines = [opening(verdicts)]
     sensitivity = glossary_link("federation sensitivity", "federation sensitivity")

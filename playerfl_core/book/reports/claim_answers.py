@@ -1,7 +1,5 @@
-"""Chapter 05's Result box in words: per claim (C3–C5) the verdict, what it means for a reader
-and its effect size in one plain sentence (no test names: the chapter's verdict section names
-them). Reads the claims' verdicts; decides nothing (``rank_outcome`` re-reads which case of
-the best-rank rule decided, and ``comparison.claims_card`` checks it agrees with the claims)."""
+"""Chapter 05's Result box in words: per claim (C3–C5) the verdict and its effect in one plain
+sentence, no test named. Decides nothing: it reads the claims' verdicts."""
 
 from __future__ import annotations
 
@@ -23,11 +21,9 @@ def _ordinal(n: int) -> str:
 def rank_outcome(
     wide: pd.DataFrame, higher_is_better: bool, alpha: float, blocks: str, control: str = PLAYER
 ) -> dict:
-    """How ``control`` ranks in ``wide`` (algorithms × blocks) and which case of the book's
-    best-rank decision (:func:`~playerfl_core.stats.evidence.best_rank_evidence`) decided it:
-    ``untestable`` (too few blocks), ``chance`` (Friedman does not reject), ``behind`` (some
-    algorithm ranks significantly ahead), ``ahead`` (ahead of every other), ``close`` (Nemenyi
-    cannot separate it from some others)."""
+    """How ``control`` ranks in ``wide`` (algorithms × blocks) and which case of
+    :func:`~playerfl_core.stats.evidence.best_rank_evidence` decided it: ``untestable``,
+    ``chance``, ``behind``, ``ahead`` or ``close``."""
     complete = wide.dropna(axis=0, how="any")
     ev, nem = best_rank_evidence(complete, control, higher_is_better, "", alpha, blocks)
     ranks = M.rank_table(complete, higher_is_better)["mean_rank"]
@@ -90,9 +86,7 @@ def _answer(cid: str, title: str, verdict, plain: str) -> str:
 
 
 def c3_plain(outcome: dict) -> str:
-    """C3's answer in one plain sentence: where PLayer-FL ranks among how many algorithms, its
-    mean rank over the runs the test ranks (named as the chapter's C3 table and the claim card
-    name it), and why the verdict is what it is. The intro quotes it as the Result box does."""
+    """C3's answer in one plain sentence: PLayer-FL's place and mean rank, and why."""
     joiner = "and" if outcome["case"] == "ahead" else "but"
     return (
         f"PLayer-FL ranks {_ordinal(outcome['position'])} of {outcome['k']} algorithms (mean "
@@ -138,8 +132,7 @@ def _where(part: str) -> str:
 
 
 def c5_answer(claim) -> str:
-    """C5's answer: the effect at tuned learning rates (a median over paired runs), then how
-    many of its comparisons favour either split beyond chance, and where."""
+    """C5's answer: the median effect at tuned rates, then which comparisons favour either split."""
     parts = claim.parts
     first = parts.iloc[0]
     median = f"{first['estimate']:+.3f}".replace("-", "\u2212")

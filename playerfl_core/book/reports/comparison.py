@@ -1,5 +1,4 @@
-"""Tables, numbers and sentences of chapter 05 ("PLayer-FL against the baselines", claims C3,
-C4 and C5), from the grid's evaluation table."""
+"""Tables, numbers and sentences of chapter 05 (PLayer-FL against the baselines, C3–C5)."""
 
 from __future__ import annotations
 
@@ -81,10 +80,8 @@ def ci_tables(table: pd.DataFrame, order, n_boot: int):
 
 
 def ci_table(summary: pd.DataFrame, scale: float = 1.0, digits: int = 3, order=None):
-    """Algorithms × datasets: each cell's median (× ``scale``) and its interval as the book
-    writes one (:func:`interval_text`: ``0.873 (0.822–0.892)``). A cell with fewer seeds than
-    its dataset's others says how many ("8 seeds"), so a run excluded for divergence shows in
-    the table itself."""
+    """Algorithms × datasets: each cell's median (× ``scale``) with its interval, and its seeds
+    where fewer than its dataset's others ("8 seeds": a run was excluded)."""
     typical = summary.groupby("dataset")["n_seeds"].transform("max")
 
     def cell(r):
@@ -97,11 +94,8 @@ def ci_table(summary: pd.DataFrame, scale: float = 1.0, digits: int = 3, order=N
 
 
 def client_names(datasets, profile: str) -> dict:
-    return {
-        (ds, i): c.name
-        for ds in datasets
-        for i, c in enumerate(load(ds, profile=profile, seed=0).clients)
-    }
+    clients = {ds: load(ds, profile=profile, seed=0).clients for ds in datasets}
+    return {(ds, i): c.name for ds, cs in clients.items() for i, c in enumerate(cs)}
 
 
 def fairness_and_ipr(table: pd.DataFrame, order):
@@ -118,8 +112,7 @@ def fairness_and_ipr(table: pd.DataFrame, order):
 
 
 def fairness_table(fair: dict) -> pd.DataFrame:
-    """Variance across clients of their median macro-F1, ×10³, to two decimals (shown with
-    ``decimals=2``: 0.09 beside 68.37, not 0.09 beside 68.368)."""
+    """Variance across clients of their median macro-F1, ×10³, to two decimals."""
     return by_algorithm((1e3 * fair["macro_f1"]).round(2))
 
 
@@ -145,7 +138,7 @@ def rank_test_table(fried, cd: float) -> pd.DataFrame:
                 "algorithms": fried.n_treatments,
                 "datasets (blocks)": fried.n_blocks,
                 "χ²": round(fried.statistic, 3),
-                "p": p_value_text(fried.pvalue),  # the book's two significant digits
+                "p": p_value_text(fried.pvalue),
                 "Nemenyi CD (level 0.05, ranks)": round(cd, 2),
                 "note": fried.message or "",
             }
@@ -154,18 +147,13 @@ def rank_test_table(fried, cd: float) -> pd.DataFrame:
 
 
 def within_dataset(table: pd.DataFrame, datasets, order) -> pd.DataFrame:
-    """Per dataset, seeds as blocks: Friedman, PLayer-FL's mean rank, the algorithm with the best
-    mean rank over seeds (which need not be the one with the best median score: the rank table
-    ranks the medians), and the Holm-adjusted Wilcoxon tests of PLayer-FL against each other
-    algorithm."""
+    """Per dataset, seeds as blocks: Friedman, PLayer-FL's and the best mean rank over seeds, and
+    the Holm-adjusted Wilcoxon tests of PLayer-FL against each other algorithm."""
     runs = M.run_scores(table, "macro_f1")
     rows, friedman_p = [], {}
     for ds in datasets:
-        by_seed = (
-            runs[runs["dataset"] == ds]
-            .pivot(index="algorithm", columns="seed", values="value")
-            .reindex(order)
-        )
+        on = runs[runs["dataset"] == ds]
+        by_seed = on.pivot(index="algorithm", columns="seed", values="value").reindex(order)
         f = M.friedman(by_seed, higher_is_better=True)
         w = M.wilcoxon_holm(by_seed, PLAYER, higher_is_better=True)
         friedman_p[ds] = f.pvalue
@@ -188,41 +176,49 @@ def within_dataset(table: pd.DataFrame, datasets, order) -> pd.DataFrame:
 
 
 def within_numbers(within: pd.DataFrame) -> dict:
+    """Glue values of the within-dataset tests."""
     seed_counts = sorted(within["seeds (blocks)"].unique())
     n_run = sum(int(v.split(" of ")[0]) for v in within["Wilcoxon tests run"])
     n_all = sum(int(v.split(" of ")[1]) for v in within["Wilcoxon tests run"])
     rejecting = [dataset_label(ds) for ds, p in within.attrs["friedman_p"].items() if p <= 0.05]
     ps = ", ".join(within["p"])
-    return {
-        "within_min_p": ", ".join(
-            f"{p_value_text(C.min_pvalue('wilcoxon', n))} with {n} seeds" for n in seed_counts
-        ),
-        "within_wilcoxon_text": (
-            "none of the PLayer-FL-vs-other comparisons can be run, so none can be rejected"
-            if n_run == 0
-            else f"{n_run} of {n_all} PLayer-FL-vs-other comparisons can be run, with "
+    min_ps = [f"{p_value_text(C.min_pvalue('wilcoxon', n))} with {n} seeds" for n in seed_counts]
+    wilcoxon = (
+        (
+            f"{n_run} of {n_all} PLayer-FL-vs-other comparisons can be run, with "
             f"{int(within['rejections'].sum())} Holm-adjusted rejections"
-        ),
-        "within_friedman_text": (
-            f"The within-dataset Friedman p-values ({ps}) do not reject at 0.05: "
-            "inside each dataset these seeds cannot tell the algorithms apart."
-            if not rejecting
-            else f"The within-dataset Friedman test rejects at 0.05 on {', '.join(rejecting)} "
+        )
+        if n_run
+        else ("none of the PLayer-FL-vs-other comparisons can be run, so none can be rejected")
+    )
+    friedman = (
+        (
+            f"The within-dataset Friedman test rejects at 0.05 on {', '.join(rejecting)} "
             f"(p-values {ps})."
-        ),
+        )
+        if rejecting
+        else (
+            f"The within-dataset Friedman p-values ({ps}) do not reject at 0.05: inside each "
+            "dataset these seeds cannot tell the algorithms apart."
+        )
+    )
+    return {
+        "within_min_p": ", ".join(min_ps),
+        "within_wilcoxon_text": wilcoxon,
+        "within_friedman_text": friedman,
     }
 
 
 def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
-    """PLayer-FL against PLayer-FL-Random paired by seed: differences, both splits, per-dataset
-    summary, claim C5 and its glue values."""
+    """PLayer-FL against PLayer-FL-Random paired by seed: differences, splits, summary, C5, glue."""
     shown = list(dict.fromkeys(table["dataset"]))  # the order the reader asked for
     diffs = in_order(M.paired_differences(table, PLAYER, RANDOM, "macro_f1"), shown)
     splits = table[
         (table["client"] == SERVER)
         & (table["metric"] == "split_p")
         & table["algorithm"].isin([PLAYER, RANDOM])
-    ].pivot_table(index=["dataset", "seed"], columns="algorithm", values="value")
+    ]
+    splits = splits.pivot_table(index=["dataset", "seed"], columns="algorithm", values="value")
     paired = diffs.set_index(["dataset", "seed"]).join(splits.astype(int))
     paired = paired.rename(columns={PLAYER: "p (PLayer-FL)", RANDOM: "p (Random)"}).round(3)
     per_ds = diffs.groupby("dataset", sort=False)["diff"].agg(
@@ -235,18 +231,22 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
     )  # fmt: skip
     ev = c5.parts.iloc[0]
     same_p = int((splits[PLAYER] == splits[RANDOM]).sum())
+    several = len(c5.parts) > 1
+    c5_family = (
+        (
+            f"Holm's adjustment over C5's {len(c5.parts)} comparisons: this one and chapter "
+            "04's at one learning rate"
+        )
+        if several
+        else ("C5's only comparison here (no committed split sweep of these datasets)")
+    )
     numbers = {
         "same_p": f"{same_p} of {len(splits)}",
         "c5_pairs": int(ev["n"]),
         "c5_median": f"{ev['estimate']:+.3f}",
         "c5_p": p_text(ev["p"]),
-        "c5_p_holm": p_text(ev["p_holm"]) if len(c5.parts) > 1 else p_text(ev["p"]),
-        "c5_family": (
-            f"Holm's adjustment over C5's {len(c5.parts)} comparisons: this one and chapter "
-            "04's at one learning rate"
-            if len(c5.parts) > 1
-            else "C5's only comparison here (no committed split sweep of these datasets)"
-        ),
+        "c5_p_holm": p_text(ev["p_holm"]) if several else p_text(ev["p"]),
+        "c5_family": c5_family,
         "c5_posterior": f"P(PLayer-FL better) = {ev['P(claim)']:.3f}, P(practically equal) = "
         f"{ev['P(rope)']:.3f}, P(Random better) = {ev['P(opposite)']:.3f}",
     }
@@ -261,9 +261,7 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
     )  # fmt: skip
     return {
         "diffs": diffs,
-        "paired": paired.reindex(shown, level="dataset").rename(
-            index=dataset_label, level="dataset"
-        ),
+        "paired": paired.reindex(shown, level="dataset").rename(index=dataset_label, level=0),
         "per_dataset": per_ds.loc[[d for d in shown if d in per_ds.index]]
         .round(3)
         .rename(index=dataset_label),
@@ -275,9 +273,7 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
 
 
 def _c5_part_label(part: str) -> str:
-    """A C5 part's name as a short table row: "tuned rates, every dataset" or "one rate: Digits,
-    vs drawn" (against the random split drawn on each seed; "vs expected": the mean over the
-    splits it can draw)."""
+    """A C5 part as a short row: "tuned rates, every dataset", "one rate: Digits, vs drawn"."""
     if part.startswith(C.TUNED_PART):
         return "tuned rates, every dataset"
     ds, _, other = part.removeprefix("one learning rate: ").partition(", vs ")
@@ -285,20 +281,18 @@ def _c5_part_label(part: str) -> str:
 
 
 def best_vs_last(table: pd.DataFrame, summaries: dict, order, datasets) -> pd.DataFrame:
-    """Per algorithm and dataset: median macro-F1 at the best-validation round minus at the
-    last round."""
+    """Per algorithm and dataset: median macro-F1 at the best-validation round minus the last's."""
     last = M.summarize(table, "macro_f1", selection="last", n_boot=200)
-    both = summaries["macro_f1"].merge(
-        last, on=["dataset", "algorithm"], suffixes=("_best", "_last")
-    )
+    keys = ["dataset", "algorithm"]
+    both = summaries["macro_f1"].merge(last, on=keys, suffixes=("_best", "_last"))
     both["gain"] = both["median_best"] - both["median_last"]
     gain = both.pivot(index="algorithm", columns="dataset", values="gain")
     return by_algorithm(gain.reindex(order)[list(datasets)].round(3))
 
 
 def committed_c5(profile: str, datasets) -> pd.DataFrame | None:
-    """C5's comparisons at one learning rate (``split_oracle.c5_table``) from ``profile``'s
-    committed split sweeps, when they hold every one of ``datasets``; None otherwise."""
+    """C5's comparisons at one learning rate from ``profile``'s committed split sweeps, when
+    they hold every one of ``datasets``; None otherwise."""
     committed = O.committed_scores(profile)
     if committed is None:
         return None
@@ -307,9 +301,8 @@ def committed_c5(profile: str, datasets) -> pd.DataFrame | None:
 
 
 def sizes_text(table: pd.DataFrame) -> str:
-    """The sizes a grid was run at, per dataset in the table's order: clients and training
-    examples over all clients (the median over runs), for a Result box's "tested at" ("training
-    examples" said once, after the first dataset)."""
+    """Per dataset, the median over runs of its clients and training examples: "Heart 4
+    clients, 600 training examples; Digits 5 clients, 1,400"."""
     train = table[(table["metric"] == "n_samples") & (table["split"] == "train")]
     per_run = (
         train.groupby(["dataset", "algorithm", "seed", "client"], sort=False)["value"]
@@ -326,8 +319,7 @@ def sizes_text(table: pd.DataFrame) -> str:
 
 
 def c3_block_table(table) -> pd.DataFrame:
-    """C3's test for the reader: each algorithm's mean macro-F1 rank over the (dataset, seed)
-    runs, best first, and Nemenyi's p against PLayer-FL ('–' where none was computed)."""
+    """Each algorithm's mean macro-F1 rank over the runs, best first; Nemenyi's p against it."""
     ranks = C.c3_rank_table(table, PLAYER)
     n = ranks.attrs["blocks"]
     return pd.DataFrame(
@@ -342,8 +334,7 @@ def c3_block_table(table) -> pd.DataFrame:
 
 
 def evidence_words(strength: str) -> str:
-    """A verdict's strength as the verdict list prints it: "weak evidence", and "no evidence"
-    for strength "none" ("none evidence" reads as a template's slip)."""
+    """ "weak evidence"; "no evidence" for strength "none"."""
     return "no evidence" if strength == "none" else f"{strength} evidence"
 
 
@@ -359,11 +350,8 @@ def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5,
     c4 = C.c4_fairness_and_ipr(table, PLAYER, profile=described)
     card = C.scorecard([c3, c4, c5])
     seeds = table.groupby("dataset")["seed"].nunique()
-    each = (
-        f"{seeds.iloc[0]} seeds each"
-        if seeds.nunique() == 1
-        else f"{seeds.min()}–{seeds.max()} seeds"
-    )
+    one = seeds.nunique() == 1
+    each = f"{seeds.iloc[0]} seeds each" if one else f"{seeds.min()}–{seeds.max()} seeds"
     out = {
         "grid_profile": described.replace(":", " profile,", 1),
         "grid_sizes": f"{profile} grid: {sizes_text(table)}; {each}",

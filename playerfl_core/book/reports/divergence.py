@@ -80,8 +80,7 @@ def cka_numbers(summary: pd.DataFrame, datasets) -> dict:
 
 
 def cka_matrix_caption(summary: pd.DataFrame, name: str) -> str:
-    """One line for the client × client figure: mean 1 − CKA of the first and last unit at the
-    end of Local training, and which diverges more."""
+    """Caption line of the client × client figure: 1 − CKA of the first and last unit."""
     n = cka_numbers(summary, [name])
     first, last = n[f"{name}_final_unit1"], n[f"{name}_final_last"]
     verdict = "the last unit separates the clients more" if last > first else (
@@ -95,9 +94,9 @@ def cka_matrix_caption(summary: pd.DataFrame, name: str) -> str:
 def cka_table(summary: pd.DataFrame) -> pd.DataFrame:
     """Mean 1 − CKA per (dataset, algorithm, stage) and unit depth."""
     cka = summary[summary["metric"] == "cka_dissimilarity"]
-    return cka.pivot_table(
-        index=["dataset", "algorithm", "stage"], columns="depth", values="mean", sort=False
-    ).round(4)  # the prose quotes the first unit to four decimals (0.0004, not 0.000)
+    index = ["dataset", "algorithm", "stage"]
+    wide = cka.pivot_table(index=index, columns="depth", values="mean", sort=False)
+    return wide.round(4)  # the prose quotes the first unit to four decimals (0.0004, not 0.000)
 
 
 def client_labels(table: pd.DataFrame, name: str) -> list[str]:
@@ -122,7 +121,8 @@ def _extremes(summary, metric, name, stage="first"):
         & (summary["dataset"] == name)
         & (summary["stage"] == stage)
         & (summary["algorithm"] == "local")
-    ].sort_values("depth")
+    ]
+    d = d.sort_values("depth")
     hi, lo = d.loc[d["mean"].idxmax()], d.loc[d["mean"].idxmin()]
     return f"{hi['unit']} (unit {hi['depth']} of {len(d)})", f"{lo['unit']} (unit {lo['depth']})"
 
@@ -161,9 +161,8 @@ def c1_lines(c1, trend: pd.DataFrame, agree: pd.DataFrame, rises: pd.DataFrame) 
     final = trend[(trend["algorithm"] == "local") & (trend["stage"] == "final")]
     final = final.set_index("dataset")
     agree_local = agree[agree["algorithm"] == "local"].set_index("dataset")
-    lines = [
-        f"**C1: {c1.verdict.verdict}** (evidence: {c1.verdict.strength}; {c1.verdict.reason})."
-    ]
+    v = c1.verdict
+    lines = [f"**C1: {v.verdict}** (evidence: {v.strength}; {v.reason})."]
     for part in c1.parts.itertuples():
         name = part.part
         r = rises[rises["dataset"] == name]
@@ -175,15 +174,13 @@ def c1_lines(c1, trend: pd.DataFrame, agree: pd.DataFrame, rises: pd.DataFrame) 
         text = (
             f"- {dataset_label(name)}: after one epoch mean ρ = {signed(part.estimate, 2)} over "
             f"{part.n} seeds, p = {p_value_text(part.p)} (Holm {p_value_text(part.p_holm)}): "
-            f"{part.verdict} "
-            f"({part.strength}); at the end of Local training mean ρ = "
+            f"{part.verdict} ({part.strength}); at the end of Local training mean ρ = "
             f"{signed(final.loc[name, 'rho_mean'], 2)} ({final.loc[name, 'verdict']}); "
-            "first-vs-final "
-            f"profile agreement mean ρ = {signed(agree_local.loc[name, 'rho_mean'], 2)} "
-            f"({agree_local.loc[name, 'verdict']}). "
+            f"first-vs-final profile agreement mean ρ = "
+            f"{signed(agree_local.loc[name, 'rho_mean'], 2)} ({agree_local.loc[name, 'verdict']}). "
         )
         text += (
-            "Non-rising neighbours: " + "; ".join(exceptions) + "."
+            f"Non-rising neighbours: {'; '.join(exceptions)}."
             if exceptions
             else "Divergence rises at every step in every seed."
         )

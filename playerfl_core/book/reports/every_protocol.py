@@ -1,13 +1,7 @@
-"""The answer under every protocol: one long table of what the book reports about the split rule
-(each federation's mean regret of the paper's rule, the rule's chosen split, claims R1 and R2)
-under each way of measuring it, read from the committed stores.
-
-A protocol is data (:class:`Protocol`): the studies of ``study.registry`` it reads, its
-evaluation sets, its learning-rate policy, whether it tests. :func:`headline` picks one value
-per quantity from the best protocol that measures it (largest evaluation sets, then each split at
-its own rate), so every page names the same number; the appendix shows how it moves. The
-sentences pages glue from it are :mod:`.protocol_sentences`.
-"""
+"""The answer under every protocol: one long table of the split rule's mean regret, chosen split
+and claims R1 and R2 under each way of measuring them (:class:`Protocol`), from the committed
+stores. :func:`headline` picks one value per quantity from the best protocol that measures it,
+so every page names the same number."""
 
 from __future__ import annotations
 
@@ -34,11 +28,9 @@ from playerfl_core.study.split_scores import interval, split_counts
 REGRET, SPLIT, CLAIM = "mean regret", "rule's split", "claim"
 COLUMNS = ["quantity", "federation", "protocol", "value", "lo", "hi", "verdict", "detail",
            "seeds", "applies", "runs", "cpu_hours"]  # fmt: skip
-"""One row per quantity, federation (the claim's name for a claim) and protocol. ``detail``: the
-splits per seed ("3×5, 4×5"), a mean regret's seeds ("seeds 0–29") or a claim's strength;
-``applies``: False where the protocol left the row as the book scores it (a federation without
-held-out images); ``runs`` and ``cpu_hours``: what the protocol's own runs cost (its stores'
-records)."""
+"""One row per quantity, federation (or claim) and protocol. ``detail``: the splits per seed, the
+seeds or a claim's strength; ``applies``: False where the protocol left the row as the book
+scores it; ``runs``, ``cpu_hours``: what the protocol's own runs cost."""
 
 
 @dataclass(frozen=True)
@@ -61,8 +53,7 @@ class Protocol:
     tests: bool = True
     """Whether it decides a verdict (enough seeds, a declared family)."""
     mean_test: str = MEAN_TEST
-    """The test of a mean regret against δ (``stats.split_verdicts.TESTS``); a protocol with
-    another test shows how the verdicts move with it, never a headline."""
+    """The test of a mean regret against δ; a protocol with another is never a headline."""
 
 
 BOOK = "book's sets"
@@ -116,8 +107,7 @@ BEST_FIRST = tuple(p.name for p in sorted((p for p in PROTOCOLS
 # -- reading each protocol's regrets (dataset, seed, p_rule, p_oracle, regret, applies) --------
 @dataclass
 class Stores:
-    """What every protocol reads: the standard archive's sweeps (long), the book's regrets of the
-    paper's rule on every swept federation, and the rule's splits."""
+    """What every protocol reads: the standard sweeps, the book's regrets and the rule's splits."""
 
     sweep: pd.DataFrame
     regrets: pd.DataFrame
@@ -125,8 +115,7 @@ class Stores:
 
 
 def read_stores() -> Stores | None:
-    """The standard archive's sweeps, the book's regrets and the rule's splits; None when the
-    sweeps are not committed."""
+    """:class:`Stores`; None when the standard sweeps are not committed."""
     sweep = O.load_sweeps(archive_dir("standard"))
     if sweep is None:
         return None
@@ -224,8 +213,7 @@ def _r2_verdicts(stores: Stores) -> dict[str, object]:
 
 
 def every_protocol() -> pd.DataFrame | None:
-    """The long table (:data:`COLUMNS`), rows in :data:`PROTOCOLS`' order; None when the
-    standard archive's sweeps are not committed."""
+    """The long table (:data:`COLUMNS`); None when the standard sweeps are not committed."""
     stores = read_stores()
     if stores is None:
         return None
@@ -244,8 +232,7 @@ def every_protocol() -> pd.DataFrame | None:
 
 
 def cost(p: Protocol) -> tuple[int, float]:
-    """(runs, CPU-seconds) of the protocol's own runs: the book's split sweeps in the standard
-    archive; the fair sweep's runs that archive lacks; each other study's store record."""
+    """(runs, CPU-seconds) of the protocol's own runs, from its stores' records."""
     if p.name in (BOOK, "own rates"):
         standard = read_manifest(archive_dir("standard"))
         if p.name == BOOK:
@@ -288,9 +275,7 @@ class Headline:
 
 
 def headline(quantity: str, federation: str, table: pd.DataFrame) -> Headline:
-    """``quantity`` (:data:`REGRET`, :data:`SPLIT` or :data:`CLAIM`) of ``federation`` (a
-    dataset name, or "R1"/"R2" for a claim) from the first protocol of :data:`BEST_FIRST` whose
-    change applies to it. Raises naming what the table holds when nothing measures it."""
+    """``quantity`` of ``federation`` (or "R1"/"R2") from the first protocol of BEST_FIRST."""
     rows = table[(table["quantity"] == quantity) & (table["federation"] == federation)]
     rows = rows[rows["applies"] & rows["protocol"].isin(BEST_FIRST)]
     if rows.empty:
@@ -315,10 +300,8 @@ def cell_text(row) -> str:
 
 
 def wide(table: pd.DataFrame, quantity: str, protocols=PROTOCOL_NAMES) -> pd.DataFrame:
-    """One quantity for a page, narrow enough for a phone: the federations (or claims) that one
-    of ``protocols`` other than the book's measures, as rows; those protocols as short columns
-    (``Protocol.short``); a blank where a protocol does not measure it. Claims come transposed: a
-    protocol per row."""
+    """One quantity for a page: the federations some protocol other than the book's measures, by
+    ``protocols`` as short columns (claims transposed: a protocol per row)."""
     t = table[(table["quantity"] == quantity) & table["applies"]]
     t = t[t["protocol"].isin(list(protocols))]
     others = set(t.loc[t["protocol"] != BOOK, "federation"])
@@ -336,9 +319,7 @@ def wide(table: pd.DataFrame, quantity: str, protocols=PROTOCOL_NAMES) -> pd.Dat
 
 
 def federation_order(name: str) -> tuple:
-    """Sort key of a federation's rows: by base, the base federation first, then label skew by
-    α as a number, then each kind of skew (its α forms after it), so "α = 1" comes before
-    "α = 10"."""
+    """Sort key of a federation: base, kind of skew, then α as a number ("α = 1" before "10")."""
     base, _, rest = str(name).partition("_")
     kind, _, alpha = rest.partition("alpha")
     try:
@@ -349,10 +330,7 @@ def federation_order(name: str) -> tuple:
 
 
 def notes(table: pd.DataFrame) -> str:
-    """Markdown, one paragraph per protocol: what changes, why it was run (its study's
-    declaration in ``study.registry``) and what its own runs cost, measured (its stores'
-    records). A protocol that reads an earlier one's runs says so instead: it has no runs of
-    its own."""
+    """Markdown, a paragraph per protocol: what changes, why, and what its own runs cost."""
     costs = table.groupby("protocol", sort=False)[["runs", "cpu_hours"]].first()
     paragraphs, runs_of = [], {}
     for p in PROTOCOLS:

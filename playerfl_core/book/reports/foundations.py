@@ -19,9 +19,8 @@ def per_client_scores(fd, config, algorithms=("local", "fedavg")) -> pd.DataFram
         run_federated(fd, get_algorithm(name), config).table()
         for name in tqdm(algorithms, desc="runs")
     ]
-    scores = client_scores(
-        pd.concat(runs, ignore_index=True), metric="macro_f1", split="test", selection="best_val"
-    )
+    runs = pd.concat(runs, ignore_index=True)
+    scores = client_scores(runs, metric="macro_f1", split="test", selection="best_val")
     scores["client_name"] = [fd.clients[i].name for i in scores["client"]]
     return scores.sort_values("client", kind="stable")
 
@@ -44,13 +43,12 @@ def algorithm_table(names=None) -> pd.DataFrame:
         "none" if pd.isna(k) else f"{hyperparameter_label(k)} = {_default_text(v)}"
         for k, v in zip(rows["key_hyperparameter"], rows["default"], strict=True)
     ]
-    table = rows.assign(algorithm=rows["algorithm"].map(algorithm_label)).rename(
-        columns={
-            "algorithm": "Algorithm",
-            "shares": "What a client shares",
-            "deploys": "What a client deploys",
-            "paper": "Paper",
-        }
-    )
+    names = {
+        "algorithm": "Algorithm",
+        "shares": "What a client shares",
+        "deploys": "What a client deploys",
+        "paper": "Paper",
+    }
+    table = rows.assign(algorithm=rows["algorithm"].map(algorithm_label)).rename(columns=names)
     columns = ["What a client shares", "What a client deploys", "key hyper-parameter (default)"]
     return table[["Algorithm", *columns, "Paper"]].set_index("Algorithm")

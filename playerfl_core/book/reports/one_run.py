@@ -17,9 +17,7 @@ from playerfl_core.study.run_store import RunSpec, code_fingerprint
 
 
 def split_table(sens: pd.DataFrame, splits: dict[str, int]) -> pd.DataFrame:
-    """Per dataset (display name): the split p, the federated units in order, and the relative
-    rise F_{p+1}/F_p − 1 of the server's profile at p (the one that set the split when it
-    exceeds t)."""
+    """Per dataset: the split p, the federated units, and the server's relative rise at p."""
     rows = []
     for name, p in splits.items():
         units = list(sens[sens["dataset"] == name]["unit"])
@@ -31,10 +29,8 @@ def split_table(sens: pd.DataFrame, splits: dict[str, int]) -> pd.DataFrame:
 
 
 def split_sentence(table: pd.DataFrame) -> str:
-    """Every dataset's split in one sentence, from :func:`split_table` ("On Fashion-MNIST the
-    rule federates the first three units (p = 3: layer1, layer2, layer3); on Heart, the first
-    unit (p = 1: fc1). Each client keeps the rest local."): the box's share of clients counts
-    every dataset's clients, so it names every dataset's split, not the first one's only."""
+    """Every dataset's split of :func:`split_table` in one sentence ("On Fashion-MNIST the rule
+    federates the first three units (p = 3: …); on Heart, the first unit (p = 1: fc1). …")."""
     parts = []
     for name, r in table.iterrows():
         units = f"p = {r['p']}: {r['federated units']}" if r["p"] else "p = 0"
@@ -50,9 +46,7 @@ def _rises(sens: pd.DataFrame, name: str):
 
 def close_calls(sens: pd.DataFrame, splits: dict[str, int], threshold: float,
                 margin: float = 0.25) -> str:  # fmt: skip
-    """One sentence: the datasets whose decision was close (a rise the rule looked at, l ≤ p,
-    within ``margin``·t of t, chapter 04's reading), so that one run's split is not read as
-    firm."""
+    """One sentence: the datasets whose decision was close (a rise within ``margin``·t of t)."""
     close = []
     for name, p in splits.items():
         rises = _rises(sens, name)[:p]
@@ -74,25 +68,24 @@ def close_calls(sens: pd.DataFrame, splits: dict[str, int], threshold: float,
 
 
 STABILITY = "04_does_the_rule_pick_the_right_split"
-"""The chapter whose section "Stability: how often does the rule change its mind?" counts the
-split over seeds (MyST ``{doc}`` target: :func:`close_calls` is glued as Markdown)."""
+"""The chapter that counts the split over seeds (:func:`close_calls` links it)."""
 
 
 def per_client_scores(results: pd.DataFrame, federations: dict) -> pd.DataFrame:
     """Each client's test macro-F1 at its best-validation round, with its name (long format)."""
     scores = client_scores(results, metric="macro_f1", split="test", selection="best_val")
     names = {(n, i): c.name for n, fd in federations.items() for i, c in enumerate(fd.clients)}
-    scores["client_name"] = [
-        names[k] for k in zip(scores["dataset"], scores["client"], strict=True)
-    ]
+    keys = zip(scores["dataset"], scores["client"], strict=True)
+    scores["client_name"] = [names[k] for k in keys]
     return scores.sort_values(["client"], kind="stable")
 
 
 def wide_scores(scores: pd.DataFrame, algorithms) -> pd.DataFrame:
     """(dataset, client) × algorithm, internal names (for comparisons)."""
-    return scores.pivot_table(
-        index=["dataset", "client_name"], columns="algorithm", values="value", sort=False
-    )[list(algorithms)]
+    index = ["dataset", "client_name"]
+    return scores.pivot_table(index=index, columns="algorithm", values="value", sort=False)[
+        list(algorithms)
+    ]
 
 
 def shown(wide: pd.DataFrame) -> pd.DataFrame:
@@ -112,8 +105,7 @@ def beats_both(wide: pd.DataFrame, method="playerfl", references=("local", "feda
 
 
 def gain_summary(wide: pd.DataFrame, wins: pd.Series) -> pd.DataFrame:
-    """Per dataset: mean score of each algorithm and the share of clients where PLayer-FL beats
-    both references (the incentivized participation rate)."""
+    """Per dataset: each algorithm's mean score, the share of clients where PLayer-FL beats both."""
     summary = wide.groupby(level="dataset", sort=False).mean()
     won = wins.groupby(level="dataset", sort=False)
     summary["clients where PLayer-FL beats both"] = [  # as the text gives the share: "3 of 5"
@@ -122,17 +114,10 @@ def gain_summary(wide: pd.DataFrame, wins: pd.Series) -> pd.DataFrame:
     return shown(summary)
 
 
-def committed_run(
-    dataset: str, algorithm: str, config, hyperparameters: dict, profile: str
-) -> pd.DataFrame | None:
-    """This exact run from the committed archive of ``profile`` (``stores/<profile>``), or None.
-
-    Float32 training differs in its last bits from one CPU to another, and one seed's per-client
-    scores amplify them (the share of clients PLayer-FL serves best moved by a client when this
-    chapter was trained with perturbed last bits). Read from the archive, the page shows the same
-    numbers on every machine. Only a run of exactly the archived configuration, with default
-    hyper-parameters, made by code checked to compute as today's, is read; anything else is
-    trained by the caller."""
+def committed_run(dataset: str, algorithm: str, config, hyperparameters: dict, profile: str):
+    """This exact run (archived configuration, default hyper-parameters, code that computes as
+    today's) from ``profile``'s committed archive, or None: one seed's per-client scores amplify
+    float32's last bits, which differ between CPUs, so the page reads them from the archive."""
     chosen = get_algorithm(algorithm, **hyperparameters)
     if chosen.hyperparameters() != chosen.defaults():
         return None

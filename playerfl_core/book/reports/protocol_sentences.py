@@ -1,21 +1,12 @@
-"""The sentences pages glue from the answer under every protocol (:mod:`.every_protocol`'s long
-table): a headline regret with its seeds and evaluation sets, a claim's verdict in words, what
-R1's verdicts rest on, and which verdicts each split's own rate moves. Computed, never typed, so
-every page says the same thing in the same words."""
+"""The sentences pages glue from :mod:`.every_protocol`'s table, the same on every page."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from playerfl_core.book.prose import listed
-from playerfl_core.book.reports.every_protocol import (
-    BOOK,
-    CLAIM,
-    PROTOCOLS,
-    REGRET,
-    headline,
-    protocol,
-)
+from playerfl_core.book.reports import every_protocol as EP
+from playerfl_core.book.reports.every_protocol import BOOK, CLAIM, REGRET, headline
 from playerfl_core.book.reports.tables import interval_text
 from playerfl_core.book.style import dataset_label
 from playerfl_core.stats.split_verdicts import VERDICT_WORDS
@@ -24,9 +15,8 @@ from playerfl_core.study.preregistration_plan import base_of, kind_of
 
 
 def sets_text(name: str) -> str:
-    """What protocol ``name`` scores on, in words: "2,000 validation and test images per
-    client", "each split at its own tuned rate", "the book's evaluation sets"."""
-    p = protocol(name)
+    """What protocol ``name`` scores on, in words ("2,000 test images per client", …)."""
+    p = EP.protocol(name)
     if p.val_images and p.test_images:
         return f"{p.val_images:,} validation and test images per client"
     if p.test_images:
@@ -35,9 +25,8 @@ def sets_text(name: str) -> str:
 
 
 def regret_text(table: pd.DataFrame | None, federation: str) -> str:
-    """A federation's headline mean regret as the intro prints it: "0.183 (seeds 0–29, 2,000
-    validation and test images per client)", the seeds named so that a value on other seeds is
-    not read as the same one; "not measured here" without the table or row."""
+    """A federation's headline mean regret with its seeds and sets: "0.183 (seeds 0–29, 2,000
+    validation and test images per client)"; "not measured here" without it."""
     if table is None or federation not in set(table["federation"]):
         return "not measured here"
     h = headline(REGRET, federation, table)
@@ -46,8 +35,7 @@ def regret_text(table: pd.DataFrame | None, federation: str) -> str:
 
 
 def claim_text(table: pd.DataFrame, claim: str) -> str:
-    """A claim's headline verdict as a sentence: "R2 is contradicted, with strong evidence, with
-    2,000 validation and test images per client." """
+    """A claim's headline verdict: "R2 is contradicted, with strong evidence, with 2,000 …"."""
     h = headline(CLAIM, claim, table)
     evidence = "no evidence" if h.detail == "none" else f"{h.detail} evidence"
     sets = sets_text(h.protocol)
@@ -56,38 +44,36 @@ def claim_text(table: pd.DataFrame, claim: str) -> str:
 
 
 def headline_lines(federations, table: pd.DataFrame) -> str:
-    """Markdown, one line per federation: its headline mean regret with that protocol's verdict
-    and the protocol in words ("each split at its own tuned rate" is not R1's test, which
-    shares one rate: the words keep a reader from taking its verdict for R1's)."""
+    """Markdown, a line per federation: its headline mean regret, verdict and protocol in words."""
     lines = []
     for d in federations:
         h = headline(REGRET, d, table)
-        shown = interval_text(h.value, h.lo, h.hi)
-        shown += f", {h.verdict}" if isinstance(h.verdict, str) else ""
-        lines.append(f"- {dataset_label(d)}: {shown} ({sets_text(h.protocol)})")
+        lines.append(f"- {dataset_label(d)}: {_shown(h)} ({sets_text(h.protocol)})")
     return "\n".join(lines)
 
 
+def _shown(h) -> str:
+    """A headline's value with its interval and verdict: "0.183 (0.137–0.201), beyond δ"."""
+    verdict = f", {h.verdict}" if isinstance(h.verdict, str) else ""
+    return interval_text(h.value, h.lo, h.hi) + verdict
+
+
 def largest(table: pd.DataFrame) -> str:
-    """The federation with the largest headline mean regret, with it and the sets it was scored
-    on in words: "Fashion-MNIST, rotated: 0.183 (…), beyond δ, on seeds 0–29 with 2,000
-    validation and test images per client"."""
+    """The federation with the largest headline mean regret: "Fashion-MNIST, rotated: 0.183 (…),
+    beyond δ, on seeds 0–29 with 2,000 validation and test images per client"."""
     feds = dict.fromkeys(table.loc[table["quantity"] == REGRET, "federation"])
     best = {d: headline(REGRET, d, table) for d in feds}
     worst = max(best, key=lambda d: best[d].value)
     h = best[worst]
-    shown = interval_text(h.value, h.lo, h.hi)
-    shown += f", {h.verdict}" if isinstance(h.verdict, str) else ""
     seeds = f"on {h.detail} " if h.detail else ""
     sets = sets_text(h.protocol)
     scored = f"{seeds}{'scored on' if sets.startswith('the') else 'with'} {sets}"
-    return f"{dataset_label(worst)}: {shown}, {scored}"
+    return f"{dataset_label(worst)}: {_shown(h)}, {scored}"
 
 
 def r1_parts(table: pd.DataFrame) -> str:
-    """What R1's verdicts rest on, from the headline protocol's parts (computed, not written):
-    where its "within δ" parts are and which validation sets chose their oracle, the kinds of
-    heterogeneity of its "beyond δ" parts, and the sizes every verdict was decided at."""
+    """What R1's verdicts rest on, from the headline protocol's parts: where the "within δ" ones
+    are and on which validation sets, the kinds of the "beyond δ" ones, and the sizes."""
     claim = headline(CLAIM, "R1", table).protocol
     parts = table[(table["quantity"] == REGRET) & (table["protocol"] == claim)]
     within = parts[parts["verdict"] == VERDICT_WORDS["oracle"]["supported"]]
@@ -122,7 +108,7 @@ def r1_parts(table: pd.DataFrame) -> str:
 def decided_at(table: pd.DataFrame) -> str:
     """At which sizes the table's verdicts were decided: "These verdicts were decided at the
     book's sizes (Fashion-MNIST: 400 images per client, width 0.25, 10 rounds)." """
-    decided = sorted({p.name for p in PROTOCOLS if p.new_size}
+    decided = sorted({p.name for p in EP.PROTOCOLS if p.new_size}
                      & set(table.loc[table["verdict"].notna(), "protocol"]))  # fmt: skip
     sizes = rungs.rung_sizes()["book"].removeprefix("book: ")
     also = f" and at {listed(decided)}" if decided else ""
@@ -130,9 +116,8 @@ def decided_at(table: pd.DataFrame) -> str:
 
 
 def own_rate_note(table: pd.DataFrame | None, where: str = "chapter 04") -> str:
-    """The sentence the scorecard's R1 adds: on which federations R1's verdict differs with each
-    split at its own tuned rate (both on the book's test sets: those runs were not rescored);
-    empty when the table lacks that protocol. ``where``: the page that shows both, if any."""
+    """The sentence the scorecard's R1 adds: where R1's verdict differs with each split at its
+    own tuned rate ("" without that protocol); ``where``: the page that shows both."""
     if table is None:
         return ""
     regrets = table[table["quantity"] == REGRET].set_index("federation")
@@ -142,10 +127,9 @@ def own_rate_note(table: pd.DataFrame | None, where: str = "chapter 04") -> str:
         return ""
     moved = [f"{dataset_label(d)} (from {book[d]} to {own[d]})"
              for d in book.index if d in own.index and book[d] != own[d]]  # fmt: skip
-    head = (
-        f"With every split trained at its own tuned rate ({len(own)} federations, on the book's "
-        f"test sets{'; ' + where if where else ''})"
-    )
+    where = f"; {where}" if where else ""
+    head = f"With every split trained at its own tuned rate ({len(own)} federations, on the book's "
+    head += f"test sets{where})"
     return (
-        f"{head}, the verdict moves on {listed(moved)}" if moved else f"{head} no verdict changes"
+        f"{head}, the verdict moves on {listed(moved)}" if moved else (f"{head} no verdict changes")
     )

@@ -1,7 +1,5 @@
-"""Tables, numbers and sentences of chapter 06 ("Reproduction report"): our grid beside the
-published tables, and the claims scorecard with the split study's evidence for it. The authors'
-evaluation choices that the chapter measures are computed in :mod:`.authors_choices`; their
-names are importable from here too, since the chapter reads every one as ``R.<name>``."""
+"""Chapter 06 ("Reproduction report"): our grid beside the published tables, and the claims
+scorecard. :mod:`.authors_choices`' names are importable from here (the chapter's ``R.<name>``)."""
 
 from __future__ import annotations
 
@@ -48,35 +46,25 @@ PAPER_ROUNDS = {"FMNIST": 100, "Heart": 20}
 """Rounds of the paper's runs (appendix §1.1), by the published tables' column names."""
 SIDE_BY_SIDE = (
     ("accuracy", 1, 1, "Accuracy (%)"),
-    (
-        "fairness_f1",
-        1e3,
-        1,
-        "Fairness: variance of client macro-F1 (×10³; the paper prints two significant digits)",
-    ),
+    ("fairness_f1", 1e3, 1,
+     "Fairness: variance of client macro-F1 (×10³; the paper prints two significant digits)"),
     ("ipr_f1", 1, 0, "IPR on macro-F1 (%)"),
-)
-"""The published tables shown beside ours: name, scale, decimals, title; IPR on macro-F1 only,
-the book's headline metric (the published IPR on accuracy and loss enter the Friedman
-orientations of section 2). Fairness is shown
-×10³ as in chapter 05: the paper prints it to two significant digits (9.0e-2, 3.0e-4), which
-one number of decimals can show for both datasets only at that scale (90.0, 0.3)."""
+)  # fmt: skip
+"""The published tables shown beside ours: name, scale, decimals, title. Fairness ×10³ (as in
+chapter 05) is the one scale at which one number of decimals shows both datasets' values."""
 
 
 def profile_sizes(datasets, profile: str) -> pd.DataFrame:
     """The profile's training settings per dataset, beside the paper's rounds."""
-    sizes = pd.DataFrame.from_dict(
-        {ds: training_settings(ds, profile) for ds in datasets}, orient="index"
-    )
+    settings = {ds: training_settings(ds, profile) for ds in datasets}
+    sizes = pd.DataFrame.from_dict(settings, orient="index")
     rounds = {ours: PAPER_ROUNDS.get(theirs, MISSING) for theirs, ours in P.paper_columns().items()}
     sizes["paper rounds (appendix §1.1)"] = [rounds.get(d, MISSING) for d in sizes.index]
     return sizes.rename(index=dataset_label)
 
 
 def scale_text(table: pd.DataFrame, dataset: str, profile: str) -> str:
-    """How large ``dataset`` runs in ``profile``, beside the paper where it says: clients and
-    training examples (from the runs), rounds (and the paper's), and the model's width when it
-    is not the full one; for a Result box's "tested at"."""
+    """How large ``dataset`` runs in ``profile``: clients, examples, rounds, width."""
     settings = training_settings(dataset, profile)
     rounds = {ours: PAPER_ROUNDS.get(theirs) for theirs, ours in P.paper_columns().items()}
     paper = rounds.get(dataset)
@@ -87,8 +75,7 @@ def scale_text(table: pd.DataFrame, dataset: str, profile: str) -> str:
 
 
 def our_tables(table: pd.DataFrame, order, n_boot: int) -> dict:
-    """Our medians of accuracy (%) and loss, fairness and IPR (%) per metric, algorithms ×
-    datasets, keyed like the published tables."""
+    """Our medians, fairness and IPR per metric (algorithms × datasets), keyed like the paper's."""
     ours = {
         "accuracy": 100 * M.to_wide(M.summarize(table, "accuracy", n_boot=n_boot), "median", order),
         "loss": M.to_wide(M.summarize(table, "loss", n_boot=n_boot), "median", order),
@@ -101,11 +88,8 @@ def our_tables(table: pd.DataFrame, order, n_boot: int) -> dict:
     return ours
 
 
-def side_by_side(
-    ours: dict, name: str, both, order, scale: float = 1, digits: int = 1
-) -> pd.DataFrame:
-    """Our table ``name`` and the published one (both × ``scale``, to ``digits`` decimals), per
-    dataset reported by both."""
+def side_by_side(ours: dict, name: str, both, order, scale: float = 1, digits: int = 1):
+    """Our table ``name`` beside the published one (× ``scale``, to ``digits`` decimals)."""
     theirs = P.published_wide(name)
     cols = {}
     for ds in both:
@@ -116,8 +100,7 @@ def side_by_side(
 
 
 def ordering_agreement(ours: dict, both) -> tuple[pd.DataFrame, dict]:
-    """Per dataset: Spearman ρ between our and the published accuracy medians, and PLayer-FL's
-    accuracy rank in both; glue values ``rho_<dataset>``."""
+    """Per dataset: Spearman ρ of our and the published accuracies, PLayer-FL's ranks; glue."""
     theirs = P.published_wide("accuracy")
     rho = {}
     for ds in both:
@@ -136,11 +119,8 @@ def ordering_agreement(ours: dict, both) -> tuple[pd.DataFrame, dict]:
 
 
 def profile_ranks(table: pd.DataFrame, profile: str, claims_profile: str, claims_datasets) -> str:
-    """PLayer-FL's mean rank of medians (each dataset's median over seeds ranked among the
-    algorithms, averaged over the datasets: the paper's summary) in this chapter's grid and in
-    the committed grid the scorecard's C3–C5 read, as one sentence that names each grid, its
-    seeds and how many algorithms it ranks: the two differ, and the page says so at the number.
-    """
+    """PLayer-FL's mean macro-F1 rank of medians in this chapter's grid and in the grid the
+    scorecard's C3–C5 read, as one sentence naming each grid and its seeds."""
 
     def rank(grid: pd.DataFrame, which: str) -> str:
         ranks = M.rank_table(M.to_wide(M.summarize(grid, "macro_f1", n_boot=200), "median"), True)
@@ -148,7 +128,7 @@ def profile_ranks(table: pd.DataFrame, profile: str, claims_profile: str, claims
         lead = (
             ""
             if best["holds"]
-            else f"; best {tied_text(best['best_others'])}, {best['best_other_rank']:.2f}"
+            else (f"; best {tied_text(best['best_others'])}, {best['best_other_rank']:.2f}")
         )
         seeds = C.describe_profile(which, grid).partition(", ")[2]
         return (
@@ -156,8 +136,7 @@ def profile_ranks(table: pd.DataFrame, profile: str, claims_profile: str, claims
             f"{{where}} {which} grid ({seeds})"
         )
 
-    names = [d.strip() for d in str(claims_datasets).split(",") if d.strip()]
-    claims = run_grid(names, "all", claims_profile, compute=False, progress=False).table
+    claims = _stored_grid(claims_datasets, claims_profile)
     here = rank(table, profile).replace("{where}", "this chapter's")
     there = rank(claims, claims_profile).replace("{where}", "chapter 05's")
     return f"PLayer-FL's mean macro-F1 rank of medians is {here}, and {there}"
@@ -167,12 +146,10 @@ def scorecard(
     datasets, profile, device, table, claims_profile, claims_datasets, metric_datasets="",
     metric_seeds=(0, 1, 2, 3, 4),
 ):  # fmt: skip
-    """Every claim the book tests, under its one decision rule: C1 and C2 from first-epoch
-    analytics of Local runs here; M1 (chapter 03a) from the averaging check on
-    ``metric_datasets`` here; C3–C5 from the grid of ``claims_profile`` (loaded, never
-    recomputed, when it is not this profile), C5 joined by the same-learning-rate comparison of
-    the profile's split sweeps (chapter 04); R1 (chapter 04) and R2 (chapter 04b) from the
-    committed sweeps and rules table. Claims whose evidence the profile lacks are left out."""
+    """Every claim the book tests: C1, C2 from first-epoch analytics of Local runs here; M1 from
+    the averaging check on ``metric_datasets``; C3–C5 from the stored grid of ``claims_profile``;
+    C5's one-rate part, R1 and R2 from the committed sweeps (:func:`split_evidence`). Claims
+    whose evidence the profile lacks are left out."""
     analytics = []
     for name in datasets:
         plan = S.analytics_plan(name, profile)
@@ -193,15 +170,14 @@ def scorecard(
     on_analytics = C.describe_profile(profile, analytics)
     evidence = table
     if claims_profile != profile:
-        names = [d.strip() for d in claims_datasets.split(",") if d.strip()]
-        evidence = run_grid(names, "all", claims_profile, compute=False, progress=False).table
+        evidence = _stored_grid(claims_datasets, claims_profile)
     on_grid = C.describe_profile(claims_profile, evidence)
-    split = split_evidence(claims_profile, [d.strip() for d in claims_datasets.split(",")])
+    split = split_evidence(claims_profile, _names(claims_datasets))
     claims = [
         C.c1_divergence_grows(analytics, profile=on_analytics),
         C.c2_sensitivity_tracks(analytics, profile=on_analytics),
     ]
-    metric_names = [d.strip() for d in str(metric_datasets).split(",") if d.strip()]
+    metric_names = _names(metric_datasets)
     if metric_names:
         _, profiles = averaging.measure(metric_names, list(metric_seeds), profile, device)
         on_metric = C.describe_profile(profile, profiles)
@@ -218,12 +194,20 @@ def scorecard(
     return C.scorecard(claims)
 
 
+def _names(datasets: str) -> list[str]:
+    """The dataset names of a comma-separated parameter."""
+    return [d.strip() for d in str(datasets).split(",") if d.strip()]
+
+
+def _stored_grid(datasets: str, profile: str) -> pd.DataFrame:
+    """The evaluation table of ``profile``'s stored grid on ``datasets`` (never computed)."""
+    return run_grid(_names(datasets), "all", profile, compute=False, progress=False).table
+
+
 def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> dict | None:
-    """The split study's claims from the committed sweeps of ``profile``: C5 at one learning
-    rate (per seed, on ``c5_datasets``: the federations of the claims' grid, as chapter 04
-    tests it; a heterogeneity federation is not the paper's setting), R1 over every swept
-    federation, and R2 from the pre-registered test when the rules table is committed; None when
-    the profile has no committed sweeps."""
+    """The split study's claims from ``profile``'s committed sweeps (None without them): C5 at one
+    learning rate on ``c5_datasets``, R1 over every swept federation, and R2 when the rules
+    table is committed."""
     committed = O.committed_scores(profile)
     if committed is None:
         return None
@@ -252,10 +236,7 @@ def split_evidence(profile: str, c5_datasets: Sequence[str] | None = None) -> di
 
 
 def _r1_claim(regrets: pd.DataFrame, profile: str):
-    """R1 from its one-rate family, its regrets on large evaluation sets where the committed
-    rescores hold them (2,000 test images per client, and as many validation images where the
-    validation rescore reached them: ``rescore.r1_family``). How the verdict moves under
-    other protocols is the appendix's table, not the card's."""
+    """R1 from its one-rate family, on the rescores' large evaluation sets where they reach."""
     family = rescore.r1_family(regrets)
     if family["rescored"].any():  # the scorecard's profile column says what R1's regrets are
         profile = f"{profile}; Fashion-MNIST regrets on {rescore.large_sets_text(family)}"

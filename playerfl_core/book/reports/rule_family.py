@@ -1,13 +1,6 @@
-"""Numbers, tables and sentences of chapter 04b ("Beyond the paper"): the split rules as a
-family, the pre-registered test on federations not used to design them, and their cost.
-
-Everything is read from two committed tables: the split sweeps (``stores/standard``) and the
-rules table of their replayed first epochs (``stores/rules/standard.parquet``). The study itself
-(:func:`analyse`, :class:`RuleStudy`, claim R2) is in :mod:`.rule_study`, the follow-up and
-confirmation tests' sentences in :mod:`.rule_follow_ups`; this module holds the chapter's
-answer (result box, details, advice), its glued numbers and its tables, and names the others'
-functions too, since the chapter and the appendix read them all as ``RF.<name>``.
-"""
+"""Chapter 04b's answer (result box, details, advice), glued numbers and tables of the split
+rules as a family, read from the committed sweeps and rules table. The study itself is in
+:mod:`.rule_study`; its names are importable from here, as the chapters read ``RF.<name>``."""
 
 from __future__ import annotations
 
@@ -38,9 +31,8 @@ from playerfl_core.study.rescore import TEST_PER_CLIENT, family_comparison
 
 # -- tables ---------------------------------------------------------------------------------------
 def rule_costs(models: dict[str, object]) -> pd.DataFrame:
-    """Per rule (and the probe) and base model: local epochs spent before the split is known
-    and what each client uploads to decide it, in kB (float32). ``models``: base → a model of
-    the base's architecture."""
+    """Per rule (and the probe) and base (``models``: base → a model): local epochs spent before
+    the split is known and each client's upload to decide it, in kB (float32)."""
     rows = []
     for base, model in models.items():
         sizes = unit_sizes(model)
@@ -50,34 +42,22 @@ def rule_costs(models: dict[str, object]) -> pd.DataFrame:
             numbers = n_units + n * len(set(needs) & {"params", "grads", "fisher"})
             rows.append((r["rule"], dataset_label(base), 1, _kb(4 * numbers)))
         # the probe: every split p trained for PROBE_ROUNDS rounds, uploading its prefix each time
-        prefix_sizes = np.cumsum([0, *sizes.values()])
-        rounds = P.PROBE_ROUNDS
-        rows.append(
-            (
-                R.PROBE,
-                dataset_label(base),
-                (n_units + 1) * rounds,
-                _kb(4 * rounds * float(prefix_sizes.sum())),
-            )  # fmt: skip
-        )
+        prefix_sizes, rounds = np.cumsum([0, *sizes.values()]), P.PROBE_ROUNDS
+        upload = _kb(4 * rounds * float(prefix_sizes.sum()))
+        rows.append((R.PROBE, dataset_label(base), (n_units + 1) * rounds, upload))
     out = pd.DataFrame(rows, columns=["rule", "federation", "local epochs", "upload (kB)"])
-    out = out.pivot_table(
-        index="rule", columns="federation", values=["local epochs", "upload (kB)"], sort=False
-    )
+    values = ["local epochs", "upload (kB)"]
+    out = out.pivot_table(index="rule", columns="federation", values=values, sort=False)
     return out.rename_axis(columns=[None, None])
 
 
 def _kb(n_bytes: float) -> float:
-    """Bytes in kB to three significant digits: the paper's rule uploads a few sensitivities,
-    0.02 kB (not 0.0), the probe 647 kB (not 646.992)."""
+    """Bytes in kB to three significant digits (0.02 kB, 647 kB)."""
     return float(f"{n_bytes / 1000:.3g}")
 
 
 def verdict_table(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Kinds × entries: the mean regret and the verdict's mark, as shown (the intervals are in
-    the regret figure and the glued lines; nine interval cells a row would not fit the page).
-    A set of one kind (a follow-up) is shown entries × kind: eight entry columns would not fit
-    the page either, and one row is read more easily as a column."""
+    """Kinds × entries: mean regret and verdict mark; a one-kind set transposed to fit the page."""
     cell = [f"{signed(r.mean)} {verdict_mark(r.verdict)}" for r in verdicts.itertuples()]
     shown = verdicts.assign(cell=cell).pivot(index="kind", columns="entry", values="cell")
     entries = list(dict.fromkeys(verdicts["entry"]))
@@ -92,8 +72,7 @@ def verdict_mark(verdict: str) -> str:
 
 
 def split_distribution(study: RuleStudy, entries) -> pd.DataFrame:
-    """Per federation and source (each entry's p and the oracle's): the count of seeds at
-    each p. Columns: dataset, role, kind, source, p, seeds."""
+    """Per federation and source (entries, oracle): dataset, role, kind, source, p, seeds at p."""
     reg = study.regrets
     parts = [
         reg[reg["entry"] == e][["dataset", "seed", "p_rule"]]
@@ -136,15 +115,14 @@ def numbers(study: RuleStudy) -> dict:
     n_feds = paper["dataset"].nunique()
     oracle_spread = paper.groupby("dataset")["p_oracle"].agg(["min", "max"])
     replay = study.replay
+    evaluation = study.regrets.query("role == 'evaluation'")
     return {
         "rule_headline": ("none of the rules" if not head else ", ".join(f"**{h}**" for h in head)),
         "rule_headline_count": len(head),
         "n_kinds": n_kinds,
-        "n_eval_feds": int(study.regrets.query("role == 'evaluation'")["dataset"].nunique()),
+        "n_eval_feds": int(evaluation["dataset"].nunique()),
         "n_dev_feds": int(study.regrets.query("role == 'development'")["dataset"].nunique()),
-        "n_eval_seeds": int(
-            study.regrets.query("role == 'evaluation'").groupby("dataset")["seed"].nunique().min()
-        ),  # fmt: skip
+        "n_eval_seeds": int(evaluation.groupby("dataset")["seed"].nunique().min()),
         "eval_lines": "\n".join(lines),
         "paper_fixed_feds": f"{int((moved == 1).sum())} of {n_feds}",
         "paper_modal_p": int(paper["p_rule"].mode().iloc[0]),
@@ -165,10 +143,8 @@ def numbers(study: RuleStudy) -> dict:
 
 
 def tuning_caption(tuning: pd.DataFrame) -> str:
-    """One line for the tuning figure: each rule's kept threshold and its mean development
-    regret, and the paper's t = 1 for comparison."""
-    best = tuning.sort_values(["rule", "regret", "threshold"]).groupby("rule", sort=False).head(1)
-    best = best.set_index("rule")
+    """Caption line of the tuning figure: each rule's kept threshold and regret, and t = 1's."""
+    best = _kept(tuning)
     best = best.loc[[r for r in P.GRIDS if r in best.index], ["threshold", "regret"]]
     kept = "; ".join(f"{rule_label(r)} {t:g} ({g:.4f})" for r, t, g in best.itertuples(name=None))
     paper_t1 = tuning.query("rule == 'paper' and threshold == 1.0")["regret"]
@@ -178,15 +154,20 @@ def tuning_caption(tuning: pd.DataFrame) -> str:
 
 def tuned_lines(tuning: pd.DataFrame) -> str:
     """Markdown, per rule: its kept threshold and mean development regret, by display name."""
-    best = tuning.sort_values(["rule", "regret", "threshold"]).groupby("rule", sort=False).head(1)
     paper_t1 = tuning.query("rule == 'paper' and threshold == 1.0")["regret"]
     out = [
         f"- {rule_label(r.rule)}: threshold {r.threshold:g}, mean development regret {r.regret:.4f}"
-        for r in best.set_index("rule").loc[list(P.GRIDS)].reset_index().itertuples()
+        for r in _kept(tuning).loc[list(P.GRIDS)].reset_index().itertuples()
     ]
     if len(paper_t1):
         out.append(f"- (the paper's t = 1 on the same federations: {paper_t1.iloc[0]:.4f})")
     return "\n".join(out)
+
+
+def _kept(tuning: pd.DataFrame) -> pd.DataFrame:
+    """Per rule, indexed by it, the tuning row kept: the smallest regret (then threshold)."""
+    best = tuning.sort_values(["rule", "regret", "threshold"]).groupby("rule", sort=False).head(1)
+    return best.set_index("rule")
 
 
 def _tally(verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -205,24 +186,25 @@ def _tally(verdicts: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def _probe() -> str:
+    """The validation probe's entry label."""
+    return next(e.label for e in P.ENTRIES if e.rule == R.PROBE)
+
+
 def _on(kind: str) -> str:
     """ "on the base federation", "on feature skew (rotate)"."""
     return f"on the {kind}" if kind == "base federation" else f"on {kind}"
 
 
 def _first_epoch_best(tally: pd.DataFrame) -> str:
-    """The first-epoch entry with the most kinds within δ (then fewest beyond, then the smallest
-    worst regret)."""
-    probe = [e.label for e in P.ENTRIES if e.rule == R.PROBE]
-    rest = tally.drop(index=probe, errors="ignore")
+    """The first-epoch entry with the most kinds within δ (then fewest beyond, smallest worst)."""
+    rest = tally.drop(index=[_probe()], errors="ignore")
     order = rest.assign(neg=-rest["within"]).sort_values(["neg", "beyond", "worst"])
     return str(order.index[0])
 
 
 def power_note(study: RuleStudy) -> str:
-    """What the declared design could decide: with n seeds the smallest two-sided p of either
-    test (Wilcoxon, the sign-flip test of the mean) is 2/2ⁿ, and Holm multiplies the smallest by
-    the number of tests."""
+    """What the declared design could decide: the smallest p (2/2ⁿ), Holm-adjusted, against α."""
     ev = study.evaluation
     m, n_min = len(ev), int(ev["n"].min())
     floor = m * 2 / 2**n_min
@@ -233,11 +215,9 @@ def power_note(study: RuleStudy) -> str:
     return (
         f"{decided} of the {m} (rule, kind) tests reached a decision. With {n_min} seeds the "
         f"smallest attainable p is 2/2{_superscript(n_min)} ≈ {p_value_text(2 / 2**n_min)}, "
-        "and Holm over "
-        f"{m} tests lifts it to {p_value_text(floor)} "
-        f"> {ALPHA:g}, the test level: a kind needs at least {needed} seeds before any verdict "
-        "is possible, "
-        f"which {decidable} of the {len(big)} kinds have."
+        f"and Holm over {m} tests lifts it to {p_value_text(floor)} > {ALPHA:g}, the test level: "
+        f"a kind needs at least {needed} seeds before any verdict is possible, which "
+        f"{decidable} of the {len(big)} kinds have."
     )
 
 
@@ -257,49 +237,36 @@ R2_ANSWER = {
 
 
 def evaluation_seeds() -> str:
-    """The evaluation set's seeds ("seeds 0–9"), said beside a mean regret so that it is not
-    read as the same federation's value on other seeds (chapter 04's, the confirmation's)."""
+    """The evaluation set's seeds ("seeds 0–9"), said beside a mean regret."""
     seeds = sorted({s for d in P.EVALUATION for s in P.seeds_of(d)})
     return f"seeds {seeds[0]}–{seeds[-1]}"
 
 
 def result_box(study: RuleStudy) -> str:
-    """The chapter's answer, student first: claim R2's verdict in one plain sentence, then why,
-    in three short sentences (Markdown with glossary links); :func:`result_details` holds the
-    rest."""
-    nums = numbers(study)
-    tally = _tally(study.evaluation)
-    probe = next(e.label for e in P.ENTRIES if e.rule == R.PROBE)
+    """The chapter's answer: claim R2's verdict in a plain sentence, then why (Markdown)."""
+    nums, tally, probe = numbers(study), _tally(study.evaluation), _probe()
     r2 = r2_claim(study)
     v = r2.verdict
     strength = f" ({v.strength} evidence)" if v.strength != "none" else ""
-    kinds = (
-        f" Of the first-epoch rules, {deciding_kinds(r2.parts)}."
-        if v.verdict == "contradicted"
-        else ""
-    )
+    contradicted = v.verdict == "contradicted"
+    kinds = f" Of the first-epoch rules, {deciding_kinds(r2.parts)}." if contradicted else ""
     return (
         f"**Claim R2 is {v.verdict}**{strength}: {R2_ANSWER[v.verdict]} (δ = {P.TOLERANCE:g} "
         f"macro-F1).\n\n"
         f"Why: the paper's rule picks p = {nums['paper_modal_p']} on every seed of "
         f"{nums['paper_fixed_feds']} federations, while the {{term}}`oracle split <oracle split>` "
         f"ranges over p = {nums['oracle_range']}.{kinds} The two-round validation probe, which "
-        f"trains every split first, has a largest mean regret of "
-        f"{tally.loc[probe, 'worst']:.3f} ({_on(tally.loc[probe, 'worst_kind'])})."
+        f"trains every split first, has a largest mean regret of {_worst(tally, probe, '{} ({})')}."
     )
 
 
 def result_details(study: RuleStudy) -> str:
-    """What the answer of :func:`result_box` rests on (Markdown, for a fold under it): how many
-    distinct rules the entries are, the entries never found beyond δ, the test-of-the-mean
-    correction and the larger test sets, each with what it changed."""
+    """What :func:`result_box` rests on (Markdown): the distinct rules, the entries never beyond
+    δ, and what the test-of-the-mean correction and the larger test sets changed."""
     re = P.reanalysis(study.book_regrets)  # the re-analysis's record, on the book's test sets
     verdicts = re if study.book is None else P.reanalysis(study.regrets)
-    never = [
-        e
-        for e, g in verdicts.groupby("entry", sort=False)
-        if not (g["verdict_mean"] == P.BEYOND).any()
-    ]
+    by_entry = verdicts.groupby("entry", sort=False)
+    never = [e for e, g in by_entry if not (g["verdict_mean"] == P.BEYOND).any()]
     distinct = distinct_text(study.regrets)
     return (
         f"- {distinct[0].upper()}{distinct[1:]}.\n"
@@ -312,23 +279,18 @@ def result_details(study: RuleStudy) -> str:
 
 
 def _rescore_sentence(study: RuleStudy) -> str:
-    """Where the regrets were scored: on 2,000 test images per client where the large-test
-    rescore reached them (and with every split and round chosen on 2,000 validation images where
-    the validation rescore did), with how many verdicts that changed (empty when nothing was
-    rescored)."""
+    """Where the regrets were scored and how many verdicts that changed; "" when not rescored."""
     if study.book is None:
         return ""
     comparison = family_comparison(study.book.regrets, study.regrets)
     n = f"{TEST_PER_CLIENT:,}"
-    where, sets = (
-        (f"scored on {n} test images per client (the tenth declaration)", "test sets")
-        if study.test_only is None
-        else (
+    where, sets = (f"scored on {n} test images per client (the tenth declaration)", "test sets")
+    if study.test_only is not None:
+        where = (
             f"chosen on {n} validation images and scored on {n} test images per client (the "
-            "tenth and eleventh declarations)",
-            "validation and test sets",
-        )  # fmt: skip
-    )
+            "tenth and eleventh declarations)"
+        )
+        sets = "validation and test sets"
     changed = int(comparison["changed"].sum())
     return (
         f" Fashion-MNIST's regrets are {where}: {changed} of the {len(comparison)} verdicts "
@@ -339,42 +301,32 @@ def _rescore_sentence(study: RuleStudy) -> str:
 def advice(study: RuleStudy) -> str:
     """What a practitioner should do, as the evaluation verdicts say it (Markdown list)."""
     tally = _tally(study.evaluation)
-    best = _first_epoch_best(tally)
-    probe = next(e.label for e in P.ENTRIES if e.rule == R.PROBE)
-    paper = P.ENTRIES[0].label
+    best, probe, paper = _first_epoch_best(tally), _probe(), P.ENTRIES[0].label
     ev = study.evaluation
-    lines = []
+    delta, dont = f"δ = {P.TOLERANCE:g}", "- Do not count on a first-epoch rule to find the split"
     if study.headline:
-        lines.append(
+        first = (
             f"- Use {' or '.join(study.headline)}: on the evaluation set its regret is within "
-            f"δ = {P.TOLERANCE:g} on every kind of heterogeneity."
+            f"{delta} on every kind of heterogeneity."
         )
     elif r2_verdict(study).verdict == "contradicted":
-        lines.append(
-            "- Do not count on a first-epoch rule to find the split: each was shown to be beyond "
-            f"δ = {P.TOLERANCE:g} on at least one kind of heterogeneity (the confirmation test)."
+        first = (
+            f"{dont}: each was shown to be beyond {delta} on at least one kind of "
+            "heterogeneity (the confirmation test)."
         )
     else:
-        lines.append(
-            "- Do not count on a first-epoch rule to find the split: none was shown to be within "
-            f"δ = {P.TOLERANCE:g} on every kind of the evaluation set."
-        )
+        first = f"{dont}: none was shown to be within {delta} on every kind of the evaluation set."
     bad = ev[(ev["entry"] == best) & (ev["verdict"] == P.BEYOND)]["kind"].tolist()
-    lines.append(
+    lines = [
+        first,
         f"- Among the first-epoch rules, {best} has the smallest largest mean regret on the "
-        f"evaluation set ({tally.loc[best, 'worst']:.3f}, {_on(tally.loc[best, 'worst_kind'])}; "
-        f"{int(tally.loc[best, 'within'])} of "
-        f"{int(tally.loc[best, 'kinds'])} kinds decided within δ)"
-        + (f"; it is beyond δ on {', '.join(bad)}." if bad else ".")
-    )
-    lines.append(
+        f"evaluation set ({_worst(tally, best)}; {_within(tally, best)} kinds decided within δ)"
+        + (f"; it is beyond δ on {', '.join(bad)}." if bad else "."),
         f"- If 2·(L+1) local epochs of probing are affordable, probe every split for two rounds "
         f"and choose on validation data: its largest mean regret on the evaluation set is "
-        f"{tally.loc[probe, 'worst']:.3f}, {_on(tally.loc[probe, 'worst_kind'])} "
-        f"({int(tally.loc[probe, 'within'])} of "
-        f"{int(tally.loc[probe, 'kinds'])} kinds decided within δ, "
-        f"{int(tally.loc[probe, 'beyond'])} beyond)."
-    )
+        f"{_worst(tally, probe)} ({_within(tally, probe)} kinds decided within δ, "
+        f"{int(tally.loc[probe, 'beyond'])} beyond).",
+    ]
     if study.added is not None:
         comp = P.curvature_comparison(study.regrets)
         n, same = int(comp["n"].sum()), int(comp["same_split"].sum())
@@ -388,9 +340,18 @@ def advice(study: RuleStudy) -> str:
             f"evaluation set and the follow-ups; {tail}"
         )
     lines.append(
-        f"- The paper's rule (t = 1) is decided within δ on {int(tally.loc[paper, 'within'])} of "
-        f"{int(tally.loc[paper, 'kinds'])} kinds of the evaluation set; its largest mean regret "
-        f"is {tally.loc[paper, 'worst']:.3f} ({evaluation_seeds()}), "
-        f"{_on(tally.loc[paper, 'worst_kind'])}."
+        f"- The paper's rule (t = 1) is decided within δ on {_within(tally, paper)} kinds of the "
+        f"evaluation set; its largest mean regret is {tally.loc[paper, 'worst']:.3f} "
+        f"({evaluation_seeds()}), {_on(tally.loc[paper, 'worst_kind'])}."
     )
     return "\n".join(lines)
+
+
+def _within(tally: pd.DataFrame, entry: str) -> str:
+    """ "3 of 5": an entry's kinds decided within δ, of its kinds."""
+    return f"{int(tally.loc[entry, 'within'])} of {int(tally.loc[entry, 'kinds'])}"
+
+
+def _worst(tally: pd.DataFrame, entry: str, form: str = "{}, {}") -> str:
+    """ "0.183, on feature skew (rotate)": an entry's largest mean regret and its kind."""
+    return form.format(f"{tally.loc[entry, 'worst']:.3f}", _on(tally.loc[entry, "worst_kind"]))

@@ -1,7 +1,5 @@
-"""The later declarations of chapter 04b's split-rule study, as the chapter and the
-pre-registration appendix write them: the follow-up tests (quantity skew, concept shift), the
-second-order rule in its own family, whether its curvature term lowers the regret, and the
-confirmation test on fresh seeds."""
+"""The later declarations of chapter 04b's split-rule study in sentences: the follow-up tests, the
+second-order rule in its own family, its curvature term, and the confirmation on fresh seeds."""
 
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ from playerfl_core.study.rescore import family_comparison
 
 
 def follow_up_lines(verdicts: pd.DataFrame | None, datasets=P.FOLLOW_UP) -> str:
-    """Markdown, per entry: a follow-up test's verdict on its kind with its mean regret,
-    interval, seeds and Holm-adjusted p (a sentence saying so when the sweeps lack it)."""
+    """Markdown, per entry: a follow-up test's verdict, mean regret, interval, seeds, Holm p."""
     if verdicts is None:
         return (
             "- The sweeps read here do not hold every declared seed of the follow-up's "
@@ -32,8 +29,7 @@ def follow_up_lines(verdicts: pd.DataFrame | None, datasets=P.FOLLOW_UP) -> str:
 
 
 def added_lines(study: RuleStudy) -> str:
-    """Markdown, per set: the second-order rule's verdicts in its own family (Holm over the
-    set's kinds), with its largest mean regret."""
+    """Markdown, per set: the second-order rule's verdicts in its own family, its largest regret."""
     if study.added is None:
         return "- The rules table read here has no rows of the second-order rule."
     lines = []
@@ -80,9 +76,8 @@ def follow_up_headline(
     verdicts: pd.DataFrame | None, kind: str = "quantity skew", added: pd.DataFrame | None = None
 ) -> str:
     """One sentence: which first-epoch entries a follow-up decided within δ on its kind (names
-    apart by semicolons: a name such as "paper, median pooling" holds a comma). ``added``: the
-    second-order rule's verdicts in its own family on the same set, counted with the others so
-    that every first-epoch rule is named."""
+    apart by semicolons: names hold commas); ``added``, the second-order rule's verdicts, are
+    counted with the others."""
     if verdicts is None:
         return f"The follow-up on {kind} is not computed in these sweeps."
     probe = [e.label for e in P.ENTRIES if e.rule == R.PROBE]
@@ -101,7 +96,8 @@ def follow_up_headline(
     if undecided == n:
         return (
             f"On {kind}, of the {n} first-epoch rules{aside}, none is within δ = "
-            f"{P.TOLERANCE:g} and none is decided beyond it: all {n} are undecided."
+            f"{P.TOLERANCE:g} and none is decided beyond it: all {n} are "
+            "undecided."
         )
 
     def group(names: list[str], what: str) -> str:
@@ -121,8 +117,8 @@ def follow_up_headline(
 
 
 def confirmation_lines(verdicts: pd.DataFrame | None) -> str:
-    """Markdown, per entry: the confirmation test's verdict on each of its two kinds, with the
-    mean regret, its interval and the Holm-adjusted p (a sentence saying so when absent)."""
+    """Markdown, per entry: the confirmation test's verdict on each of its kinds with the mean
+    regret, its interval and the Holm-adjusted p (or a sentence saying it is absent)."""
     if verdicts is None:
         return (
             f"- The sweeps read here do not hold seeds {P.CONFIRMATION_SEEDS[0]}–"
@@ -141,8 +137,7 @@ def confirmation_lines(verdicts: pd.DataFrame | None) -> str:
 
 
 def selection_text(study: RuleStudy) -> str:
-    """The confirmation test's selection as recomputed here: each kind and the entries whose
-    largest mean evaluation regret it holds (the confirmation reruns the kinds named here)."""
+    """The confirmation's selection, recomputed: each kind and the entries worst on it."""
     by_kind: dict[str, list[str]] = {}
     for entry, kind in P.worst_kinds(study.regrets).items():
         by_kind.setdefault(kind, []).append(entry)
@@ -150,8 +145,7 @@ def selection_text(study: RuleStudy) -> str:
 
 
 def confirmation_headline(study: RuleStudy) -> str:
-    """One sentence: how many first-epoch entries the confirmation found beyond δ somewhere,
-    and what that makes of claim R2 (the page links the scorecard after it: glued text cannot)."""
+    """One sentence: the first-epoch entries the confirmation found beyond δ, and R2's verdict."""
     v = study.confirmation
     if v is None:
         return "The confirmation test is not computed in these sweeps."
@@ -163,8 +157,10 @@ def confirmation_headline(study: RuleStudy) -> str:
     found = (
         f"every one of the {n} first-epoch entries is"
         if len(beyond) == n
-        else f"{len(beyond)} of the {n} first-epoch entries ({'; '.join(beyond.index) or 'none'})"
-        f" {'is' if len(beyond) == 1 else 'are'}"
+        else (
+            f"{len(beyond)} of the {n} first-epoch entries ({'; '.join(beyond.index) or 'none'})"
+            f" {'is' if len(beyond) == 1 else 'are'}"
+        )
     )
     k = int(within.sum())
     both = "none is" if not k else f"{k} of them {'is' if k == 1 else 'are'}"
@@ -177,10 +173,9 @@ def confirmation_headline(study: RuleStudy) -> str:
 
 
 def r2_tests(study) -> pd.DataFrame | None:
-    """Every test of R2's pre-registered families (family, rule, kind) under the three
-    evaluation protocols that rescored them: the seeds, how many were rescored, and per protocol
-    the mean regret with its verdict's mark (✓ within δ, ✗ beyond, ? undecided), one short cell
-    each for a phone. ``study``: ``rule_family.analyse``'s; None when nothing was rescored."""
+    """Every test of R2's declared families (family, rule, kind): seeds, how many rescored, and
+    per evaluation protocol the mean regret with its verdict's mark (✓, ✗, ?); None when
+    nothing was rescored."""
     if study.book is None:
         return None
     keys = ["family", "entry", "kind"]

@@ -1,8 +1,6 @@
-"""What the split-rule study's bottom line rests on: the federations of each set, how
-many distinct rules the entries are, which kinds decide claim R2, the fifth declaration's
-re-analysis (the test declared until then beside the test of the mean), the verdicts that differ
-only by their family's size, and which test sets each table's regrets were scored on. Reads a
-:class:`rule_study.RuleStudy`."""
+"""What the split-rule study's bottom line rests on: its sets, its distinct rules, the kinds that
+decide claim R2, the re-analysis, verdicts set apart only by family size, and how regrets were
+scored. Reads a :class:`rule_study.RuleStudy`."""
 
 from __future__ import annotations
 
@@ -10,7 +8,7 @@ import pandas as pd
 
 from data_prep.preregistered import LADDER
 from playerfl_core.book.prose import seed_span
-from playerfl_core.book.reports.tables import p_text, signed
+from playerfl_core.book.reports.table_text import and_list, p_text, signed
 from playerfl_core.book.style import dataset_label, set_label
 from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.stats.split_verdicts import TOLERANCE
@@ -26,8 +24,7 @@ SAME_RULE = 0.95
 
 
 def plan_table() -> pd.DataFrame:
-    """The federations of the study, as shown: per federation (the confirmation test's with its
-    fresh seeds), its set by display name (``style.set_label``), kind of heterogeneity and seeds."""
+    """Per federation of the study (the confirmation's with its fresh seeds): set, kind, seeds."""
     rows = [(dataset_label(d), P.role_of(d), P.kind_of(d), len(P.seeds_of(d)))
             for d in [*P.DEVELOPMENT, *P.EVALUATION, *P.FOLLOW_UP, *P.FOLLOW_UP_2]]  # fmt: skip
     fresh = f"seeds {P.CONFIRMATION_SEEDS[0]}–{P.CONFIRMATION_SEEDS[-1]}"
@@ -38,16 +35,14 @@ def plan_table() -> pd.DataFrame:
 
 
 def distinct_rules(regrets: pd.DataFrame) -> list[tuple[str, list[tuple[str, float]]]]:
-    """The first-epoch entries grouped by the splits they choose on the tested sets' seeds: an
-    entry joins the first group whose leader chooses its split on ≥ :data:`SAME_RULE` of the
-    seeds both were computed on. Returns (leader, [(entry, share of seeds agreeing)])."""
-    part = regrets[regrets["role"].isin(TESTED) & regrets["entry"].isin(P.FIRST_EPOCH)]
-    wide = part.pivot_table(index=["dataset", "lr", "seed"], columns="entry", values="p_rule")
+    """The first-epoch entries grouped by the splits they choose on the tested seeds: an entry
+    joins the first group whose leader agrees with it on ≥ :data:`SAME_RULE` of their common
+    seeds. Returns (leader, [(entry, share of seeds agreeing)])."""
+    wide = _tested_splits(regrets)
     groups: list[tuple[str, list[tuple[str, float]]]] = []
     for entry in [e for e in P.FIRST_EPOCH if e in wide.columns]:
         for leader, members in groups:
-            both = wide[[leader, entry]].dropna()
-            share = float((both[leader] == both[entry]).mean())
+            share = _agreement(wide, leader, entry)
             if share >= SAME_RULE:
                 members.append((entry, share))
                 break
@@ -56,11 +51,21 @@ def distinct_rules(regrets: pd.DataFrame) -> list[tuple[str, list[tuple[str, flo
     return groups
 
 
+def _tested_splits(regrets: pd.DataFrame) -> pd.DataFrame:
+    """The split each first-epoch entry chooses, per tested (dataset, lr, seed)."""
+    part = regrets[regrets["role"].isin(TESTED) & regrets["entry"].isin(P.FIRST_EPOCH)]
+    return part.pivot_table(index=["dataset", "lr", "seed"], columns="entry", values="p_rule")
+
+
+def _agreement(wide: pd.DataFrame, a: str, b: str) -> float:
+    """The share of the seeds both entries were computed on where they choose the same split."""
+    both = wide[[a, b]].dropna()
+    return float((both[a] == both[b]).mean())
+
+
 def distinct_text(regrets: pd.DataFrame) -> str:
     """ "the 7 first-epoch rules tested are 5 distinct rules on the tested seeds: “a”; “b” (with
-    “c”, the same split on ≥ 95% of seeds); …": every group of :func:`distinct_rules` by its
-    first entry, with the entries that pick its split on nearly every seed and the share of
-    seeds they agree on."""
+    “c”: the same split on ≥ 95% of seeds); …", from :func:`distinct_rules`."""
     groups = distinct_rules(regrets)
     named = []
     for leader, members in groups:
@@ -68,8 +73,7 @@ def distinct_text(regrets: pd.DataFrame) -> str:
         text = f"“{leader}”"  # labels hold commas: quoted, they read
         if others:
             low = min(s for _, s in others)
-            names = [f"“{e}”" for e, _ in others]
-            together = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+            together = and_list([f"“{e}”" for e, _ in others])
             text += f" (with {together}: the same split on ≥ {low:.0%} of seeds)"
         named.append(text)
     n = sum(len(m) for _, m in groups)
@@ -80,16 +84,11 @@ def distinct_text(regrets: pd.DataFrame) -> str:
 
 
 def paper_forms_agreement(regrets: pd.DataFrame) -> str:
-    """ "81–95 %": the range, over the paper's other forms (its tuned threshold and poolings), of
-    the share of the tested seeds on which a form picks the split the paper's rule (t = 1)
-    picks; why their lines in a figure lie almost on one another."""
-    part = regrets[regrets["role"].isin(TESTED) & regrets["entry"].isin(P.FIRST_EPOCH)]
-    wide = part.pivot_table(index=["dataset", "lr", "seed"], columns="entry", values="p_rule")
+    """ "81–95 %": over the paper's other forms (tuned threshold, poolings), the range of the share
+    of tested seeds on which a form picks the paper's rule's split."""
+    wide = _tested_splits(regrets)
     paper, *forms = [e.label for e in P.ENTRIES if e.rule.startswith("paper")]
-    shares = []
-    for form in (f for f in forms if f in wide.columns):
-        both = wide[[paper, form]].dropna()
-        shares.append(float((both[paper] == both[form]).mean()))
+    shares = [_agreement(wide, paper, form) for form in forms if form in wide.columns]
     low, high = min(shares), max(shares)
     return f"{low:.0%}" if round(low, 2) == round(high, 2) else f"{low:.0%}–{high:.0%}"
 
@@ -97,76 +96,76 @@ def paper_forms_agreement(regrets: pd.DataFrame) -> str:
 def deciding_kinds(parts: pd.DataFrame) -> str:
     """Where R2's first-epoch entries are beyond δ (R2's parts: part, kind, verdict): the kinds
     where every entry is, which decide R2 alone; else each kind with its count, most first."""
-    first = parts[parts["part"].isin(P.FIRST_EPOCH)]
-    n = first["part"].nunique()
-    beyond = first[first["verdict"] == P.BEYOND]
-    counts = beyond.groupby("kind")["part"].nunique().sort_values(ascending=False, kind="stable")
+    n, counts = _beyond_counts(parts)
+    counts = counts.sort_values(ascending=False, kind="stable")
     every = [_named(k) for k, c in counts.items() if c == n]
     if every:
         return f"every one is beyond δ on {' and on '.join(every)}, which decides R2 alone"
     return "beyond δ on " + "; ".join(f"{_named(kind)} ({k} of {n})" for kind, k in counts.items())
 
 
-def _named(kind: str) -> str:
-    """A confirmation kind with its federation and seeds ("… (confirmation: rotated
-    Fashion-MNIST, seeds 10–29)"); other kinds as they are."""
+def _beyond_counts(parts: pd.DataFrame) -> tuple[int, pd.Series]:
+    """How many first-epoch entries R2's parts hold, and per kind how many are beyond δ."""
+    first = parts[parts["part"].isin(P.FIRST_EPOCH)]
+    beyond = first[first["verdict"] == P.BEYOND]
+    return first["part"].nunique(), beyond.groupby("kind")["part"].nunique()
+
+
+def _confirmed(kind: str) -> tuple[str, str, str] | None:
+    """A confirmation kind's base kind, federations and fresh seeds; None for other kinds."""
     base, sep, _ = kind.rpartition(" (confirmation)")
     if not sep:
+        return None
+    feds = ", ".join(dataset_label(d) for d in P.CONFIRMATION if P.kind_of(d) == base)
+    return base, feds, f"{P.CONFIRMATION_SEEDS[0]}–{P.CONFIRMATION_SEEDS[-1]}"
+
+
+def _named(kind: str) -> str:
+    """ "… (confirmation: Fashion-MNIST, rotated, seeds 10–29)"; other kinds as they are."""
+    if (confirmed := _confirmed(kind)) is None:
         return kind
-    feds = [dataset_label(d) for d in P.CONFIRMATION if P.kind_of(d) == base]
-    seeds = f"seeds {P.CONFIRMATION_SEEDS[0]}–{P.CONFIRMATION_SEEDS[-1]}"
-    return f"{base} (confirmation: {', '.join(feds)}, {seeds})"
+    base, feds, seeds = confirmed
+    return f"{base} (confirmation: {feds}, seeds {seeds})"
+
+
+def _plain_kind(kind: str) -> str:
+    """ "Fashion-MNIST, rotated (feature skew), confirmed on fresh seeds 10–29"; else the kind."""
+    if (confirmed := _confirmed(kind)) is None:
+        return kind
+    base, feds, seeds = confirmed
+    return f"{feds} ({base.split(' (')[0]}), confirmed on fresh seeds {seeds}"
 
 
 def r2_scope(study, claim) -> str:
-    """The reason for claim R2's verdict, plain and short (``claim``: R2 as
-    :func:`rule_study.r2_claim` computes it): first where every first-epoch rule is beyond δ (a
-    confirmed kind with its federation and fresh seeds), else the verdict's own reason and the
-    kinds; then how many distinct rules the entries are, and the deciding federation's regret
-    beyond the book's sizes."""
-    first = claim.parts[claim.parts["part"].isin(P.FIRST_EPOCH)]
-    n = first["part"].nunique()
-    beyond = first[first["verdict"] == P.BEYOND].groupby("kind")["part"].nunique()
+    """The reason for claim R2's verdict (``claim``: :func:`rule_study.r2_claim`), plain and
+    short: where every first-epoch rule is beyond δ (else the verdict's reason), how many
+    distinct rules they are, and the deciding federation's regret beyond the book's sizes."""
+    n, beyond = _beyond_counts(claim.parts)
     every = [_plain_kind(k) for k, c in beyond.items() if c == n]
     if every:
         lead = f"Every first-epoch rule is beyond δ on {' and on '.join(every)}"
     else:
         lead = f"{claim.verdict.reason}: {deciding_kinds(claim.parts)}"
     groups = distinct_rules(study.regrets)
-    same = (
+    same = len(groups) < n and (
         f"the {n} rules tested are {len(groups)} distinct ones (some pick the same split on "
         f"≥ {SAME_RULE:.0%} of seeds)"
-        if len(groups) < n
-        else ""
     )
     parts = (lead, same, scale_text())
     return ". ".join(p[0].upper() + p[1:] for p in parts if p)
 
 
-def _plain_kind(kind: str) -> str:
-    """A kind where R2 is decided, in plain words: a confirmed kind by its federation and fresh
-    seeds ("Fashion-MNIST, rotated (feature skew), confirmed on fresh seeds 10–29"); other
-    kinds as they are."""
-    base, sep, _ = kind.rpartition(" (confirmation)")
-    if not sep:
-        return kind
-    feds = [dataset_label(d) for d in P.CONFIRMATION if P.kind_of(d) == base]
-    seeds = f"{P.CONFIRMATION_SEEDS[0]}–{P.CONFIRMATION_SEEDS[-1]}"
-    return f"{', '.join(feds)} ({base.split(' (')[0]}), confirmed on fresh seeds {seeds}"
-
-
 def scale_text(dataset: str | None = None) -> str:
-    """Where R2's deciding federation (default: the ladder's last, ``preregistered.LADDER``) was
-    also run beyond the book's sizes (chapter 04's committed rungs): the paper's rule's mean
-    regret there, rung by rung, with the seeds it averages; "" when neither rung is committed."""
+    """The paper's rule's mean regret on R2's deciding federation (default the ladder's last) in
+    each committed rung beyond the book's sizes, with its seeds; "" when neither is committed."""
     dataset = dataset or LADDER[-1]
     parts = []
     for name, words in (
         ("eval_rung", "with 2,000 validation and 2,000 test images per client"),
         (
             "middle_rung",
-            "when each client trains on 1,000 images with the CNN at half width (too few seeds "
-            "for a test)",
+            "when each client trains on 1,000 images with the CNN at half width (too "
+            "few seeds for a test)",
         ),
     ):
         committed = rungs.load(name)
@@ -188,6 +187,11 @@ def reanalysis_table(re: pd.DataFrame) -> pd.DataFrame:
     """The verdicts the test of the mean changed (``preregistration.reanalysis`` rows), as shown:
     family, rule, kind, mean regret, seeds, and both tests' verdict and Holm-adjusted p."""
     moved = re[re["changed"]]
+
+    def verdicts(test):
+        pairs = zip(moved[f"verdict_{test}"], moved[f"p_holm_{test}"], strict=True)
+        return [f"{v}, p {p_text(p)}" for v, p in pairs]
+
     return pd.DataFrame(
         {
             "family": moved["family"].map(set_label),
@@ -195,14 +199,8 @@ def reanalysis_table(re: pd.DataFrame) -> pd.DataFrame:
             "kind": moved["kind"],
             "mean regret": [signed(m) for m in moved["mean"]],
             "seeds": moved["n"],
-            "Wilcoxon (declared)": [
-                f"{v}, p {p_text(p)}"
-                for v, p in zip(moved["verdict_wilcoxon"], moved["p_holm_wilcoxon"], strict=True)
-            ],
-            "test of the mean": [
-                f"{v}, p {p_text(p)}"
-                for v, p in zip(moved["verdict_mean"], moved["p_holm_mean"], strict=True)
-            ],
+            "Wilcoxon (declared)": verdicts("wilcoxon"),
+            "test of the mean": verdicts("mean"),
         }
     ).set_index(["family", "rule"])
 
@@ -213,12 +211,11 @@ def reanalysis_lines(re: pd.DataFrame) -> str:
     for family, g in re.groupby("family", sort=False):
         moved = g[g["changed"]]
         what = (
-            "none changed"
-            if moved.empty
-            else "; ".join(
+            "; ".join(
                 f"{r.entry} on {r.kind}: from {r.verdict_wilcoxon} to **{r.verdict_mean}**"
                 for r in moved.itertuples()
             )
+            or "none changed"
         )
         tests = "1 test" if len(g) == 1 else f"{len(g)} tests"
         lines.append(f"- {set_label(family)} ({tests}): {what}.")
@@ -232,8 +229,7 @@ def reanalysis_count(re: pd.DataFrame) -> str:
 
 # -- one regret, two verdicts ----------------------------------------------------------------------
 def _families(study) -> list[tuple[str, str, pd.DataFrame]]:
-    """The declared families of :data:`preregistration.FAMILIES` the study holds: (name, set,
-    verdicts)."""
+    """The declared families the study holds: (name, set, verdicts)."""
     sets = {
         "evaluation": study.evaluation,
         "follow-up": study.follow_up,
@@ -249,10 +245,10 @@ def _families(study) -> list[tuple[str, str, pd.DataFrame]]:
 
 
 def same_regret_pairs(study, sets=None) -> pd.DataFrame:
-    """Pairs of entries of two declared families of one set (``sets``: default every tested
-    one) whose regrets on a kind are equal seed by seed but whose verdicts differ: the same test,
-    so only the families' sizes (Holm's adjustment) set them apart. Columns: set, kind, seeds,
-    and per side (``_a`` the smaller family) entry, tests, p, p_holm, verdict."""
+    """Pairs of entries of two declared families of one set (``sets``, default every tested one)
+    with equal regrets seed by seed but different verdicts (only Holm's family sizes differ).
+    Columns: set, kind, seeds, and per side (``_a`` the smaller family) entry, tests, p, p_holm,
+    verdict."""
     keys = ["kind", "dataset", "lr", "seed"]
     families = [f for f in _families(study) if sets is None or f[1] in sets]
     out = []
@@ -276,23 +272,19 @@ def same_regret_pairs(study, sets=None) -> pd.DataFrame:
 
 
 def family_size_note(study, sets=None, plain: bool = False) -> str:
-    """One sentence per pair of entries and families of :func:`same_regret_pairs` (the
-    second-order cost in its own family against the first-order cost with Holm over the first
-    seven entries): their regrets and test are the same, their verdicts differ only by the
-    families' sizes, which a reader must not take for a finding; "" when no pair is. ``plain``:
-    in words for a main-path page (how many tests Holm adjusts over, not "family")."""
+    """One sentence per pair of :func:`same_regret_pairs`: same regrets and test, verdicts set
+    apart only by the families' sizes; "" when no pair is. ``plain``: words for a main-path page
+    (how many tests Holm adjusts over, not "family")."""
     pairs = same_regret_pairs(study, sets)
     group = ["set", "entry_a", "tests_a", "verdict_a", "entry_b", "tests_b", "verdict_b"]
     notes = []
     for (role, a, ma, va, b, mb, vb), g in pairs.groupby(group, sort=False):
-        kinds = list(g["kind"])
-        kinds = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} and {kinds[-1]}"
+        kinds = and_list(list(g["kind"]))
         where = {"evaluation": "the evaluation set", P.CONFIRMING: "the confirmation test"}
-        first, second, why = (
-            (_tests(ma), _tests(mb), "how many tests Holm's adjustment counts")
-            if plain
-            else (_family_words(ma), f"a family of {mb}", "the size of the families")
-        )  # fmt: skip
+        if plain:
+            first, second, why = _tests(ma), _tests(mb), "how many tests Holm's adjustment counts"
+        else:
+            first, second, why = _family_words(ma), f"a family of {mb}", "the size of the families"
         notes.append(
             f"On {kinds} ({where.get(role, f'the {set_label(role)}')}), “{a}” and “{b}” have "
             f"the same regret on every seed, so the same p before adjustment "
@@ -321,8 +313,7 @@ def _family_words(m: int) -> str:
 def scoring_text(study, role: str, record: bool = True) -> str:
     """Which test sets a set's regrets were scored on, per base federation, for its table's
     caption ("Regrets scored: Fashion-MNIST on 2,000 test images per client (the tenth
-    declaration); Digits on the book's test sets."): each table says it, not a later caption.
-    Without ``record``, the pre-registration's names are left out (for a main-path page)."""
+    declaration); Digits on the book's test sets."); without ``record``, no declaration named."""
     keys = ["dataset", "lr", "seed", "entry"]
     rows = study.regrets[study.regrets["role"] == role][[*keys, "rescored"]]
     if study.test_only is not None:  # the validation rescore's rows are those its store replaced
@@ -334,27 +325,19 @@ def scoring_text(study, role: str, record: bool = True) -> str:
     words = {level: _scored(level, record) for level in range(3)}
     by_base = rows.assign(base=rows["dataset"].map(P.base_of), level=level.to_numpy())
     merged: dict[str, list[str]] = {}
-    order = (
-        by_base.groupby("base", sort=False)["level"]
-        .max()
-        .sort_values(ascending=False, kind="stable")
-    )
-    for base in order.index:
+    order = by_base.groupby("base", sort=False)["level"].max()
+    for base in order.sort_values(ascending=False, kind="stable").index:
         counts = by_base.loc[by_base["base"] == base, "level"].value_counts().sort_index()[::-1]
-        what = (
-            words[int(counts.index[0])]
-            if len(counts) == 1
-            else ", ".join(f"{int(c)} {words[int(lv)]}" for lv, c in counts.items())
-        )
+        what = ", ".join(f"{int(c)} {words[int(lv)]}" for lv, c in counts.items())
+        what = words[int(counts.index[0])] if len(counts) == 1 else what
         merged.setdefault(what, []).append(dataset_label(base))
     text = "; ".join(f"{' and '.join(labels)} {what}" for what, labels in merged.items())
     return f"Regrets scored: {text}."
 
 
 def _scored(level: int, record: bool = True) -> str:
-    """How a regret was scored: 0 the book's test sets, 1 the large-test rescore's 2,000 test
-    images per client, 2 the validation rescore's 2,000 validation and test images; with
-    ``record``, the pre-registration's name of the rescore."""
+    """How a regret was scored: 0 the book's test sets, 1 the large-test rescore, 2 the validation
+    rescore; with ``record``, the declaration that made it."""
     n = f"{TEST_PER_CLIENT:,}"
     names = ("", " (the tenth declaration)", " (the eleventh declaration)") if record else ("",) * 3
     return (
@@ -365,10 +348,9 @@ def _scored(level: int, record: bool = True) -> str:
 
 
 def disclosed_regret_text(study) -> str:
-    """The paper's rule's mean regret on the Fashion-MNIST base federation, which the fifth
-    declaration discloses as seen before the test: on the book's test sets, the only scoring then,
-    and beside it the value the evaluation table reads now (rescored), so the two are not read as
-    one number that changed."""
+    """The paper's rule's mean regret on the Fashion-MNIST base federation that the fifth
+    declaration disclosed (on the book's test sets), beside the rescored value the evaluation
+    table reads now."""
 
     def mean(verdicts) -> str:
         row = verdicts[(verdicts["entry"] == P.ENTRIES[0].label)

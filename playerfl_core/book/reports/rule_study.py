@@ -1,6 +1,5 @@
 """The split-rule study of chapter 04b as data: the committed rules table, the pre-registered
-analysis of the split sweeps (:func:`analyse`, one :class:`RuleStudy`) and claim R2 as the
-declarations decide it. The chapter's sentences and tables read the study from here."""
+analysis of the sweeps (:func:`analyse`, a :class:`RuleStudy`) and claim R2."""
 
 from __future__ import annotations
 
@@ -32,28 +31,19 @@ class RuleStudy:
     development: pd.DataFrame
     tuning: pd.DataFrame
     replay: pd.DataFrame
-    """Per seed: the paper's split from the replayed first epoch and the one the sweep
-    recorded when it ran (:func:`~playerfl_core.study.split_rules_table.check_replay`)."""
+    """Per seed: the paper's split from the replayed first epoch and the one the sweep recorded."""
     follow_up: pd.DataFrame | None = None
-    """The follow-up test's verdicts (quantity skew, declared later); None while its
-    federations are not in the sweeps and the rules table."""
+    """The follow-up test's verdicts (quantity skew); None while not in the tables."""
     second_follow_up: pd.DataFrame | None = None
-    """The second follow-up's verdicts (concept shift, every entry); None while absent."""
+    """The second follow-up's verdicts (concept shift); None while absent."""
     added: dict[str, pd.DataFrame] | None = None
-    """Per set (development, evaluation, follow-up): the verdicts of the third declaration's
-    entries (the second-order rule) in a family of their own; None while the rules table has
-    no rows of them."""
+    """Per set: the second-order rule's verdicts in a family of their own; None while absent."""
     confirmation: pd.DataFrame | None = None
-    """The confirmation test's verdicts (fresh seeds of the evaluation federations where the
-    rules failed worst); None while its seeds are not in the sweeps and the table."""
+    """The confirmation test's verdicts (fresh seeds); None while absent."""
     book: RuleStudy | None = None
-    """The same study with every regret on the book's test sets, when the rescore on 2,000 test
-    images per client replaced any of :attr:`regrets` (their ``rescored`` column says which); None
-    otherwise."""
+    """The same study on the book's test sets, when a rescore replaced any of :attr:`regrets`."""
     test_only: RuleStudy | None = None
-    """The same study with the regrets on 2,000 test images per client (the book's validation
-    sets), when the rescore that also chooses on 2,000 validation images replaced any of
-    :attr:`regrets` (``rescored`` says which); else None."""
+    """The same study on 2,000 test images only, when the validation rescore replaced any regret."""
 
     @property
     def headline(self) -> list[str]:
@@ -66,8 +56,7 @@ class RuleStudy:
 
 
 def load_rules(path=None) -> pd.DataFrame:
-    """The committed rules table, checked against its record (or another one, e.g. from
-    ``playerfl sweep --rules all``)."""
+    """The committed rules table (or the one at ``path``), checked against its record."""
     path = Path(path) if path is not None else RULES_FILE
     if not path.exists():
         raise FileNotFoundError(
@@ -78,14 +67,9 @@ def load_rules(path=None) -> pd.DataFrame:
 
 
 def analyse(sweep: pd.DataFrame, rules: pd.DataFrame, rescore: bool = True) -> RuleStudy:
-    """The pre-registered analysis, on the sweeps of both sets (and of each follow-up, and
-    the third declaration's rule, when the sweeps and the rules table hold every seed they
-    declare). With ``rescore``, every regret whose runs were rescored on large test sets reads
-    its test terms on 2,000 images per client (``study.rescore``), and :attr:`RuleStudy.book`
-    keeps the study on the book's test sets; where the validation rescore's store holds the
-    seed, its regret (every split and round chosen on 2,000 validation images too,
-    ``study.rescore``) takes their place, and :attr:`RuleStudy.test_only` keeps the study
-    before it."""
+    """The pre-registered analysis of every declared set the sweeps and rules table hold in full.
+    With ``rescore``, regrets read the rescores' larger test (and validation) sets where those
+    hold them; :attr:`RuleStudy.book` and :attr:`RuleStudy.test_only` keep the studies before."""
     datasets = [*P.DEVELOPMENT, *P.EVALUATION]
     missing = sorted(set(datasets) - set(rules["dataset"]))
     if missing:
@@ -139,23 +123,18 @@ def analyse(sweep: pd.DataFrame, rules: pd.DataFrame, rescore: bool = True) -> R
     return study_of(newer, **fixed, test_only=test_only)
 
 
-def has_every_seed(
-    sweep: pd.DataFrame, rules: pd.DataFrame, datasets=P.FOLLOW_UP, seeds=None
-) -> bool:
-    """Whether every declared seed (``seeds``, else each federation's own) of every federation of
-    a follow-up is in both tables."""
-    for ds in datasets:
-        need = set(seeds or P.seeds_of(ds))
-        if not need <= set(rules.loc[rules["dataset"] == ds, "seed"]):
-            return False
-        if not need <= set(sweep.loc[sweep["dataset"] == ds, "seed"]):
-            return False
-    return True
+def has_every_seed(sweep: pd.DataFrame, rules: pd.DataFrame, datasets=P.FOLLOW_UP, seeds=None):
+    """Whether both tables hold every declared seed (``seeds``, else its own) of ``datasets``."""
+    return all(
+        set(seeds or P.seeds_of(ds)) <= set(t.loc[t["dataset"] == ds, "seed"])
+        for ds in datasets
+        for t in (rules, sweep)
+    )
 
 
 def r2_claim(study: RuleStudy, profile: str = ""):
-    """Claim R2 as the declarations decide it: the first test, the second-order rule's own
-    family on the evaluation set and, when computed, the confirmation test."""
+    """Claim R2 as the declarations decide it (the first test, the second-order rule's family,
+    the confirmation), with :func:`rule_scope.r2_scope`'s reason when contradicted."""
     added = study.added["evaluation"] if study.added is not None else None
     claim = P.claim(study.evaluation, profile, confirmation=study.confirmation, added=added)
     if claim.verdict.verdict != "contradicted" or study.regrets is None:

@@ -12,10 +12,8 @@ from playerfl_core.study.split_scores import interval
 
 def variant_comparison(regrets: pd.DataFrame) -> pd.DataFrame:
     """Each rule variant against the paper's rule on the same seeds: per dataset the paired
-    difference regret(paper) − regret(variant) (> 0: the variant is better), decided by the
-    split study's test of the mean paired difference with Holm over the rows (the book's one
-    rule). Columns: dataset,
-    variant, mean, lo, hi, n_seeds, p_holm, verdict."""
+    difference regret(paper) − regret(variant) (> 0: the variant is better), tested with Holm over
+    the rows. Columns: dataset, variant, mean, lo, hi, n_seeds, p_holm, verdict."""
     wide = regrets.pivot_table(index=["dataset", "seed"], columns="variant", values="regret")
     rows, parts, same = [], [], []
     for ds in regrets["dataset"].unique():  # the regrets' order, not pivot_table's alphabet
@@ -37,8 +35,6 @@ def variant_comparison(regrets: pd.DataFrame) -> pd.DataFrame:
 
 
 SAME_REGRET = "the same regret"
-"""A variant's verdict where its regret equals the paper's rule's on every seed: nothing differs,
-so there is nothing to test (not "undecided")."""
+"""A variant's verdict where its regret equals the paper's rule's on every seed."""
 TOO_FEW = "undecided: too few seeds differ to test"
-"""A variant's verdict where so few seeds' regrets differ from the paper's rule's that no test of
-them could reach α: no test is run (its p is shown as missing)."""
+"""A variant's verdict where too few seeds differ for any test to reach α (none is run)."""

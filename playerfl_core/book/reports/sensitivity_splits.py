@@ -1,7 +1,6 @@
-"""The split that the federation-sensitivity metric gives, as chapter 03 shows it: the split per
-dataset and seed beside the published ones, where it is the rule's fallback, how stable it is
-over later epochs, how many mini-batches it needs, and which thresholds t reproduce the
-published splits."""
+"""The split the federation-sensitivity metric gives (chapter 03): beside the published ones,
+where it is the rule's fallback, its stability, its mini-batches, and the thresholds t that
+reproduce the published splits."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ REFERENCE_SHORT = {"paper_transition": "paper's transition", "authors_config": "
 
 
 def split_table(splits: pd.DataFrame, units_of: dict) -> pd.DataFrame:
-    """Per dataset: the split per seed, the most frequent one, its units and the published
-    references."""
+    """Per dataset: the split per seed, the most frequent one, its units and the published ones."""
     rows = []
     for name, units in units_of.items():
         ps = splits[splits["dataset"] == name]["p"].tolist()
@@ -45,9 +43,7 @@ def split_table(splits: pd.DataFrame, units_of: dict) -> pd.DataFrame:
 
 
 def split_numbers(splits: pd.DataFrame, units_of: dict) -> dict:
-    """Glue values: the modal split per dataset, its units, a Markdown list of all, and
-    ``split_fallback``, where the split is the rule's fallback (no rise above t) rather than a
-    rise it found: the two can give the same p, and only the data tell them apart."""
+    """Glue values: the modal split per dataset, its units, a Markdown list, and the fallbacks."""
     out, lines = {}, []
     for name, units in units_of.items():
         rows = splits[splits["dataset"] == name]
@@ -69,25 +65,27 @@ def split_numbers(splits: pd.DataFrame, units_of: dict) -> dict:
 
 def _fallback_note(rows: pd.DataFrame) -> str:
     """ "no rise above t in any seed, so the rule federates every unit but the head", "… in 2 of
-    3 seeds …" or "": said plainly, as the Result box uses it before "fallback" is defined."""
+    3 seeds …" or "" (in plain words: the Result box uses it)."""
     if "fallback" not in rows or not rows["fallback"].any():
         return ""
+    return f"no rise above t in {_seeds(rows)}, so the rule federates every unit but the head"
+
+
+def _seeds(rows: pd.DataFrame) -> str:
+    """ "any seed" when every seed's split is the fallback, else "k of n seeds"."""
     k, n = int(rows["fallback"].sum()), len(rows)
-    seeds = "any seed" if k == n else f"{k} of {n} seeds"
-    return f"no rise above t in {seeds}, so the rule federates every unit but the head"
+    return "any seed" if k == n else f"{k} of {n} seeds"
 
 
 def fallback_text(splits: pd.DataFrame, units_of: dict) -> str:
-    """One sentence: on which datasets (and in how many seeds) no relative rise exceeds t, so
-    that the split is the rule's fallback (every unit but the head), and on which it is a rise
-    the rule found."""
+    """One sentence: on which datasets (in how many seeds) the split is the rule's fallback (no
+    relative rise exceeds t), and on which it is a rise the rule found."""
     t = ", ".join(f"{v:g}" for v in sorted(splits["threshold"].unique()))
     fell, found = [], []
     for name in units_of:
         rows = splits[splits["dataset"] == name]
-        k, n = int(rows["fallback"].sum()), len(rows)
-        if k:
-            fell.append(f"{dataset_label(name)} in {'any seed' if k == n else f'{k} of {n} seeds'}")
+        if rows["fallback"].any():
+            fell.append(f"{dataset_label(name)} in {_seeds(rows)}")
         else:
             found.append(dataset_label(name))
     if not fell:
@@ -100,8 +98,7 @@ def fallback_text(splits: pd.DataFrame, units_of: dict) -> str:
 
 
 def fallback_thresholds(by_t: pd.DataFrame) -> str:
-    """One sentence: per dataset, the thresholds of the grid at which every seed's split is the
-    rule's fallback (a flat stretch of the threshold figure can be either a rise or no rise)."""
+    """One sentence: per dataset, the thresholds at which every seed's split is the fallback."""
     every = by_t.groupby(["dataset", "threshold"], sort=False)["fallback"].all()
     parts = [
         f"{_ts(ts)} on {dataset_label(name)}"
@@ -110,35 +107,27 @@ def fallback_thresholds(by_t: pd.DataFrame) -> str:
     ]
     if not parts:
         return "At no threshold of the grid is any dataset's split the fallback in every seed."
-    return (
-        f"The split is the rule's fallback (every unit but the head) in every seed at "
-        f"{and_list(parts)}."
-    )
+    where = and_list(parts)
+    return f"The split is the rule's fallback (every unit but the head) in every seed at {where}."
 
 
 def splits_by_epoch(table: pd.DataFrame, weights, units_of: dict, threshold: float):
     """The server's split from the sensitivities after every epoch, per algorithm and seed."""
     sens = table[table["metric"] == "sensitivity"]
-    by_epoch = S.server_splits(
-        sens, [threshold], weights=weights, by=["dataset", "algorithm", "round", "seed"]
-    )
+    by = ["dataset", "algorithm", "round", "seed"]
+    by_epoch = S.server_splits(sens, [threshold], weights=weights, by=by)
     by_epoch["epoch"] = by_epoch["round"] + 1
     by_epoch["n_units"] = by_epoch["dataset"].map({n: len(u) for n, u in units_of.items()})
     return by_epoch
 
 
 def split_stability(by_epoch: pd.DataFrame) -> pd.DataFrame:
-    """Per dataset and algorithm: the share of later (epoch, seed) measurements whose split is
-    the epoch-1 split."""
+    """Per dataset and algorithm: the share of later (epoch, seed) splits equal to epoch 1's."""
     base = by_epoch[by_epoch["round"] == 0][["dataset", "seed", "algorithm", "p"]]
     merged = by_epoch.merge(base, on=["dataset", "seed", "algorithm"], suffixes=("", "_epoch1"))
     later = merged[merged["round"] > 0]
-    return (
-        later.assign(same=later["p"] == later["p_epoch1"])
-        .groupby(["dataset", "algorithm"], sort=False)["same"]
-        .mean()
-        .reset_index()
-    )
+    same = later.assign(same=later["p"] == later["p_epoch1"])
+    return same.groupby(["dataset", "algorithm"], sort=False)["same"].mean().reset_index()
 
 
 def stability_numbers(stability: pd.DataFrame, datasets) -> dict:
@@ -151,21 +140,19 @@ def stability_numbers(stability: pd.DataFrame, datasets) -> dict:
 
 
 def stability_caption(stability: pd.DataFrame) -> str:
-    """One line for the figure's caption: per dataset, the share of later epochs whose split is
-    epoch 1's, under Local and FedAvg."""
+    """Caption line: per dataset, the share of later epochs giving epoch 1's split."""
     parts = []
     for name, g in stability.groupby("dataset", sort=False):
         s = g.set_index("algorithm")["same"]
-        shares = " and ".join(
-            f"{s[a]:.0%} ({algorithm_label(a)})" for a in ("local", "fedavg") if a in s
-        )
+        algorithms = [a for a in ("local", "fedavg") if a in s]
+        shares = " and ".join(f"{s[a]:.0%} ({algorithm_label(a)})" for a in algorithms)
         parts.append(f"{dataset_label(name)} {shares}")
     return "Later epochs give epoch 1's split in " + "; ".join(parts)
 
 
 def batch_studies(datasets, plan, data, profile, device, counts, draws):
-    """The split from m random mini-batches per client against the full-data split, for every
-    dataset and seed; also returns the first-epoch models (reused by the cost study)."""
+    """The split from m random mini-batches per client against the full-data split, per dataset
+    and seed; and the first-epoch models (the cost study reuses them)."""
     studies, models_by_key = [], {}
     for name in datasets:
         for s in plan[name].seeds:
@@ -197,8 +184,7 @@ def batch_agreement(batches: pd.DataFrame) -> pd.DataFrame:
 
 
 def batch_table(agreement: pd.DataFrame) -> pd.DataFrame:
-    """dataset × m: the share of draws equal to the full-data split, the columns headed
-    "m = 1", "m = 2", … (a bare 1 2 4 does not say what it counts)."""
+    """dataset × m ("m = 1", …): the share of draws equal to the full-data split."""
     table = agreement.pivot_table(index="dataset", columns="batches", values="agree", sort=False)
     table.columns = [f"m = {m}" for m in table.columns]
     return table.round(2)
@@ -209,8 +195,7 @@ def _ts(ts) -> str:
 
 
 def threshold_numbers(agreement: pd.DataFrame, datasets) -> dict:
-    """Glue values: per dataset, the thresholds reproducing each published split in every
-    seed; across datasets, those reproducing each kind of reference everywhere."""
+    """Glue values: the thresholds reproducing each published split in every seed."""
     lines = []
     for name in [n for n in datasets if n in S.REFERENCE_SPLITS]:
         refs = S.REFERENCE_SPLITS[name]
@@ -241,14 +226,14 @@ def threshold_numbers(agreement: pd.DataFrame, datasets) -> dict:
 
 
 def agreement_table(agreement: pd.DataFrame) -> pd.DataFrame:
-    """threshold × (dataset, reference): the share of seeds reproducing the reference (the
-    thresholds as rows: eight of them side by side would not fit the page)."""
+    """threshold × (dataset, reference): the share of seeds reproducing the reference."""
     if not len(agreement):
         return pd.DataFrame()
     shown = agreement.assign(
         dataset=agreement["dataset"].map(dataset_label),
         reference=agreement["reference"].map(lambda r: REFERENCE_SHORT.get(r, r)),
     )
-    return shown.pivot_table(
+    wide = shown.pivot_table(
         index="threshold", columns=["dataset", "reference"], values="agreement", sort=False
-    ).round(2)
+    )
+    return wide.round(2)

@@ -1,8 +1,5 @@
-"""Numbers, tables and sentences of chapter 03 ("The federation-sensitivity metric"): the
-measurements after each epoch, claim C2 (does the sensitivity track the curvature measures?) and
-the metric's cost. The split the metric gives (its stability, mini-batches, thresholds) is in
-:mod:`.sensitivity_splits`; its names are importable from here too, since the chapter reads
-every one as ``R.<name>``."""
+"""Chapter 03 ("The federation-sensitivity metric"): the measurements after each epoch, claim C2
+and the metric's cost. :mod:`.sensitivity_splits`' names are importable from here (``R.<name>``)."""
 
 from __future__ import annotations
 
@@ -39,8 +36,7 @@ from playerfl_core.stats.decisions import strength_text
 
 
 def train_weights(data: dict):
-    """The server's client weights for a (dataset, seed) key: training-set sizes, as the
-    engine's aggregation weights them."""
+    """The server's client weights for a (dataset, seed) key: training-set sizes."""
 
     def weights(key):
         return {i: c.n_train for i, c in enumerate(data[(key["dataset"], key["seed"])].clients)}
@@ -49,17 +45,15 @@ def train_weights(data: dict):
 
 
 def pruning_demo(data: dict, plan: dict, name: str, profile: str, device) -> dict:
-    """Zero each parameter of the head of the first client's model of dataset ``name`` after one
-    epoch and compare with the first-order prediction. Returns the check table, the
-    correlation and where it was measured."""
+    """Zero each parameter of the first client's head after one epoch against the first-order
+    prediction: the check table, the correlation and where it was measured."""
     seed = plan[name].seeds[0]
     fd = data[(name, seed)]
     config = make_config(name, profile, seed=seed, device=device, progress=False)
     model = S.first_epoch_models(fd, config)[0]
     c0, head = fd.clients[0], model.units[-1]
-    check = S.pruning_check(
-        model, c0.x_train.to(device), c0.y_train.to(device), head, max_params=120
-    )
+    x, y = c0.x_train.to(device), c0.y_train.to(device)
+    check = S.pruning_check(model, x, y, head, max_params=120)
     r = float(np.corrcoef(check["predicted"], check["actual"])[0, 1])
     return {
         "check": check,
@@ -98,21 +92,16 @@ def first_epoch(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def first_summary(first: pd.DataFrame) -> pd.DataFrame:
-    """Per-client quantities after one epoch, summarised over seeds, as one 'Local = FedAvg'
-    line per dataset."""
-    summary = S.seed_summary(
-        first[first["other"] == S.NO_OTHER],
-        ["dataset", "algorithm", "stage", "metric", "depth", "unit"],
-    )
+    """Per-client quantities after one epoch over seeds, one 'Local = FedAvg' line per dataset."""
+    keys = ["dataset", "algorithm", "stage", "metric", "depth", "unit"]
+    summary = S.seed_summary(first[first["other"] == S.NO_OTHER], keys)
     return summary.assign(algorithm="Local = FedAvg")
 
 
 def units_by_dataset(first: pd.DataFrame, datasets) -> dict[str, list[str]]:
     """Each dataset's layer units in depth order."""
-    return {
-        name: list(first[first["dataset"] == name].sort_values("depth")["unit"].unique())
-        for name in datasets
-    }
+    rows = {name: first[first["dataset"] == name] for name in datasets}
+    return {name: list(g.sort_values("depth")["unit"].unique()) for name, g in rows.items()}
 
 
 def c2_parts(c2) -> pd.DataFrame:
@@ -122,28 +111,20 @@ def c2_parts(c2) -> pd.DataFrame:
 
 
 def c2_table(corr: pd.DataFrame) -> pd.DataFrame:
-    """The C2 tests as shown: dataset, measure, mean ρ, seeds, p, Holm p, verdict, strength
-    (an undecided part's *weak* with the direction it leans, :func:`strength_text`)."""
+    """The C2 tests as shown, the strength as :func:`strength_text` writes it."""
     shown = corr[["dataset", "measure", "estimate", "n", "p", "p_holm", "verdict", "strength"]]
-    strength = [
-        strength_text(v, s, e)
-        for v, s, e in zip(shown["verdict"], shown["strength"], shown["estimate"], strict=True)
-    ]
-    return shown.rename(columns={"estimate": "mean ρ", "n": "seeds"}).assign(
-        measure=shown["measure"].map(metric_label), strength=strength
-    )
+    parts = zip(shown["verdict"], shown["strength"], shown["estimate"], strict=True)
+    strength = [strength_text(v, s, e) for v, s, e in parts]
+    out = shown.rename(columns={"estimate": "mean ρ", "n": "seeds"})
+    return out.assign(measure=shown["measure"].map(metric_label), strength=strength)
 
 
 def rho_ranges(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (dataset, measure): mean and range over seeds of ρ(sensitivity, measure) after the
-    first epoch (C2's measures and the per-parameter Hessian trace), in display names."""
+    """Per (dataset, measure): mean and range over seeds of ρ(sensitivity, measure), epoch 1."""
     diagnostic = [*C.C2_MEASURES, "hessian_trace_per_param"]
     per_seed, _ = C.metric_correlation_tests(table, "sensitivity", diagnostic, "local", "epoch 1")
-    ranges = (
-        per_seed.groupby(["dataset", "measure"], sort=False)["rho"]
-        .agg(mean="mean", lo="min", hi="max")
-        .reset_index()
-    )
+    by = per_seed.groupby(["dataset", "measure"], sort=False)["rho"]
+    ranges = by.agg(mean="mean", lo="min", hi="max").reset_index()
     return ranges.assign(
         dataset=ranges["dataset"].map(dataset_label), measure=ranges["measure"].map(metric_label)
     )
@@ -151,11 +132,9 @@ def rho_ranges(table: pd.DataFrame) -> pd.DataFrame:
 
 def per_parameter_diagnostic(table: pd.DataFrame) -> pd.DataFrame:
     """Not part of C2: sensitivity against the Hessian trace per parameter, Holm-adjusted."""
-    parts = C.holm_decide(
-        C.metric_correlation_tests(
-            table, "sensitivity", ["hessian_trace_per_param"], "local", "epoch 1"
-        )[1]
-    )
+    tests = C.metric_correlation_tests(
+        table, "sensitivity", ["hessian_trace_per_param"], "local", "epoch 1"
+    )[1]
     return pd.DataFrame(
         [
             {
@@ -165,7 +144,7 @@ def per_parameter_diagnostic(table: pd.DataFrame) -> pd.DataFrame:
                 "p (Holm)": e.p_adjusted,
                 "verdict": e.verdict,
             }
-            for e in parts
+            for e in C.holm_decide(tests)
         ]
     )
 
@@ -197,9 +176,8 @@ def c2_numbers(c2, corr: pd.DataFrame) -> dict:
 def same_order_text(
     analytics: pd.DataFrame, stage: str, measures=C.C2_MEASURES, algorithm: str = "local"
 ) -> str:
-    """One sentence naming the pairs of C2's measures that order the units identically (the
-    same ranks of their client-averaged values) on every seed of every dataset: such parts
-    of C2 are one piece of evidence counted twice; "" when no pair does."""
+    """One sentence naming the pairs of C2's measures that rank the units identically on every
+    seed of every dataset (one piece of evidence counted twice); "" when no pair does."""
     prof = C.unit_profiles(analytics, list(measures), algorithm, stage)
     ranks = prof.groupby(["dataset", "seed"])[list(measures)].rank(method="average")
     pairs = [
@@ -220,8 +198,8 @@ def same_order_text(
 
 
 def metric_costs(datasets, plan, data, models_by_key, device) -> pd.DataFrame:
-    """Time of the sensitivity against the Hutchinson traces of every unit on one client's
-    model after one epoch, per dataset (medians, ratio and its quartiles)."""
+    """Per dataset, the time of the sensitivity against the Hutchinson traces of every unit on one
+    client's model after one epoch (medians, ratio and its quartiles)."""
     rows = []
     for name in datasets:
         p = plan[name]
@@ -236,16 +214,13 @@ def metric_costs(datasets, plan, data, models_by_key, device) -> pd.DataFrame:
 
 
 def cost_numbers(costs: pd.DataFrame) -> dict:
-    """Glue values of the cost paragraph: only what holds on every machine, so that nbval can
-    compare them. The timings and their ratios are this machine's and stay in the chapter's table;
-    the prose gets the repeats, the probes per dataset (in the table's order) and which way every
-    ratio points (``cost_direction``)."""
+    """Glue values of the cost paragraph: only what holds on every machine (nbval compares it)."""
     rows = list(costs.itertuples())
     not_slower = [dataset_label(r.dataset) for r in rows if not r.ratio > 1]
     direction = (
-        "slower than the sensitivity on every dataset"
-        if not not_slower
-        else f"not slower than the sensitivity on {and_list(not_slower)}"
+        f"not slower than the sensitivity on {and_list(not_slower)}"
+        if not_slower
+        else "slower than the sensitivity on every dataset"
     )
     return {
         "cost_repeats": int(costs["repeats"].iloc[0]),

@@ -1,5 +1,4 @@
-"""Tables and the figure of chapter 07 ("From notebook to silos"): the same runs in-process and
-on Flower, and what crosses the wire."""
+"""Chapter 07 ("From notebook to silos"): the same runs in-process and on Flower, and the wire."""
 
 from __future__ import annotations
 
@@ -18,29 +17,23 @@ apply_book_style()
 
 TRAINING_UP, TRAINING_DOWN = ("uploads",), ("send",)
 SCORING_UP, SCORING_DOWN = ("deployment uploads",), ("deploy",)
-"""Wire calls by purpose: training traffic, and traffic that only serves the per-round scoring
-of a model no client holds (FedLAMA's global average)."""
+"""Wire calls by purpose: training, and what only scores a model no client holds (FedLAMA's)."""
 ASKS = ("uploads", "deployment uploads", "reports", "checkpoint")
-"""Calls the server waits for: each sends a silo one message (with the calls queued before it).
-A silo's other messages are outside the rounds: the opening one that asks for its training size
-and model, and the closing one that collects the last evaluation's rows."""
+"""Calls the server waits for: each sends a silo one message (with the calls queued before it);
+a silo's other messages (opening, closing) are outside the rounds."""
 
 
 def equivalence(in_process: dict[str, pd.DataFrame], flower: pd.DataFrame) -> pd.DataFrame:
-    """Per algorithm: rows of each run, whether every row (in order) is identical, and the
-    largest absolute difference of the values (0 when identical; inf when the rows differ in
-    anything but their value)."""
+    """Per algorithm: rows of each run, whether every row is identical, and the largest absolute
+    difference of the values (inf when the rows differ in anything but their value)."""
     rows = []
     for name, expected in in_process.items():
         got = flower[flower["algorithm"] == name].reset_index(drop=True)
         expected = expected.reset_index(drop=True)
         keys = [c for c in expected.columns if c != "value"]
         same_keys = len(got) == len(expected) and got[keys].equals(expected[keys])
-        diff = (
-            float(np.max(np.abs(got["value"].to_numpy() - expected["value"].to_numpy())))
-            if same_keys
-            else float("inf")
-        )
+        gap = np.abs(got["value"].to_numpy() - expected["value"].to_numpy()) if same_keys else None
+        diff = float(np.max(gap)) if same_keys else float("inf")
         rows.append(
             {
                 "algorithm": algorithm_label(name),
@@ -54,11 +47,9 @@ def equivalence(in_process: dict[str, pd.DataFrame], flower: pd.DataFrame) -> pd
 
 
 def traffic(wire: pd.DataFrame, rounds: int) -> pd.DataFrame:
-    """Per algorithm (internal name): mean kB one silo sends and receives per round, for
-    training and for scoring only, the numbers it reports, and its messages per round (all of
-    them over the run, divided by the rounds), with ``messages`` (over the run) and ``outside
-    rounds`` (those no call of a round asked for, :data:`ASKS`) to say why that mean is not a
-    whole number."""
+    """Per algorithm (internal name): mean kB a silo sends and receives per round for training and
+    for scoring only, the numbers it reports, and its messages (per round, over the run, and
+    outside the rounds: those no call of :data:`ASKS` asked for)."""
     rows = []
     for name, w in wire.groupby("algorithm", sort=False):
         silos = w["silo"].nunique()
@@ -66,6 +57,7 @@ def traffic(wire: pd.DataFrame, rounds: int) -> pd.DataFrame:
         def kb(calls, column, w=w, silos=silos):
             return w[w["call"].isin(calls)][column].sum() / silos / rounds / 1000
 
+        messages = w["messages"].iloc[0]
         rows.append(
             {
                 "algorithm": name,
@@ -74,17 +66,16 @@ def traffic(wire: pd.DataFrame, rounds: int) -> pd.DataFrame:
                 "scoring kB/round": kb(SCORING_UP, "bytes_from_silo")
                 + kb(SCORING_DOWN, "bytes_to_silo"),
                 "numbers reported": int(w["numbers_from_silo"].sum() / silos),
-                "messages/round": w["messages"].iloc[0] / silos / rounds,
-                "messages": int(w["messages"].iloc[0] / silos),
-                "outside rounds": int((w["messages"].iloc[0] - w["call"].isin(ASKS).sum()) / silos),
+                "messages/round": messages / silos / rounds,
+                "messages": int(messages / silos),
+                "outside rounds": int((messages - w["call"].isin(ASKS).sum()) / silos),
             }
         )
     return pd.DataFrame(rows).set_index("algorithm")
 
 
 def shown_traffic(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`traffic` with display names, rounded for the page; the rows named "algorithm", as
-    every other table of the chapter (the counts over the run are the text's)."""
+    """:func:`traffic` with display names, rounded for the page."""
     out = table.drop(columns=["messages", "outside rounds"])
     out = out.round({"up kB/round": 1, "down kB/round": 1, "scoring kB/round": 1})
     out["messages/round"] = out["messages/round"].round(2)
@@ -113,8 +104,8 @@ EXTRA = {
 
 
 def plot_traffic(table: pd.DataFrame):
-    """Horizontal bars per algorithm: kB a silo uploads and downloads per round for training,
-    and (hatched) what only the scoring of a global average needs; a row with no traffic says 0."""
+    """Horizontal bars per algorithm: kB a silo uploads and downloads per round for training, and
+    (hatched) what only scoring a global average needs; a row with no traffic says 0."""
     names = list(table.index)
     y = np.arange(len(names))
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 0.38 * len(names) + 1.5), layout="constrained")
@@ -157,12 +148,9 @@ def _messages_sentence(table: pd.DataFrame, rounds: int) -> str:
         return ""
     f = table.loc["fedavg"]
     outside = int(f["outside rounds"])
-    which = (
-        " (the opening one, which asks for the silo's training size and model, and the closing "
-        "one, which collects the last round's evaluation)"
-        if outside == 2
-        else ""
-    )
+    opening = "the opening one, which asks for the silo's training size and model"
+    closing = "the closing one, which collects the last round's evaluation"
+    which = f" ({opening}, and {closing})" if outside == 2 else ""
     text = (
         f"A FedAvg silo gets {int(f['messages'])} messages over the {rounds} rounds: one a "
         f"round, which carries the round's calls and asks for its upload, and {outside} outside "
@@ -190,8 +178,7 @@ def _verb(clause: int, names: int) -> str:
 
 
 def wire_facts(table: pd.DataFrame, rounds: int | None = None) -> dict[str, str]:
-    """The glued sentences comparing PLayer-FL's traffic with FedAvg's (what the table shows)
-    and, with ``rounds``, saying what a silo's messages are."""
+    """Glued sentences: PLayer-FL's traffic against FedAvg's, and (``rounds``) a silo's messages."""
     facts = {"messages_sentence": _messages_sentence(table, rounds)} if rounds else {}
     parts = []
     if "playerfl" in table.index and "fedavg" in table.index:
@@ -203,13 +190,12 @@ def wire_facts(table: pd.DataFrame, rounds: int | None = None) -> dict[str, str]
             "numbers once (its sensitivities)."
         )
     if "local" in table.index:
+        local = table.loc["local", "up kB/round"]
+        parts.append(f"Local sends {local:.0f} kB: nothing leaves its silos.")
+    if "fedlama" in table.index and (lama := table.loc["fedlama"])["scoring kB/round"] > 0:
         parts.append(
-            f"Local sends {table.loc['local', 'up kB/round']:.0f} kB: nothing leaves its silos."
-        )
-    if "fedlama" in table.index and table.loc["fedlama", "scoring kB/round"] > 0:
-        parts.append(
-            f"FedLAMA saves upload traffic ({table.loc['fedlama', 'up kB/round']:.1f} kB per "
-            f"round) but scoring its global model every round moves "
-            f"{table.loc['fedlama', 'scoring kB/round']:.1f} kB more."
+            f"FedLAMA saves upload traffic ({lama['up kB/round']:.1f} kB per round) but "
+            f"scoring its global model every round moves {lama['scoring kB/round']:.1f} "
+            "kB more."
         )
     return {**facts, "wire_sentence": " ".join(parts) or "(No algorithm to compare here.)"}

@@ -10,6 +10,7 @@ import pandas as pd
 
 from data_prep import load
 from playerfl_core.book.prose import counted, listed
+from playerfl_core.book.reports.table_text import and_list
 from playerfl_core.book.reports.tables import in_order, interval_text, show, signed, with_intervals
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.stats import claims as C
@@ -20,8 +21,7 @@ from playerfl_core.study.split_scores import split_counts
 
 @dataclass
 class SweepAnalysis:
-    """What the chapter derives from one sweep table (see
-    :mod:`playerfl_core.study.split_oracle`)."""
+    """What the chapter derives from one sweep table (:mod:`playerfl_core.study.split_oracle`)."""
 
     scores: pd.DataFrame
     rules: pd.DataFrame
@@ -59,23 +59,20 @@ def _of(k: int, n: int) -> str:
 
 
 def regret_numbers(regret_sum: pd.DataFrame) -> dict:
-    """Glue values: per dataset the mean regret (rounded to the 3 decimals it is quoted at), its CI,
-    how often the rule hit the oracle, and a Markdown list of all."""
+    """Glue values: per dataset the mean regret, its CI, oracle hits, and a Markdown list of all."""
     out, lines, brief = {}, [], []
     for r in regret_sum.itertuples():
         same, near = int(round(r.same * r.n_seeds)), int(round(r.within_one * r.n_seeds))
         out[f"{r.dataset}_regret"] = round(float(r.mean), 3)  # the precision it is quoted at
         out[f"{r.dataset}_regret_ci"] = f"[{signed(r.lo)}, {signed(r.hi)}]"
         out[f"{r.dataset}_same"] = _of(same, r.n_seeds)
-        regret = f"{dataset_label(r.dataset)}: mean regret {interval_text(r.mean, r.lo, r.hi)}"
+        name, regret = dataset_label(r.dataset), interval_text(r.mean, r.lo, r.hi)
         lines.append(
-            f"- {regret}, 95 % CI over {counted(r.n_seeds, 'seed')}; the rule picked the oracle's "
-            f"split in {_of(same, r.n_seeds)} seeds and was within one unit of it in {near}."
+            f"- {name}: mean regret {regret}, 95 % CI over {counted(r.n_seeds, 'seed')}; the rule "
+            f"picked the oracle's split in {_of(same, r.n_seeds)} seeds and was within one unit "
+            f"of it in {near}."
         )
-        brief.append(
-            f"{dataset_label(r.dataset)} {interval_text(r.mean, r.lo, r.hi)}, the oracle's "
-            f"split on {_of(same, r.n_seeds)} seeds"
-        )
+        brief.append(f"{name} {regret}, the oracle's split on {_of(same, r.n_seeds)} seeds")
     out["regret_lines"] = "\n".join(lines)
     out["regret_caption"] = "; ".join(brief)  # one line, for a caption or the Result box
     return out
@@ -86,18 +83,14 @@ def client_names(datasets, profile: str, seed: int) -> dict[str, list[str]]:
 
 
 def client_curves(table: pd.DataFrame, datasets) -> pd.DataFrame:
-    """Each client's mean gain over Local per (dataset, client, p), the datasets in ``datasets``'
-    order: the figure draws its panels in the order it is given, and the summary's groupby
-    sorts them by name (Digits, Fashion-MNIST, Heart, unlike the chapter's other figures)."""
+    """Each client's mean gain over Local per (dataset, client, p), in ``datasets``' order."""
     return in_order(O.client_curve_summary(O.client_curves(table)), datasets)
 
 
 def _gains_at_rule(regrets: pd.DataFrame, curves: pd.DataFrame):
-    """Per dataset, in the order ``regrets`` lists them: the rule's most frequent p and the
-    clients' mean gains over Local there."""
-    rule_mode = regrets.groupby("dataset", sort=False)["p_rule"].agg(
-        lambda v: int(v.mode().iloc[0])
-    )
+    """Per dataset: the rule's most frequent p and how many clients gain and lose over Local."""
+    rule_ps = regrets.groupby("dataset", sort=False)["p_rule"]
+    rule_mode = rule_ps.agg(lambda v: int(v.mode().iloc[0]))
     at_rule = curves.merge(
         rule_mode.rename("p_rule"), left_on=["dataset", "p"], right_on=["dataset", "p_rule"]
     )
@@ -126,8 +119,7 @@ def client_caption(regrets: pd.DataFrame, curves: pd.DataFrame) -> str:
 
 
 def heterogeneity_plan(bases: str, alphas: str, kinds: str, mixed: str) -> pd.DataFrame:
-    """The heterogeneity federations from the chapter's comma-separated parameters (mixed:
-    ``kind:alpha`` items)."""
+    """The heterogeneity federations from the chapter's comma-separated parameters."""
     return O.heterogeneity_federations(
         bases=[b.strip() for b in str(bases).split(",") if b.strip()],
         alphas=[float(a) for a in str(alphas).split(",") if a],
@@ -137,9 +129,7 @@ def heterogeneity_plan(bases: str, alphas: str, kinds: str, mixed: str) -> pd.Da
 
 
 def analyse_heterogeneity(het: pd.DataFrame, fed_table: pd.DataFrame):
-    """Per heterogeneity federation: rule and oracle splits, regret, the three reference
-    scores; each base's number of units; and the per-seed regrets (with the federation's
-    family), which the verdicts are computed from."""
+    """The per-federation summary, each base's number of units, and the per-seed regrets."""
     scores = in_order(O.sweep_scores(het), fed_table["dataset"])  # the plan's order
     rules = O.rule_splits(O.table_sensitivities(het))
     summary = O.heterogeneity_summary(scores, rules, fed_table)
@@ -150,8 +140,7 @@ def analyse_heterogeneity(het: pd.DataFrame, fed_table: pd.DataFrame):
 
 
 def heterogeneity_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """The heterogeneity summary as shown: every seed's split as counts (not a mode), the mean
-    regret with its interval, reference scores; display names, three decimals."""
+    """The heterogeneity summary as shown: splits as counts, regret with interval, references."""
     refs = ["playerfl", "local", "fedavg"]
     shown = pd.DataFrame(
         {
@@ -170,15 +159,12 @@ def heterogeneity_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def heterogeneity_numbers(summary: pd.DataFrame) -> dict:
-    """Glue values: per base how the rule's and the oracle's splits move with the kind of
-    heterogeneity (the splits and scores per federation are the tables')."""
+    """Glue values: per base how the rule's and the oracle's splits move with heterogeneity."""
     return {"het_movement_lines": movement_lines(summary)}
 
 
 def movement_lines(summary: pd.DataFrame) -> str:
-    """Markdown, per base: how many of its seeds the rule spends on each split, and the oracle's
-    median split per federation from strong label skew to nearly IID, then feature and mixed
-    skew: what "moves with the heterogeneity" means in this sweep."""
+    """Markdown, per base: the rule's splits over its seeds, the oracle's median per federation."""
     lines = []
     for base, g in summary.groupby("base", sort=False):
         g = g.sort_values("order")
@@ -203,8 +189,7 @@ def _spaced(level: str) -> str:
 def stability_seeds_text(stab_summary: pd.DataFrame) -> str:
     """How many seeds the stability study read per dataset: "50 (Heart), 10 (Digits) and …"."""
     paper = stab_summary[stab_summary["variant"] == "paper"]
-    parts = [f"{r.n_seeds} ({dataset_label(r.dataset)})" for r in paper.itertuples()]
-    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    return and_list([f"{r.n_seeds} ({dataset_label(r.dataset)})" for r in paper.itertuples()])
 
 
 STABILITY_COLUMNS = {
@@ -212,8 +197,7 @@ STABILITY_COLUMNS = {
     "same": "share at that p",
     "within_one": "share within 1 of it",
 }
-"""The stability table's reference is one split per dataset (the best on mean validation score
-over seeds), not each seed's oracle: its columns say so, apart from the regret tables' "oracle"."""
+"""The stability table's reference is one split per dataset, not each seed's oracle."""
 
 
 def stability_table(stab_summary: pd.DataFrame, caption: str):
@@ -223,20 +207,18 @@ def stability_table(stab_summary: pd.DataFrame, caption: str):
 
 
 def stability_caption(stab_summary: pd.DataFrame) -> str:
-    """One line for the figure's caption: the share of seeds on the paper's most frequent
-    split, and the dataset's best split on mean validation score."""
+    """Caption line: the paper's rule's most frequent split, its share, the best on validation."""
     paper = stab_summary[stab_summary["variant"] == "paper"]
     parts = [
-        f"{dataset_label(r.dataset)} p = {r.modal_p} on {r.modal_share:.0%} of seeds (best on "
-        f"mean validation: p = {r.p_oracle})"
+        f"{dataset_label(r.dataset)} p = {r.modal_p} on {r.modal_share:.0%} of seeds (best "
+        f"on mean validation: p = {r.p_oracle})"
         for r in paper.itertuples()
     ]
     return "The paper's rule picks " + "; ".join(parts)
 
 
 def near_threshold_table(near: pd.DataFrame, margin: float):
-    """The regret of seeds whose decision was close to t against the others' (descriptive; the
-    groups are what the seeds gave), the caption saying why a group of one seed has no interval."""
+    """The regret of seeds whose decision was close to t against the others'."""
     caption = (f"Regret of seeds whose decision was close to the rule's rise threshold t (a rise "
                f"within {margin:g}·t of t) against the others")  # fmt: skip
     if (near["n_seeds"] < 2).any():
@@ -247,8 +229,7 @@ def near_threshold_table(near: pd.DataFrame, margin: float):
 
 
 def sweep_caption(regrets: pd.DataFrame) -> str:
-    """One line for a sweep figure of one dataset: the rule's and the oracle's splits over seeds
-    (p×seeds) and the rule's mean regret (95 % CI)."""
+    """Caption line of a one-dataset sweep figure: both splits over seeds and the mean regret."""
     paper = regrets[regrets["variant"] == "paper"]
     m, lo, hi = O.interval(paper["regret"])
     return (
@@ -258,8 +239,7 @@ def sweep_caption(regrets: pd.DataFrame) -> str:
 
 
 def c5_caption(c5_sum: pd.DataFrame) -> str:
-    """One line for the figure's caption: the rule's split against the split PLayer-FL-Random
-    draws, mean difference (95 % CI) per dataset."""
+    """Caption line: the rule's split against PLayer-FL-Random's draw, per dataset."""
     drawn = c5_sum[c5_sum["other"] == "random (drawn)"]
     parts = [f"{dataset_label(r.dataset)} {interval_text(r.mean, r.lo, r.hi)}"
              for r in drawn.itertuples()]  # fmt: skip
@@ -274,9 +254,8 @@ def by_dataset(
     value_name: str | None = None,
     best=None,
 ):
-    """A summary table as shown: datasets in display names, rounded, indexed by ``index``,
-    reader-facing column names; ``mean``/``lo``/``hi`` as one "value (95 % CI)" column named
-    ``value_name``; a seeds column that is the same on every row goes into the caption."""
+    """A summary table as shown, indexed by ``index``: ``mean``/``lo``/``hi`` as one column named
+    ``value_name``; a seeds column equal on every row goes into the caption."""
     shown = frame.assign(dataset=frame["dataset"].map(dataset_label))
     caption = caption or ""
     if "n_seeds" in shown.columns and shown["n_seeds"].nunique() == 1:
@@ -284,35 +263,30 @@ def by_dataset(
         shown = shown.drop(columns="n_seeds")
     if {"mean", "lo", "hi"} <= set(shown.columns):
         shown = with_intervals(shown, decimals=decimals, name=value_name)
-    return show(
-        shown.set_index(index), decimals=decimals, index=True, caption=caption or None, best=best
-    )
+    shown = shown.set_index(index)
+    return show(shown, decimals=decimals, index=True, caption=caption or None, best=best)
 
 
 def heterogeneity_tables(summary: pd.DataFrame):
-    """:func:`heterogeneity_table` as two tables that fit the page: the splits (rule's and
-    oracle's p over seeds) and the scores (regret with its interval, the three references)."""
+    """:func:`heterogeneity_table` as two tables that fit the page: the splits and the scores."""
     table = heterogeneity_table(summary)
-    splits = table[["kind", "rule's p (p×seeds)", "oracle's p (p×seeds)", "seeds"]]
-    scores = table.drop(columns=["kind", "rule's p (p×seeds)", "oracle's p (p×seeds)", "seeds"])
+    split_columns = ["kind", "rule's p (p×seeds)", "oracle's p (p×seeds)", "seeds"]
+    splits = (
+        "The splits per federation: every seed's p, written p×(number of seeds), chosen by "
+        "the paper's rule and by the oracle (the split best on validation data). The closer "
+        "the two lists, the better the rule."
+    )
+    scores = (
+        "Scores per federation on the book's evaluation sets (the headline regrets, on "
+        "larger sets where computed, are the verdict list's): the rule's mean regret (the "
+        "oracle split's macro-F1 minus the rule split's; lower is better) with its 95 % "
+        "interval over seeds, and the mean test macro-F1 of PLayer-FL (the rule's split), "
+        "Local (p = 0) and FedAvg (all units shared)."
+    )
+    rest = table.drop(columns=split_columns)
     return (
-        show(
-            splits,
-            index=True,
-            caption="The splits per federation: every seed's p, written p×(number of seeds), "
-            "chosen by the paper's rule and by the oracle (the split best on validation data). The "
-            "closer the two lists, the better the rule.",
-        ),
-        show(
-            scores,
-            decimals=3,
-            index=True,
-            caption="Scores per federation on the book's evaluation sets (the headline "
-            "regrets, on larger sets where computed, are the verdict list's): the rule's mean "
-            "regret (the oracle split's macro-F1 minus the rule split's; lower is better) with "
-            "its 95 % interval over seeds, and the mean test macro-F1 of PLayer-FL (the rule's "
-            "split), Local (p = 0) and FedAvg (all units shared).",
-        ),
+        show(table[split_columns], index=True, caption=splits),
+        show(rest, decimals=3, index=True, caption=scores),
     )
 
 
@@ -323,9 +297,7 @@ def seed_range(regrets: pd.DataFrame) -> str:
 
 
 def tuned_runs(profile: str, datasets) -> pd.DataFrame | None:
-    """The comparison grid of ``profile`` on ``datasets`` when the store holds all of it: C5's
-    part at tuned learning rates, read as the scorecard reads it, so that C5's family is the
-    same here and there. None when any run is missing (a user's federation, a quick store)."""
+    """The stored comparison grid of ``profile`` on ``datasets``; None when it lacks any run."""
     try:
         return run_grid(list(datasets), "all", profile, compute=False, progress=False).table
     except MissingResultsError:
@@ -333,9 +305,8 @@ def tuned_runs(profile: str, datasets) -> pd.DataFrame | None:
 
 
 def r1_answer(verdicts: pd.DataFrame) -> str:
-    """The chapter's question answered in one plain sentence, no test named, from R1's parts
-    (``split_verdicts`` rows of "oracle"): on how many federations the rule's split is as good
-    as the best split on validation data, clearly worse, or not told apart by the seeds."""
+    """The chapter's question answered in one plain sentence from R1's parts: on how many
+    federations the rule's split is as good as the oracle's, clearly worse, or undecided."""
     v = verdicts.loc[verdicts["claim"] == "oracle", "verdict"]
     n = len(v)
     same = "the rule's split is as good as the best split found by training every split"
@@ -370,10 +341,8 @@ MEANING = {
 
 
 def claim_sentence(verdicts: pd.DataFrame, claim: str, restate: bool = True) -> str:
-    """The claim's verdict in one plain sentence first ("Claim R1 is contradicted"), then what
-    the claim says (not when ``restate`` is false: the box has said it above) and its parts
-    (``split_verdicts`` rows of ``claim``), combined by the book's rule for claims with several
-    parts (``combine``)."""
+    """ "**Claim R1 is contradicted** …": the verdict of ``claim``'s parts combined
+    (``claims.combine``), then (with ``restate``) what the claim says, and why."""
     rows = verdicts[verdicts["claim"] == claim]
     parts = [
         C.Evidence(part=r.dataset, test="", estimate=r.estimate, n=r.n_seeds, replicates="seeds",

@@ -1,8 +1,5 @@
-"""How a number appears in the book's tables and prose: a true minus sign, no negative zero, an
-interval as one piece of text, p-values at two significant digits, significant digits that
-keep their trailing zeros, "–" where a value is missing, and a list of names as a sentence
-writes it. One place, so that every chapter writes numbers the same way; :mod:`.tables` applies
-these to whole tables."""
+"""How one number appears in the book's tables and prose (signs, intervals, p-values, significant
+digits, missing values), in one place so every chapter writes numbers the same way."""
 
 from __future__ import annotations
 
@@ -15,8 +12,7 @@ from playerfl_core.stats.p_values import p_value_text, scientific_text
 
 
 def signed(x: float, decimals: int = 3) -> str:
-    """``x`` at ``decimals`` places with a true minus sign (a hyphen reads as a dash); a value
-    that rounds to zero has none (``0.000``, not ``−0.000``)."""
+    """``x`` at ``decimals`` places with a true minus sign, none on a value that rounds to zero."""
     return f"{_no_negative_zero(x, decimals):.{decimals}f}".replace("-", "\u2212")
 
 
@@ -30,10 +26,7 @@ def _no_negative_zero(x: float, decimals: int) -> float:
 
 
 def interval_text(value: float, lo: float, hi: float, decimals: int = 3) -> str:
-    """``0.925 (0.906–0.949)``; ``−0.020 (−0.036 to −0.006)`` when a bound shows a minus sign
-    (an en dash beside a minus sign misreads); ``–`` when the value is missing. The separator
-    follows the bounds as printed: a bound of −0.0002 reads ``0.000``, so ``0.008 (0.000–0.020)``
-    stands beside ``0.013 (0.007–0.022)`` (it read ``0.000 to 0.020``)."""
+    """``0.925 (0.906–0.949)``; ``−0.020 (−0.036 to −0.006)`` with a minus; ``–`` when missing."""
     if pd.isna(value):
         return "–"
     if pd.isna(lo) or pd.isna(hi):
@@ -49,8 +42,7 @@ def p_text(p: float, missing: str = "not run") -> str:
 
 
 def leading_number(cell) -> float:
-    """The number a cell shows first: itself, or the value before an interval in text
-    (``"0.925 (0.906–0.949)"`` -> 0.925); NaN when there is none."""
+    """The number a cell shows first ("0.925 (0.906–0.949)" -> 0.925); NaN when there is none."""
     if isinstance(cell, (int, float)) and not isinstance(cell, bool):
         return float(cell)
     if isinstance(cell, str):
@@ -63,21 +55,18 @@ def leading_number(cell) -> float:
 
 
 MINUS = "\u2212"
-"""The minus sign tables write (a hyphen reads as a dash), as the book's prose does."""
+"""The minus sign tables and prose write (a hyphen reads as a dash)."""
 
 MISSING = "–"
 """What a table shows where it has no value (an en dash, in every table of the book)."""
 
 FEW_DIGITS = 4
-"""Up to this many significant digits a table keeps their trailing zeros (0.020 beside 0.016
-at two); more (the ".6g" of a table shown as it is) means "as short as the number is"."""
+"""Up to this many significant digits a table keeps trailing zeros (0.020 beside 0.016)."""
 
 
 def number_text(value, spec: str = ".6g") -> str:
-    """A number as a table shows it: ``format(value, spec)`` with a true minus sign; ``–`` when
-    it is missing. At ``FEW_DIGITS`` or fewer significant digits (".2g") a trailing zero counts
-    as one (``0.020``, not ``0.02``), and a large number keeps its integer digits (``8420``,
-    not ``8.4e+03``)."""
+    """``format(value, spec)`` with a true minus sign, ``–`` when missing; at ``FEW_DIGITS`` or
+    fewer significant digits, trailing zeros and a large number's integer digits kept."""
     if value is None or (isinstance(value, float) and value != value):
         return "–"
     return _significant(value, spec).replace("-", MINUS)
@@ -100,9 +89,7 @@ def _significant(value, spec: str) -> str:
 
 
 def label_text(value) -> str:
-    """An index or column label as a table shows it: a float as short as it is exact and a
-    whole one as an integer (``0.05``, ``100``, not ``0.050000``, ``100.000000``), a true minus
-    sign; other labels as they are."""
+    """An index or column label: a float as short as it is exact, a true minus; others as is."""
     if isinstance(value, float):
         if value != value:
             return "–"

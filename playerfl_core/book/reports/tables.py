@@ -1,11 +1,6 @@
-"""Tables as the reader sees them: display names for algorithms, datasets and metrics, reader-
-facing column names (:data:`COLUMN_NAMES`, one map for the whole book), intervals as one cell,
-the best value in bold where "best" means something, numbers rounded to what the data support,
-no index column when it carries nothing, and a caption that says what to read. How a single
-number is written (signs, intervals, p-values, significant digits) is in :mod:`.table_text`;
-its names are importable from here too, where every chapter and report imports them. About 430
-lines in one module: every table a chapter shows goes through its one display function, and
-split by kind of table the column names and formats would be defined twice."""
+"""Tables as the reader sees them: display names, reader-facing column names (one map for the
+whole book), intervals as one cell, the best value in bold, numbers rounded to what the data
+support, and a caption. How one number is written is in :mod:`.table_text` (re-exported here)."""
 
 from __future__ import annotations
 
@@ -57,8 +52,6 @@ COLUMN_NAMES = {
     "min_p": "smallest attainable p",
     "P(rope)": "P(practically equal)",
     "P(claim)": "P(as claimed)",
-    "P(opposite)": "P(opposite)",
-    "estimate": "estimate",
     "n": "sample size",
     "n_seeds": "seeds",
     "chi2": "χ²",
@@ -67,7 +60,6 @@ COLUMN_NAMES = {
     "rho_per_seed": "ρ per seed",
     "rho_mean": "mean ρ",
     "mean_rank": "mean rank",
-    "part": "part",
     # splits
     "p_rule": "rule's p",
     "p_oracle": "oracle's p",
@@ -82,31 +74,23 @@ COLUMN_NAMES = {
     "variant": "rule",
     "agree": "share agreeing",
     "rises": "share of seeds rising",
-    # costs and settings
+    # costs and settings ("sensitivity (seconds)", not "(s)": s is the sensitivity on its page)
     "batch_size": "batch size",
     "lr": "learning rate",
-    "sensitivity_s": "sensitivity (seconds)",  # not "(s)": s is the sensitivity on its page
+    "sensitivity_s": "sensitivity (seconds)",
     "hessian_trace_s": "Hessian trace (seconds)",
-    "ratio": "ratio",
     "ratio_q1": "ratio, 1st quartile",
     "ratio_q3": "ratio, 3rd quartile",
-    "repeats": "repeats",
-    "samples": "samples",
-    "probes": "probes",
     # scores and clients
     "client_name": "client",
     "macro_f1": "macro-F1",
-    "accuracy": "accuracy",
-    "loss": "loss",
-    "mean": "mean",
     "lo": "lower 95 % bound",
     "hi": "upper 95 % bound",
 }
 
 
 def in_order(frame: pd.DataFrame, datasets) -> pd.DataFrame:
-    """``frame``'s rows of ``datasets``, in that order (the chapter's, not the alphabet's), rows
-    within a dataset as they were."""
+    """``frame``'s rows of ``datasets``, in that order, rows within a dataset as they were."""
     datasets = list(datasets)
     kept = frame[frame["dataset"].isin(datasets)]
     rank = kept["dataset"].map({d: i for i, d in enumerate(datasets)})
@@ -123,9 +107,7 @@ def _rename_axis_names(index: pd.Index) -> pd.Index:
 
 
 def named(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy with the ``algorithm``, ``dataset``, ``metric``, ``rule`` and ``variant`` columns
-    and index levels (where present) in display names; columns named after algorithms become
-    display names too; column names and index level names through :data:`COLUMN_NAMES`."""
+    """A copy with display names (:data:`_NAMERS`) and reader names (:data:`COLUMN_NAMES`)."""
     out = frame.copy()
     for column, namer in _NAMERS.items():
         if column in out.columns:
@@ -150,10 +132,8 @@ def with_intervals(
     decimals: int = 3,
     name: str | None = None,
 ) -> pd.DataFrame:
-    """A copy in which ``value``, ``lo`` and ``hi`` are one column of text, ``0.925
-    (0.906–0.949)``, named ``name`` (default: "<value> (95 % CI)"), where ``value`` was; a value
-    without an interval (one seed) reads ``0.052 (–)``, so the column's promise of one is not
-    silently dropped."""
+    """A copy in which ``value``, ``lo`` and ``hi`` are one text column, ``0.925 (0.906–0.949)``,
+    named ``name`` (default "<value> (95 % CI)"); a value without interval reads ``0.052 (–)``."""
     out = frame.copy()
     label = name or f"{reader_name(value)} (95 % CI)"
     text = [
@@ -168,9 +148,8 @@ def with_intervals(
 
 
 def best_cells(frame: pd.DataFrame, best) -> pd.DataFrame:
-    """True where a cell holds its column's best value: ``best`` is "max" or "min" for every
-    column with numbers, or a dict from column (code or reader name) to "max"/"min". Ties are
-    all best; a column without numbers has none."""
+    """True where a cell holds its column's best value (ties all best): ``best`` is "max"/"min"
+    for every column, or a dict from column (code or reader name) to "max"/"min"."""
     marks = pd.DataFrame(False, index=frame.index, columns=frame.columns)
     if best is None:
         return marks
@@ -193,9 +172,8 @@ def best_cells(frame: pd.DataFrame, best) -> pd.DataFrame:
 
 
 def _names_head_columns(frame: pd.DataFrame) -> bool:
-    """Whether the index's names can head its columns in the last row of column names (every
-    level named, that row's corner free: the columns' last level has no name): pandas would give
-    them a row of their own, a header row holding nothing but a name."""
+    """Whether the index's names can head its columns in the last header row (every level named,
+    the columns' last level unnamed) rather than in a row of their own."""
     names = list(frame.index.names)
     return not frame.columns.names[-1] and all(isinstance(n, str) and n for n in names)
 
@@ -204,8 +182,7 @@ _CORNER = re.compile(r'<th class="blank(?: level\d+)?" >&nbsp;</th>')
 
 
 def _names_in_header_row(html: str, names: list[str]) -> str:
-    """The Styler's blank corner cells of the last header row (one per index level) replaced by
-    the index's names, as row-header cells of their own."""
+    """The blank corner cells of the last header row replaced by the index's names."""
     head, sep, rest = html.partition("</thead>")
     before, row, last = head.rpartition("<tr>")
     cells = iter(f'<th class="index_name level{k}" >{escape(n)}</th>' for k, n in enumerate(names))
@@ -214,9 +191,7 @@ def _names_in_header_row(html: str, names: list[str]) -> str:
 
 
 class Shown:
-    """A table for ``display``: HTML from a pandas Styler with a stable element id (the
-    Styler's own is random, which nbval would see as a changed output), plain text without a
-    memory address, and an optional caption."""
+    """A table for ``display``: a Styler's HTML with a stable id (nbval compares it), a caption."""
 
     def __init__(self, frame: pd.DataFrame, style, caption: str | None = None, marks=None):
         self.frame, self.style, self.caption = frame, style, caption
@@ -244,26 +219,21 @@ _CODE = re.compile(r"`([^`]+)`")
 
 
 def caption_html(text: str) -> str:
-    """A caption written as the prose is (``*word*``, a backticked name) as HTML: a table's
-    caption is not Markdown, so its asterisks would show. A lone ``*`` (a mark the table
-    explains) stays as it is; anything else is escaped."""
+    """A caption's ``*emphasis*`` and backticked names as HTML; a lone ``*`` stays, rest escaped."""
     text = _EMPHASIS.sub(r"<em>\1</em>", escape(text, quote=False))
     return _CODE.sub(r"<code>\1</code>", text)
 
 
 def _counts(column: pd.Series) -> bool:
-    """A float column of whole counts (80.0, 100.0): every value whole and one beyond ±1, so a
-    share that happens to be 0 or 1 keeps its decimals."""
+    """A float column of whole counts: all whole, one beyond ±1 (a share of 0 or 1 is not)."""
     values = column.dropna()
     return bool(len(values)) and bool((values % 1 == 0).all() and (values.abs() > 1).any())
 
 
 def _column_spec(values: pd.Series, spec: str) -> str:
-    """One number of decimals for a column shown to significant digits (``spec`` ".Ng"): the
-    most any of its values needs (at most 6), so that its decimals line up (0.925, 0.910, not
-    0.925, 0.91); ``spec`` as it is where a value needs an exponent, where the values lie an
-    order of magnitude or more apart, or where lining up would show a digit that rounding to N
-    significant digits removed (0.0228 beside 0.1666, not 0.167): padding zeros, never digits."""
+    """For a column shown at ``spec`` ".Ng", the fixed decimals (at most 6) that line its values
+    up; ``spec`` itself where a value needs an exponent, values lie an order of magnitude apart,
+    or lining up would add a digit beyond N significant ones."""
     if not spec.endswith("g"):
         return spec
     kept = values.dropna()
@@ -282,9 +252,7 @@ def _column_spec(values: pd.Series, spec: str) -> str:
 
 
 def _is_p_column(column) -> bool:
-    """A column of p-values, by its reader's name: "p", "Holm-adjusted p", "p (two-sided)". A
-    quantity read at a split p ("rise at p", "share at most frequent p") is not one: shown as a
-    p-value, chapter 01's rise of 1.03 read 1.0 and chapter 04's shares 0.060 beside 0.20."""
+    """A column of p-values by its name ("p", "Holm-adjusted p"); "rise at p" is not one."""
     name = column[-1] if isinstance(column, tuple) else column
     if not isinstance(name, str) or " at " in name:
         return False
@@ -292,11 +260,8 @@ def _is_p_column(column) -> bool:
 
 
 def _column_specs(out: pd.DataFrame, spec: str) -> dict:
-    """Each shown column's format: "yes/no" for booleans, "p" for p-values (as prose writes
-    them, :func:`p_text`), "d" for integers, ".0f" for a float column of counts, else
-    :func:`_column_spec`; a float column of nothing but 0 and 1 (a share that is all or nothing
-    on every row) takes the fewest decimals of the table's other float columns, so it reads 1.00
-    beside a neighbour's 0.67, not 1."""
+    """Each column's format: "yes/no", "p", "d", ".0f" for counts, else :func:`_column_spec`; a
+    float column of only 0 and 1 takes the fewest decimals of the other float columns."""
     specs, binary = {}, []
     for k, column in enumerate(out.columns):
         values = out.iloc[:, k]
@@ -325,13 +290,10 @@ def show(
     caption: str | None = None,
     best=None,
 ) -> Shown:
-    """A table for ``display``: display names and reader-facing column names, floats to ``sig``
-    significant digits (or ``decimals`` places; neither: six significant digits), a float
-    column of whole counts as integers, true/false as "yes"/"no", negative numbers with a true
-    minus sign, float index and column labels without trailing zeros (:func:`label_text`), the
-    index hidden unless ``index`` (shown, its names head their columns in the last header row,
-    in place of a named column axis), the best value of each column in bold where ``best`` says
-    which is best ("max", "min", or a dict from column to either; see :func:`best_cells`)."""
+    """A table for ``display``: :func:`named`, floats to ``sig`` significant digits (or
+    ``decimals`` places; neither: six significant digits), columns formatted by
+    :func:`_column_specs`, the index hidden unless ``index``, and each column's best value in
+    bold where ``best`` says which is best (:func:`best_cells`)."""
     out = named(frame)
     if index and any(out.index.names) and any(out.columns.names):
         # a crosstab's column-axis name ("dataset" over the datasets) would push the index's
@@ -355,25 +317,21 @@ def show(
             kind = labels.get_level_values(level)
             if pd.api.types.is_numeric_dtype(kind) and not pd.api.types.is_bool_dtype(kind):
                 style = style.format_index(label_text, axis=axis, level=level)
-    if best is not None:
-        marks = best_cells(out, best)
-        style = style.apply(
-            lambda _: marks.replace({True: "font-weight: bold", False: ""}), axis=None
-        )
-    return Shown(out, style, caption, marks=best_cells(out, best) if best is not None else None)
+    marks = best_cells(out, best) if best is not None else None
+    if marks is not None:
+        bold = marks.replace({True: "font-weight: bold", False: ""})
+        style = style.apply(lambda _: bold, axis=None)
+    return Shown(out, style, caption, marks=marks)
 
 
 def captioned(frame: pd.DataFrame, caption: str, best=None, **options) -> Shown:
-    """A table shown as it is (index included, numbers without trailing zeros), with a caption
-    above it; ``best`` and other options as in :func:`show`."""
+    """:func:`show` with the index and six significant digits, and a caption above."""
     options = {"sig": 6, "index": True, **options}
     return show(frame, caption=caption, best=best, **options)
 
 
 def run_notes(title: str, lines) -> object:
-    """A collapsed "details" box for what a computation reports about itself (runs computed now,
-    widened tuning grids, excluded runs, machines): on the page for whoever wants it, not as a
-    log above the results. Returns an IPython HTML object to ``display``."""
+    """A collapsed "details" box (IPython HTML) for what a computation reports about itself."""
     lines = [str(line) for line in (lines if not isinstance(lines, str) else lines.splitlines())]
     body = "".join(f"<li>{escape(line)}</li>" for line in lines if line.strip())
     return HTML(
@@ -386,9 +344,7 @@ WIDENED = re.compile(r"WIDENED: (\S+)/(\S+): .* tried lr=(\S+?)\.?$")
 
 
 def widened_lines(lines) -> tuple[list[str], int]:
-    """The notes with every "WIDENED" line of a (dataset, rate) folded into one line that lists
-    the algorithms (21 lines of one sentence each were most of a chapter's words), and how many
-    widened grids there were."""
+    """The notes with each (dataset, rate)'s "WIDENED" lines folded into one; the widened count."""
     grouped: dict[tuple[str, str], list[str]] = {}
     rest = []
     for line in lines:
@@ -399,22 +355,16 @@ def widened_lines(lines) -> tuple[list[str], int]:
             rest.append(line)
     folded = [f"WIDENED lr={lr} on {ds}: {', '.join(a)}" for (ds, lr), a in grouped.items()]
     if folded:
-        why = (
-            "WIDENED: the chosen rate sat at an edge of the grid, so tuning also tried the next one"
-        )
-        folded.insert(0, why)
+        why = "the chosen rate sat at an edge of the grid, so tuning also tried the next one"
+        folded.insert(0, f"WIDENED: {why}")
     return folded + rest, sum(len(a) for a in grouped.values())
 
 
 def grid_notes(grid, label: str = "the grid") -> object:
-    """:func:`run_notes` for a grid: its size and what was computed now in the summary line,
-    every note (widened rates, one line per dataset and rate; exclusions, machines, code
-    versions) inside."""
+    """:func:`run_notes` for a grid: its size and what was computed now, every note inside."""
     lines, widened = widened_lines(grid.note().splitlines())
+    fresh = f"{grid.computed} computed now" if grid.computed else "every one read from the store"
     excluded = len(grid.failures)
-    fresh = (
-        "every one read from the store" if not grid.computed else f"{grid.computed} computed now"
-    )
     title = (
         f"Notes on {label}: {len(grid.status)} runs ({fresh}); "
         f"{widened} widened learning-rate grids, {excluded} excluded runs"
@@ -423,8 +373,7 @@ def grid_notes(grid, label: str = "the grid") -> object:
 
 
 def transposed(frame: pd.DataFrame) -> pd.DataFrame:
-    """A wide table turned on its side (columns become rows) so that it fits the page, every
-    cell as text (floats without trailing zeros) since a column then mixes kinds of values."""
+    """A wide table on its side to fit the page, every cell as text (a column mixes kinds)."""
     out = named(frame)
 
     def text(v):
