@@ -1502,15 +1502,18 @@ def test_a_stopped_simulation_ends_the_processes_it_started(monkeypatch):
     from playerfl_core.flower import link as flower_link  # Flower's import is slow
 
     monkeypatch.setattr(flower_link, "ENDS_WITHIN_S", 0.5)
-    stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+    stubborn = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ignoring', flush=True); time.sleep(60)"
+    )
     before = flower_link._descendants()
     procs = [
-        subprocess.Popen([sys.executable, "-c", code])
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
         for code in ("import time; time.sleep(60)", stubborn, "pass")
     ]
     started = flower_link._descendants() - before
     assert {p.pid for p in started} == {p.pid for p in procs}
-    time.sleep(0.3)  # the stubborn one has set its handler
+    assert procs[1].stdout.readline() == "ignoring\n"  # its handler is set
     t = time.monotonic()
     flower_link._end(started)
     assert time.monotonic() - t < 6
