@@ -1499,22 +1499,22 @@ def test_a_stopped_simulation_ends_the_processes_it_started(monkeypatch):
     """Ray's silo workers left running after a stopped `run --backend flower` had exited (their
     raylet gone, they noticed late): the command ends what it started, asking first, then
     terminating, and killing one that ignores SIGTERM."""
-    from playerfl_core.flower import link as flower_link  # Flower's import is slow
+    from playerfl_core.flower import processes
 
-    monkeypatch.setattr(flower_link, "ENDS_WITHIN_S", 0.5)
+    monkeypatch.setattr(processes, "ENDS_WITHIN_S", 0.5)
     stubborn = (
         "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
         "print('ignoring', flush=True); time.sleep(60)"
     )
-    before = flower_link._descendants()
+    before = set(processes.descendants())
     procs = [
         subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
         for code in ("import time; time.sleep(60)", stubborn, "pass")
     ]
-    started = flower_link._descendants() - before
+    started = set(processes.descendants()) - before
     assert {p.pid for p in started} == {p.pid for p in procs}
     assert procs[1].stdout.readline() == "ignoring\n"  # its handler is set
     t = time.monotonic()
-    flower_link._end(started)
+    processes.end_processes(started)
     assert time.monotonic() - t < 6
     assert [p.wait(timeout=5) for p in procs] == [-signal.SIGTERM, -signal.SIGKILL, 0]

@@ -33,7 +33,7 @@ from playerfl_core.flower.federation import (
     REFUSED,
     Federation,
     FederationError,
-    _descendants,
+    descendants,
 )
 
 ROUNDS = 2
@@ -59,7 +59,7 @@ def federation(tmp_path_factory):
         yield fed
     pids = [p.popen.pid for p in fed._procs]
     assert all(p.popen.poll() is not None for p in fed._procs)
-    assert not [d for pid in pids for d in _descendants(pid)]
+    assert not [d for pid in pids for d in descendants(pid)]
 
 
 def test_the_app_declares_the_run_config_the_server_reads():
@@ -184,7 +184,7 @@ def test_the_recipe_stops_its_processes_when_a_start_fails(tmp_path, monkeypatch
         with fed:
             pass
     assert fed._procs and all(p.popen.poll() is not None for p in fed._procs)
-    assert not [d for p in fed._procs for d in _descendants(p.popen.pid)]
+    assert not [d for p in fed._procs for d in descendants(p.popen.pid)]
 
 
 def test_the_flower_cli_prints_plain_json_from_a_notebook_kernel(monkeypatch, tmp_path):

@@ -51,9 +51,9 @@ from playerfl_core.flower.processes import (  # noqa: F401 (re-exported for test
     FederationError,
     Process,
     _bin,
-    _descendants,
     _environment,
     _toml,
+    descendants,
     free_port,
 )
 from playerfl_core.stats.results import folder_problem

@@ -24,7 +24,6 @@ three re-exported here).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import signal
@@ -37,7 +36,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
-import psutil
 from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 from tqdm import tqdm
@@ -49,6 +47,7 @@ from playerfl_core.flower.client import (
     Session,
     client_app,
 )
+from playerfl_core.flower.processes import descendants, end_processes
 from playerfl_core.flower.server_link import FlowerLink
 from playerfl_core.flower.wire import (
     CALLS,
@@ -240,7 +239,7 @@ def simulate(
         except BaseException as err:  # noqa: BLE001 - raised again in the calling thread
             outcome["error"] = err
 
-    before = _descendants()
+    before = set(descendants())
     thread = threading.Thread(target=run, name="flower-simulation", daemon=True)
     thread.start()
     bar = tqdm(total=len(jobs), desc="flower", unit="run", disable=not progress)
@@ -250,50 +249,16 @@ def simulate(
             _retake_stop_signals()
             bar.update(len(finished) - bar.n)
     except KeyboardInterrupt:
-        started = _descendants() - before  # Ray's processes for this simulation
+        started = set(descendants()) - before  # Ray's processes for this simulation
         stop.set()
         thread.join(STOP_WITHIN_S)
-        _end(started)
+        end_processes(started)
         raise
     finally:
         bar.close()
     if "error" in outcome:
         raise outcome["error"]
     return read_result(out)
-
-
-ENDS_WITHIN_S = 5.0
-"""How long a stopped simulation's processes may take to end after Ray's shutdown before they
-are terminated: a busy silo worker notices its raylet is gone only when it next looks, which on
-a loaded machine was later than 15 s after the command had exited."""
-
-
-def _descendants() -> set[psutil.Process]:
-    return set(psutil.Process().children(recursive=True))
-
-
-def _end(procs: set[psutil.Process]) -> None:
-    """Wait for ``procs`` to end, then terminate (and at last kill) any still running, so a
-    stopped command leaves no worker behind; their parent may be gone, so they are found from
-    the list taken while the simulation ran."""
-    running = _running(procs)
-    for signal_them, wait_s in ((None, ENDS_WITHIN_S), ("terminate", 2.0), ("kill", 2.0)):
-        for p in running if signal_them else []:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                getattr(p, signal_them)()
-        deadline = time.monotonic() + wait_s
-        while (running := _running(running)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-
-
-def _running(procs) -> list[psutil.Process]:
-    """Those of ``procs`` still running (a zombie has ended: only its parent's wait is left)."""
-    out = []
-    for p in procs:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
-                out.append(p)
-    return out
 
 
 def _retake_stop_signals() -> None:

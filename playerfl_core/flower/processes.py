@@ -1,6 +1,6 @@
 """Local processes for the silo recipe: a free loopback port, Flower's executables and their
 environment, and a started process (own process group, output to a file) that stops with every
-child it spawned.
+child it spawned; and, for a stopped simulation, ending the processes Ray started.
 
 Cut out of :mod:`playerfl_core.flower.federation` (which re-exports these names): the recipe's
 steps read on their own, and this is the plumbing under them.
@@ -8,14 +8,18 @@ steps read on their own, and this is the plumbing under them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 
 class FederationError(RuntimeError):
@@ -46,7 +50,7 @@ class Process:
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the process's group and every process it spawned (Flower detaches its
         SuperExec and app processes into sessions of their own)."""
-        for pid in [self.popen.pid, *_descendants(self.popen.pid)]:
+        for pid in [self.popen.pid, *(p.pid for p in descendants(self.popen.pid))]:
             try:
                 os.killpg(pid, sig) if pid == self.popen.pid else os.kill(pid, sig)
             except ProcessLookupError:
@@ -54,7 +58,7 @@ class Process:
 
     def stop(self, grace: float = 10.0) -> None:
         if self.alive():
-            family = _descendants(self.popen.pid)
+            family = [p.pid for p in descendants(self.popen.pid)]
             self.kill(signal.SIGTERM)
             try:
                 self.popen.wait(timeout=grace)
@@ -72,20 +76,40 @@ class Process:
             raise FederationError(f"{self.name} (pid {self.popen.pid}) did not stop.") from None
 
 
-def _descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (Linux ``/proc``)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
+def descendants(pid: int | None = None) -> list[psutil.Process]:
+    """Every live process below ``pid`` (this process by default); none once ``pid`` is gone."""
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+ENDS_WITHIN_S = 5.0
+"""How long processes asked to stop may take before they are terminated: a busy Ray worker
+notices its raylet is gone only when it next looks, which on a loaded machine was later than
+15 s after the command that started it had exited."""
+
+
+def end_processes(procs) -> None:
+    """Wait for ``procs`` to end, then terminate (and at last kill) any still running. Their
+    parent may be gone, so the caller lists them while they are still its descendants."""
+    running = _running(procs)
+    for signal_them, wait_s in ((None, ENDS_WITHIN_S), ("terminate", 2.0), ("kill", 2.0)):
+        for p in running if signal_them else []:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                getattr(p, signal_them)()
+        deadline = time.monotonic() + wait_s
+        while (running := _running(running)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def _running(procs) -> list[psutil.Process]:
+    """Those of ``procs`` still running (a zombie has ended: only its parent's wait is left)."""
+    out = []
+    for p in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
     return out
 
 
