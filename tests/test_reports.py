@@ -665,7 +665,7 @@ def test_our_splits_name_the_profile_they_come_from():
             for s, p in enumerate(ps)]  # fmt: skip
     table = pd.DataFrame(
         rows, columns=["dataset", "algorithm", "seed", "client", "metric", "value"]
-    )
+    ).assign(lr=0.01)  # a run's keys, as every results table has them
     shown = RP.split_comparison(table, "quick")
     assert list(shown.columns) == ["our p (quick profile, every seed)", "authors' p"]
     assert list(shown.index) == ["Fashion-MNIST", "Heart"]

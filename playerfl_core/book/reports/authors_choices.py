@@ -15,12 +15,8 @@ from playerfl_core.measure import layer_studies as S
 from playerfl_core.stats import metrics as M
 from playerfl_core.stats import published as P
 from playerfl_core.stats.p_values import p_value_text
-from playerfl_core.stats.results import SERVER
+from playerfl_core.stats.results import chosen_splits
 from playerfl_core.study.experiments import run_grid
-
-
-def _label_index(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.rename(index=algorithm_label)
 
 
 def timing_effect(table: pd.DataFrame, before: pd.DataFrame, algorithms, datasets) -> pd.DataFrame:
@@ -58,7 +54,7 @@ def timing_ranks(table: pd.DataFrame, before: pd.DataFrame, effect, algorithms, 
         {"after aggregation": rank_dep, "before aggregation (baselines only)": rank_aut}
     )
     rescored = [a for a in algorithms if a != "playerfl"]
-    shown = _label_index(moved.loc[["playerfl", *rescored]]).round(2)
+    shown = moved.loc[["playerfl", *rescored]].rename(index=algorithm_label).round(2)
     fedavg_gain = (
         effect.xs("fedavg", level="algorithm")["median_diff"]
         if "fedavg" in algorithms
@@ -144,7 +140,7 @@ def printed_ranks(digits: int = 2) -> tuple[pd.DataFrame, dict]:
         "rank_max_diff": f"{check['difference'].abs().max():.2f}",
         "rank_first_text": first_text,
     }
-    return _label_index(check), out
+    return check.rename(index=algorithm_label), out
 
 
 def client_weightings(table: pd.DataFrame, order) -> tuple[pd.DataFrame, dict]:
@@ -203,12 +199,8 @@ def interval_widths(table: pd.DataFrame, n_boot: int) -> pd.DataFrame:
 
 def split_comparison(table: pd.DataFrame, profile: str) -> pd.DataFrame:
     """PLayer-FL's splits over seeds in ``profile`` against the authors' hard-coded ones."""
-    sp = table[
-        (table["client"] == SERVER)
-        & (table["metric"] == "split_p")
-        & (table["algorithm"] == "playerfl")
-    ]
-    splits = sp.groupby("dataset", sort=False)["value"].agg(
+    sp = chosen_splits(table[table["algorithm"] == "playerfl"])
+    splits = sp.groupby("dataset", sort=False)["split_p"].agg(
         lambda v: ", ".join(str(int(x)) for x in sorted(set(v)))
     )
     out = splits.rename(f"our p ({profile} profile, every seed)").to_frame()

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from data_prep.registry import federation
-from playerfl_core.book.reports.tables import MISSING
+from playerfl_core.book.reports.tables import MISSING, interval_text
 from playerfl_core.book.style import algorithm_label, dataset_label
 from playerfl_core.fl.algorithms import ALGORITHMS
 from playerfl_core.fl.profiles import SIZE_OF
@@ -155,14 +155,11 @@ def gap_sentence(frame: pd.DataFrame, dataset: str, profile: str = "quick") -> s
 def comparison_table(frame: pd.DataFrame, paper_sizes: bool = True) -> pd.DataFrame:
     """Published, authors' mode and book (median and interval) per algorithm, narrow enough for a
     phone; with ``paper_sizes`` the values :func:`gap_sentence` explains are marked †."""
-
-    def cell(m, lo, hi):
-        return MISSING if pd.isna(m) else f"{m:.1f} ({lo:.1f}–{hi:.1f})"
-
     marked = frame["remains"] & paper_sizes
 
     def cells(side):
-        return [cell(*r) for r in frame[[side, f"{side}_low", f"{side}_high"]].itertuples(False)]
+        values = frame[[side, f"{side}_low", f"{side}_high"]].itertuples(False)
+        return [interval_text(m, lo, hi, 1) for m, lo, hi in values]
 
     out = pd.DataFrame(
         {

@@ -20,7 +20,7 @@ from playerfl_core.fl.names import tied_text
 from playerfl_core.stats import claims as C
 from playerfl_core.stats import metrics as M
 from playerfl_core.stats.p_values import p_value_text
-from playerfl_core.stats.results import SERVER
+from playerfl_core.stats.results import chosen_splits
 from playerfl_core.study import split_oracle as O
 
 RANDOM = "playerfl_random"
@@ -184,23 +184,17 @@ def within_numbers(within: pd.DataFrame) -> dict:
     ps = ", ".join(within["p"])
     min_ps = [f"{p_value_text(C.min_pvalue('wilcoxon', n))} with {n} seeds" for n in seed_counts]
     wilcoxon = (
-        (
-            f"{n_run} of {n_all} PLayer-FL-vs-other comparisons can be run, with "
-            f"{int(within['rejections'].sum())} Holm-adjusted rejections"
-        )
+        f"{n_run} of {n_all} PLayer-FL-vs-other comparisons can be run, with "
+        f"{int(within['rejections'].sum())} Holm-adjusted rejections"
         if n_run
-        else ("none of the PLayer-FL-vs-other comparisons can be run, so none can be rejected")
+        else "none of the PLayer-FL-vs-other comparisons can be run, so none can be rejected"
     )
     friedman = (
-        (
-            f"The within-dataset Friedman test rejects at 0.05 on {', '.join(rejecting)} "
-            f"(p-values {ps})."
-        )
+        f"The within-dataset Friedman test rejects at 0.05 on {', '.join(rejecting)} "
+        f"(p-values {ps})."
         if rejecting
-        else (
-            f"The within-dataset Friedman p-values ({ps}) do not reject at 0.05: inside each "
-            "dataset these seeds cannot tell the algorithms apart."
-        )
+        else f"The within-dataset Friedman p-values ({ps}) do not reject at 0.05: inside each "
+        "dataset these seeds cannot tell the algorithms apart."
     )
     return {
         "within_min_p": ", ".join(min_ps),
@@ -213,12 +207,8 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
     """PLayer-FL against PLayer-FL-Random paired by seed: differences, splits, summary, C5, glue."""
     shown = list(dict.fromkeys(table["dataset"]))  # the order the reader asked for
     diffs = in_order(M.paired_differences(table, PLAYER, RANDOM, "macro_f1"), shown)
-    splits = table[
-        (table["client"] == SERVER)
-        & (table["metric"] == "split_p")
-        & table["algorithm"].isin([PLAYER, RANDOM])
-    ]
-    splits = splits.pivot_table(index=["dataset", "seed"], columns="algorithm", values="value")
+    splits = chosen_splits(table[table["algorithm"].isin([PLAYER, RANDOM])])
+    splits = splits.pivot_table(index=["dataset", "seed"], columns="algorithm", values="split_p")
     paired = diffs.set_index(["dataset", "seed"]).join(splits.astype(int))
     paired = paired.rename(columns={PLAYER: "p (PLayer-FL)", RANDOM: "p (Random)"}).round(3)
     per_ds = diffs.groupby("dataset", sort=False)["diff"].agg(
@@ -233,12 +223,10 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
     same_p = int((splits[PLAYER] == splits[RANDOM]).sum())
     several = len(c5.parts) > 1
     c5_family = (
-        (
-            f"Holm's adjustment over C5's {len(c5.parts)} comparisons: this one and chapter "
-            "04's at one learning rate"
-        )
+        f"Holm's adjustment over C5's {len(c5.parts)} comparisons: this one and chapter "
+        "04's at one learning rate"
         if several
-        else ("C5's only comparison here (no committed split sweep of these datasets)")
+        else "C5's only comparison here (no committed split sweep of these datasets)"
     )
     numbers = {
         "same_p": f"{same_p} of {len(splits)}",

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pandas as pd
 from tqdm import tqdm
 
+from playerfl_core.book.reports import one_run
 from playerfl_core.book.style import algorithm_label, hyperparameter_label
 from playerfl_core.fl.algorithms import describe_algorithms, get_algorithm
 from playerfl_core.fl.engine import run_federated
-from playerfl_core.stats.results import client_scores
 
 
 def per_client_scores(fd, config, algorithms=("local", "fedavg")) -> pd.DataFrame:
@@ -19,10 +19,7 @@ def per_client_scores(fd, config, algorithms=("local", "fedavg")) -> pd.DataFram
         run_federated(fd, get_algorithm(name), config).table()
         for name in tqdm(algorithms, desc="runs")
     ]
-    runs = pd.concat(runs, ignore_index=True)
-    scores = client_scores(runs, metric="macro_f1", split="test", selection="best_val")
-    scores["client_name"] = [fd.clients[i].name for i in scores["client"]]
-    return scores.sort_values("client", kind="stable")
+    return one_run.per_client_scores(pd.concat(runs, ignore_index=True), {fd.name: fd})
 
 
 def wide_scores(scores: pd.DataFrame, algorithms=("local", "fedavg")) -> pd.DataFrame:
