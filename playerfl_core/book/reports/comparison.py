@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from data_prep import load
+from playerfl_core.book.reports import split_choice
 from playerfl_core.book.reports.claim_answers import (
     PLAYER,
     c3_answer,
@@ -94,8 +94,8 @@ def ci_table(summary: pd.DataFrame, scale: float = 1.0, digits: int = 3, order=N
 
 
 def client_names(datasets, profile: str) -> dict:
-    clients = {ds: load(ds, profile=profile, seed=0).clients for ds in datasets}
-    return {(ds, i): c.name for ds, cs in clients.items() for i, c in enumerate(cs)}
+    names = split_choice.client_names(datasets, profile, seed=0)
+    return {(ds, i): name for ds, ns in names.items() for i, name in enumerate(ns)}
 
 
 def fairness_and_ipr(table: pd.DataFrame, order):

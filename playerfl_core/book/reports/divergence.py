@@ -29,8 +29,9 @@ def plan_table(plan: dict) -> pd.DataFrame:
     ).set_index("dataset")
 
 
-def measure(datasets, plan: dict, profile: str, device) -> pd.DataFrame:
-    """The long analytics table of every dataset, per its plan (first and final stage)."""
+def measure(datasets, plan: dict, profile: str, device, **options) -> pd.DataFrame:
+    """The long analytics table of every dataset, per its plan (by default the first and final
+    stage of Local and FedAvg; ``options`` go to ``layer_analytics``)."""
     tables = [
         S.layer_analytics(
             name,
@@ -39,6 +40,7 @@ def measure(datasets, plan: dict, profile: str, device) -> pd.DataFrame:
             device=device,
             rounds=plan[name].rounds,
             settings=plan[name].settings,
+            **options,
         )
         for name in datasets
     ]

@@ -98,10 +98,7 @@ def shown(wide: pd.DataFrame) -> pd.DataFrame:
 
 def beats_both(wide: pd.DataFrame, method="playerfl", references=("local", "fedavg")) -> pd.Series:
     """Per client: does ``method`` score strictly higher than every reference model?"""
-    out = pd.Series(True, index=wide.index)
-    for ref in references:
-        out &= wide[method] > wide[ref]
-    return out
+    return wide[list(references)].lt(wide[method], axis=0).all(axis=1)
 
 
 def gain_summary(wide: pd.DataFrame, wins: pd.Series) -> pd.DataFrame:

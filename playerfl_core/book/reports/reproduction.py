@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 from scipy.stats import spearmanr
 
-from playerfl_core.book.reports import averaging, rule_family
+from playerfl_core.book.reports import averaging, divergence, rule_family
 from playerfl_core.book.reports.authors_choices import (  # noqa: F401 (the chapter's R.)
     OPTIONS,
     client_weightings,
@@ -26,7 +26,7 @@ from playerfl_core.book.reports.authors_choices import (  # noqa: F401 (the chap
     timing_ranks,
 )
 from playerfl_core.book.reports.bottom_line import bottom_line  # noqa: F401 (the chapter's R.)
-from playerfl_core.book.reports.comparison import sizes_text
+from playerfl_core.book.reports.comparison import fairness_and_ipr, sizes_text
 from playerfl_core.book.reports.rule_study import RULES_FILE
 from playerfl_core.book.reports.tables import MISSING, signed
 from playerfl_core.book.style import algorithm_label, dataset_label
@@ -80,11 +80,10 @@ def our_tables(table: pd.DataFrame, order, n_boot: int) -> dict:
         "accuracy": 100 * M.to_wide(M.summarize(table, "accuracy", n_boot=n_boot), "median", order),
         "loss": M.to_wide(M.summarize(table, "loss", n_boot=n_boot), "median", order),
     }
+    fair, incent, _ = fairness_and_ipr(table, order)
     for metric, key in (("accuracy", "accuracy"), ("macro_f1", "f1"), ("loss", "loss")):
-        f = M.fairness(table, metric).rename(columns={"variance": "value"})
-        ours[f"fairness_{key}"] = M.to_wide(f, "value", order)
-        i = M.ipr(table, metric).rename(columns={"ipr": "value"})
-        ours[f"ipr_{key}"] = 100 * M.to_wide(i, "value", order)
+        ours[f"fairness_{key}"] = fair[metric]
+        ours[f"ipr_{key}"] = 100 * incent[metric]
     return ours
 
 
@@ -150,23 +149,14 @@ def scorecard(
     the averaging check on ``metric_datasets``; C3–C5 from the stored grid of ``claims_profile``;
     C5's one-rate part, R1 and R2 from the committed sweeps (:func:`split_evidence`). Claims
     whose evidence the profile lacks are left out."""
-    analytics = []
-    for name in datasets:
-        plan = S.analytics_plan(name, profile)
-        settings = replace(plan.settings, metrics=("sensitivity", *C.C2_MEASURES))
-        analytics.append(
-            S.layer_analytics(
-                name,
-                seeds=plan.seeds,
-                profile=profile,
-                device=device,
-                algorithms=("local",),
-                stages={0: "first"},
-                rounds=plan.rounds,
-                settings=settings,
-            )
-        )
-    analytics = pd.concat(analytics, ignore_index=True)
+    measured = ("sensitivity", *C.C2_MEASURES)
+    plans = {name: S.analytics_plan(name, profile) for name in datasets}
+    plans = {
+        n: replace(p, settings=replace(p.settings, metrics=measured)) for n, p in plans.items()
+    }
+    analytics = divergence.measure(
+        datasets, plans, profile, device, algorithms=("local",), stages={0: "first"}
+    )
     on_analytics = C.describe_profile(profile, analytics)
     evidence = table
     if claims_profile != profile:

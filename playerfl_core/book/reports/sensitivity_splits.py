@@ -131,12 +131,12 @@ def split_stability(by_epoch: pd.DataFrame) -> pd.DataFrame:
 
 
 def stability_numbers(stability: pd.DataFrame, datasets) -> dict:
-    out = {}
-    for name in datasets:
-        s = stability[stability["dataset"] == name].set_index("algorithm")["same"]
-        out[f"{name}_stable_local"] = float(s.get("local", np.nan))
-        out[f"{name}_stable_fedavg"] = float(s.get("fedavg", np.nan))
-    return out
+    same = stability.set_index(["dataset", "algorithm"])["same"]
+    return {
+        f"{name}_stable_{a}": float(same.get((name, a), np.nan))
+        for name in datasets
+        for a in ("local", "fedavg")
+    }
 
 
 def stability_caption(stability: pd.DataFrame) -> str:

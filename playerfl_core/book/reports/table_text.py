@@ -90,9 +90,7 @@ def _significant(value, spec: str) -> str:
 
 def label_text(value) -> str:
     """An index or column label: a float as short as it is exact, a true minus; others as is."""
-    if isinstance(value, float):
-        if value != value:
-            return "–"
+    if isinstance(value, float):  # NaN: number_text's "–"
         return number_text(int(value), "d") if value.is_integer() else number_text(value, "g")
     if isinstance(value, int) and not isinstance(value, bool):
         return number_text(value, "d")

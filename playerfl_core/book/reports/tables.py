@@ -114,7 +114,6 @@ def named(frame: pd.DataFrame) -> pd.DataFrame:
             out[column] = out[column].map(namer)
         if column in (out.index.names or []):
             out = out.rename(index=namer, level=column)
-    for column, namer in _NAMERS.items():
         if column in (out.columns.names or []):
             level = column if out.columns.nlevels > 1 else None
             out = out.rename(columns=namer, level=level)
