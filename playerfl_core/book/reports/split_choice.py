@@ -32,11 +32,6 @@ class SweepAnalysis:
     variant_regrets: pd.DataFrame
     """Regrets of the paper's rule and of each pooling variant on the same seeds."""
 
-    @property
-    def paper_regrets(self) -> pd.DataFrame:
-        """Regrets of the paper's rule (not of its variants)."""
-        return self.regrets[self.regrets["variant"] == "paper"]
-
 
 def analyse_sweep(table: pd.DataFrame, datasets) -> SweepAnalysis:
     """Every result of the split sweep, each dataset's rows in ``datasets``' order."""

@@ -13,8 +13,6 @@ from IPython.display import HTML
 
 from playerfl_core.book.analysis_plots import metric_label
 from playerfl_core.book.reports.table_text import (  # noqa: F401 (imported from here by the book)
-    FEW_DIGITS,
-    MINUS,
     MISSING,
     interval_text,
     label_text,
