@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from playerfl_core.book.analysis_plots import metric_label
+from playerfl_core.book.reports.divergence import unit_summary
 from playerfl_core.book.reports.sensitivity_splits import (  # noqa: F401 (the chapter's R.)
     REFERENCE_NAMES,
     REFERENCE_SHORT,
@@ -93,9 +94,7 @@ def first_epoch(table: pd.DataFrame) -> pd.DataFrame:
 
 def first_summary(first: pd.DataFrame) -> pd.DataFrame:
     """Per-client quantities after one epoch over seeds, one 'Local = FedAvg' line per dataset."""
-    keys = ["dataset", "algorithm", "stage", "metric", "depth", "unit"]
-    summary = S.seed_summary(first[first["other"] == S.NO_OTHER], keys)
-    return summary.assign(algorithm="Local = FedAvg")
+    return unit_summary(first).assign(algorithm="Local = FedAvg")
 
 
 def units_by_dataset(first: pd.DataFrame, datasets) -> dict[str, list[str]]:
