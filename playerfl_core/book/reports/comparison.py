@@ -250,9 +250,7 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
     return {
         "diffs": diffs,
         "paired": paired.reindex(shown, level="dataset").rename(index=dataset_label, level=0),
-        "per_dataset": per_ds.loc[[d for d in shown if d in per_ds.index]]
-        .round(3)
-        .rename(index=dataset_label),
+        "per_dataset": per_ds.round(3).rename(index=dataset_label),  # diffs' order: shown
         "c5": c5,
         "c5_table": family.set_index("comparison"),
         "c5_posterior": posterior.set_index("comparison"),
