@@ -103,8 +103,3 @@ def n_splits(study: Study, dataset: str) -> int:
 REQUIRED = ("name", "what", "federations", "seeds", "arms", "rates", "profile", "scoring",
             "claim", "declared", "commit", "why", "store", "computes")  # fmt: skip
 """The fields every registered study fills in (``unknown`` is an answer for a date or commit)."""
-
-
-def missing_fields(study: Study) -> list[str]:
-    """The required fields ``study`` leaves empty."""
-    return [f for f in REQUIRED if getattr(study, f) in ("", (), None)]

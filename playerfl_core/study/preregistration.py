@@ -36,7 +36,6 @@ from playerfl_core.study.preregistration_plan import (  # noqa: F401 (re-exporte
     CONFIRMING,
     DEFAULT_SEEDS,
     DEVELOPMENT,
-    DEVELOPMENT_ADDED_SEEDS,
     ENTRIES,
     EVALUATION,
     FOLLOW_UP,
@@ -45,7 +44,6 @@ from playerfl_core.study.preregistration_plan import (  # noqa: F401 (re-exporte
     LEARNING_RATES,
     PROBE_ROUNDS,
     SECOND_FOLLOW_UP,
-    SEEDS,
     TUNING_SEEDS,
     Entry,
     base_of,
@@ -90,10 +88,16 @@ def tuning_curve(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFram
     return pd.DataFrame(rows, columns=["rule", "threshold", "regret"])
 
 
+def kept(curve: pd.DataFrame) -> pd.DataFrame:
+    """Per rule, indexed by it, the row of :func:`tuning_curve` kept: the least regret (ties:
+    the smaller threshold)."""
+    best = curve.sort_values(["rule", "regret", "threshold"]).groupby("rule", sort=False).head(1)
+    return best.set_index("rule")
+
+
 def tune(rules_table: pd.DataFrame, scores: pd.DataFrame) -> dict[str, float]:
     """Per rule of :data:`GRIDS`: the threshold of least mean development regret (ties: smaller)."""
-    curve = tuning_curve(rules_table, scores).sort_values(["rule", "regret", "threshold"])
-    best = curve.groupby("rule", sort=False).head(1).set_index("rule")["threshold"]
+    best = kept(tuning_curve(rules_table, scores))["threshold"]
     return {rule: float(best[rule]) for rule in GRIDS}
 
 
@@ -262,12 +266,13 @@ def worst_kinds(regrets: pd.DataFrame) -> dict[str, str]:
 
 def confirmation_federations(worst: dict[str, str]) -> tuple[str, ...]:
     """The evaluation federations of the first-epoch entries' worst kinds: the confirmation's."""
-    kinds = {k for e, k in worst.items() if e != _PROBE_LABEL}
+    kinds = {k for e, k in worst.items() if e != PROBE_LABEL}
     return tuple(d for d in EVALUATION if kind_of(d) in kinds)
 
 
-_PROBE_LABEL = next(e.label for e in ENTRIES if e.rule == "probe")
-FIRST_EPOCH = tuple(e.label for e in ALL_ENTRIES if e.rule != "probe")
+PROBE_LABEL = next(e.label for e in ENTRIES if e.rule == PROBE)
+"""The validation probe's entry label."""
+FIRST_EPOCH = tuple(e.label for e in ALL_ENTRIES if e.rule != PROBE)
 """The entries a client can compute after its first epoch (the probe trains every split)."""
 
 
@@ -280,7 +285,7 @@ def claim(
     """Claim R2: *supported* when some first-epoch rule is within δ on every kind, *contradicted*
     when every one is beyond δ on some kind, else *undecided*; with its strength."""
     rank = {s: i for i, s in enumerate(STRENGTHS)}
-    first_epoch = [e.label for e in ENTRIES if e.rule != "probe"]
+    first_epoch = [e.label for e in ENTRIES if e.rule != PROBE]
     rows = verdicts[verdicts["entry"].isin(first_epoch)]
     evidence = [rows]
     for extra, suffix in ((added, ""), (confirmation, " (confirmation)")):
@@ -288,7 +293,7 @@ def claim(
             extra = extra[extra["entry"].isin(FIRST_EPOCH)]
             evidence.append(extra.assign(kind=extra["kind"] + suffix))
     evidence = pd.concat(evidence, ignore_index=True)
-    winners = [e for e in headline(rows)]
+    winners = headline(rows)
     if winners:
         g = rows[rows["entry"] == winners[0]]
         strength = max(g["strength"], key=rank.__getitem__)

@@ -112,12 +112,10 @@ def rules_for_sweep(
     applied, and the probe (``probe_rounds``; None: left out) read from the sweep."""
     check_sweeps_complete(sweep)
     keys = sweep_rows(sweep)[RUN].drop_duplicates().sort_values(RUN)
-    parts = []
-    for (ds, lr), g in keys.groupby(["dataset", "lr"], sort=False):
-        loader = data_loader
-        parts.append(
-            rules_table(ds, g["seed"].tolist(), profile, float(lr), None, loader, rules, progress)
-        )
+    parts = [
+        rules_table(ds, g["seed"].tolist(), profile, float(lr), None, data_loader, rules, progress)
+        for (ds, lr), g in keys.groupby(["dataset", "lr"], sort=False)
+    ]
     if probe_rounds is not None:
         parts.append(probe_rows(sweep, probe_rounds))
     return pd.concat(parts, ignore_index=True)

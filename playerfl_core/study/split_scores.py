@@ -198,13 +198,9 @@ def regrets(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") -
         )
     out = rule.merge(oracle_splits(scores), on=RUN)
     test = scores.set_index([*RUN, "p"])["test"]
-    out["test_rule"] = [
-        test[(*k, p)] for k, p in zip(out[RUN].itertuples(index=False), out["p_rule"], strict=True)
-    ]
-    out["test_oracle"] = [
-        test[(*k, p)]
-        for k, p in zip(out[RUN].itertuples(index=False), out["p_oracle"], strict=True)
-    ]
+    for side in ("rule", "oracle"):
+        ps = zip(out[RUN].itertuples(index=False), out[f"p_{side}"], strict=True)
+        out[f"test_{side}"] = [test[(*k, p)] for k, p in ps]
     out["regret"] = out["test_oracle"] - out["test_rule"]
     cols = [*RUN, "variant", "p_rule", "p_oracle", "test_rule", "test_oracle", "regret", "margin"]
     return out[cols].reset_index(drop=True)

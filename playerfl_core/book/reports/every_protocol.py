@@ -12,6 +12,7 @@ import pandas as pd
 
 from playerfl_core.book.prose import seed_span
 from playerfl_core.book.reports import rule_family as RF
+from playerfl_core.book.reports.rule_follow_ups import MARKS
 from playerfl_core.book.reports.rule_study import RULES_FILE
 from playerfl_core.book.reports.tables import interval_text, signed
 from playerfl_core.book.style import dataset_label
@@ -285,9 +286,6 @@ def headline(quantity: str, federation: str, table: pd.DataFrame) -> Headline:
     best = best.astype(object).where(best.notna(), None)
     fields = ["value", "lo", "hi", "verdict", "detail", "protocol"]
     return Headline(*best[fields], int(best["seeds"] or 0))
-
-
-MARKS = {"within δ": "✓", "beyond δ": "✗", "undecided": "?"}
 
 
 def cell_text(row) -> str:
