@@ -154,31 +154,11 @@ def stability_summary(splits: pd.DataFrame, oracle: pd.Series | Mapping) -> pd.D
         counts = g["p_rule"].value_counts()
         po = oracle.get(ds, np.nan) if hasattr(oracle, "get") else np.nan
         gap = (g["p_rule"] - po).abs()
-        rows.append(
-            (
-                ds,
-                var,
-                len(g),
-                int(counts.idxmax()),
-                float(counts.max() / len(g)),
-                int(len(counts)),
-                po,
-                float((gap == 0).mean()),
-                float((gap <= 1).mean()),
-            )
-        )
-    columns = [
-        "dataset",
-        "variant",
-        "n_seeds",
-        "modal_p",
-        "modal_share",
-        "distinct",
-        "p_oracle",
-        "same",
-        "within_one",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+        share = float(counts.max() / len(g))
+        same, within = float((gap == 0).mean()), float((gap <= 1).mean())
+        rows.append((ds, var, len(g), int(counts.idxmax()), share, len(counts), po, same, within))
+    columns = ["dataset", "variant", "n_seeds", "modal_p", "modal_share", "distinct", "p_oracle"]
+    return pd.DataFrame(rows, columns=[*columns, "same", "within_one"])
 
 
 def dataset_oracle(scores: pd.DataFrame, on: str = "val") -> dict[str, int]:

@@ -21,7 +21,7 @@ from playerfl_core.fl.sensitivity import (
 )
 from playerfl_core.fl.units import unit_names
 from playerfl_core.measure.layer_measure import first_epoch_models
-from playerfl_core.stats.metrics import client_weights
+from playerfl_core.stats.metrics import client_weights, run_scores
 from playerfl_core.stats.results import SERVER, client_scores
 from playerfl_core.stats.seed_stats import bootstrap_interval
 from playerfl_core.study.split_sweeps import RUN, check_sweepable
@@ -48,20 +48,6 @@ def sweep_rows(table: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(p=p[p.notna()].astype(int))
 
 
-def _split_scores(
-    table: pd.DataFrame, split: str, metric: str, selection: str, weighting: str
-) -> pd.DataFrame:
-    scores = client_scores(table, metric, split, selection)
-    merged = scores.merge(
-        client_weights(table, weighting), on=["dataset", "algorithm", "lr", "seed", "client"]
-    )
-    merged["wv"] = merged["value"] * merged["weight"]
-    out = merged.groupby(["dataset", "algorithm", "lr", "seed"], as_index=False).agg(
-        wv=("wv", "sum"), w=("weight", "sum")
-    )
-    return out.assign(value=out["wv"] / out["w"]).drop(columns=["wv", "w"])
-
-
 def sweep_scores(
     table: pd.DataFrame,
     metric: str = "macro_f1",
@@ -72,11 +58,9 @@ def sweep_scores(
     best-validation round, averaged with ``weighting``). Columns: dataset, lr, seed, p, val, test.
     """
     rows = sweep_rows(table).drop(columns="p")
-    val = _split_scores(rows, "val", metric, selection, weighting).rename(columns={"value": "val"})
-    test = _split_scores(rows, "test", metric, selection, weighting)
-    out = val.merge(
-        test.rename(columns={"value": "test"}), on=["dataset", "algorithm", "lr", "seed"]
-    )
+    val = run_scores(rows, metric, selection, weighting, "val").rename(columns={"value": "val"})
+    test = run_scores(rows, metric, selection, weighting).rename(columns={"value": "test"})
+    out = val.merge(test, on=["dataset", "algorithm", "lr", "seed"])
     out["p"] = out.pop("algorithm").map(parse_prefix_name).astype(int)
     return out[[*RUN, "p", "val", "test"]].sort_values([*RUN, "p"], ignore_index=True)
 
