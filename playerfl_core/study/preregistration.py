@@ -25,6 +25,7 @@ from playerfl_core.stats.split_verdicts import (
     TOLERANCE,  # δ = 0.02
     decide_family,
     difference_evidence,
+    test_change,
     tolerance_verdicts,
 )
 from playerfl_core.stats.split_verdicts import tolerance_curve as verdicts_over_tolerances
@@ -146,6 +147,19 @@ def in_family(entries: pd.Series, role: str, added: bool = False) -> pd.Series:
     return later if added else ~later
 
 
+def family_rows(regrets: pd.DataFrame, role: str, added: bool = False) -> pd.DataFrame:
+    """The regrets one declared family tests on a set (:func:`in_family`), in the tables' order:
+    entries as they come, kinds as :data:`KIND_ORDER`."""
+    part = regrets[(regrets["role"] == role) & in_family(regrets["entry"], role, added)]
+    rank = {k: i for i, k in enumerate(KIND_ORDER)}
+    entries = {e: i for i, e in enumerate(dict.fromkeys(part["entry"]))}
+    return part.sort_values(
+        ["entry", "kind"],
+        key=lambda c: c.map(entries) if c.name == "entry" else c.map(rank),
+        kind="stable",
+    )
+
+
 def evaluate(
     regrets: pd.DataFrame,
     role: str = "evaluation",
@@ -153,19 +167,12 @@ def evaluate(
     added: bool = False,
     test: str = TEST,
 ) -> pd.DataFrame:
-    """The declared test on one set (:func:`in_family`): per entry and kind, mean regret, bootstrap
-    interval, test of δ − regret (``test``: the mean's or ``"wilcoxon"``), Holm and verdict.
-    Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength, reason."""
-    part = regrets[(regrets["role"] == role) & in_family(regrets["entry"], role, added)]
+    """The declared test on one set (:func:`family_rows`): per entry and kind, mean regret,
+    bootstrap interval, test of δ − regret (``test``: the mean's or ``"wilcoxon"``), Holm and
+    verdict. Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength, reason."""
+    part = family_rows(regrets, role, added)
     if part.empty:
         raise ValueError(f"No regrets of the {role} set.")
-    rank = {k: i for i, k in enumerate(KIND_ORDER)}
-    entries = {e: i for i, e in enumerate(dict.fromkeys(part["entry"]))}
-    part = part.sort_values(
-        ["entry", "kind"],
-        key=lambda c: c.map(entries) if c.name == "entry" else c.map(rank),
-        kind="stable",
-    )
     return tolerance_verdicts(part, ["entry", "kind"], tolerance, test)
 
 
@@ -183,23 +190,17 @@ FAMILIES = (
 def reanalysis(regrets: pd.DataFrame) -> pd.DataFrame:
     """Every declared family in ``regrets`` under the Wilcoxon test first declared and the test of
     the mean. Columns: family, entry, kind, mean, n, verdict_/p_holm_ wilcoxon and mean, changed."""
-    keys = ["entry", "kind"]
     parts = []
     for name, role, added in FAMILIES:
-        rows = regrets[(regrets["role"] == role) & in_family(regrets["entry"], role, added)]
-        if rows.empty:
-            continue
-        old = evaluate(regrets, role, added=added, test="wilcoxon")
-        new = evaluate(regrets, role, added=added, test="sign_flip")
-        both = old[[*keys, "mean", "n", "verdict", "p_holm"]].merge(
-            new[[*keys, "verdict", "p_holm"]], on=keys, suffixes=("_wilcoxon", "_mean")
-        )
-        parts.append(both.assign(family=name))
+        part = family_rows(regrets, role, added)
+        if len(part):
+            both = test_change(part, ["entry", "kind"], old="wilcoxon", new="sign_flip")
+            parts.append(both.assign(family=name))
     if not parts:
         raise ValueError("No regrets of any declared family to re-analyse.")
     out = pd.concat(parts, ignore_index=True)
-    out["changed"] = out["verdict_wilcoxon"] != out["verdict_mean"]
-    return out[["family", *keys, "mean", "n", "verdict_wilcoxon", "p_holm_wilcoxon",
+    out.columns = [c.replace("_old", "_wilcoxon").replace("_new", "_mean") for c in out.columns]
+    return out[["family", "entry", "kind", "mean", "n", "verdict_wilcoxon", "p_holm_wilcoxon",
                 "verdict_mean", "p_holm_mean", "changed"]]  # fmt: skip
 
 
@@ -262,12 +263,6 @@ def worst_kinds(regrets: pd.DataFrame) -> dict[str, str]:
         raise ValueError("No regrets of the evaluation set to select the confirmation kinds from.")
     means = ev.groupby(["entry", "kind"], sort=False)["regret"].mean()
     return {entry: str(g.droplevel(0).idxmax()) for entry, g in means.groupby(level=0, sort=False)}
-
-
-def confirmation_federations(worst: dict[str, str]) -> tuple[str, ...]:
-    """The evaluation federations of the first-epoch entries' worst kinds: the confirmation's."""
-    kinds = {k for e, k in worst.items() if e != PROBE_LABEL}
-    return tuple(d for d in EVALUATION if kind_of(d) in kinds)
 
 
 PROBE_LABEL = next(e.label for e in ENTRIES if e.rule == PROBE)

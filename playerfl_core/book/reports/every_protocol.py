@@ -143,12 +143,9 @@ def _own_rates(s: Stores) -> pd.DataFrame | None:
     return O.regrets(scores, s.rules).assign(applies=True)
 
 
-def _rung(name: str):
-    def read(s: Stores) -> pd.DataFrame | None:
-        committed = rungs.load(name)
-        return None if committed is None else rungs.regrets(committed[0]).assign(applies=True)
-
-    return read
+def _rung(name: str) -> pd.DataFrame | None:
+    committed = rungs.load(name)
+    return None if committed is None else rungs.regrets(committed[0]).assign(applies=True)
 
 
 def _paper_first_epoch(s: Stores) -> pd.DataFrame | None:
@@ -165,8 +162,8 @@ READERS = {
     "2,000 val + test": _val_test_2000,
     "sign-flip test alone": _val_test_2000,
     "own rates": _own_rates,
-    "evaluation rung": _rung("eval_rung"),
-    "middle rung": _rung("middle_rung"),
+    "evaluation rung": lambda s: _rung("eval_rung"),
+    "middle rung": lambda s: _rung("middle_rung"),
     "paper's sizes": _paper_first_epoch,
 }
 """How each protocol's regrets come out of its store (one reader per store format)."""
@@ -270,9 +267,13 @@ class Headline:
         elif self.lo is None:
             shown = f"p = {self.value:.0f} (p×seeds: {self.detail})"
         else:
-            shown = interval_text(self.value, self.lo, self.hi)
-            shown += f", {self.verdict}" if isinstance(self.verdict, str) else ""
+            shown = self.shown()
         return f"{shown} ({self.protocol})"
+
+    def shown(self) -> str:
+        """The value with its interval and verdict: "0.183 (0.137–0.201), beyond δ"."""
+        verdict = f", {self.verdict}" if isinstance(self.verdict, str) else ""
+        return interval_text(self.value, self.lo, self.hi) + verdict
 
 
 def headline(quantity: str, federation: str, table: pd.DataFrame) -> Headline:
@@ -339,7 +340,7 @@ def notes(table: pd.DataFrame) -> str:
         if earlier is not None:
             paragraphs.append(f"{changes} No runs of its own: it re-tests the {earlier} regrets.")
             continue
-        runs_of[p.studies] = protocol(p.name).short
+        runs_of[p.studies] = p.short
         why = " ".join(registry.study(s).why for s in p.studies[:1])
         runs, hours = costs.loc[p.name]
         paragraphs.append(
