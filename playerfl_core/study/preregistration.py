@@ -295,12 +295,8 @@ def claim(
         verdict = Verdict("supported", strength, f"{winners[0]}: within δ on all {len(g)} kinds")
     else:
         required = FIRST_EPOCH if confirmation is not None else dict.fromkeys(rows["entry"])
-        failures = {
-            e: evidence[(evidence["entry"] == e) & (evidence["verdict"] == BEYOND)][
-                "strength"
-            ].tolist()
-            for e in required
-        }
+        beyond = evidence[evidence["verdict"] == BEYOND]
+        failures = {e: beyond.loc[beyond["entry"] == e, "strength"].tolist() for e in required}
         if all(failures.values()):
             strongest = [min(f, key=rank.__getitem__) for f in failures.values()]
             weakest = max(strongest, key=rank.__getitem__)

@@ -44,12 +44,10 @@ def first_epoch_state(data, config) -> FirstEpoch:
     params, grads, fisher, sens, weights = {}, {}, {}, {}, {}
     for i, (model, c) in enumerate(zip(models, data.clients, strict=True)):
         dev = next(model.parameters()).device
-        g = full_gradient(model, c.x_train.to(dev), c.y_train.to(dev))
+        x, y = c.x_train.to(dev), c.y_train.to(dev)
+        g = full_gradient(model, x, y)
         grads[i] = {n: v.detach().cpu() for n, v in g.items()}
-        fisher[i] = {
-            n: v.cpu()
-            for n, v in diagonal_fisher(model, c.x_train.to(dev), c.y_train.to(dev)).items()
-        }
+        fisher[i] = {n: v.cpu() for n, v in diagonal_fisher(model, x, y).items()}
         params[i] = {n: p.detach().cpu().clone() for n, p in model.named_parameters()}
         sens[i] = sensitivity_from_gradient(model, g)
         weights[i] = c.n_train / total

@@ -122,7 +122,6 @@ def rule_splits(
     variants = RULE_VARIANTS if variants is None else variants
     rows = []
     for key, grp in sens.groupby(list(by), sort=False):
-        key = key if isinstance(key, tuple) else (key,)
         grp = grp.sort_values(["client", "depth"])
         per_client = {
             c: dict(zip(g["unit"], g["sensitivity"], strict=True)) for c, g in grp.groupby("client")
@@ -200,7 +199,6 @@ def regret_summary(reg: pd.DataFrame, by: Sequence[str] = ("dataset", "variant")
     unit of the oracle's split. Columns: ``by`` + mean, lo, hi, n_seeds, same, within_one."""
     rows = []
     for key, g in reg.groupby(list(by), sort=False):
-        key = key if isinstance(key, tuple) else (key,)
         m, lo, hi = interval(g["regret"])
         gap = (g["p_rule"] - g["p_oracle"]).abs()
         rows.append((*key, m, lo, hi, len(g), float((gap == 0).mean()), float((gap <= 1).mean())))

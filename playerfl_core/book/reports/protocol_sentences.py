@@ -123,6 +123,5 @@ def own_rate_note(table: pd.DataFrame | None, where: str = "chapter 04") -> str:
     where = f"; {where}" if where else ""
     head = f"With every split trained at its own tuned rate ({len(own)} federations, on the book's "
     head += f"test sets{where})"
-    return (
-        f"{head}, the verdict moves on {listed(moved)}" if moved else (f"{head} no verdict changes")
-    )
+    moves = f", the verdict moves on {listed(moved)}" if moved else " no verdict changes"
+    return head + moves

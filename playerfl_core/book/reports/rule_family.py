@@ -263,9 +263,7 @@ def result_details(study: RuleStudy) -> str:
 
 
 def _rescore_sentence(study: RuleStudy) -> str:
-    """Where the regrets were scored and how many verdicts that changed; "" when not rescored."""
-    if study.book is None:
-        return ""
+    """Where the rescored regrets were scored and how many verdicts that changed."""
     comparison = family_comparison(study.book.regrets, study.regrets)
     n = f"{TEST_PER_CLIENT:,}"
     where, sets = (f"scored on {n} test images per client (the tenth declaration)", "test sets")
