@@ -30,6 +30,7 @@ from playerfl_core.study.split_scores import (
     sweep_scores,
     sweep_summary,
     table_sensitivities,
+    variant_regrets,
 )
 from playerfl_core.study.split_sweeps import (
     RUN,
@@ -179,13 +180,6 @@ def near_threshold_regret(reg: pd.DataFrame, margin: float = 0.25) -> pd.DataFra
             lo = hi = float("nan")
         rows.append((ds, bool(near), m, lo, hi, len(g)))
     return pd.DataFrame(rows, columns=["dataset", "near", "mean", "lo", "hi", "n_seeds"])
-
-
-def variant_regrets(scores: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
-    """:func:`regrets` for every rule variant on the same seeds (the ablation), stacked."""
-    return pd.concat(
-        [regrets(scores, rules, v) for v in rules["variant"].unique()], ignore_index=True
-    )
 
 
 # -- heterogeneity --------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from playerfl_core.measure.layer_measure import first_epoch_models
 from playerfl_core.stats.metrics import client_weights
 from playerfl_core.stats.results import SERVER
 from playerfl_core.study.machine import one_thread
-from playerfl_core.study.split_scores import regrets, sweep_rows
+from playerfl_core.study.split_scores import sweep_rows, variant_regrets
 from playerfl_core.study.split_sweeps import RUN, check_sweeps_complete
 
 COLUMNS = [*RUN, "rule", "threshold", "p", "unit", "depth", "quantity", "value"]
@@ -206,6 +206,4 @@ def rule_regrets(scores: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
     """Every rule's regret against the validation oracle; ``chosen``: stacked rule rows. Columns:
     dataset, lr, seed, rule, p_rule, p_oracle, test_rule, test_oracle, regret."""
     frame = chosen.rename(columns={"rule": "variant", "p": "p_rule"}).assign(margin=np.nan)
-    parts = [regrets(scores, frame, v) for v in frame["variant"].unique()]
-    out = pd.concat(parts, ignore_index=True).rename(columns={"variant": "rule"})
-    return out.drop(columns="margin")
+    return variant_regrets(scores, frame).rename(columns={"variant": "rule"}).drop(columns="margin")

@@ -189,6 +189,13 @@ def regrets(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") -
     return out[cols].reset_index(drop=True)
 
 
+def variant_regrets(scores: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
+    """:func:`regrets` for every rule variant on the same seeds (the ablation), stacked."""
+    return pd.concat(
+        [regrets(scores, rules, v) for v in rules["variant"].unique()], ignore_index=True
+    )
+
+
 def interval(values, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
     """(mean, lower, upper): the project's seeded percentile bootstrap of the mean over seeds."""
     return bootstrap_interval(values, level=level, seed=seed)

@@ -93,15 +93,12 @@ def numbers(study: RuleStudy) -> dict:
     """Glue values of the chapter."""
     ev, dev = study.evaluation, study.development
     n_kinds = ev["kind"].nunique()
-    within = ev[ev["verdict"] == P.WITHIN].groupby("entry", sort=False).size()
-    beyond = ev[ev["verdict"] == P.BEYOND].groupby("entry", sort=False).size()
     lines = []
-    for entry in dict.fromkeys(ev["entry"]):
-        e = ev[ev["entry"] == entry]
-        worst = e.sort_values("mean").iloc[-1]
+    for entry, t in _tally(ev).iterrows():
+        worst = ev[ev["entry"] == entry].sort_values("mean").iloc[-1]
         lines.append(
-            f"- **{entry}**: within δ on {int(within.get(entry, 0))} of {n_kinds} kinds, beyond "
-            f"δ on {int(beyond.get(entry, 0))}; largest mean regret "
+            f"- **{entry}**: within δ on {int(t.within)} of {n_kinds} kinds, beyond "
+            f"δ on {int(t.beyond)}; largest mean regret "
             f"{interval_text(worst['mean'], worst['lo'], worst['hi'])} on {worst['kind']}."
         )
     head = study.headline
