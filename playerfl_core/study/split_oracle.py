@@ -89,9 +89,8 @@ def c5_table(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") 
         if candidates:
             drawn = random_split(int(key[2]), n_units, p_rule)
             rows.append((*key, p_rule, "random (drawn)", drawn, mine - test[drawn]))
-            rows.append(
-                (*key, p_rule, "random (expected)", -1, mine - float(test[candidates].mean()))
-            )
+            expected = float(test[candidates].mean())
+            rows.append((*key, p_rule, "random (expected)", -1, mine - expected))
     return pd.DataFrame(rows, columns=[*RUN, "p_rule", "other", "p_other", "diff"])
 
 

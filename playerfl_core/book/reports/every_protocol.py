@@ -125,10 +125,6 @@ def read_stores() -> Stores | None:
     return Stores(rows, O.regrets(scores, rules), rules)
 
 
-def _test_2000(s: Stores) -> pd.DataFrame:
-    return rescore.r1_regrets(s.regrets).rename(columns={"rescored": "applies"})
-
-
 def _val_test_2000(s: Stores) -> pd.DataFrame:
     out = rescore.r1_family(s.regrets)
     return out.drop(columns="rescored").rename(columns={"large_val": "applies"})
@@ -158,7 +154,7 @@ def _paper_first_epoch(s: Stores) -> pd.DataFrame | None:
 
 READERS = {
     BOOK: lambda s: s.regrets.assign(applies=True),
-    "2,000 test": _test_2000,
+    "2,000 test": lambda s: rescore.r1_regrets(s.regrets).rename(columns={"rescored": "applies"}),
     "2,000 val + test": _val_test_2000,
     "sign-flip test alone": _val_test_2000,
     "own rates": _own_rates,
