@@ -51,12 +51,11 @@ def first_epoch_state(data, config) -> FirstEpoch:
         params[i] = {n: p.detach().cpu().clone() for n, p in model.named_parameters()}
         sens[i] = sensitivity_from_gradient(model, g)
         weights[i] = c.n_train / total
-    init_params = {n: p.detach().clone() for n, p in init.named_parameters()}
     return FirstEpoch(
         units=tuple(unit_names(init)),
         weights=weights,
         sensitivities=sens,
-        init=init_params,
+        init={n: p.detach().clone() for n, p in init.named_parameters()},
         params=params,
         grads=grads,
         fisher=fisher,

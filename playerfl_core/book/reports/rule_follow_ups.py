@@ -150,7 +150,6 @@ def confirmation_headline(study: RuleStudy) -> str:
         return "The confirmation test is not computed in these sweeps."
     rows = v[v["entry"].isin(P.FIRST_EPOCH)]
     beyond = rows[rows["verdict"] == P.BEYOND].groupby("entry", sort=False).size()
-    within = rows.groupby("entry", sort=False)["verdict"].apply(lambda x: (x == P.WITHIN).all())
     r2 = r2_verdict(study)
     n = rows["entry"].nunique()
     found = (
@@ -161,7 +160,7 @@ def confirmation_headline(study: RuleStudy) -> str:
             f" {'is' if len(beyond) == 1 else 'are'}"
         )
     )
-    k = int(within.sum())
+    k = len(P.headline(rows))
     both = "none is" if not k else f"{k} of them {'is' if k == 1 else 'are'}"
     strength = f" ({r2.strength} evidence)" if r2.strength != "none" else ""
     return (
