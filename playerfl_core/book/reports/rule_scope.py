@@ -149,14 +149,12 @@ def scale_text(dataset: str | None = None) -> str:
     each committed rung beyond the book's sizes, with its seeds; "" when neither is committed."""
     dataset = dataset or LADDER[-1]
     parts = []
-    for name, words in (
-        ("eval_rung", "with 2,000 validation and 2,000 test images per client"),
-        (
-            "middle_rung",
-            "when each client trains on 1,000 images with the CNN at half width (too "
-            "few seeds for a test)",
-        ),
-    ):
+    rung_words = {
+        "eval_rung": "with 2,000 validation and 2,000 test images per client",
+        "middle_rung": "when each client trains on 1,000 images with the CNN at half width (too "
+        "few seeds for a test)",
+    }
+    for name, words in rung_words.items():
         committed = rungs.load(name)
         if committed is None or dataset not in committed[1]["datasets"]:
             continue
@@ -199,15 +197,12 @@ def reanalysis_lines(re: pd.DataFrame) -> str:
     lines = []
     for family, g in re.groupby("family", sort=False):
         moved = g[g["changed"]]
-        what = (
-            "; ".join(
-                f"{r.entry} on {r.kind}: from {r.verdict_wilcoxon} to **{r.verdict_mean}**"
-                for r in moved.itertuples()
-            )
-            or "none changed"
+        what = "; ".join(
+            f"{r.entry} on {r.kind}: from {r.verdict_wilcoxon} to **{r.verdict_mean}**"
+            for r in moved.itertuples()
         )
         tests = "1 test" if len(g) == 1 else f"{len(g)} tests"
-        lines.append(f"- {set_label(family)} ({tests}): {what}.")
+        lines.append(f"- {set_label(family)} ({tests}): {what or 'none changed'}.")
     return "\n".join(lines)
 
 
