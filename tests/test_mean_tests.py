@@ -172,8 +172,8 @@ def test_the_bottom_line_names_the_distinct_rules_and_the_kinds_that_decide_r2()
     assert S.deciding_kinds(parts) == "every one is beyond δ on rotate, which decides R2 alone"
     parts.loc[parts["part"] == cost, "verdict"] = "undecided"
     assert S.deciding_kinds(parts) == "beyond δ on rotate (2 of 3); noise (1 of 3)"
-    assert S._plain_kind("noise") == "noise"
-    confirmed = S._plain_kind(f"{P.kind_of(P.CONFIRMATION[0])} (confirmation)")
+    assert S._named("noise", plain=True) == "noise"
+    confirmed = S._named(f"{P.kind_of(P.CONFIRMATION[0])} (confirmation)", plain=True)
     seeds = f"{P.CONFIRMATION_SEEDS[0]}–{P.CONFIRMATION_SEEDS[-1]}"
     assert confirmed.endswith(f"), confirmed on fresh seeds {seeds}"), confirmed
     assert "(confirmation" not in confirmed and confirmed.count("(") == 1

@@ -16,7 +16,7 @@ from playerfl_core.study import fair_sweeps as F
 from playerfl_core.study import paper_scale as P
 from playerfl_core.study import registry, rungs, runner
 from playerfl_core.study.archive import load_archive, read_manifest, stores_dir
-from playerfl_core.study.declaration import missing_fields
+from playerfl_core.study.declaration import REQUIRED
 
 FIXTURES = Path(__file__).parent / "fixtures" / "study_runner"
 """Tables the deleted per-study process pools computed on this machine (one thread per run)."""
@@ -31,7 +31,8 @@ def test_every_registered_study_is_declared_completely():
     studies = registry.studies()
     assert len(studies) == 15
     for name, study in studies.items():
-        assert name == study.name and not missing_fields(study), name
+        assert name == study.name, name
+        assert all(getattr(study, f) not in ("", (), None) for f in REQUIRED), name
         module = runner.computes(study)  # importable
         assert study.declared == "unknown" or study.declared.startswith("2026-12-"), name
         assert hasattr(module, "run_one") or hasattr(module, "compute_table"), name

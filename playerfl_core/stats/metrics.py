@@ -100,10 +100,12 @@ def run_scores(
     metric: str = "macro_f1",
     selection: str = "best_val",
     weighting: str = "train",
+    split: str = "test",
 ) -> pd.DataFrame:
-    """Headline per run: the clients' weighted mean test score. Columns ``RUN_KEYS + [value]``."""
+    """Headline per run: the clients' weighted mean score on ``split`` (the test split). Columns
+    ``RUN_KEYS + [value]``."""
     higher_is_better(metric)
-    scores = client_scores(table, metric, "test", selection)
+    scores = client_scores(table, metric, split, selection)
     merged = scores.merge(client_weights(table, weighting), on=[*RUN_KEYS, "client"], how="left")
     if merged["weight"].isna().any():
         raise ValueError("Some clients have scores but no weight (missing n_samples rows).")

@@ -52,17 +52,8 @@ class Study:
     def key(self) -> str:
         """12 hex digits naming what decides the study's runs (not its name, prose or store):
         the same fields, in the same order, as the chunked GPU driver's records carry."""
-        decisive = {
-            "federations": self.federations,
-            "seeds": self.seeds,
-            "learning_rates": self.learning_rates,
-            "splits": self.splits,
-            "profile": self.profile,
-            "loader": self.loader,
-            "training": self.training,
-            "declared": self.declared,
-            "commit": self.commit,
-        }
+        names = "federations seeds learning_rates splits profile loader training declared commit"
+        decisive = {name: getattr(self, name) for name in names.split()}
         return hashlib.sha256(json.dumps(decisive, default=str).encode()).hexdigest()[:12]
 
     def store_path(self) -> Path:
@@ -103,8 +94,3 @@ def n_splits(study: Study, dataset: str) -> int:
 REQUIRED = ("name", "what", "federations", "seeds", "arms", "rates", "profile", "scoring",
             "claim", "declared", "commit", "why", "store", "computes")  # fmt: skip
 """The fields every registered study fills in (``unknown`` is an answer for a date or commit)."""
-
-
-def missing_fields(study: Study) -> list[str]:
-    """The required fields ``study`` leaves empty."""
-    return [f for f in REQUIRED if getattr(study, f) in ("", (), None)]

@@ -25,6 +25,7 @@ from playerfl_core.stats.split_verdicts import (
     TOLERANCE,  # δ = 0.02
     decide_family,
     difference_evidence,
+    test_change,
     tolerance_verdicts,
 )
 from playerfl_core.stats.split_verdicts import tolerance_curve as verdicts_over_tolerances
@@ -36,7 +37,6 @@ from playerfl_core.study.preregistration_plan import (  # noqa: F401 (re-exporte
     CONFIRMING,
     DEFAULT_SEEDS,
     DEVELOPMENT,
-    DEVELOPMENT_ADDED_SEEDS,
     ENTRIES,
     EVALUATION,
     FOLLOW_UP,
@@ -45,7 +45,6 @@ from playerfl_core.study.preregistration_plan import (  # noqa: F401 (re-exporte
     LEARNING_RATES,
     PROBE_ROUNDS,
     SECOND_FOLLOW_UP,
-    SEEDS,
     TUNING_SEEDS,
     Entry,
     base_of,
@@ -90,10 +89,16 @@ def tuning_curve(rules_table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFram
     return pd.DataFrame(rows, columns=["rule", "threshold", "regret"])
 
 
+def kept(curve: pd.DataFrame) -> pd.DataFrame:
+    """Per rule, indexed by it, the row of :func:`tuning_curve` kept: the least regret (ties:
+    the smaller threshold)."""
+    best = curve.sort_values(["rule", "regret", "threshold"]).groupby("rule", sort=False).head(1)
+    return best.set_index("rule")
+
+
 def tune(rules_table: pd.DataFrame, scores: pd.DataFrame) -> dict[str, float]:
     """Per rule of :data:`GRIDS`: the threshold of least mean development regret (ties: smaller)."""
-    curve = tuning_curve(rules_table, scores).sort_values(["rule", "regret", "threshold"])
-    best = curve.groupby("rule", sort=False).head(1).set_index("rule")["threshold"]
+    best = kept(tuning_curve(rules_table, scores))["threshold"]
     return {rule: float(best[rule]) for rule in GRIDS}
 
 
@@ -142,6 +147,19 @@ def in_family(entries: pd.Series, role: str, added: bool = False) -> pd.Series:
     return later if added else ~later
 
 
+def family_rows(regrets: pd.DataFrame, role: str, added: bool = False) -> pd.DataFrame:
+    """The regrets one declared family tests on a set (:func:`in_family`), in the tables' order:
+    entries as they come, kinds as :data:`KIND_ORDER`."""
+    part = regrets[(regrets["role"] == role) & in_family(regrets["entry"], role, added)]
+    rank = {k: i for i, k in enumerate(KIND_ORDER)}
+    entries = {e: i for i, e in enumerate(dict.fromkeys(part["entry"]))}
+    return part.sort_values(
+        ["entry", "kind"],
+        key=lambda c: c.map(entries) if c.name == "entry" else c.map(rank),
+        kind="stable",
+    )
+
+
 def evaluate(
     regrets: pd.DataFrame,
     role: str = "evaluation",
@@ -149,19 +167,12 @@ def evaluate(
     added: bool = False,
     test: str = TEST,
 ) -> pd.DataFrame:
-    """The declared test on one set (:func:`in_family`): per entry and kind, mean regret, bootstrap
-    interval, test of δ − regret (``test``: the mean's or ``"wilcoxon"``), Holm and verdict.
-    Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength, reason."""
-    part = regrets[(regrets["role"] == role) & in_family(regrets["entry"], role, added)]
+    """The declared test on one set (:func:`family_rows`): per entry and kind, mean regret,
+    bootstrap interval, test of δ − regret (``test``: the mean's or ``"wilcoxon"``), Holm and
+    verdict. Columns: entry, kind, mean, lo, hi, median, n, p, p_holm, verdict, strength, reason."""
+    part = family_rows(regrets, role, added)
     if part.empty:
         raise ValueError(f"No regrets of the {role} set.")
-    rank = {k: i for i, k in enumerate(KIND_ORDER)}
-    entries = {e: i for i, e in enumerate(dict.fromkeys(part["entry"]))}
-    part = part.sort_values(
-        ["entry", "kind"],
-        key=lambda c: c.map(entries) if c.name == "entry" else c.map(rank),
-        kind="stable",
-    )
     return tolerance_verdicts(part, ["entry", "kind"], tolerance, test)
 
 
@@ -179,23 +190,17 @@ FAMILIES = (
 def reanalysis(regrets: pd.DataFrame) -> pd.DataFrame:
     """Every declared family in ``regrets`` under the Wilcoxon test first declared and the test of
     the mean. Columns: family, entry, kind, mean, n, verdict_/p_holm_ wilcoxon and mean, changed."""
-    keys = ["entry", "kind"]
     parts = []
     for name, role, added in FAMILIES:
-        rows = regrets[(regrets["role"] == role) & in_family(regrets["entry"], role, added)]
-        if rows.empty:
-            continue
-        old = evaluate(regrets, role, added=added, test="wilcoxon")
-        new = evaluate(regrets, role, added=added, test="sign_flip")
-        both = old[[*keys, "mean", "n", "verdict", "p_holm"]].merge(
-            new[[*keys, "verdict", "p_holm"]], on=keys, suffixes=("_wilcoxon", "_mean")
-        )
-        parts.append(both.assign(family=name))
+        part = family_rows(regrets, role, added)
+        if len(part):
+            both = test_change(part, ["entry", "kind"], old="wilcoxon", new="sign_flip")
+            parts.append(both.assign(family=name))
     if not parts:
         raise ValueError("No regrets of any declared family to re-analyse.")
     out = pd.concat(parts, ignore_index=True)
-    out["changed"] = out["verdict_wilcoxon"] != out["verdict_mean"]
-    return out[["family", *keys, "mean", "n", "verdict_wilcoxon", "p_holm_wilcoxon",
+    out.columns = [c.replace("_old", "_wilcoxon").replace("_new", "_mean") for c in out.columns]
+    return out[["family", "entry", "kind", "mean", "n", "verdict_wilcoxon", "p_holm_wilcoxon",
                 "verdict_mean", "p_holm_mean", "changed"]]  # fmt: skip
 
 
@@ -260,14 +265,9 @@ def worst_kinds(regrets: pd.DataFrame) -> dict[str, str]:
     return {entry: str(g.droplevel(0).idxmax()) for entry, g in means.groupby(level=0, sort=False)}
 
 
-def confirmation_federations(worst: dict[str, str]) -> tuple[str, ...]:
-    """The evaluation federations of the first-epoch entries' worst kinds: the confirmation's."""
-    kinds = {k for e, k in worst.items() if e != _PROBE_LABEL}
-    return tuple(d for d in EVALUATION if kind_of(d) in kinds)
-
-
-_PROBE_LABEL = next(e.label for e in ENTRIES if e.rule == "probe")
-FIRST_EPOCH = tuple(e.label for e in ALL_ENTRIES if e.rule != "probe")
+PROBE_LABEL = next(e.label for e in ENTRIES if e.rule == PROBE)
+"""The validation probe's entry label."""
+FIRST_EPOCH = tuple(e.label for e in ALL_ENTRIES if e.rule != PROBE)
 """The entries a client can compute after its first epoch (the probe trains every split)."""
 
 
@@ -280,7 +280,7 @@ def claim(
     """Claim R2: *supported* when some first-epoch rule is within δ on every kind, *contradicted*
     when every one is beyond δ on some kind, else *undecided*; with its strength."""
     rank = {s: i for i, s in enumerate(STRENGTHS)}
-    first_epoch = [e.label for e in ENTRIES if e.rule != "probe"]
+    first_epoch = [e.label for e in ENTRIES if e.rule != PROBE]
     rows = verdicts[verdicts["entry"].isin(first_epoch)]
     evidence = [rows]
     for extra, suffix in ((added, ""), (confirmation, " (confirmation)")):
@@ -288,19 +288,15 @@ def claim(
             extra = extra[extra["entry"].isin(FIRST_EPOCH)]
             evidence.append(extra.assign(kind=extra["kind"] + suffix))
     evidence = pd.concat(evidence, ignore_index=True)
-    winners = [e for e in headline(rows)]
+    winners = headline(rows)
     if winners:
         g = rows[rows["entry"] == winners[0]]
         strength = max(g["strength"], key=rank.__getitem__)
         verdict = Verdict("supported", strength, f"{winners[0]}: within δ on all {len(g)} kinds")
     else:
         required = FIRST_EPOCH if confirmation is not None else dict.fromkeys(rows["entry"])
-        failures = {
-            e: evidence[(evidence["entry"] == e) & (evidence["verdict"] == BEYOND)][
-                "strength"
-            ].tolist()
-            for e in required
-        }
+        beyond = evidence[evidence["verdict"] == BEYOND]
+        failures = {e: beyond.loc[beyond["entry"] == e, "strength"].tolist() for e in required}
         if all(failures.values()):
             strongest = [min(f, key=rank.__getitem__) for f in failures.values()]
             weakest = max(strongest, key=rank.__getitem__)

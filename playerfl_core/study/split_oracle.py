@@ -30,6 +30,7 @@ from playerfl_core.study.split_scores import (
     sweep_scores,
     sweep_summary,
     table_sensitivities,
+    variant_regrets,
 )
 from playerfl_core.study.split_sweeps import (
     RUN,
@@ -88,9 +89,8 @@ def c5_table(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") 
         if candidates:
             drawn = random_split(int(key[2]), n_units, p_rule)
             rows.append((*key, p_rule, "random (drawn)", drawn, mine - test[drawn]))
-            rows.append(
-                (*key, p_rule, "random (expected)", -1, mine - float(test[candidates].mean()))
-            )
+            expected = float(test[candidates].mean())
+            rows.append((*key, p_rule, "random (expected)", -1, mine - expected))
     return pd.DataFrame(rows, columns=[*RUN, "p_rule", "other", "p_other", "diff"])
 
 
@@ -154,31 +154,11 @@ def stability_summary(splits: pd.DataFrame, oracle: pd.Series | Mapping) -> pd.D
         counts = g["p_rule"].value_counts()
         po = oracle.get(ds, np.nan) if hasattr(oracle, "get") else np.nan
         gap = (g["p_rule"] - po).abs()
-        rows.append(
-            (
-                ds,
-                var,
-                len(g),
-                int(counts.idxmax()),
-                float(counts.max() / len(g)),
-                int(len(counts)),
-                po,
-                float((gap == 0).mean()),
-                float((gap <= 1).mean()),
-            )
-        )
-    columns = [
-        "dataset",
-        "variant",
-        "n_seeds",
-        "modal_p",
-        "modal_share",
-        "distinct",
-        "p_oracle",
-        "same",
-        "within_one",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+        share = float(counts.max() / len(g))
+        same, within = float((gap == 0).mean()), float((gap <= 1).mean())
+        rows.append((ds, var, len(g), int(counts.idxmax()), share, len(counts), po, same, within))
+    columns = ["dataset", "variant", "n_seeds", "modal_p", "modal_share", "distinct", "p_oracle"]
+    return pd.DataFrame(rows, columns=[*columns, "same", "within_one"])
 
 
 def dataset_oracle(scores: pd.DataFrame, on: str = "val") -> dict[str, int]:
@@ -199,13 +179,6 @@ def near_threshold_regret(reg: pd.DataFrame, margin: float = 0.25) -> pd.DataFra
             lo = hi = float("nan")
         rows.append((ds, bool(near), m, lo, hi, len(g)))
     return pd.DataFrame(rows, columns=["dataset", "near", "mean", "lo", "hi", "n_seeds"])
-
-
-def variant_regrets(scores: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
-    """:func:`regrets` for every rule variant on the same seeds (the ablation), stacked."""
-    return pd.concat(
-        [regrets(scores, rules, v) for v in rules["variant"].unique()], ignore_index=True
-    )
 
 
 # -- heterogeneity --------------------------------------------------------------------------

@@ -228,10 +228,9 @@ def dry_run(study: Study, options) -> str:
         runs, todo = runs + len(plan.records) + left, todo + left
     path = runner.store_file(study, options.out)
     previous = _previous(path)
-    held = (pd.MultiIndex.from_frame(previous[RUN].drop_duplicates())
-            if previous is not None else pd.MultiIndex.from_tuples([], names=RUN))  # fmt: skip
+    held = set() if previous is None else set(previous[RUN].itertuples(index=False, name=None))
     keys = _keys(family(study))
-    replay = len(keys.difference(held))
+    replay = len(set(keys) - held)
     lines.append(
         f"{study.name}: {runs} runs (PLayer-FL and every split), {todo} to compute, in "
         f"{_shown(store)} (with the committed archive {_shown(archive_dir(study.profile))}); "

@@ -27,7 +27,7 @@ from playerfl_core.measure.layer_measure import first_epoch_models
 from playerfl_core.stats.metrics import client_weights
 from playerfl_core.stats.results import SERVER
 from playerfl_core.study.machine import one_thread
-from playerfl_core.study.split_scores import regrets, sweep_rows
+from playerfl_core.study.split_scores import sweep_rows, variant_regrets
 from playerfl_core.study.split_sweeps import RUN, check_sweeps_complete
 
 COLUMNS = [*RUN, "rule", "threshold", "p", "unit", "depth", "quantity", "value"]
@@ -44,21 +44,18 @@ def first_epoch_state(data, config) -> FirstEpoch:
     params, grads, fisher, sens, weights = {}, {}, {}, {}, {}
     for i, (model, c) in enumerate(zip(models, data.clients, strict=True)):
         dev = next(model.parameters()).device
-        g = full_gradient(model, c.x_train.to(dev), c.y_train.to(dev))
+        x, y = c.x_train.to(dev), c.y_train.to(dev)
+        g = full_gradient(model, x, y)
         grads[i] = {n: v.detach().cpu() for n, v in g.items()}
-        fisher[i] = {
-            n: v.cpu()
-            for n, v in diagonal_fisher(model, c.x_train.to(dev), c.y_train.to(dev)).items()
-        }
+        fisher[i] = {n: v.cpu() for n, v in diagonal_fisher(model, x, y).items()}
         params[i] = {n: p.detach().cpu().clone() for n, p in model.named_parameters()}
         sens[i] = sensitivity_from_gradient(model, g)
         weights[i] = c.n_train / total
-    init_params = {n: p.detach().clone() for n, p in init.named_parameters()}
     return FirstEpoch(
         units=tuple(unit_names(init)),
         weights=weights,
         sensitivities=sens,
-        init=init_params,
+        init={n: p.detach().clone() for n, p in init.named_parameters()},
         params=params,
         grads=grads,
         fisher=fisher,
@@ -112,12 +109,10 @@ def rules_for_sweep(
     applied, and the probe (``probe_rounds``; None: left out) read from the sweep."""
     check_sweeps_complete(sweep)
     keys = sweep_rows(sweep)[RUN].drop_duplicates().sort_values(RUN)
-    parts = []
-    for (ds, lr), g in keys.groupby(["dataset", "lr"], sort=False):
-        loader = data_loader
-        parts.append(
-            rules_table(ds, g["seed"].tolist(), profile, float(lr), None, loader, rules, progress)
-        )
+    parts = [
+        rules_table(ds, g["seed"].tolist(), profile, float(lr), None, data_loader, rules, progress)
+        for (ds, lr), g in keys.groupby(["dataset", "lr"], sort=False)
+    ]
     if probe_rounds is not None:
         parts.append(probe_rows(sweep, probe_rounds))
     return pd.concat(parts, ignore_index=True)
@@ -210,6 +205,4 @@ def rule_regrets(scores: pd.DataFrame, chosen: pd.DataFrame) -> pd.DataFrame:
     """Every rule's regret against the validation oracle; ``chosen``: stacked rule rows. Columns:
     dataset, lr, seed, rule, p_rule, p_oracle, test_rule, test_oracle, regret."""
     frame = chosen.rename(columns={"rule": "variant", "p": "p_rule"}).assign(margin=np.nan)
-    parts = [regrets(scores, frame, v) for v in frame["variant"].unique()]
-    out = pd.concat(parts, ignore_index=True).rename(columns={"variant": "rule"})
-    return out.drop(columns="margin")
+    return variant_regrets(scores, frame).rename(columns={"variant": "rule"}).drop(columns="margin")

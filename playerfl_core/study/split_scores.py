@@ -21,7 +21,7 @@ from playerfl_core.fl.sensitivity import (
 )
 from playerfl_core.fl.units import unit_names
 from playerfl_core.measure.layer_measure import first_epoch_models
-from playerfl_core.stats.metrics import client_weights
+from playerfl_core.stats.metrics import client_weights, run_scores
 from playerfl_core.stats.results import SERVER, client_scores
 from playerfl_core.stats.seed_stats import bootstrap_interval
 from playerfl_core.study.split_sweeps import RUN, check_sweepable
@@ -48,20 +48,6 @@ def sweep_rows(table: pd.DataFrame) -> pd.DataFrame:
     return rows.assign(p=p[p.notna()].astype(int))
 
 
-def _split_scores(
-    table: pd.DataFrame, split: str, metric: str, selection: str, weighting: str
-) -> pd.DataFrame:
-    scores = client_scores(table, metric, split, selection)
-    merged = scores.merge(
-        client_weights(table, weighting), on=["dataset", "algorithm", "lr", "seed", "client"]
-    )
-    merged["wv"] = merged["value"] * merged["weight"]
-    out = merged.groupby(["dataset", "algorithm", "lr", "seed"], as_index=False).agg(
-        wv=("wv", "sum"), w=("weight", "sum")
-    )
-    return out.assign(value=out["wv"] / out["w"]).drop(columns=["wv", "w"])
-
-
 def sweep_scores(
     table: pd.DataFrame,
     metric: str = "macro_f1",
@@ -72,11 +58,9 @@ def sweep_scores(
     best-validation round, averaged with ``weighting``). Columns: dataset, lr, seed, p, val, test.
     """
     rows = sweep_rows(table).drop(columns="p")
-    val = _split_scores(rows, "val", metric, selection, weighting).rename(columns={"value": "val"})
-    test = _split_scores(rows, "test", metric, selection, weighting)
-    out = val.merge(
-        test.rename(columns={"value": "test"}), on=["dataset", "algorithm", "lr", "seed"]
-    )
+    val = run_scores(rows, metric, selection, weighting, "val").rename(columns={"value": "val"})
+    test = run_scores(rows, metric, selection, weighting).rename(columns={"value": "test"})
+    out = val.merge(test, on=["dataset", "algorithm", "lr", "seed"])
     out["p"] = out.pop("algorithm").map(parse_prefix_name).astype(int)
     return out[[*RUN, "p", "val", "test"]].sort_values([*RUN, "p"], ignore_index=True)
 
@@ -138,7 +122,6 @@ def rule_splits(
     variants = RULE_VARIANTS if variants is None else variants
     rows = []
     for key, grp in sens.groupby(list(by), sort=False):
-        key = key if isinstance(key, tuple) else (key,)
         grp = grp.sort_values(["client", "depth"])
         per_client = {
             c: dict(zip(g["unit"], g["sensitivity"], strict=True)) for c, g in grp.groupby("client")
@@ -198,16 +181,19 @@ def regrets(scores: pd.DataFrame, rules: pd.DataFrame, variant: str = "paper") -
         )
     out = rule.merge(oracle_splits(scores), on=RUN)
     test = scores.set_index([*RUN, "p"])["test"]
-    out["test_rule"] = [
-        test[(*k, p)] for k, p in zip(out[RUN].itertuples(index=False), out["p_rule"], strict=True)
-    ]
-    out["test_oracle"] = [
-        test[(*k, p)]
-        for k, p in zip(out[RUN].itertuples(index=False), out["p_oracle"], strict=True)
-    ]
+    for side in ("rule", "oracle"):
+        ps = zip(out[RUN].itertuples(index=False), out[f"p_{side}"], strict=True)
+        out[f"test_{side}"] = [test[(*k, p)] for k, p in ps]
     out["regret"] = out["test_oracle"] - out["test_rule"]
     cols = [*RUN, "variant", "p_rule", "p_oracle", "test_rule", "test_oracle", "regret", "margin"]
     return out[cols].reset_index(drop=True)
+
+
+def variant_regrets(scores: pd.DataFrame, rules: pd.DataFrame) -> pd.DataFrame:
+    """:func:`regrets` for every rule variant on the same seeds (the ablation), stacked."""
+    return pd.concat(
+        [regrets(scores, rules, v) for v in rules["variant"].unique()], ignore_index=True
+    )
 
 
 def interval(values, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
@@ -220,7 +206,6 @@ def regret_summary(reg: pd.DataFrame, by: Sequence[str] = ("dataset", "variant")
     unit of the oracle's split. Columns: ``by`` + mean, lo, hi, n_seeds, same, within_one."""
     rows = []
     for key, g in reg.groupby(list(by), sort=False):
-        key = key if isinstance(key, tuple) else (key,)
         m, lo, hi = interval(g["regret"])
         gap = (g["p_rule"] - g["p_oracle"]).abs()
         rows.append((*key, m, lo, hi, len(g), float((gap == 0).mean()), float((gap <= 1).mean())))

@@ -12,6 +12,7 @@ import pandas as pd
 
 from playerfl_core.book.prose import seed_span
 from playerfl_core.book.reports import rule_family as RF
+from playerfl_core.book.reports.rule_follow_ups import MARKS
 from playerfl_core.book.reports.rule_study import RULES_FILE
 from playerfl_core.book.reports.tables import interval_text, signed
 from playerfl_core.book.style import dataset_label
@@ -124,10 +125,6 @@ def read_stores() -> Stores | None:
     return Stores(rows, O.regrets(scores, rules), rules)
 
 
-def _test_2000(s: Stores) -> pd.DataFrame:
-    return rescore.r1_regrets(s.regrets).rename(columns={"rescored": "applies"})
-
-
 def _val_test_2000(s: Stores) -> pd.DataFrame:
     out = rescore.r1_family(s.regrets)
     return out.drop(columns="rescored").rename(columns={"large_val": "applies"})
@@ -142,12 +139,9 @@ def _own_rates(s: Stores) -> pd.DataFrame | None:
     return O.regrets(scores, s.rules).assign(applies=True)
 
 
-def _rung(name: str):
-    def read(s: Stores) -> pd.DataFrame | None:
-        committed = rungs.load(name)
-        return None if committed is None else rungs.regrets(committed[0]).assign(applies=True)
-
-    return read
+def _rung(name: str) -> pd.DataFrame | None:
+    committed = rungs.load(name)
+    return None if committed is None else rungs.regrets(committed[0]).assign(applies=True)
 
 
 def _paper_first_epoch(s: Stores) -> pd.DataFrame | None:
@@ -160,12 +154,12 @@ def _paper_first_epoch(s: Stores) -> pd.DataFrame | None:
 
 READERS = {
     BOOK: lambda s: s.regrets.assign(applies=True),
-    "2,000 test": _test_2000,
+    "2,000 test": lambda s: rescore.r1_regrets(s.regrets).rename(columns={"rescored": "applies"}),
     "2,000 val + test": _val_test_2000,
     "sign-flip test alone": _val_test_2000,
     "own rates": _own_rates,
-    "evaluation rung": _rung("eval_rung"),
-    "middle rung": _rung("middle_rung"),
+    "evaluation rung": lambda s: _rung("eval_rung"),
+    "middle rung": lambda s: _rung("middle_rung"),
     "paper's sizes": _paper_first_epoch,
 }
 """How each protocol's regrets come out of its store (one reader per store format)."""
@@ -269,9 +263,13 @@ class Headline:
         elif self.lo is None:
             shown = f"p = {self.value:.0f} (p×seeds: {self.detail})"
         else:
-            shown = interval_text(self.value, self.lo, self.hi)
-            shown += f", {self.verdict}" if isinstance(self.verdict, str) else ""
+            shown = self.shown()
         return f"{shown} ({self.protocol})"
+
+    def shown(self) -> str:
+        """The value with its interval and verdict: "0.183 (0.137–0.201), beyond δ"."""
+        verdict = f", {self.verdict}" if isinstance(self.verdict, str) else ""
+        return interval_text(self.value, self.lo, self.hi) + verdict
 
 
 def headline(quantity: str, federation: str, table: pd.DataFrame) -> Headline:
@@ -285,9 +283,6 @@ def headline(quantity: str, federation: str, table: pd.DataFrame) -> Headline:
     best = best.astype(object).where(best.notna(), None)
     fields = ["value", "lo", "hi", "verdict", "detail", "protocol"]
     return Headline(*best[fields], int(best["seeds"] or 0))
-
-
-MARKS = {"within δ": "✓", "beyond δ": "✗", "undecided": "?"}
 
 
 def cell_text(row) -> str:
@@ -341,7 +336,7 @@ def notes(table: pd.DataFrame) -> str:
         if earlier is not None:
             paragraphs.append(f"{changes} No runs of its own: it re-tests the {earlier} regrets.")
             continue
-        runs_of[p.studies] = protocol(p.name).short
+        runs_of[p.studies] = p.short
         why = " ".join(registry.study(s).why for s in p.studies[:1])
         runs, hours = costs.loc[p.name]
         paragraphs.append(

@@ -7,7 +7,6 @@ import pandas as pd
 from playerfl_core.book.prose import listed
 from playerfl_core.book.reports import every_protocol as EP
 from playerfl_core.book.reports.every_protocol import BOOK, CLAIM, REGRET, headline
-from playerfl_core.book.reports.tables import interval_text
 from playerfl_core.book.style import dataset_label
 from playerfl_core.stats.split_verdicts import VERDICT_WORDS
 from playerfl_core.study import rungs
@@ -48,14 +47,8 @@ def headline_lines(federations, table: pd.DataFrame) -> str:
     lines = []
     for d in federations:
         h = headline(REGRET, d, table)
-        lines.append(f"- {dataset_label(d)}: {_shown(h)} ({sets_text(h.protocol)})")
+        lines.append(f"- {dataset_label(d)}: {h.shown()} ({sets_text(h.protocol)})")
     return "\n".join(lines)
-
-
-def _shown(h) -> str:
-    """A headline's value with its interval and verdict: "0.183 (0.137–0.201), beyond δ"."""
-    verdict = f", {h.verdict}" if isinstance(h.verdict, str) else ""
-    return interval_text(h.value, h.lo, h.hi) + verdict
 
 
 def largest(table: pd.DataFrame) -> str:
@@ -68,7 +61,7 @@ def largest(table: pd.DataFrame) -> str:
     seeds = f"on {h.detail} " if h.detail else ""
     sets = sets_text(h.protocol)
     scored = f"{seeds}{'scored on' if sets.startswith('the') else 'with'} {sets}"
-    return f"{dataset_label(worst)}: {_shown(h)}, {scored}"
+    return f"{dataset_label(worst)}: {h.shown()}, {scored}"
 
 
 def r1_parts(table: pd.DataFrame) -> str:
@@ -130,6 +123,5 @@ def own_rate_note(table: pd.DataFrame | None, where: str = "chapter 04") -> str:
     where = f"; {where}" if where else ""
     head = f"With every split trained at its own tuned rate ({len(own)} federations, on the book's "
     head += f"test sets{where})"
-    return (
-        f"{head}, the verdict moves on {listed(moved)}" if moved else (f"{head} no verdict changes")
-    )
+    moves = f", the verdict moves on {listed(moved)}" if moved else " no verdict changes"
+    return head + moves

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from playerfl_core.book.reports.rule_follow_ups import added_lines, curvature_lines
+from playerfl_core.book.reports.rule_follow_ups import MARKS, added_lines, curvature_lines
 from playerfl_core.book.reports.rule_scope import deciding_kinds, distinct_text, reanalysis_count
 from playerfl_core.book.reports.rule_study import (  # noqa: F401 (the chapters' RF.load_rules)
     RuleStudy,
@@ -58,17 +58,12 @@ def _kb(n_bytes: float) -> float:
 
 def verdict_table(verdicts: pd.DataFrame) -> pd.DataFrame:
     """Kinds × entries: mean regret and verdict mark; a one-kind set transposed to fit the page."""
-    cell = [f"{signed(r.mean)} {verdict_mark(r.verdict)}" for r in verdicts.itertuples()]
+    cell = [f"{signed(r.mean)} {MARKS.get(r.verdict, '?')}" for r in verdicts.itertuples()]
     shown = verdicts.assign(cell=cell).pivot(index="kind", columns="entry", values="cell")
     entries = list(dict.fromkeys(verdicts["entry"]))
     kinds = [k for k in P.KIND_ORDER if k in shown.index]
     table = shown.loc[kinds, entries].rename_axis(index="kind of heterogeneity", columns="rule")
     return table.T if len(kinds) == 1 else table
-
-
-def verdict_mark(verdict: str) -> str:
-    """✓ within δ, ✗ beyond it, ? undecided."""
-    return {P.WITHIN: "✓", P.BEYOND: "✗"}.get(verdict, "?")
 
 
 def split_distribution(study: RuleStudy, entries) -> pd.DataFrame:
@@ -98,15 +93,12 @@ def numbers(study: RuleStudy) -> dict:
     """Glue values of the chapter."""
     ev, dev = study.evaluation, study.development
     n_kinds = ev["kind"].nunique()
-    within = ev[ev["verdict"] == P.WITHIN].groupby("entry", sort=False).size()
-    beyond = ev[ev["verdict"] == P.BEYOND].groupby("entry", sort=False).size()
     lines = []
-    for entry in dict.fromkeys(ev["entry"]):
-        e = ev[ev["entry"] == entry]
-        worst = e.sort_values("mean").iloc[-1]
+    for entry, t in _tally(ev).iterrows():
+        worst = ev[ev["entry"] == entry].sort_values("mean").iloc[-1]
         lines.append(
-            f"- **{entry}**: within δ on {int(within.get(entry, 0))} of {n_kinds} kinds, beyond "
-            f"δ on {int(beyond.get(entry, 0))}; largest mean regret "
+            f"- **{entry}**: within δ on {int(t.within)} of {n_kinds} kinds, beyond "
+            f"δ on {int(t.beyond)}; largest mean regret "
             f"{interval_text(worst['mean'], worst['lo'], worst['hi'])} on {worst['kind']}."
         )
     head = study.headline
@@ -144,7 +136,7 @@ def numbers(study: RuleStudy) -> dict:
 
 def tuning_caption(tuning: pd.DataFrame) -> str:
     """Caption line of the tuning figure: each rule's kept threshold and regret, and t = 1's."""
-    best = _kept(tuning)
+    best = P.kept(tuning)
     best = best.loc[[r for r in P.GRIDS if r in best.index], ["threshold", "regret"]]
     kept = "; ".join(f"{rule_label(r)} {t:g} ({g:.4f})" for r, t, g in best.itertuples(name=None))
     paper_t1 = tuning.query("rule == 'paper' and threshold == 1.0")["regret"]
@@ -157,17 +149,11 @@ def tuned_lines(tuning: pd.DataFrame) -> str:
     paper_t1 = tuning.query("rule == 'paper' and threshold == 1.0")["regret"]
     out = [
         f"- {rule_label(r.rule)}: threshold {r.threshold:g}, mean development regret {r.regret:.4f}"
-        for r in _kept(tuning).loc[list(P.GRIDS)].reset_index().itertuples()
+        for r in P.kept(tuning).loc[list(P.GRIDS)].reset_index().itertuples()
     ]
     if len(paper_t1):
         out.append(f"- (the paper's t = 1 on the same federations: {paper_t1.iloc[0]:.4f})")
     return "\n".join(out)
-
-
-def _kept(tuning: pd.DataFrame) -> pd.DataFrame:
-    """Per rule, indexed by it, the tuning row kept: the smallest regret (then threshold)."""
-    best = tuning.sort_values(["rule", "regret", "threshold"]).groupby("rule", sort=False).head(1)
-    return best.set_index("rule")
 
 
 def _tally(verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -186,11 +172,6 @@ def _tally(verdicts: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _probe() -> str:
-    """The validation probe's entry label."""
-    return next(e.label for e in P.ENTRIES if e.rule == R.PROBE)
-
-
 def _on(kind: str) -> str:
     """ "on the base federation", "on feature skew (rotate)"."""
     return f"on the {kind}" if kind == "base federation" else f"on {kind}"
@@ -198,7 +179,7 @@ def _on(kind: str) -> str:
 
 def _first_epoch_best(tally: pd.DataFrame) -> str:
     """The first-epoch entry with the most kinds within δ (then fewest beyond, smallest worst)."""
-    rest = tally.drop(index=[_probe()], errors="ignore")
+    rest = tally.drop(index=[P.PROBE_LABEL], errors="ignore")
     order = rest.assign(neg=-rest["within"]).sort_values(["neg", "beyond", "worst"])
     return str(order.index[0])
 
@@ -244,7 +225,7 @@ def evaluation_seeds() -> str:
 
 def result_box(study: RuleStudy) -> str:
     """The chapter's answer: claim R2's verdict in a plain sentence, then why (Markdown)."""
-    nums, tally, probe = numbers(study), _tally(study.evaluation), _probe()
+    nums, tally, probe = numbers(study), _tally(study.evaluation), P.PROBE_LABEL
     r2 = r2_claim(study)
     v = r2.verdict
     strength = f" ({v.strength} evidence)" if v.strength != "none" else ""
@@ -279,9 +260,7 @@ def result_details(study: RuleStudy) -> str:
 
 
 def _rescore_sentence(study: RuleStudy) -> str:
-    """Where the regrets were scored and how many verdicts that changed; "" when not rescored."""
-    if study.book is None:
-        return ""
+    """Where the rescored regrets were scored and how many verdicts that changed."""
     comparison = family_comparison(study.book.regrets, study.regrets)
     n = f"{TEST_PER_CLIENT:,}"
     where, sets = (f"scored on {n} test images per client (the tenth declaration)", "test sets")
@@ -301,7 +280,7 @@ def _rescore_sentence(study: RuleStudy) -> str:
 def advice(study: RuleStudy) -> str:
     """What a practitioner should do, as the evaluation verdicts say it (Markdown list)."""
     tally = _tally(study.evaluation)
-    best, probe, paper = _first_epoch_best(tally), _probe(), P.ENTRIES[0].label
+    best, probe, paper = _first_epoch_best(tally), P.PROBE_LABEL, P.ENTRIES[0].label
     ev = study.evaluation
     delta, dont = f"δ = {P.TOLERANCE:g}", "- Do not count on a first-epoch rule to find the split"
     if study.headline:

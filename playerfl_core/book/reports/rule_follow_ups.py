@@ -10,7 +10,6 @@ from playerfl_core.book.reports.table_text import interval_text, p_text, signed
 from playerfl_core.book.style import set_label
 from playerfl_core.stats.p_values import p_value_text
 from playerfl_core.study import preregistration as P
-from playerfl_core.study import split_rules_table as R
 from playerfl_core.study.rescore import family_comparison
 
 
@@ -70,6 +69,8 @@ def curvature_lines(study: RuleStudy) -> str:
 
 
 _NO_P = "not computable (too few seeds that differ)"
+MARKS = {P.WITHIN: "✓", P.BEYOND: "✗", "undecided": "?"}
+"""A verdict's mark in a table: ✓ within δ, ✗ beyond it, ? undecided."""
 
 
 def follow_up_headline(
@@ -80,14 +81,12 @@ def follow_up_headline(
     counted with the others."""
     if verdicts is None:
         return f"The follow-up on {kind} is not computed in these sweeps."
-    probe = [e.label for e in P.ENTRIES if e.rule == R.PROBE]
     if added is not None:
         verdicts = pd.concat([verdicts, added[added["kind"] == kind]], ignore_index=True)
-    rows = verdicts[~verdicts["entry"].isin(probe)]
-    probes = verdicts.loc[verdicts["entry"].isin(probe), "entry"].drop_duplicates().tolist()
+    rows = verdicts[verdicts["entry"] != P.PROBE_LABEL]
     aside = ""
-    if probes:
-        left = "; ".join(p.split(" (")[0] for p in probes)  # no brackets within brackets
+    if len(rows) < len(verdicts):
+        left = P.PROBE_LABEL.split(" (")[0]  # no brackets within brackets
         aside = f" (the {left} trains every split, so it is left out)"
     within = rows[rows["verdict"] == P.WITHIN]["entry"].tolist()
     beyond = rows[rows["verdict"] == P.BEYOND]["entry"].tolist()
@@ -151,7 +150,6 @@ def confirmation_headline(study: RuleStudy) -> str:
         return "The confirmation test is not computed in these sweeps."
     rows = v[v["entry"].isin(P.FIRST_EPOCH)]
     beyond = rows[rows["verdict"] == P.BEYOND].groupby("entry", sort=False).size()
-    within = rows.groupby("entry", sort=False)["verdict"].apply(lambda x: (x == P.WITHIN).all())
     r2 = r2_verdict(study)
     n = rows["entry"].nunique()
     found = (
@@ -162,7 +160,7 @@ def confirmation_headline(study: RuleStudy) -> str:
             f" {'is' if len(beyond) == 1 else 'are'}"
         )
     )
-    k = int(within.sum())
+    k = len(P.headline(rows))
     both = "none is" if not k else f"{k} of them {'is' if k == 1 else 'are'}"
     strength = f" ({r2.strength} evidence)" if r2.strength != "none" else ""
     return (
@@ -186,9 +184,8 @@ def r2_tests(study) -> pd.DataFrame | None:
         then = family_comparison(study.test_only.regrets, study.regrets).set_index(keys)
         rows = then.loc[pd.MultiIndex.from_frame(first[keys])].reset_index()
         columns["2,000 validation too"] = (rows, "large")
-    marks = {P.WITHIN: "✓", P.BEYOND: "✗"}
     for name, (frame, side) in columns.items():
         pairs = zip(frame[f"mean_{side}"], frame[f"verdict_{side}"], strict=True)
-        out[name] = [f"{signed(m)} {marks.get(v, '?')}" for m, v in pairs]
+        out[name] = [f"{signed(m)} {MARKS.get(v, '?')}" for m, v in pairs]
     out["family"] = out["family"].map(set_label)
     return out.rename(columns={"entry": "rule"}).set_index(["family", "rule", "kind"])

@@ -111,29 +111,18 @@ def _beyond_counts(parts: pd.DataFrame) -> tuple[int, pd.Series]:
     return first["part"].nunique(), beyond.groupby("kind")["part"].nunique()
 
 
-def _confirmed(kind: str) -> tuple[str, str, str] | None:
-    """A confirmation kind's base kind, federations and fresh seeds; None for other kinds."""
+def _named(kind: str, plain: bool = False) -> str:
+    """A confirmation kind with its federations and fresh seeds: "… (confirmation: Fashion-MNIST,
+    rotated, seeds 10–29)", or ``plain`` "Fashion-MNIST, rotated (feature skew), confirmed on
+    fresh seeds 10–29"; other kinds as they are."""
     base, sep, _ = kind.rpartition(" (confirmation)")
     if not sep:
-        return None
+        return kind
     feds = ", ".join(dataset_label(d) for d in P.CONFIRMATION if P.kind_of(d) == base)
-    return base, feds, f"{P.CONFIRMATION_SEEDS[0]}–{P.CONFIRMATION_SEEDS[-1]}"
-
-
-def _named(kind: str) -> str:
-    """ "… (confirmation: Fashion-MNIST, rotated, seeds 10–29)"; other kinds as they are."""
-    if (confirmed := _confirmed(kind)) is None:
-        return kind
-    base, feds, seeds = confirmed
+    seeds = f"{P.CONFIRMATION_SEEDS[0]}–{P.CONFIRMATION_SEEDS[-1]}"
+    if plain:
+        return f"{feds} ({base.split(' (')[0]}), confirmed on fresh seeds {seeds}"
     return f"{base} (confirmation: {feds}, seeds {seeds})"
-
-
-def _plain_kind(kind: str) -> str:
-    """ "Fashion-MNIST, rotated (feature skew), confirmed on fresh seeds 10–29"; else the kind."""
-    if (confirmed := _confirmed(kind)) is None:
-        return kind
-    base, feds, seeds = confirmed
-    return f"{feds} ({base.split(' (')[0]}), confirmed on fresh seeds {seeds}"
 
 
 def r2_scope(study, claim) -> str:
@@ -141,7 +130,7 @@ def r2_scope(study, claim) -> str:
     short: where every first-epoch rule is beyond δ (else the verdict's reason), how many
     distinct rules they are, and the deciding federation's regret beyond the book's sizes."""
     n, beyond = _beyond_counts(claim.parts)
-    every = [_plain_kind(k) for k, c in beyond.items() if c == n]
+    every = [_named(k, plain=True) for k, c in beyond.items() if c == n]
     if every:
         lead = f"Every first-epoch rule is beyond δ on {' and on '.join(every)}"
     else:
@@ -160,14 +149,12 @@ def scale_text(dataset: str | None = None) -> str:
     each committed rung beyond the book's sizes, with its seeds; "" when neither is committed."""
     dataset = dataset or LADDER[-1]
     parts = []
-    for name, words in (
-        ("eval_rung", "with 2,000 validation and 2,000 test images per client"),
-        (
-            "middle_rung",
-            "when each client trains on 1,000 images with the CNN at half width (too "
-            "few seeds for a test)",
-        ),
-    ):
+    rung_words = {
+        "eval_rung": "with 2,000 validation and 2,000 test images per client",
+        "middle_rung": "when each client trains on 1,000 images with the CNN at half width (too "
+        "few seeds for a test)",
+    }
+    for name, words in rung_words.items():
         committed = rungs.load(name)
         if committed is None or dataset not in committed[1]["datasets"]:
             continue
@@ -210,15 +197,12 @@ def reanalysis_lines(re: pd.DataFrame) -> str:
     lines = []
     for family, g in re.groupby("family", sort=False):
         moved = g[g["changed"]]
-        what = (
-            "; ".join(
-                f"{r.entry} on {r.kind}: from {r.verdict_wilcoxon} to **{r.verdict_mean}**"
-                for r in moved.itertuples()
-            )
-            or "none changed"
+        what = "; ".join(
+            f"{r.entry} on {r.kind}: from {r.verdict_wilcoxon} to **{r.verdict_mean}**"
+            for r in moved.itertuples()
         )
         tests = "1 test" if len(g) == 1 else f"{len(g)} tests"
-        lines.append(f"- {set_label(family)} ({tests}): {what}.")
+        lines.append(f"- {set_label(family)} ({tests}): {what or 'none changed'}.")
     return "\n".join(lines)
 
 
