@@ -115,10 +115,8 @@ def plan(study: Study, work: Path | None = None, tasks=None) -> list[tuple[str, 
     module = computes(study)
     work = work or study.work_dir()
     done = done_runs(work) if work.is_dir() else {}
-    names = [
-        module.task_name(t) for t in (tasks if tasks is not None else module.study_tasks(study))
-    ]
-    return [(n, n in done) for n in names]
+    tasks = tasks if tasks is not None else module.study_tasks(study)
+    return [(n, n in done) for n in map(module.task_name, tasks)]
 
 
 # -- computing --------------------------------------------------------------------------------
