@@ -271,7 +271,8 @@ def test_every_split_of_a_seed_is_retrained_unless_the_evaluation_rung_holds_the
 
 def test_the_large_sweep_reads_each_seed_from_one_store():
     def runs(*seeds):
-        return pd.DataFrame({"dataset": "fmnist", "lr": 0.003, "seed": list(seeds), "value": 0.5})
+        run = {"dataset": "fmnist", "algorithm": "prefix_p1", "lr": 0.003, "value": 0.5}
+        return pd.DataFrame({**run, "seed": list(seeds)})
 
     both = R.large_sweep((runs(3, 4), {}), (runs(0, 1), {}))
     assert sorted(both["seed"]) == [0, 1, 3, 4]
@@ -366,8 +367,6 @@ def test_the_validation_rescores_reading_gives_the_rungs_regrets_on_its_seeds(mo
     assert np.array_equal(mine["regret"], mine["regret_rung"])
     kept = large[~large["rescored"]].drop(columns="rescored").reset_index(drop=True)
     assert kept.equals(book[~large["rescored"].to_numpy()].reset_index(drop=True))
-    moved, n = R.oracle_moves(book, large)
-    assert n == 20 and 0 < moved < n  # the large validation sets move some oracles
 
     rules_table = runner.load_store(stores_dir() / "rules" / f"{R.PROFILE}.parquet")[0]
     r2 = R.large_val_r2_regrets(R.r2_committed_regrets(), sweep, rules_table)

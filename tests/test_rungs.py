@@ -14,39 +14,6 @@ from playerfl_core.study.split_scores import first_epoch_sensitivities, rule_spl
 from playerfl_core.study.verification import compare_run
 
 
-def _regrets(dataset, p_rule, p_oracle, regret):
-    return pd.DataFrame(
-        {"dataset": dataset, "seed": range(len(regret)), "p_rule": p_rule,
-         "p_oracle": p_oracle, "regret": regret}
-    )  # fmt: skip
-
-
-def test_what_moves_reads_the_middle_rung_as_declared():
-    book = pd.concat(
-        [_regrets("a", [3] * 5, [4, 4, 4, 1, 1], [0, 0, 0.01, 0.02, 0]),
-         _regrets("b", [3] * 5, [3] * 5, [0.0] * 5)]
-    )  # fmt: skip
-    middle = pd.concat(
-        [_regrets("a", [3, 3, 2, 2, 1], [1, 1, 1, 4, 4], [0.1, 0.1, 0.12, 0.09, 0.11]),
-         _regrets("b", [3, 3, 2, 2, 1], [3] * 5, [0.0, 0.01, 0.0, 0.0, 0.0])]
-    )  # fmt: skip
-    summary = R.rung_summary(book, middle)
-    assert summary.set_index(["dataset", "rung"]).loc[("a", "middle"), "rule_modal"] == [2, 3]
-    assert summary.set_index(["dataset", "rung"]).loc[("a", "middle"), "rule_splits"] == (
-        "1×1, 2×2, 3×2"
-    )
-    moves = R.what_moves(summary).set_index("dataset")
-    # a tie that still holds the book's split: the rule's split stays
-    assert not moves.loc["a", "rule_moves"] and moves.loc["a", "oracle_moves"]
-    assert moves.loc["a", "regret_moves"] and moves.loc["a", "above_delta"]
-    # b: the book's mean (0) lies inside the middle rung's interval [0, 0.01]
-    assert not moves.loc["b"][["oracle_moves", "regret_moves", "above_delta"]].any()
-    tied_apart = R.rung_summary(
-        book[book["dataset"] == "a"], _regrets("a", [1, 1, 2, 2, 4], [4] * 5, [0.0] * 5)
-    )
-    assert R.what_moves(tied_apart).set_index("dataset").loc["a", "rule_moves"]
-
-
 def test_the_rung_trains_at_its_declared_sizes():
     """1,000 images per client in 64/16/20 splits, width 0.5, 20 rounds, the book's one sweep
     rate 0.003 and batch 32 (the quick profile's)."""

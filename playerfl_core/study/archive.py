@@ -9,14 +9,12 @@ The shared format is :mod:`playerfl_core.study.archive_manifest`, re-exported he
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 from tqdm import tqdm
 
 from data_prep import load
@@ -41,7 +39,7 @@ from playerfl_core.study.archive_manifest import (  # noqa: F401 (re-exported: c
     stores_dir,
     table_digest,
 )
-from playerfl_core.study.run_store import RunSpec, Store
+from playerfl_core.study.run_store import RunSpec, Store, encode_rows
 from playerfl_core.study.verification import BITWISE, STATISTICAL, compare_run, statistical_verdict
 
 
@@ -192,7 +190,6 @@ def unpack(path: str | Path, store) -> int:
     table, manifest = load_archive(path)
     groups = dict(tuple(table.groupby("run_id", sort=False)))
     written = 0
-    store.runs.mkdir(parents=True, exist_ok=True)
     for entry in manifest["runs"]:
         run_id = entry["run_id"]
         if store.checked_record(run_id) is not None:
@@ -201,14 +198,9 @@ def unpack(path: str | Path, store) -> int:
         facts = manifest.get("machines", {}).get(entry.get("machine"))
         if facts:
             record["machine"] = {**facts, "key": entry["machine"]}
-        if entry["status"] == "ok":
-            # The store's own check (row count + SHA-256 of the CSV bytes) for the rows just
-            # verified against the archive's checksum.
-            data = groups[run_id][COLUMNS].to_csv(index=False).encode()
-            record.update(rows=len(groups[run_id]), csv_sha256=hashlib.sha256(data).hexdigest())
-            atomic_write(store.runs / f"{run_id}.csv", lambda p, d=data: p.write_bytes(d))
-        text = json.dumps(record, indent=1, sort_keys=True, default=str)
-        atomic_write(store.runs / f"{run_id}.json", lambda p, t=text: p.write_text(t))
+        # the store's own check (row count, SHA-256 of the CSV) of the rows just verified
+        rows = encode_rows(groups[run_id]) if entry["status"] == "ok" else None
+        store.write_rows(run_id, record, rows)
         written += 1
     return written
 
@@ -268,10 +260,8 @@ def recompute_runs(path: str | Path, run_ids: list[str], threads: int = 1) -> pd
     today)."""
     table, manifest = load_archive(path)
     entries = {e["run_id"]: e for e in manifest["runs"] if e["status"] == "ok"}
-    out, previous = [], torch.get_num_threads()
-    here = machine.fingerprint(threads=threads)["key"]
-    torch.set_num_threads(threads)
-    try:
+    out, here = [], machine.fingerprint(threads=threads)["key"]
+    with machine.torch_threads(threads):
         for run_id in tqdm(run_ids, desc="recompute", unit="run"):
             entry = entries[run_id]
             spec = spec_of(entry)
@@ -290,8 +280,6 @@ def recompute_runs(path: str | Path, run_ids: list[str], threads: int = 1) -> pd
                     **compare_run(fresh, stored),
                 }
             )
-    finally:
-        torch.set_num_threads(previous)
     return pd.DataFrame(out)
 
 

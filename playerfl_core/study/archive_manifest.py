@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -118,12 +119,7 @@ def read_manifest(path: str | Path) -> dict:
 
 def _other_profiles(runs: list[dict], profile) -> dict[str, int]:
     """How many ``runs`` (records or entries) record a data profile other than ``profile``."""
-    counts: dict[str, int] = {}
-    for run in runs:
-        other = run.get("profile")
-        if other is not None and other != profile:
-            counts[other] = counts.get(other, 0) + 1
-    return counts
+    return Counter(run["profile"] for run in runs if run.get("profile") not in (None, profile))
 
 
 def _is_ok(entry) -> bool:

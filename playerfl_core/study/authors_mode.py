@@ -22,6 +22,7 @@ from playerfl_core.study.declaration import Study
 from playerfl_core.study.grid import dry_run as grid_dry_run
 from playerfl_core.study.grid import run_grid
 from playerfl_core.study.run_store import RESULTS_DIR
+from playerfl_core.study.runner import cpu_seconds
 
 TABLE_FILE = "comparison.parquet"
 PROFILE = "quick"
@@ -136,4 +137,4 @@ def _cost(store: Path, run_ids: list[str]) -> tuple[float, list[str]]:
     """The CPU-seconds the study's runs took and the keys of the machines that ran them."""
     records = [json.loads((Path(store) / "runs" / f"{r}.json").read_text()) for r in run_ids]
     machines = {rec.get("machine", {}).get("key", "unknown") for rec in records}
-    return round(sum(rec.get("cpu_seconds", 0.0) for rec in records), 1), sorted(machines)
+    return cpu_seconds(records), sorted(machines)

@@ -51,10 +51,9 @@ def equivalent_codes(code: str, path: Path | None = None) -> set[str]:
             links.setdefault(check["current"], set()).add(check["earlier"])
     seen, todo = {code}, [code]
     while todo:
-        for other in links.get(todo.pop(), ()):
-            if other not in seen:
-                seen.add(other)
-                todo.append(other)
+        new = links.get(todo.pop(), set()) - seen
+        seen |= new
+        todo += new
     return seen
 
 

@@ -41,7 +41,6 @@ def sweep_lr(dataset: str) -> float:
 
 
 def _tune_seeds(dataset: str) -> tuple[int, ...]:
-
     return tuple(default_grid(dataset, PROFILE)["tune_seeds"])
 
 
@@ -126,10 +125,8 @@ def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
         used |= set(result.status["run_id"])
     store = Store(store_path(options))
     table, runs, machines = packed(store, [r for r in store.scan()[0] if r["run_id"] in used])
-    cost = round(sum(e.get("cpu_seconds") or 0.0 for e in runs), 1)
-    extra = {"profile": PROFILE, "runs": len(runs), "cpu_seconds": cost, "entries": runs,
-             "machines": machines}  # fmt: skip
-    return table, extra
+    return table, {"profile": PROFILE, "runs": len(runs), "cpu_seconds": runner.cpu_seconds(runs),
+                   "entries": runs, "machines": machines}  # fmt: skip
 
 
 def dry_run(study, options) -> str:

@@ -105,18 +105,13 @@ def grid_cost(plan) -> pd.DataFrame:
         mine = [sp for sp in todo if (sp.dataset, sp.algorithm) == key]
         tune = [sp for sp in mine if sp in p.tune]
         evaluation = [sp for sp in mine if sp not in p.tune]
-        stored = sum(plan.done(sp) for sp in {*p.tune, *_eval_specs(plan, key)})
+        stored = sum(plan.done(sp) for sp in {*p.tune, *plan.eval_specs(key, p.lr)})
         seconds, basis = timer.seconds(plan.spec(*key, p.lr or (p.lrs or (0.0,))[0], 0))
         rows.append(
             [*key, len(tune), len(evaluation), stored, seconds,
              len(mine) * seconds / 3600, basis]
         )  # fmt: skip
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def _eval_specs(plan, key) -> list:
-    p = plan.pairs[key]
-    return plan.eval_specs(key, p.lr) if p.lr is not None and not math.isnan(p.lr) else []
 
 
 def widening_runs(plan) -> int:

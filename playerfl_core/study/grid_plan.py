@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from playerfl_core.fl.algorithms import ALGORITHMS, is_algorithm
-from playerfl_core.fl.models import model_for
 from playerfl_core.fl.schema import COLUMNS
-from playerfl_core.fl.units import unit_names
 from playerfl_core.study import machine
 from playerfl_core.study.code_versions import equivalent_codes
 from playerfl_core.study.grid_result import GridResult
 from playerfl_core.study.run_store import ERROR, OK, RunSpec, Store, load_data_cached
+from playerfl_core.study.split_sweeps import model_units
 from playerfl_core.study.tuning import chosen_lr, tuning_scores, widened_lr
 
 SPLIT_PREFIX = "prefix_p"
@@ -28,9 +27,8 @@ SPLIT_PREFIX = "prefix_p"
 
 def split_algorithms(dataset: str, profile: str) -> list[str]:
     """``prefix_p0`` … ``prefix_pL`` for the model of ``dataset`` (L its number of units)."""
-    data = load_data_cached(dataset, profile, 0)
-    model = model_for(data, 1.0, 0)
-    return [f"{SPLIT_PREFIX}{k}" for k in range(len(unit_names(model)) + 1)]
+    units = model_units(load_data_cached(dataset, profile, 0))
+    return [f"{SPLIT_PREFIX}{k}" for k in range(len(units) + 1)]
 
 
 def algorithm_names(algorithms) -> list[str]:
@@ -137,7 +135,10 @@ class GridPlan:
             )
             self.spec_stage.update(dict.fromkeys(tune, "tune"))
 
-    def eval_specs(self, key: tuple[str, str], lr: float) -> list[RunSpec]:
+    def eval_specs(self, key: tuple[str, str], lr: float | None) -> list[RunSpec]:
+        """The pair's evaluation runs at ``lr``; none for None (undecided) or NaN (failed)."""
+        if lr is None or math.isnan(lr):
+            return []
         return [self.spec(*key, lr, seed) for seed in self.pairs[key].seeds]
 
     def done(self, spec: RunSpec) -> bool:
@@ -180,7 +181,7 @@ class GridPlan:
             if p.lr is None:
                 tuned = {sp.seed for sp in p.tune}
                 n_left += len([s for s in p.seeds if s not in tuned])
-            elif not math.isnan(p.lr):
+            else:
                 ev = [sp for sp in self.eval_specs(key, p.lr) if not self.done(sp)]
                 ready += ev
                 n_left += len(ev)
@@ -225,11 +226,11 @@ class GridPlan:
                     "widened": len(p.widened),
                 }
             )
-            for extra in p.widened:
-                notes.append(
-                    f"WIDENED: {ds}/{alg}: the chosen rate sat at an edge of the grid, so "
-                    f"tuning also tried lr={extra:g}."
-                )
+            notes += [
+                f"WIDENED: {ds}/{alg}: the chosen rate sat at an edge of the grid, so tuning also "
+                f"tried lr={extra:g}."
+                for extra in p.widened
+            ]
             if p.lr is None or math.isnan(p.lr):
                 why = (
                     f"its learning rate comes from {p.follow[1]}, whose tuning failed"
@@ -237,12 +238,8 @@ class GridPlan:
                     else "every learning rate failed during tuning"
                 )
                 notes.append(f"EXCLUDED: {ds}/{alg}: {why}; no evaluation runs.")
-                specs = []
-            else:
-                specs = self.eval_specs(key, p.lr)
-            for sp in specs:
-                if records[sp]["status"] == OK:
-                    eval_tables.append(store.table(sp))
+            specs = self.eval_specs(key, p.lr)
+            eval_tables += [store.table(sp) for sp in specs if records[sp]["status"] == OK]
             for sp in [*p.tune, *specs]:
                 if sp in seen:
                     continue

@@ -153,11 +153,17 @@ if __name__ == "__main__":
 
 
 @contextmanager
-def one_thread():
-    """One torch thread, in a worker or not: a run's last bits do not depend on where it ran."""
+def torch_threads(threads: int | None):
+    """``threads`` torch threads within the block (None: as they are), the previous count after."""
     previous = torch.get_num_threads()
-    torch.set_num_threads(1)
+    if threads:
+        torch.set_num_threads(threads)
     try:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+def one_thread():
+    """One torch thread, in a worker or not: a run's last bits do not depend on where it ran."""
+    return torch_threads(1)

@@ -95,13 +95,15 @@ TINY = replace(
 """Two runs at small sizes: tries the chunked command on the CPU in seconds."""
 
 
-def run_name(dataset: str, lr: float, seed: int, p: int) -> str:
+def task_name(task: tuple[str, float, int, int]) -> str:
+    """A run's name: ``<federation>_lr<rate>_s<seed>_p<split>``."""
+    dataset, lr, seed, p = task
     return f"{dataset}_lr{lr:g}_s{seed}_p{p}"
 
 
 # -- chunks on disk ---------------------------------------------------------------------------
 def chunk_stem(tasks) -> str:
-    names = [run_name(*t) for t in tasks]
+    names = [task_name(t) for t in tasks]
     digest = hashlib.sha256("\n".join(names).encode()).hexdigest()[:8]
     return f"{names[0]}_{len(names)}runs_{digest}"
 
@@ -134,12 +136,11 @@ COMMAND = "playerfl study run paper_scale --out $OUT --budget-s 480 --device cud
 
 # -- computing --------------------------------------------------------------------------------
 def _record(study: Study, tasks, device: str, seconds: float, status: str, error: str) -> dict:
-
     return {
         "study": study.name,
         "study_key": study.key(),
         "declared": study.declared,
-        "runs": [run_name(*t) for t in tasks],
+        "runs": [task_name(t) for t in tasks],
         "status": status,
         "error": error,
         "driver": batched.DRIVER,
@@ -185,12 +186,9 @@ def compute(
             # a chunk cut off before its record (not the committed table): recompute it
             say(f"paper_scale: removing {orphan}, a chunk cut off before its record.")
             orphan.unlink()
-    done = {
-        n
-        for rec in finished_chunks(study, [study.work_dir(), folder], say).values()
-        for n in rec["runs"]
-    }
-    todo = [t for t in study_tasks(study) if run_name(*t) not in done]
+    found = finished_chunks(study, [study.work_dir(), folder], say)
+    done = {n for rec in found.values() for n in rec["runs"]}
+    todo = [t for t in study_tasks(study) if task_name(t) not in done]
     computed, chunks, per_run, stopped = 0, 0, None, ""
     queue = _cut(todo, k)
     while queue and not stopped:
@@ -292,7 +290,7 @@ def dry_run(study: Study, options) -> str:
     """Every run of the study and whether a chunk holds it already; computes nothing."""
     folders = [study.work_dir()] + ([Path(options.out) / study.name] if options.out else [])
     done = {n for rec in finished_chunks(study, folders).values() for n in rec["runs"]}
-    names = [run_name(*t) for t in study_tasks(study)]
+    names = [task_name(t) for t in study_tasks(study)]
     lines = [f"{'done' if n in done else 'todo'}  {n}" for n in names]
     left = sum(n not in done for n in names)
     return "\n".join([*lines, f"{study.name}: {len(names)} runs, {left} to compute"])

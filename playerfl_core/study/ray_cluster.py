@@ -18,8 +18,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 
-import torch
-
+from playerfl_core.study.machine import torch_threads
 from playerfl_core.study.run_store import code_fingerprint
 
 PASSED_ENV = ("PLAYERFL_DATASET_MODULES", "PLAYERFL_DATA")
@@ -188,13 +187,8 @@ def _run_task(code: str, threads: int | None, fn, *args):
             f"node {socket.gethostname()} runs other code (fingerprint {_node_code()}) than the "
             f"driver ({code}): install the same checkout on every node (`make setup`)."
         )
-    previous = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
-    try:
+    with torch_threads(threads):
         return fn(*args)
-    finally:
-        torch.set_num_threads(previous)
 
 
 class RayExecutor:

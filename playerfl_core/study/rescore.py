@@ -10,6 +10,7 @@ split by rescore the parts would import each other.
 from __future__ import annotations
 
 import copy
+import functools
 import time
 import warnings
 from collections import Counter
@@ -35,6 +36,7 @@ from playerfl_core.study import preregistration as P
 from playerfl_core.study import split_oracle as O
 from playerfl_core.study.archive import archive_dir, load_archive, spec_of, stores_dir
 from playerfl_core.study.declaration import EVERY_SPLIT, ONE_RATE, R2_FAMILIES, Study
+from playerfl_core.study.paper_scale import task_name
 from playerfl_core.study.runner import committed, cpu_seconds, load_store
 from playerfl_core.study.split_rules_table import PROBE, RUN, probe_rows
 from playerfl_core.study.split_scores import regrets as split_regrets
@@ -152,21 +154,18 @@ def split_tasks(wanted: Sequence, splits: pd.DataFrame, done: set = frozenset())
     return out
 
 
-def runs_in(rescored: tuple | None) -> set[Task]:
-    """The runs a rescore's (table, record) holds, as :func:`tasks` names them."""
-    if rescored is None:
+def runs_in(stored: tuple | None) -> set[Task]:
+    """The runs a store's (table, record) holds, as :func:`tasks` names them (none for None)."""
+    if stored is None:
         return set()
-    keys = rescored[0][["dataset", "algorithm", "lr", "seed"]].drop_duplicates()
+    keys = stored[0][["dataset", "algorithm", "lr", "seed"]].drop_duplicates()
     return {(d, float(lr), int(s), parse_prefix_name(a))
             for d, a, lr, s in keys.itertuples(index=False)}  # fmt: skip
 
 
-def rung_seeds(rung: pd.DataFrame | None) -> set[tuple[str, float, int]]:
-    """The (dataset, lr, seed) a table holds (none for None)."""
-    if rung is None:
-        return set()
-    keys = rung[["dataset", "lr", "seed"]].drop_duplicates()
-    return {(d, float(lr), int(s)) for d, lr, s in keys.itertuples(index=False)}
+def seeds_in(stored: tuple | None) -> set[tuple[str, float, int]]:
+    """The (dataset, lr, seed) of the runs a store's (table, record) holds."""
+    return {run[:3] for run in runs_in(stored)}
 
 
 def r1_committed_regrets() -> pd.DataFrame:
@@ -201,9 +200,8 @@ def _r2_study_tasks() -> list[Task]:
 
 def _val_study_tasks() -> list[Task]:
     scores, _ = O.committed_scores(PROFILE)
-    rung = rungs.load(rungs.EVAL_RUNG)
     wanted = seeds(r1_committed_regrets(), r2_committed_regrets())
-    return split_tasks(wanted, scores, rung_seeds(None if rung is None else rung[0]))
+    return split_tasks(wanted, scores, seeds_in(rungs.load(rungs.EVAL_RUNG)))
 
 
 _STUDY_TASKS = {
@@ -216,11 +214,6 @@ _STUDY_TASKS = {
 def study_tasks(study: Study) -> list[Task]:
     """Every run ``study`` retrains (which runs is what tells the three rescores apart)."""
     return _STUDY_TASKS[study.name]()
-
-
-def task_name(task: Task) -> str:
-    dataset, lr, seed, p = task
-    return f"{dataset}_lr{lr:g}_s{seed}_p{p}"
 
 
 # -- one run --------------------------------------------------------------------------------------
@@ -341,14 +334,10 @@ def _committed_run(archive: Path, dataset: str, algorithm: str, lr: float, seed:
     return table[table["run_id"] == found[0]["run_id"]], found[0]
 
 
-_ARCHIVES: dict = {}
-
-
+@functools.cache
 def _archive(path: Path):
     """The archive, read once per process."""
-    if path not in _ARCHIVES:
-        _ARCHIVES[path] = load_archive(path)
-    return _ARCHIVES[path]
+    return load_archive(path)
 
 
 # -- for the runner -------------------------------------------------------------------------------
@@ -368,7 +357,7 @@ def gather(study: Study, todo: Sequence, work: Path, records: dict) -> tuple[pd.
     table = pd.concat([pd.read_parquet(work / f"{n}.parquet") for n in names], ignore_index=True)
     totals = {
         "runs": len(names),
-        "cpu_seconds": cpu_seconds(records, names),
+        "cpu_seconds": cpu_seconds(records[n] for n in names),
         "identical_to_committed": sum(bool(records[n]["identical"]) for n in names),
         "max_abs_diff": max(float(records[n]["max_abs_diff"]) for n in names),
     }
@@ -473,7 +462,7 @@ def large_sweep(rescored: tuple | None = None, rung: tuple | None = None) -> pd.
     rung = rung if rung is not None else rungs.load(rungs.EVAL_RUNG)
     if rescored is None or rung is None:
         return None
-    overlap = rung_seeds(rescored[0]) & rung_seeds(rung[0])
+    overlap = seeds_in(rescored) & seeds_in(rung)
     if overlap:
         raise ValueError(
             f"{len(overlap)} seeds are in both the rescore and the evaluation rung (e.g. "
@@ -544,10 +533,3 @@ def _replace(old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> pd.DataFr
     for column in [c for c in out.columns if c in new.columns]:
         out.loc[covered, column] = new.loc[rows, column].to_numpy()
     return out.assign(rescored=covered.to_numpy())
-
-
-def oracle_moves(book: pd.DataFrame, large: pd.DataFrame) -> tuple[int, int]:
-    """(seeds whose oracle's split moved, seeds rescored) between ``book`` and ``large``."""
-    keys = ["dataset", "lr", "seed"]
-    both = book.merge(large[large["rescored"]], on=keys, suffixes=("_book", "_large"))
-    return int((both["p_oracle_book"] != both["p_oracle_large"]).sum()), len(both)

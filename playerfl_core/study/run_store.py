@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from data_prep import load
 from playerfl_core.fl.algorithms import get_algorithm
@@ -229,15 +228,20 @@ class Store:
         return self.write_finished(FinishedRun(spec, record, encode_rows(table)))
 
     def write_finished(self, run: FinishedRun) -> dict:
-        """Rows first, record (count, SHA-256) last, each atomically: the record marks it done."""
+        """:meth:`write_rows` of a computed run."""
+        return self.write_rows(run.spec.run_id, run.record, run.rows)
+
+    def write_rows(self, run_id: str, record: dict, data: bytes | None) -> dict:
+        """Rows (CSV bytes; None: a failed run) first, record (count, SHA-256) last, each
+        atomically: the record marks the run done."""
         self.runs.mkdir(parents=True, exist_ok=True)
-        record, data = dict(run.record), run.rows
+        record = dict(record)
         if data is not None:
             n_rows = max(data.count(b"\n") - 1, 0)
             record.update(rows=n_rows, csv_sha256=hashlib.sha256(data).hexdigest())
-            atomic_write(self.runs / f"{run.spec.run_id}.csv", lambda p: p.write_bytes(data))
+            atomic_write(self.runs / f"{run_id}.csv", lambda p: p.write_bytes(data))
         text = json.dumps(record, indent=1, sort_keys=True, default=str)
-        atomic_write(self.runs / f"{run.spec.run_id}.json", lambda p: p.write_text(text))
+        atomic_write(self.runs / f"{run_id}.json", lambda p: p.write_text(text))
         return record
 
     # -- checks -----------------------------------------------------------------------------
@@ -333,25 +337,21 @@ def compute(
     """Run one spec; return it with its manifest entry, writing nothing (never raises): divergence
     gives status ``diverged`` and no rows, any other exception ``error`` with the traceback's tail.
     """
-    previous = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
-    start, cpu_start = time.perf_counter(), time.process_time()
-    table, status, error, info = None, OK, "", {}
-    facts = machine.fingerprint()  # with the thread count the run computes with
-    try:
-        run = run_federated(
-            load_data_cached(spec.dataset, spec.profile, spec.seed, spec.protocol),
-            get_algorithm(spec.algorithm),
-            spec.config(device),
-        )
-        table, info = check_table(run.table()), run.info
-    except DivergenceError as err:
-        table, status, error = None, DIVERGED, str(err)
-    except Exception:  # noqa: BLE001 - recorded, shown, retried; never silently averaged in
-        table, status, error = None, ERROR, traceback.format_exc(limit=-4)
-    finally:
-        torch.set_num_threads(previous)
+    with machine.torch_threads(threads):
+        start, cpu_start = time.perf_counter(), time.process_time()
+        table, status, error, info = None, OK, "", {}
+        facts = machine.fingerprint()  # with the thread count the run computes with
+        try:
+            run = run_federated(
+                load_data_cached(spec.dataset, spec.profile, spec.seed, spec.protocol),
+                get_algorithm(spec.algorithm),
+                spec.config(device),
+            )
+            table, info = check_table(run.table()), run.info
+        except DivergenceError as err:
+            table, status, error = None, DIVERGED, str(err)
+        except Exception:  # noqa: BLE001 - recorded, shown, retried; never silently averaged in
+            table, status, error = None, ERROR, traceback.format_exc(limit=-4)
     record = {
         "run_id": spec.run_id,
         **asdict(spec),

@@ -1,7 +1,7 @@
 """The scale ladder: Fashion-MNIST, base and rotated, at sizes other than the book's, declared
-(:data:`STUDIES`): the paper-size first epochs (:func:`rule_at_rungs`), the middle rung and the
+(:data:`STUDIES`): the paper-size first epochs, the middle rung and the
 evaluation rung (the book's sweep scored on 2,000-image sets). Per seed the rule's split, the
-oracle's and the regret (:func:`regrets`); per federation how they move (:func:`rung_summary`)."""
+oracle's and the regret (:func:`regrets`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from playerfl_core.fl.engine import run_federated
 from playerfl_core.fl.errors import DivergenceError
 from playerfl_core.measure.score_noise import client_score_noise, regret_noise
 from playerfl_core.stats.results import COLUMNS
-from playerfl_core.stats.split_verdicts import TOLERANCE
 from playerfl_core.study import split_scores as S
 from playerfl_core.study.declaration import EVERY_SPLIT, Study, federation, n_splits
 from playerfl_core.study.machine import one_thread
@@ -152,7 +151,7 @@ def gather(rung: Study, todo, work: Path, records: dict) -> tuple[pd.DataFrame, 
     names = [task_name(t) for t in todo]
     kept = [n for n in names if not records[n].get("error")]
     table = pd.concat([pd.read_parquet(work / f"{n}.parquet") for n in kept], ignore_index=True)
-    totals = {"runs": len(names), "cpu_seconds": cpu_seconds(records, names)}
+    totals = {"runs": len(names), "cpu_seconds": cpu_seconds(records[n] for n in names)}
     if first_epoch_only(rung):
         return table.sort_values(["dataset", "seed", "client", "depth"], ignore_index=True), totals
     diverged = {n: records[n]["error"] for n in names if records[n]["error"]}
@@ -177,47 +176,6 @@ def regrets(table: pd.DataFrame) -> pd.DataFrame:
     return S.regrets(S.sweep_scores(table), rules, "paper")
 
 
-def _most_frequent(values: pd.Series) -> list[int]:
-    counts = values.value_counts()
-    return sorted(int(p) for p in counts[counts == counts.max()].index)
-
-
-def rung_summary(
-    book: pd.DataFrame, other: pd.DataFrame, name: str = "middle", seed: int = 0
-) -> pd.DataFrame:
-    """Per federation and rung (the book's :func:`regrets` and ``other``, called ``name``): the
-    rule's and the oracle's splits, the most frequent ones, and the mean regret with its
-    bootstrap CI."""
-    rows = []
-    for rung, reg in (("book", book), (name, other)):
-        for ds, g in reg.groupby("dataset", sort=False):
-            m, lo, hi = S.interval(g["regret"], seed=seed)
-            rule, oracle = g["p_rule"], g["p_oracle"]
-            rows.append(
-                (ds, rung, len(g), S.split_counts(rule), _most_frequent(rule),
-                 S.split_counts(oracle), _most_frequent(oracle), m, lo, hi)
-            )  # fmt: skip
-    cols = ["dataset", "rung", "n_seeds", "rule_splits", "rule_modal", "oracle_splits",
-            "oracle_modal", "mean", "lo", "hi"]  # fmt: skip
-    return pd.DataFrame(rows, columns=cols)
-
-
-def what_moves(summary: pd.DataFrame) -> pd.DataFrame:
-    """The declared reading of :func:`rung_summary` per federation: whether the splits move, whether
-    the regret moves, and whether the other rung's mean is above δ."""
-    rows = []
-    for ds, g in summary.groupby("dataset", sort=False):
-        book, other = g[g["rung"] == "book"].iloc[0], g[g["rung"] != "book"].iloc[0]
-        rows.append(
-            (ds, not set(book.rule_modal) & set(other.rule_modal),
-             not set(book.oracle_modal) & set(other.oracle_modal),
-             not other.lo <= book["mean"] <= other.hi, bool(other["mean"] > TOLERANCE))
-        )  # fmt: skip
-    return pd.DataFrame(
-        rows, columns=["dataset", "rule_moves", "oracle_moves", "regret_moves", "above_delta"]
-    )
-
-
 def rung_sizes() -> dict[str, str]:
     """The book's sizes and the middle rung's as the chapter names them."""
     fed = declared_federation(DATASETS[0])
@@ -229,16 +187,6 @@ def rung_sizes() -> dict[str, str]:
         "middle": f"middle rung: {MIDDLE_SAMPLES_PER_CLIENT:,} images per client, width "
         f"{cfg.width:g}, {cfg.rounds} rounds",
     }
-
-
-def rule_at_rungs(book_sens: pd.DataFrame, paper_sens: pd.DataFrame) -> pd.DataFrame:
-    """Per federation, rung and seed: the paper's rule's split from its first epochs."""
-    parts = []
-    for rung, sens in (("book", book_sens), ("paper", paper_sens)):
-        splits = S.rule_splits(sens[sens["dataset"].isin(DATASETS)])
-        splits = splits[splits["variant"] == "paper"]
-        parts.append(splits.assign(rung=rung)[["dataset", "rung", "seed", "p_rule"]])
-    return pd.concat(parts, ignore_index=True)
 
 
 # -- the evaluation rung's noise measurements -------------------------------------------------

@@ -115,10 +115,8 @@ def plan(study: Study, work: Path | None = None, tasks=None) -> list[tuple[str, 
     module = computes(study)
     work = work or study.work_dir()
     done = done_runs(work) if work.is_dir() else {}
-    names = [
-        module.task_name(t) for t in (tasks if tasks is not None else module.study_tasks(study))
-    ]
-    return [(n, n in done) for n in names]
+    tasks = tasks if tasks is not None else module.study_tasks(study)
+    return [(n, n in done) for n in map(module.task_name, tasks)]
 
 
 # -- computing --------------------------------------------------------------------------------
@@ -166,9 +164,9 @@ def collect(study: Study, work: Path | None = None, tasks=None) -> tuple[pd.Data
     return module.gather(study, tasks, Path(work), records)
 
 
-def cpu_seconds(records: dict, names) -> float:
-    """The CPU-seconds the runs ``names`` took, as their records kept them."""
-    return round(sum(records[n]["cpu_seconds"] for n in names), 1)
+def cpu_seconds(records) -> float:
+    """The CPU-seconds the runs of ``records`` (their records or manifest entries) took, as kept."""
+    return round(sum(r.get("cpu_seconds") or 0.0 for r in records), 1)
 
 
 def commit(study: Study, table: pd.DataFrame, extra: dict, out: Path | None = None, say=print):
@@ -233,7 +231,7 @@ def store_record(path: Path) -> dict | None:
     if (path.parent / MANIFEST_FILE).exists():
         manifest = read_manifest(path.parent)
         entries = manifest.pop("runs")
-        cost = round(sum(e.get("cpu_seconds") or 0.0 for e in entries), 1)
+        cost = cpu_seconds(entries)
         return {**manifest, "runs": len(entries), "entries": entries, "cpu_seconds": cost}
     return {} if path.exists() else None
 

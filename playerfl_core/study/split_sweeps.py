@@ -84,7 +84,7 @@ def run_sweeps(
     jobs = []
     for ds in datasets:
         for seed in seeds:
-            data = data_loader(seed) if data_loader else _sweep_data(ds, profile, seed)
+            data = data_loader(seed) if data_loader else load_data_cached(ds, profile, seed)
             width = make_config(ds, profile, seed=seed, lr=lr, rounds=rounds).width
             units = model_units(data, width)
             check_sweepable(units, ds)
@@ -122,14 +122,9 @@ def run_sweeps(
     return pd.concat(kept, ignore_index=True)
 
 
-def _sweep_data(dataset: str, profile: str, seed: int):
-    """The federation of one seed, from the grid's small per-process cache."""
-    return load_data_cached(dataset, profile, seed)
-
-
 def _sweep_run(dataset, profile, seed, p, lr, rounds, device, data=None) -> pd.DataFrame:
     """One prefix run of a sweep (module-level for worker processes); raises on divergence."""
-    data = data if data is not None else _sweep_data(dataset, profile, seed)
+    data = data if data is not None else load_data_cached(dataset, profile, seed)
     config = make_config(
         dataset, profile, seed=seed, lr=lr, rounds=rounds, device=device, progress=False
     )
@@ -151,19 +146,13 @@ def heterogeneity_federations(
     """The controlled-heterogeneity federations of ``bases`` in figure order.
     Columns: dataset, base, family, level, order."""
     bases = skew_bases() if bases is None else bases
+    families = {QUANTITY: "quantity skew", SWAP: "concept shift"}
     rows = []
     for base in bases:
-        order = 0
-        for a in alphas:
-            rows.append((variant_name(base, None, a), base, "label skew", f"α={a:g}", order))
-            order += 1
-        for k in kinds:
-            family = {QUANTITY: "quantity skew", SWAP: "concept shift"}.get(k, "feature skew")
-            rows.append((variant_name(base, k, None), base, family, k, order))
-            order += 1
-        for k, a in mixed:
-            rows.append((variant_name(base, k, a), base, "mixed", f"{k}+α={a:g}", order))
-            order += 1
+        mine = [(variant_name(base, None, a), "label skew", f"α={a:g}") for a in alphas]
+        mine += [(variant_name(base, k, None), families.get(k, "feature skew"), k) for k in kinds]
+        mine += [(variant_name(base, k, a), "mixed", f"{k}+α={a:g}") for k, a in mixed]
+        rows += [(name, base, family, level, i) for i, (name, family, level) in enumerate(mine)]
     return pd.DataFrame(rows, columns=["dataset", "base", "family", "level", "order"])
 
 
@@ -196,11 +185,8 @@ def sweep_gaps(table: pd.DataFrame) -> list[str]:
     gaps = []
     for ds, g in rows.groupby("dataset", sort=True):
         every = set(g["p"].astype(int))
-        lacking = {}
-        for seed, h in g.groupby("seed", sort=True):
-            absent = sorted(every - set(h["p"].astype(int)))
-            if absent:
-                lacking[int(seed)] = absent
+        absent = {int(s): sorted(every - set(h["p"].astype(int))) for s, h in g.groupby("seed")}
+        lacking = {s: ps for s, ps in absent.items() if ps}
         if lacking:
             seeds = ", ".join(f"{s} (p = {', '.join(map(str, ps))})" for s, ps in lacking.items())
             gaps.append(f"dataset {ds}: seeds {seeds} lack splits that other seeds have")
@@ -234,7 +220,6 @@ def check_sweeps_complete(table: pd.DataFrame, source="the sweep table") -> pd.D
 
 
 def _store_sweeps(root) -> pd.DataFrame:
-
     store = Store(root)
     records, _ = store.scan()
     ids = [

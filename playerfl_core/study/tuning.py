@@ -56,10 +56,9 @@ def widened_lr(chosen: float, lrs: Iterable[float]) -> float | None:
     lrs = sorted(set(lrs))
     if len(lrs) < 2 or chosen is None or not np.isfinite(chosen):
         return None
-    if chosen == lrs[-1]:
-        return float(f"{lrs[-1] * lrs[-1] / lrs[-2]:.3g}")
-    if chosen == lrs[0]:
-        return float(f"{lrs[0] * lrs[0] / lrs[1]:.3g}")
+    for edge, inner in ((lrs[-1], lrs[-2]), (lrs[0], lrs[1])):
+        if chosen == edge:
+            return float(f"{edge * edge / inner:.3g}")
     return None
 
 

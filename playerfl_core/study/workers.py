@@ -20,6 +20,8 @@ import time
 
 import torch
 
+from playerfl_core.study.machine import torch_threads
+
 PR_SET_PDEATHSIG = 1
 WATCHDOG_SECONDS = 0.5
 
@@ -164,14 +166,12 @@ class LocalExecutor:
                 fut = self.pool.submit(fn, *args)
             self._seen.update(getattr(self.pool, "_processes", None) or {})
             return fut
-        fut, previous = cf.Future(), torch.get_num_threads()
-        torch.set_num_threads(self.threads or previous)  # as a worker process would
-        try:
-            fut.set_result(fn(*args))
-        except Exception as err:  # noqa: BLE001 - handed to the caller through the future
-            fut.set_exception(err)
-        finally:
-            torch.set_num_threads(previous)
+        fut = cf.Future()
+        with torch_threads(self.threads):  # as a worker process would
+            try:
+                fut.set_result(fn(*args))
+            except Exception as err:  # noqa: BLE001 - handed to the caller through the future
+                fut.set_exception(err)
         return fut
 
     def result(self, fut: cf.Future):
