@@ -56,7 +56,7 @@ def test_captions_conclude_with_the_values_of_their_figure():
             "oracle_ps": [[1, 1], [0, 1]],
         }
     )
-    assert split_choice.movement_lines(moving) == (
+    assert split_choice.heterogeneity_numbers(moving)["het_movement_lines"] == (
         "- Fashion-MNIST: the rule moves: p 3×3, 4×1 over the 4 seeds of its 2 federations. "
         "Oracle's median p per federation: α = 0.05: 1; rotate + α = 0.1: 0.5."
     )

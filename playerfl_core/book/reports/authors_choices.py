@@ -235,18 +235,9 @@ def option_effects(table, grid, datasets, algorithms, profile, **grid_kwargs):
             suffixes=("_default", "_option"),
         )
         for alg, g in paired.groupby("algorithm", sort=False):
-            change = g["value_option"] - g["value_default"]
-            rows.append(
-                (
-                    ds,
-                    name,
-                    algorithm_label(alg),
-                    len(g),
-                    g["value_default"].median(),
-                    g["value_option"].median(),
-                    change.median(),
-                )
-            )
+            change = (g["value_option"] - g["value_default"]).median()
+            medians = g[["value_default", "value_option"]].median()
+            rows.append((ds, name, algorithm_label(alg), len(g), *medians, change))
     columns = ["dataset", "option", "algorithm", "seeds", "default", "with option"]
     options = in_order(pd.DataFrame(rows, columns=[*columns, "median paired change"]), datasets)
     options["dataset"] = options["dataset"].map(dataset_label)  # the chapter's order, as above

@@ -30,23 +30,18 @@ DOCUMENTED_CHOICES = {
 """Algorithms the book implements differently from the authors' code on purpose, and how."""
 
 
-def protocol_summary(table: pd.DataFrame, n_boot: int = 2000) -> pd.DataFrame:
-    """Median accuracy (%) over seeds with its 95 % interval, per dataset, algorithm and
-    protocol: columns dataset, algorithm, protocol, n_seeds, median, ci_low, ci_high."""
-    parts = []
-    for protocol, runs in table.groupby("protocol", sort=False):
-        s = M.summarize(runs.drop(columns="protocol"), "accuracy", n_boot=n_boot)
-        parts.append(s.assign(protocol=protocol))
-    out = pd.concat(parts, ignore_index=True)
-    out[["median", "ci_low", "ci_high"]] *= 100
-    return out[["dataset", "algorithm", "protocol", "n_seeds", "median", "ci_low", "ci_high"]]
-
-
 def comparison(table: pd.DataFrame, dataset: str, n_boot: int = 2000) -> pd.DataFrame:
     """One dataset, one row per algorithm: published, authors' mode and book protocol (median,
     interval), whether the published value stays outside the authors'-mode interval, and the
     documented choice that explains it."""
-    summary = protocol_summary(table[table["dataset"] == dataset], n_boot)
+    summary = pd.concat(  # median accuracy (%) over seeds with its 95 % interval, per protocol
+        [
+            M.summarize(runs.drop(columns="protocol"), "accuracy", n_boot=n_boot).assign(protocol=p)
+            for p, runs in table[table["dataset"] == dataset].groupby("protocol", sort=False)
+        ],
+        ignore_index=True,
+    )
+    summary[["median", "ci_low", "ci_high"]] *= 100
     pub = P.published("accuracy")
     pub = pub[pub["dataset"] == dataset].set_index("algorithm")
     rows = []

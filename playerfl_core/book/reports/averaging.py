@@ -126,10 +126,9 @@ def ranking_numbers(tests: dict) -> dict:
     """Glue values: each predictor's verdict, strength, reason and per-dataset lines."""
     out = {}
     for column, t in tests.items():
-        v = t["verdict"]
-        out[f"verdict_{column}"] = v.verdict
-        out[f"strength_{column}"] = v.strength
-        out[f"reason_{column}"] = v.reason
+        out |= {
+            f"{k}_{column}": getattr(t["verdict"], k) for k in ("verdict", "strength", "reason")
+        }
         out[f"lines_{column}"] = "\n".join(
             f"- {e.part}: mean ρ = {signed(e.estimate, 2)} over {e.n} seeds, Holm-adjusted "
             f"p = {p_value_text(e.p_adjusted)}: {e.verdict} ({e.strength})."

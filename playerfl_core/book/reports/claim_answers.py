@@ -59,21 +59,17 @@ def rank_outcome(
     }
 
 
-def _ahead(position: int) -> str:
-    return "the one ranked ahead of it" if position == 2 else f"the {position - 1} ranked ahead"
-
-
 def _rank_clause(o: dict) -> str:
     """Why a best-rank part came out as it did, in words (no test names)."""
-    others = o["k"] - 1
+    others, position = o["k"] - 1, o["position"]
+    ahead = "the one ranked ahead of it" if position == 2 else f"the {position - 1} ranked ahead"
     return {
         "untestable": f"{o['n']} {o['blocks']} are too few for any test to decide",
         "chance": "the algorithms' ranks differ no more than chance would make them",
         "close": (
             f"its lead over {o['close']} of the other {others} is within chance"
-            if o["position"] == 1
-            else f"{o['close']} of the other {others}, including {_ahead(o['position'])}, "
-            "are within chance of it"
+            if position == 1
+            else f"{o['close']} of the other {others}, including {ahead}, are within chance of it"
         ),
         "behind": f"{', '.join(o['behind'])} {'ranks' if len(o['behind']) == 1 else 'rank'} "
         "ahead of it beyond chance",

@@ -102,12 +102,8 @@ def fairness_and_ipr(table: pd.DataFrame, order):
     """Per metric: fairness (variance of client medians) and IPR, algorithms × datasets; and the
     algorithms IPR is defined for (all but the references)."""
     others = [a for a in order if a not in M.REFERENCES]
-    fair, incent = {}, {}
-    for metric in METRICS:
-        f = M.fairness(table, metric)
-        fair[metric] = M.to_wide(f.rename(columns={"variance": "value"}), "value", order)
-        i = M.ipr(table, metric)
-        incent[metric] = M.to_wide(i.rename(columns={"ipr": "value"}), "value", order)
+    fair = {m: M.to_wide(M.fairness(table, m), "variance", order) for m in METRICS}
+    incent = {m: M.to_wide(M.ipr(table, m), "ipr", order) for m in METRICS}
     return fair, incent, others
 
 
@@ -214,7 +210,11 @@ def paired_with_random(table: pd.DataFrame, profile: str) -> dict:
     per_ds = diffs.groupby("dataset", sort=False)["diff"].agg(
         median="median", wins=lambda d: int((d > 0).sum()), seeds="size"
     )
-    sweep_c5 = committed_c5(profile, list(table["dataset"].unique()))
+    # C5's comparisons at one learning rate, when the committed split sweeps hold every dataset
+    committed = O.committed_scores(profile)
+    sweep_c5 = None if committed is None else in_order(O.c5_table(*committed), shown)
+    if sweep_c5 is not None and not set(shown) <= set(sweep_c5["dataset"]):
+        sweep_c5 = None
     c5 = C.c5_beats_random(
         table, PLAYER, RANDOM, rope=0.01, profile=C.describe_profile(profile, table),
         sweep_c5=sweep_c5,
@@ -274,16 +274,6 @@ def best_vs_last(table: pd.DataFrame, summaries: dict, order, datasets) -> pd.Da
     both["gain"] = both["median_best"] - both["median_last"]
     gain = both.pivot(index="algorithm", columns="dataset", values="gain")
     return by_algorithm(gain.reindex(order)[list(datasets)].round(3))
-
-
-def committed_c5(profile: str, datasets) -> pd.DataFrame | None:
-    """C5's comparisons at one learning rate from ``profile``'s committed split sweeps, when
-    they hold every one of ``datasets``; None otherwise."""
-    committed = O.committed_scores(profile)
-    if committed is None:
-        return None
-    c5 = in_order(O.c5_table(*committed), list(datasets))
-    return c5 if set(datasets) <= set(c5["dataset"]) else None
 
 
 def sizes_text(table: pd.DataFrame) -> str:
@@ -372,11 +362,9 @@ def claims_card(table, profile, rank_table, fair, incent, others, fried, cd, c5,
     )
     c3_outcome = rank_outcome(blocks, True, C.ALPHA, "(dataset, seed) runs")
     # C4's two parts as claims.c4_fairness_and_ipr decides them (α/2 each, references out)
-    fair_w = M.to_wide(M.fairness(table, "macro_f1").rename(columns={"variance": "value"}), "value")
-    ipr_w = M.to_wide(M.ipr(table, "macro_f1").rename(columns={"ipr": "value"}), "value")
-    kept = [a for a in fair_w.index if a not in ("local", "fedavg")]
-    fair_outcome = rank_outcome(fair_w.loc[kept], False, C.ALPHA / 2, "datasets")
-    ipr_outcome = rank_outcome(ipr_w.loc[kept], True, C.ALPHA / 2, "datasets")
+    kept = sorted(a for a in fair["macro_f1"].index if a not in M.REFERENCES)  # as the claim's
+    fair_outcome = rank_outcome(fair["macro_f1"].loc[kept], False, C.ALPHA / 2, "datasets")
+    ipr_outcome = rank_outcome(incent["macro_f1"].loc[kept], True, C.ALPHA / 2, "datasets")
     decided = [*c3.parts["verdict"], *c4.parts["verdict"]]
     if [o["verdict"] for o in (c3_outcome, fair_outcome, ipr_outcome)] != decided:
         raise RuntimeError("the Result box's answers differ from the claims' verdicts")

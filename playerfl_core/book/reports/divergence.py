@@ -65,12 +65,10 @@ def cka_numbers(summary: pd.DataFrame, datasets) -> dict:
     out = {}
     for name in datasets:
         d = cka[cka["dataset"] == name]
-
-        def line(stage, algorithm, d=d):
-            rows = d[(d["stage"] == stage) & (d["algorithm"] == algorithm)]
-            return rows.sort_values("depth")
-
-        first, final, avg = line("first", "local"), line("final", "local"), line("final", "fedavg")
+        first, final, avg = (
+            d[(d["stage"] == stage) & (d["algorithm"] == algorithm)].sort_values("depth")
+            for stage, algorithm in (("first", "local"), ("final", "local"), ("final", "fedavg"))
+        )
         out[f"{name}_first_unit1"] = float(first["mean"].iloc[0])
         out[f"{name}_first_last"] = float(first["mean"].iloc[-1])
         out[f"{name}_final_unit1"] = float(final["mean"].iloc[0])

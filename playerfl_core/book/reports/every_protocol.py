@@ -115,16 +115,6 @@ class Stores:
     rules: pd.DataFrame
 
 
-def read_stores() -> Stores | None:
-    """:class:`Stores`; None when the standard sweeps are not committed."""
-    sweep = O.load_sweeps(archive_dir("standard"))
-    if sweep is None:
-        return None
-    rows = O.sweep_rows(sweep)
-    scores, rules = O.sweep_scores(rows), O.rule_splits(O.table_sensitivities(rows))
-    return Stores(rows, O.regrets(scores, rules), rules)
-
-
 def _val_test_2000(s: Stores) -> pd.DataFrame:
     out = rescore.r1_family(s.regrets)
     return out.drop(columns="rescored").rename(columns={"large_val": "applies"})
@@ -196,22 +186,20 @@ def _claim_rows(p: Protocol, regrets: pd.DataFrame, r2) -> list[dict]:
     return [{**r, "quantity": CLAIM, "protocol": p.name, "applies": True} for r in rows]
 
 
-def _r2_verdicts(stores: Stores) -> dict[str, object]:
-    """Claim R2's verdict per protocol that rescored its regrets (the pre-registered test)."""
-    if not RULES_FILE.exists():
-        return {}
-    study = RF.analyse(stores.sweep, RF.load_rules())
-    views = {BOOK: study.book or study, "2,000 test": study.test_only or study,
-             "2,000 val + test": study}  # fmt: skip
-    return {name: RF.r2_verdict(view) for name, view in views.items()}
-
-
 def every_protocol() -> pd.DataFrame | None:
     """The long table (:data:`COLUMNS`); None when the standard sweeps are not committed."""
-    stores = read_stores()
-    if stores is None:
+    sweep = O.load_sweeps(archive_dir("standard"))
+    if sweep is None:
         return None
-    r2 = _r2_verdicts(stores)
+    swept = O.sweep_rows(sweep)
+    scores, rules = O.sweep_scores(swept), O.rule_splits(O.table_sensitivities(swept))
+    stores = Stores(swept, O.regrets(scores, rules), rules)
+    r2 = {}  # claim R2's verdict per protocol that rescored its regrets (the pre-registered test)
+    if RULES_FILE.exists():
+        study = RF.analyse(stores.sweep, RF.load_rules())
+        views = {BOOK: study.book or study, "2,000 test": study.test_only or study,
+                 "2,000 val + test": study}  # fmt: skip
+        r2 = {name: RF.r2_verdict(view) for name, view in views.items()}
     rows = []
     for p in PROTOCOLS:
         regrets = READERS[p.name](stores)

@@ -158,9 +158,8 @@ def scorecard(
         datasets, plans, profile, device, algorithms=("local",), stages={0: "first"}
     )
     on_analytics = C.describe_profile(profile, analytics)
-    evidence = table
-    if claims_profile != profile:
-        evidence = _stored_grid(claims_datasets, claims_profile)
+    same = claims_profile == profile
+    evidence = table if same else _stored_grid(claims_datasets, claims_profile)
     on_grid = C.describe_profile(claims_profile, evidence)
     split = split_evidence(claims_profile, _names(claims_datasets))
     claims = [

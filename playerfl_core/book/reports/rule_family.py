@@ -177,33 +177,23 @@ def _on(kind: str) -> str:
     return f"on the {kind}" if kind == "base federation" else f"on {kind}"
 
 
-def _first_epoch_best(tally: pd.DataFrame) -> str:
-    """The first-epoch entry with the most kinds within δ (then fewest beyond, smallest worst)."""
-    rest = tally.drop(index=[P.PROBE_LABEL], errors="ignore")
-    order = rest.assign(neg=-rest["within"]).sort_values(["neg", "beyond", "worst"])
-    return str(order.index[0])
-
-
 def power_note(study: RuleStudy) -> str:
     """What the declared design could decide: the smallest p (2/2ⁿ), Holm-adjusted, against α."""
     ev = study.evaluation
     m, n_min = len(ev), int(ev["n"].min())
     floor = m * 2 / 2**n_min
     needed = math.ceil(math.log2(2 * m / ALPHA))
+    power = str(n_min).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
     decided = int((ev["verdict"] != "undecided").sum())
     big = ev.drop_duplicates("kind")
     decidable = int((big["n"] >= needed).sum())
     return (
         f"{decided} of the {m} (rule, kind) tests reached a decision. With {n_min} seeds the "
-        f"smallest attainable p is 2/2{_superscript(n_min)} ≈ {p_value_text(2 / 2**n_min)}, "
+        f"smallest attainable p is 2/2{power} ≈ {p_value_text(2 / 2**n_min)}, "
         f"and Holm over {m} tests lifts it to {p_value_text(floor)} > {ALPHA:g}, the test level: "
         f"a kind needs at least {needed} seeds before any verdict is possible, which "
         f"{decidable} of the {len(big)} kinds have."
     )
-
-
-def _superscript(n: int) -> str:
-    return str(n).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
 
 
 R2_ANSWER = {
@@ -280,7 +270,10 @@ def _rescore_sentence(study: RuleStudy) -> str:
 def advice(study: RuleStudy) -> str:
     """What a practitioner should do, as the evaluation verdicts say it (Markdown list)."""
     tally = _tally(study.evaluation)
-    best, probe, paper = _first_epoch_best(tally), P.PROBE_LABEL, P.ENTRIES[0].label
+    probe, paper = P.PROBE_LABEL, P.ENTRIES[0].label
+    # the first-epoch entry with the most kinds within δ (then fewest beyond, smallest worst)
+    rest = tally.drop(index=[probe], errors="ignore")
+    best = str(rest.assign(neg=-rest["within"]).sort_values(["neg", "beyond", "worst"]).index[0])
     ev = study.evaluation
     delta, dont = f"δ = {P.TOLERANCE:g}", "- Do not count on a first-epoch rule to find the split"
     if study.headline:

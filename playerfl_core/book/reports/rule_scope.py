@@ -212,29 +212,23 @@ def reanalysis_count(re: pd.DataFrame) -> str:
 
 
 # -- one regret, two verdicts ----------------------------------------------------------------------
-def _families(study) -> list[tuple[str, str, pd.DataFrame]]:
-    """The declared families the study holds: (name, set, verdicts)."""
-    sets = {
-        "evaluation": study.evaluation,
-        "follow-up": study.follow_up,
-        P.SECOND_FOLLOW_UP: study.second_follow_up,
-        P.CONFIRMING: study.confirmation,
-    }
-    out = []
-    for name, role, added in P.FAMILIES:
-        verdicts = (study.added or {}).get(role) if added else sets.get(role)
-        if verdicts is not None:
-            out.append((name, role, verdicts))
-    return out
-
-
 def same_regret_pairs(study, sets=None) -> pd.DataFrame:
     """Pairs of entries of two declared families of one set (``sets``, default every tested one)
     with equal regrets seed by seed but different verdicts (only Holm's family sizes differ).
     Columns: set, kind, seeds, and per side (``_a`` the smaller family) entry, tests, p, p_holm,
     verdict."""
     keys = ["kind", "dataset", "lr", "seed"]
-    families = [f for f in _families(study) if sets is None or f[1] in sets]
+    held = {
+        "evaluation": study.evaluation,
+        "follow-up": study.follow_up,
+        P.SECOND_FOLLOW_UP: study.second_follow_up,
+        P.CONFIRMING: study.confirmation,
+    }
+    families = []  # the declared families the study holds: (name, set, verdicts)
+    for name, role, added in P.FAMILIES:
+        verdicts = (study.added or {}).get(role) if added else held.get(role)
+        if verdicts is not None and (sets is None or role in sets):
+            families.append((name, role, verdicts))
     out = []
     for role in dict.fromkeys(r for _, r, _ in families):
         rows = [(name, len(v), r) for name, rr, v in families if rr == role
@@ -266,9 +260,11 @@ def family_size_note(study, sets=None, plain: bool = False) -> str:
         kinds = and_list(list(g["kind"]))
         where = {"evaluation": "the evaluation set", P.CONFIRMING: "the confirmation test"}
         if plain:
-            first, second, why = _tests(ma), _tests(mb), "how many tests Holm's adjustment counts"
+            first, second = ("alone" if m == 1 else f"among {m} tests" for m in (ma, mb))
+            why = "how many tests Holm's adjustment counts"
         else:
-            first, second, why = _family_words(ma), f"a family of {mb}", "the size of the families"
+            first = "its own family of " + ("one test" if ma == 1 else f"{ma} tests")
+            second, why = f"a family of {mb}", "the size of the families"
         notes.append(
             f"On {kinds} ({where.get(role, f'the {set_label(role)}')}), “{a}” and “{b}” have "
             f"the same regret on every seed, so the same p before adjustment "
@@ -280,17 +276,9 @@ def family_size_note(study, sets=None, plain: bool = False) -> str:
     return " ".join(notes)
 
 
-def _tests(m: int) -> str:
-    return "alone" if m == 1 else f"among {m} tests"
-
-
 def _p_range(ps: pd.Series) -> str:
     lo, hi = p_value_text(ps.min()), p_value_text(ps.max())
     return lo if lo == hi else f"{lo} to {hi}"
-
-
-def _family_words(m: int) -> str:
-    return "its own family of one test" if m == 1 else f"its own family of {m} tests"
 
 
 # -- which test sets a table reads -----------------------------------------------------------------

@@ -52,23 +52,20 @@ def split_numbers(splits: pd.DataFrame, units_of: dict) -> dict:
         out[f"{name}_p"] = modal
         out[f"{name}_L"] = len(units)
         out[f"{name}_p_units"] = ", ".join(units[:modal])
-        fallback = _fallback_note(rows)
+        fallback = ""  # in plain words: the Result box uses it
+        if "fallback" in rows and rows["fallback"].any():
+            fallback = (
+                f"; no rise above t in {_seeds(rows)}, so the rule federates every unit but "
+                "the head"
+            )
         lines.append(
             f"- {dataset_label(name)}: p = {modal} of {len(units)} units "
             f"(federate {', '.join(units[:modal])}; per seed: {', '.join(map(str, ps.tolist()))}"
-            f"{'; ' + fallback if fallback else ''})"
+            f"{fallback})"
         )
     out["split_lines"] = "\n".join(lines)
     out["split_fallback"] = fallback_text(splits, units_of)
     return out
-
-
-def _fallback_note(rows: pd.DataFrame) -> str:
-    """ "no rise above t in any seed, so the rule federates every unit but the head", "… in 2 of
-    3 seeds …" or "" (in plain words: the Result box uses it)."""
-    if "fallback" not in rows or not rows["fallback"].any():
-        return ""
-    return f"no rise above t in {_seeds(rows)}, so the rule federates every unit but the head"
 
 
 def _seeds(rows: pd.DataFrame) -> str:

@@ -38,11 +38,9 @@ from playerfl_core.stats.decisions import strength_text
 
 def train_weights(data: dict):
     """The server's client weights for a (dataset, seed) key: training-set sizes."""
-
-    def weights(key):
-        return {i: c.n_train for i, c in enumerate(data[(key["dataset"], key["seed"])].clients)}
-
-    return weights
+    return lambda key: {
+        i: c.n_train for i, c in enumerate(data[(key["dataset"], key["seed"])].clients)
+    }
 
 
 def pruning_demo(data: dict, plan: dict, name: str, profile: str, device) -> dict:
@@ -161,9 +159,7 @@ def c2_numbers(c2, corr: pd.DataFrame) -> dict:
         lines.append(f"- {metric_label(m)}: {txt} (mean ρ = {rhos} for {names})")
     counts = corr["verdict"].value_counts()
     return {
-        "c2_verdict": c2.verdict.verdict,
-        "c2_strength": c2.verdict.strength,
-        "c2_reason": c2.verdict.reason,
+        **{f"c2_{k}": getattr(c2.verdict, k) for k in ("verdict", "strength", "reason")},
         "c2_supported": int(counts.get("supported", 0)),
         "c2_pairs": len(corr),
         "c2_contradicted": int(counts.get("contradicted", 0)),

@@ -160,21 +160,14 @@ def _messages_sentence(table: pd.DataFrame, rounds: int) -> str:
     for name, n in (table["messages"] - f["messages"]).items():
         if n > 0 and name in EXTRA:
             alike.setdefault((int(n), EXTRA[name]), []).append(f"{algorithm_label(name)}'s")
-    more = [
-        f"{' and '.join(names)}{_verb(k, len(names))} {n} more{' each' if len(names) > 1 else ''}"
-        f" ({why})"
+    more = [  # the first clause says what gets the messages; the others leave it understood
+        f"{' and '.join(names)}{'' if k else ' silos get' if len(names) > 1 else ' silo gets'} "
+        f"{n} more{' each' if len(names) > 1 else ''} ({why})"
         for k, ((n, why), names) in enumerate(alike.items())
     ]
     if more:
         text += " " + (", ".join(more[:-1]) + " and " if len(more) > 1 else "") + more[-1] + "."
     return text
-
-
-def _verb(clause: int, names: int) -> str:
-    """The first clause says what gets the messages; the others leave it understood."""
-    if clause:
-        return ""
-    return " silos get" if names > 1 else " silo gets"
 
 
 def wire_facts(table: pd.DataFrame, rounds: int | None = None) -> dict[str, str]:

@@ -49,25 +49,22 @@ def analyse_sweep(table: pd.DataFrame, datasets) -> SweepAnalysis:
     )
 
 
-def _of(k: int, n: int) -> str:
-    return f"{k} of {n}"
-
-
 def regret_numbers(regret_sum: pd.DataFrame) -> dict:
     """Glue values: per dataset the mean regret, its CI, oracle hits, and a Markdown list of all."""
     out, lines, brief = {}, [], []
     for r in regret_sum.itertuples():
         same, near = int(round(r.same * r.n_seeds)), int(round(r.within_one * r.n_seeds))
+        hits = f"{same} of {r.n_seeds}"
         out[f"{r.dataset}_regret"] = round(float(r.mean), 3)  # the precision it is quoted at
         out[f"{r.dataset}_regret_ci"] = f"[{signed(r.lo)}, {signed(r.hi)}]"
-        out[f"{r.dataset}_same"] = _of(same, r.n_seeds)
+        out[f"{r.dataset}_same"] = hits
         name, regret = dataset_label(r.dataset), interval_text(r.mean, r.lo, r.hi)
         lines.append(
             f"- {name}: mean regret {regret}, 95 % CI over {counted(r.n_seeds, 'seed')}; the rule "
-            f"picked the oracle's split in {_of(same, r.n_seeds)} seeds and was within one unit "
+            f"picked the oracle's split in {hits} seeds and was within one unit "
             f"of it in {near}."
         )
-        brief.append(f"{name} {regret}, the oracle's split on {_of(same, r.n_seeds)} seeds")
+        brief.append(f"{name} {regret}, the oracle's split on {hits} seeds")
     out["regret_lines"] = "\n".join(lines)
     out["regret_caption"] = "; ".join(brief)  # one line, for a caption or the Result box
     return out
@@ -98,7 +95,7 @@ def _gains_at_rule(regrets: pd.DataFrame, curves: pd.DataFrame):
 def client_lines(regrets: pd.DataFrame, curves: pd.DataFrame) -> str:
     """Markdown: at the rule's most frequent split, how many clients gain or lose over Local."""
     return "\n".join(
-        f"- {dataset_label(ds)} (rule's most frequent p = {p}): {_of(gain, n)} clients gain over "
+        f"- {dataset_label(ds)} (rule's most frequent p = {p}): {gain} of {n} clients gain over "
         f"Local on average, {lose} lose."
         for ds, p, gain, lose, n in _gains_at_rule(regrets, curves)
     )
@@ -107,7 +104,7 @@ def client_lines(regrets: pd.DataFrame, curves: pd.DataFrame) -> str:
 def client_caption(regrets: pd.DataFrame, curves: pd.DataFrame) -> str:
     """One line for the figure's caption: clients that gain at the rule's most frequent split."""
     parts = [
-        f"{dataset_label(ds)} {_of(gain, n)} (p = {p})"
+        f"{dataset_label(ds)} {gain} of {n} (p = {p})"
         for ds, p, gain, _, n in _gains_at_rule(regrets, curves)
     ]
     return "At the rule's most frequent split, clients that gain over Local: " + "; ".join(parts)
@@ -154,31 +151,25 @@ def heterogeneity_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def heterogeneity_numbers(summary: pd.DataFrame) -> dict:
-    """Glue values: per base how the rule's and the oracle's splits move with heterogeneity."""
-    return {"het_movement_lines": movement_lines(summary)}
-
-
-def movement_lines(summary: pd.DataFrame) -> str:
-    """Markdown, per base: the rule's splits over its seeds, the oracle's median per federation."""
+    """Glue values: per base how the rule's and the oracle's splits move with heterogeneity, in
+    Markdown: the rule's splits over its seeds, the oracle's median per federation."""
     lines = []
     for base, g in summary.groupby("base", sort=False):
         g = g.sort_values("order")
         rule = [p for ps in g["rule_ps"] for p in ps]
-        oracle = "; ".join(
-            f"{_spaced(r.level)}: {np.median(r.oracle_ps):g}" for r in g.itertuples()
-        )  # "α = 0.05: 1; α = 0.1: 3": "α=0.05 1; α=0.1 3" read as one run of numbers
+        oracle = (
+            "; ".join(  # "α = 0.05: 1; α = 0.1: 3": "α=0.05 1; α=0.1 3" reads as one number run
+                f"{r.level.replace('+', ' + ').replace('=', ' = ')}: {np.median(r.oracle_ps):g}"
+                for r in g.itertuples()
+            )
+        )
         moves = "does not move" if len(set(rule)) == 1 else "moves"
         lines.append(
             f"- {dataset_label(base)}: the rule {moves}: p {split_counts(rule)} over the "
             f"{len(rule)} seeds of its {len(g)} federations. Oracle's median p per federation: "
             f"{oracle}."
         )
-    return "\n".join(lines)
-
-
-def _spaced(level: str) -> str:
-    """A federation's level with its signs spaced: "rotate + α = 0.1"."""
-    return level.replace("+", " + ").replace("=", " = ")
+    return {"het_movement_lines": "\n".join(lines)}
 
 
 def stability_seeds_text(stab_summary: pd.DataFrame) -> str:

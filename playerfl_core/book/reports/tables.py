@@ -168,13 +168,6 @@ def best_cells(frame: pd.DataFrame, best) -> pd.DataFrame:
     return marks
 
 
-def _names_head_columns(frame: pd.DataFrame) -> bool:
-    """Whether the index's names can head its columns in the last header row (every level named,
-    the columns' last level unnamed) rather than in a row of their own."""
-    names = list(frame.index.names)
-    return not frame.columns.names[-1] and all(isinstance(n, str) and n for n in names)
-
-
 _CORNER = re.compile(r'<th class="blank(?: level\d+)?" >&nbsp;</th>')
 
 
@@ -221,12 +214,6 @@ def caption_html(text: str) -> str:
     return _CODE.sub(r"<code>\1</code>", text)
 
 
-def _counts(column: pd.Series) -> bool:
-    """A float column of whole counts: all whole, one beyond ±1 (a share of 0 or 1 is not)."""
-    values = column.dropna()
-    return bool(len(values)) and bool((values % 1 == 0).all() and (values.abs() > 1).any())
-
-
 def _column_spec(values: pd.Series, spec: str) -> str:
     """For a column shown at ``spec`` ".Ng", the fixed decimals (at most 6) that line its values
     up; ``spec`` itself where a value needs an exponent, values lie an order of magnitude apart,
@@ -269,8 +256,11 @@ def _column_specs(out: pd.DataFrame, spec: str) -> dict:
         elif pd.api.types.is_integer_dtype(values):
             specs[column] = "d"
         elif pd.api.types.is_float_dtype(values):
-            specs[column] = ".0f" if _counts(values) else _column_spec(values, spec)
-            if len(values.dropna()) and values.dropna().isin([0, 1]).all():
+            kept = values.dropna()
+            # whole counts: all whole, one beyond ±1 (a share of 0 or 1 is not)
+            counts = len(kept) and (kept % 1 == 0).all() and (kept.abs() > 1).any()
+            specs[column] = ".0f" if counts else _column_spec(values, spec)
+            if len(kept) and kept.isin([0, 1]).all():
                 binary.append(column)
     decimals = {c: f for c, f in specs.items() if c not in binary and f[0] == "." and f[-1] == "f"}
     others = [int(f[1:-1]) for f in decimals.values() if f != ".0f"]
@@ -300,8 +290,10 @@ def show(
     style = out.style
     if not index:
         style = style.hide(axis="index")
-    elif _names_head_columns(out):
-        style = style.hide(axis="index", names=True)  # Shown writes them in the header row
+    elif not out.columns.names[-1] and all(isinstance(n, str) and n for n in out.index.names):
+        # every index level named, the columns' last unnamed: the index's names can head its
+        # columns in the last header row rather than in a row of their own (Shown writes them)
+        style = style.hide(axis="index", names=True)
     for column, own in _column_specs(out, spec).items():
         if own == "yes/no":  # not Python's True/False
             style = style.format(lambda v: "yes" if v else "no", subset=[column])
@@ -340,11 +332,12 @@ WIDENED = re.compile(r"WIDENED: (\S+)/(\S+): .* tried lr=(\S+?)\.?$")
 """A grid's note that tuning tried one more rate beyond an edge: dataset, algorithm, rate."""
 
 
-def widened_lines(lines) -> tuple[list[str], int]:
-    """The notes with each (dataset, rate)'s "WIDENED" lines folded into one; the widened count."""
+def grid_notes(grid, label: str = "the grid") -> object:
+    """:func:`run_notes` for a grid: its size and what was computed now, every note inside, each
+    (dataset, rate)'s "WIDENED" lines folded into one."""
     grouped: dict[tuple[str, str], list[str]] = {}
     rest = []
-    for line in lines:
+    for line in grid.note().splitlines():
         found = WIDENED.match(line)
         if found:
             grouped.setdefault((found[1], found[3]), []).append(found[2])
@@ -354,19 +347,13 @@ def widened_lines(lines) -> tuple[list[str], int]:
     if folded:
         why = "the chosen rate sat at an edge of the grid, so tuning also tried the next one"
         folded.insert(0, f"WIDENED: {why}")
-    return folded + rest, sum(len(a) for a in grouped.values())
-
-
-def grid_notes(grid, label: str = "the grid") -> object:
-    """:func:`run_notes` for a grid: its size and what was computed now, every note inside."""
-    lines, widened = widened_lines(grid.note().splitlines())
+    widened = sum(len(a) for a in grouped.values())
     fresh = f"{grid.computed} computed now" if grid.computed else "every one read from the store"
-    excluded = len(grid.failures)
     title = (
         f"Notes on {label}: {len(grid.status)} runs ({fresh}); "
-        f"{widened} widened learning-rate grids, {excluded} excluded runs"
+        f"{widened} widened learning-rate grids, {len(grid.failures)} excluded runs"
     )
-    return run_notes(title, lines)
+    return run_notes(title, folded + rest)
 
 
 def transposed(frame: pd.DataFrame) -> pd.DataFrame:
