@@ -24,8 +24,7 @@
 - ``declaration``: a study, declared as data (``Study``)
 - ``registry``: every study of the book, one declaration each
 - ``runner``: one runner for every study: computes, keeps, collects and commits
-- ``preregistration``: the pre-registered test of the split rules: its tuning and analysis
-- ``preregistration_plan``: what that test declares: federations, seeds, rules
+- ``preregistration``: the pre-registered test of the split rules: its entries, tuning and analysis
 - ``split_rule_runs``: that test's studies: their sweeps through the grid, then the rules table
 - ``fair_sweeps``: every split at its own tuned learning rate
 - ``rungs``: the scale ladder's rungs: the full split sweep at declared sizes and evaluation sets

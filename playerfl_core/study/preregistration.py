@@ -1,22 +1,36 @@
-"""The pre-registered test of the split rules: the tuning and the analysis it declares.
+"""The pre-registered test of the split rules: what it declares, the tuning and the analysis.
 
-Tunes each rule's threshold on the development set (:data:`GRIDS`, :func:`tune`; the chosen
-:data:`TUNED`) and computes each seed's regret (:func:`entry_regrets`), the declared test per
-family (:func:`evaluate`), the test of the mean beside the Wilcoxon test it replaced
-(:func:`reanalysis`), the curvature comparison and claim R2 (:func:`claim`). What it is run on
-(the sets, seeds and entries) is declared in :mod:`playerfl_core.study.preregistration_plan`,
-whose names this module re-exports, so ``preregistration as P`` is the one import.
+Declares the entries (a rule at a threshold: :data:`ENTRIES`, :data:`ADDED_ENTRIES`) and names a
+federation's kind and set (:func:`kind_of`, :func:`role_of`); the federations, seeds and learning
+rates live in ``data_prep/preregistered.py`` and are imported here, so ``preregistration as P`` is
+the one import. Tunes each rule's threshold on the development set (:data:`GRIDS`, :func:`tune`;
+the chosen :data:`TUNED`) and computes each seed's regret (:func:`entry_regrets`), the declared
+test per family (:func:`evaluate`), the test of the mean beside the Wilcoxon test it replaced
+(:func:`reanalysis`), the curvature comparison and claim R2 (:func:`claim`).
 
 What was declared when, the disclosures and the declared corrections, in order, are the record of
 the pre-registration appendix (``chapters/appendix_preregistration.ipynb``, section "The record:
-every declaration, in order"); the git history of both modules dates each declaration."""
+every declaration, in order"); git history dates each declaration."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
+from data_prep.preregistered import (  # noqa: F401 (the declared sets, seeds and rates, read as P.NAME)
+    CONFIRMATION,
+    CONFIRMATION_SEEDS,
+    DEFAULT_SEEDS,
+    DEVELOPMENT,
+    EVALUATION,
+    FOLLOW_UP,
+    FOLLOW_UP_2,
+    LEARNING_RATES,
+    SEEDS,
+    TUNING_SEEDS,
+)
 from playerfl_core.stats.claims import claim_from
 from playerfl_core.stats.decisions import STRENGTHS, Verdict
 from playerfl_core.stats.seed_stats import bootstrap_interval
@@ -29,31 +43,112 @@ from playerfl_core.stats.split_verdicts import (
     tolerance_verdicts,
 )
 from playerfl_core.stats.split_verdicts import tolerance_curve as verdicts_over_tolerances
-from playerfl_core.study.preregistration_plan import (  # noqa: F401 (re-exported: the chapters' P.)
-    ADDED_ENTRIES,
-    ALL_ENTRIES,
-    CONFIRMATION,
-    CONFIRMATION_SEEDS,
-    CONFIRMING,
-    DEFAULT_SEEDS,
-    DEVELOPMENT,
-    ENTRIES,
-    EVALUATION,
-    FOLLOW_UP,
-    FOLLOW_UP_2,
-    KIND_ORDER,
-    LEARNING_RATES,
-    PROBE_ROUNDS,
-    SECOND_FOLLOW_UP,
-    TUNING_SEEDS,
-    Entry,
-    base_of,
-    kind_of,
-    role_of,
-    seeds_of,
-)
 from playerfl_core.study.split_rules_table import PROBE, rethreshold, rule_regrets, splits
 
+# -- what it declares ---------------------------------------------------------------------------
+PROBE_ROUNDS = 2
+"""The validation probe trains every split for this many rounds."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One rule at one threshold, as evaluated."""
+
+    label: str
+    rule: str
+    threshold: float | None
+    """None: the value :data:`TUNED` holds for the rule."""
+
+
+ENTRIES = (
+    Entry("paper (t = 1)", "paper", 1.0),
+    Entry("paper (tuned t)", "paper", None),
+    Entry("paper, median pooling", "paper_median", 1.0),
+    Entry("paper, geometric-mean pooling", "paper_geomean", 1.0),
+    Entry("averaging cost (tuned τ)", "cost", None),
+    Entry("update disagreement (tuned τ)", "disagreement", None),
+    Entry("validation probe (2 rounds)", "probe", float(PROBE_ROUNDS)),
+)
+"""The first test's entries: the paper's rule at t = 1 and tuned, its median and geometric-mean
+poolings, the averaging-cost and update-disagreement rules at their tuned τ, and the validation
+probe as the practical upper reference."""
+ADDED_ENTRIES = (Entry("averaging cost, second order (tuned τ)", "cost2", None),)
+"""The second-order averaging-cost rule, declared after the first test and the follow-up were
+known: tested in families of its own on their sets, with every entry on the second follow-up."""
+ALL_ENTRIES = ENTRIES + ADDED_ENTRIES
+"""Every declared entry: the first test's seven and the second-order rule."""
+
+
+def seeds_of(dataset: str) -> tuple[int, ...]:
+    """The declared seeds of a federation."""
+    return SEEDS.get(dataset, DEFAULT_SEEDS)
+
+
+def base_of(dataset: str) -> str:
+    """The base dataset of a federation (``fmnist_rotate`` → ``fmnist``)."""
+    return dataset.split("_", 1)[0]
+
+
+def kind_of(dataset: str) -> str:
+    """The kind of heterogeneity a federation of the test represents."""
+    _, _, rest = dataset.partition("_")
+    if not rest:
+        return "base federation"
+    if rest.startswith("alpha"):
+        alpha = float(rest.removeprefix("alpha"))
+        if alpha <= 0.1:
+            return "strong label skew (α ≤ 0.1)"
+        return "near IID (α = 10)" if alpha >= 10 else "moderate label skew (α 0.3–1)"
+    if rest == "quantity":
+        return "quantity skew"
+    if rest == "swap":
+        return "concept shift"
+    kind, _, alpha = rest.partition("_alpha")
+    return f"mixed ({kind} + α = {alpha})" if alpha else f"feature skew ({kind})"
+
+
+KIND_ORDER = (
+    "base federation",
+    "strong label skew (α ≤ 0.1)",
+    "moderate label skew (α 0.3–1)",
+    "near IID (α = 10)",
+    "feature skew (rotate)",
+    "feature skew (invert)",
+    "feature skew (noise)",
+    "mixed (rotate + α = 0.1)",
+    "mixed (noise + α = 0.1)",
+    "quantity skew",  # the follow-up's kind
+    "concept shift",  # the second follow-up's kind
+)
+"""The order in which tables list the kinds of heterogeneity."""
+
+
+CONFIRMING = "confirmation"
+"""The set of the confirmation's fresh seeds (:func:`role_of`)."""
+SECOND_FOLLOW_UP = "second follow-up"
+"""The set of the concept-shift federations (:func:`role_of`)."""
+
+
+def role_of(dataset: str, seed: int | None = None) -> str:
+    """The set a federation (with ``seed``: a seed of it) belongs to."""
+    if seed is not None and dataset in CONFIRMATION and seed in CONFIRMATION_SEEDS:
+        return CONFIRMING
+    if dataset in DEVELOPMENT:
+        return "development"
+    if dataset in EVALUATION:
+        return "evaluation"
+    if dataset in FOLLOW_UP:
+        return "follow-up"
+    if dataset in FOLLOW_UP_2:
+        return SECOND_FOLLOW_UP
+    raise ValueError(
+        f"{dataset!r} is in no set of the pre-registration (development: "
+        f"{', '.join(DEVELOPMENT)}; evaluation: {', '.join(EVALUATION)}; follow-up: "
+        f"{', '.join(FOLLOW_UP)}; second follow-up: {', '.join(FOLLOW_UP_2)})."
+    )
+
+
+# -- the tuning's grids and choices ---------------------------------------------------------------
 GRIDS = {
     "paper": (0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0),
     "cost": (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0),

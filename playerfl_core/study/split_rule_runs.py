@@ -26,7 +26,7 @@ from playerfl_core.study.archive import (
 from playerfl_core.study.declaration import Study
 from playerfl_core.study.fair_sweeps import sweep_lr
 from playerfl_core.study.grid import SPLIT_PREFIX, plan_grid, run_grid
-from playerfl_core.study.preregistration_plan import PROBE_ROUNDS
+from playerfl_core.study.preregistration import PROBE_ROUNDS
 from playerfl_core.study.run_spec import REPO_ROOT
 from playerfl_core.study.run_store import ERROR, Store, default_store
 from playerfl_core.study.split_rules_table import PROBE, check_replay, probe_rows, rules_for_sweep

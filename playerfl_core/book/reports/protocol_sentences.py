@@ -10,7 +10,7 @@ from playerfl_core.book.reports.every_protocol import BOOK, CLAIM, REGRET, headl
 from playerfl_core.book.style import dataset_label
 from playerfl_core.stats.split_verdicts import VERDICT_WORDS
 from playerfl_core.study import rungs
-from playerfl_core.study.preregistration_plan import base_of, kind_of
+from playerfl_core.study.preregistration import base_of, kind_of
 
 
 def sets_text(name: str) -> str:
