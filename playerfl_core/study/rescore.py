@@ -188,32 +188,21 @@ def r2_committed_regrets() -> pd.DataFrame:
     return P.entry_regrets(rules[rules["dataset"].isin(datasets)], scores[declared])
 
 
-def _r2_study_tasks() -> list[Task]:
-    r1 = load(R1_RESCORE.name)
-    if r1 is None:
-        raise ValueError(
-            "R1's rescore is not committed: run `playerfl study run r1_rescore` first (this "
-            "rescore reads its runs)."
-        )
-    return r2_tasks(r2_committed_regrets(), runs_in(r1))
-
-
-def _val_study_tasks() -> list[Task]:
+def study_tasks(study: Study) -> list[Task]:
+    """Every run ``study`` retrains (which runs is what tells the three rescores apart)."""
+    if study.name == R1_RESCORE.name:
+        return tasks(r1_committed_regrets())
+    if study.name == R2_RESCORE.name:
+        r1 = load(R1_RESCORE.name)
+        if r1 is None:
+            raise ValueError(
+                "R1's rescore is not committed: run `playerfl study run r1_rescore` first (this "
+                "rescore reads its runs)."
+            )
+        return r2_tasks(r2_committed_regrets(), runs_in(r1))
     scores, _ = O.committed_scores(PROFILE)
     wanted = seeds(r1_committed_regrets(), r2_committed_regrets())
     return split_tasks(wanted, scores, seeds_in(rungs.load(rungs.EVAL_RUNG)))
-
-
-_STUDY_TASKS = {
-    R1_RESCORE.name: lambda: tasks(r1_committed_regrets()),
-    R2_RESCORE.name: _r2_study_tasks,
-    VAL_RESCORE.name: _val_study_tasks,
-}
-
-
-def study_tasks(study: Study) -> list[Task]:
-    """Every run ``study`` retrains (which runs is what tells the three rescores apart)."""
-    return _STUDY_TASKS[study.name]()
 
 
 # -- one run --------------------------------------------------------------------------------------
