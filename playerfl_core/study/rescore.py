@@ -37,7 +37,7 @@ from playerfl_core.study import split_oracle as O
 from playerfl_core.study.archive import archive_dir, load_archive, spec_of, stores_dir
 from playerfl_core.study.declaration import EVERY_SPLIT, ONE_RATE, R2_FAMILIES, Study
 from playerfl_core.study.paper_scale import task_name
-from playerfl_core.study.runner import committed, cpu_seconds, load_store
+from playerfl_core.study.runner import committed, cpu_seconds, load_store, named
 from playerfl_core.study.split_rules_table import PROBE, RUN, probe_rows
 from playerfl_core.study.split_scores import regrets as split_regrets
 from playerfl_core.study.split_scores import sweep_scores
@@ -101,10 +101,7 @@ STUDIES = (R1_RESCORE, R2_RESCORE, VAL_RESCORE)
 
 def load(name: str) -> tuple[pd.DataFrame, dict] | None:
     """The committed store of rescore ``name`` and its record (None: not computed)."""
-    known = {s.name: s for s in STUDIES}
-    if name not in known:
-        raise ValueError(f"Unknown rescore {name!r}; choose one of: {', '.join(known)}.")
-    return committed(known[name].store_path())
+    return committed(named(STUDIES, name, "rescore").store_path())
 
 
 def large_val(study: Study) -> bool:

@@ -60,6 +60,14 @@ def command(study: Study | str) -> str:
     return f"playerfl study run {study if isinstance(study, str) else study.name}"
 
 
+def named(studies, name: str, what: str = "study") -> Study:
+    """The one of ``studies`` called ``name``; raises naming the valid ones."""
+    known = {s.name: s for s in studies}
+    if name not in known:
+        raise ValueError(f"Unknown {what} {name!r}; choose one of: {', '.join(known)}.")
+    return known[name]
+
+
 def computes(study: Study):
     """The module that computes one of the study's runs."""
     return import_module(study.computes)
