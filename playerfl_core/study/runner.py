@@ -303,9 +303,6 @@ def store_state(study: Study) -> dict:
     Keys: path, committed, sha256_matches, cpu_seconds, device_seconds, runs."""
     path = store_file(study)
     record = store_record(path)
-    if record is None:
-        return {"path": path, "committed": False, "sha256_matches": None, "cpu_seconds": None,
-                "device_seconds": None, "runs": None}  # fmt: skip
-    return {"path": path, "committed": True, "sha256_matches": sha256_matches(path, record),
-            "cpu_seconds": record.get("cpu_seconds"),
-            "device_seconds": record.get("device_seconds"), "runs": record.get("runs")}  # fmt: skip
+    matches = None if record is None else sha256_matches(path, record)
+    costs = {k: (record or {}).get(k) for k in ("cpu_seconds", "device_seconds", "runs")}
+    return {"path": path, "committed": record is not None, "sha256_matches": matches, **costs}
