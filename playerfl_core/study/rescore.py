@@ -320,10 +320,8 @@ def _committed_run(archive: Path, dataset: str, algorithm: str, lr: float, seed:
     return table[table["run_id"] == found[0]["run_id"]], found[0]
 
 
-@functools.cache
-def _archive(path: Path):
-    """The archive, read once per process."""
-    return load_archive(path)
+_archive = functools.cache(load_archive)
+"""The archive, read once per process."""
 
 
 # -- for the runner -------------------------------------------------------------------------------
