@@ -32,13 +32,12 @@ def read_record(path: Path | None = None) -> list[dict]:
     if not path.is_file():
         return []
     try:
-        checks = json.loads(path.read_text())["checks"]
+        return json.loads(path.read_text())["checks"]
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ValueError(
             f"{path}: not a record of code-version checks ({err}); restore it from git or "
             "delete it (every earlier version then counts as unchecked)."
         ) from None
-    return checks
 
 
 def equivalent_codes(code: str, path: Path | None = None) -> set[str]:

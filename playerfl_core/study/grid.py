@@ -70,13 +70,11 @@ def run_grid(
             a for a in dict.fromkeys(a for _, a in plan.pairs) if not a.startswith(SPLIT_PREFIX)
         ]
         raise MissingResultsError(_missing_message(missing, store, profile, names, algs))
+    computed = 0
     if ready:
         with store.computing(say=progress):  # a chapter's quiet grid waits quietly
             plan.resolve()  # another grid may have computed some of them while this one waited
-            ready, n_left = plan.todo()
-            computed = run_plan(plan, ready, n_left, device, backend, threads, progress)
-    else:
-        computed = 0
+            computed = run_plan(plan, device, backend, threads, progress)
 
     result = plan.collect(computed)
     result.notes += [

@@ -216,16 +216,8 @@ class GridPlan:
                 scores["chosen"] = scores["lr"] == p.lr
                 scores["added"] = scores["lr"].isin(p.widened)
                 tuning_rows.append(scores)
-            chosen_rows.append(
-                {
-                    "dataset": ds,
-                    "algorithm": alg,
-                    "lr": p.lr,
-                    "tuned": bool(p.tune),
-                    "lr_from": p.follow[1] if p.follow is not None else alg,
-                    "widened": len(p.widened),
-                }
-            )
+            lr_from = p.follow[1] if p.follow is not None else alg
+            chosen_rows.append((ds, alg, p.lr, bool(p.tune), lr_from, len(p.widened)))
             notes += [
                 f"WIDENED: {ds}/{alg}: the chosen rate sat at an edge of the grid, so tuning also "
                 f"tried lr={extra:g}."
@@ -247,21 +239,10 @@ class GridPlan:
                 rec = records[sp]
                 tuned = sp in self.spec_stage
                 stage = "tune+eval" if tuned and sp in specs else ("tune" if tuned else "eval")
-                status_rows.append(
-                    {
-                        "run_id": rec["run_id"],
-                        "dataset": sp.dataset,
-                        "algorithm": sp.algorithm,
-                        "lr": sp.lr,
-                        "seed": sp.seed,
-                        "stage": stage,
-                        "status": rec["status"],
-                        "error": rec.get("error", ""),
-                        "seconds": rec.get("seconds"),
-                        "stale_code": rec.get("code", code) not in same_as_now,
-                        "machine": machine.key(rec.get("machine")),
-                    }
-                )
+                stale = rec.get("code", code) not in same_as_now
+                run = (rec["run_id"], sp.dataset, sp.algorithm, sp.lr, sp.seed, stage)
+                kept = (rec["status"], rec.get("error", ""), rec.get("seconds"))
+                status_rows.append((*run, *kept, stale, machine.key(rec.get("machine"))))
         empty = pd.DataFrame(columns=COLUMNS)
         table = pd.concat(eval_tables, ignore_index=True) if eval_tables else empty
         tuning_table = pd.concat(tune_tables, ignore_index=True) if tune_tables else empty
@@ -272,5 +253,8 @@ class GridPlan:
                 columns=["dataset", "algorithm", "lr", "n_runs", "n_ok", "score", "chosen", "added"]
             )
         )
-        chosen, status = pd.DataFrame(chosen_rows), pd.DataFrame(status_rows)
+        chosen_columns = ["dataset", "algorithm", "lr", "tuned", "lr_from", "widened"]
+        chosen = pd.DataFrame(chosen_rows, columns=chosen_columns)
+        columns = ["run_id", "dataset", "algorithm", "lr", "seed", "stage", "status", "error"]
+        status = pd.DataFrame(status_rows, columns=[*columns, "seconds", "stale_code", "machine"])
         return GridResult(table, tuning_table, tuning, chosen, status, store, computed, notes)

@@ -35,22 +35,15 @@ class GridResult:
         """Per dataset: how many algorithms chose an edge of their LR grid, and ``widened``."""
         rows = []
         for ds, g in self.tuning.groupby("dataset", sort=False):
-            pairs = g.groupby("algorithm")
-            lo, hi = pairs["lr"].transform("min"), pairs["lr"].transform("max")
-            chosen = g["chosen"]
-            added = g.get("added", pd.Series(False, index=g.index))
-            rows.append(
-                {
-                    "dataset": ds,
-                    "algorithms": g["algorithm"].nunique(),
-                    "smallest": g["lr"].min(),
-                    "at smallest": int((chosen & (g["lr"] == lo)).sum()),
-                    "largest": g["lr"].max(),
-                    "at largest": int((chosen & (g["lr"] == hi)).sum()),
-                    "widened": int(added.sum()),
-                }
-            )
-        return pd.DataFrame(rows).set_index("dataset") if rows else pd.DataFrame()
+            lr, chosen = g["lr"], g["chosen"]
+            by_pair = g.groupby("algorithm")["lr"]
+            low, high = (int((chosen & (lr == by_pair.transform(f))).sum()) for f in ("min", "max"))
+            widened = int(g.get("added", pd.Series(False, index=g.index)).sum())
+            rows.append((ds, g["algorithm"].nunique(), lr.min(), low, lr.max(), high, widened))
+        if not rows:
+            return pd.DataFrame()
+        columns = ["algorithms", "smallest", "at smallest", "largest", "at largest", "widened"]
+        return pd.DataFrame(rows, columns=["dataset", *columns]).set_index("dataset")
 
     def note(self) -> str:
         """A readable account of what is missing from the summaries and why."""

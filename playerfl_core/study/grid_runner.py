@@ -30,10 +30,9 @@ class GridStoreFull(OSError):
     """The store could not be written (a full disk, a quota); the runs stored before are whole."""
 
 
-def run_plan(
-    plan, ready: list[RunSpec], n_left: int, device: str, backend, threads: int, progress: bool
-) -> int:
+def run_plan(plan, device: str, backend, threads: int, progress: bool) -> int:
     """Run what ``plan`` needs on ``backend``, longest expected run first; return how many ran."""
+    ready, n_left = plan.todo()
     if not ready:
         return 0
     store, code = plan.store, plan.code

@@ -224,12 +224,11 @@ def compute(
         computed += len(tasks)
         per_run = seconds / len(tasks) if seconds else per_run
         say(f"paper_scale: {stem}: {len(tasks)} runs in {seconds:.1f} s ({status}).")
-    left = sum(len(c) for c in queue)
     return {
         "computed": computed,
         "chunks": chunks,
         "already_done": len(done),
-        "left": left,
+        "left": sum(len(c) for c in queue),
         "seconds": round(time.monotonic() - start, 1),
         "stopped": stopped,
     }

@@ -63,10 +63,9 @@ class RayBackend:
                 raise ClusterError(f"{name}: {value!r} is not a number ≥ 0.")
         if self.cpus == 0 and self.gpus == 0:
             raise ClusterError("--cpus and --gpus are both 0: a run needs a CPU or a GPU.")
-        if isinstance(self.max_retries, bool) or not isinstance(self.max_retries, int):
-            raise ClusterError(f"--max-retries: {self.max_retries!r} is not an integer ≥ 0.")
-        if self.max_retries < 0:
-            raise ClusterError(f"--max-retries: {self.max_retries} is not an integer ≥ 0.")
+        retries = self.max_retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ClusterError(f"--max-retries: {retries!r} is not an integer ≥ 0.")
 
     def check_device(self, device: str | None) -> str | None:
         """``device`` as runs on the cluster see it (None passes): CUDA only with ``gpus`` > 0,

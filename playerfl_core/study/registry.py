@@ -12,6 +12,7 @@ from dataclasses import replace
 from data_prep import preregistered as PR
 from playerfl_core.study import authors_mode, fair_sweeps, paper_scale, rescore, rungs
 from playerfl_core.study.declaration import EVERY_SPLIT, ONE_RATE, R2_FAMILIES, Study
+from playerfl_core.study.runner import named
 
 BOOK_SCORING = (("val_per_client", "the profile's"), ("test_per_client", "the profile's"),
                 ("round_and_oracle", "validation"))  # fmt: skip
@@ -124,10 +125,7 @@ def studies() -> dict[str, Study]:
 
 def study(name: str) -> Study:
     """The registered study ``name``; raises naming the valid ones."""
-    known = studies()
-    if name not in known:
-        raise ValueError(f"Unknown study {name!r}; choose one of: {', '.join(known)}.")
-    return known[name]
+    return named(studies().values(), name)
 
 
 def tiny(name: str) -> Study:

@@ -37,7 +37,7 @@ from playerfl_core.study import split_oracle as O
 from playerfl_core.study.archive import archive_dir, load_archive, spec_of, stores_dir
 from playerfl_core.study.declaration import EVERY_SPLIT, ONE_RATE, R2_FAMILIES, Study
 from playerfl_core.study.paper_scale import task_name
-from playerfl_core.study.runner import committed, cpu_seconds, load_store
+from playerfl_core.study.runner import committed, cpu_seconds, load_store, named
 from playerfl_core.study.split_rules_table import PROBE, RUN, probe_rows
 from playerfl_core.study.split_scores import regrets as split_regrets
 from playerfl_core.study.split_scores import sweep_scores
@@ -101,10 +101,7 @@ STUDIES = (R1_RESCORE, R2_RESCORE, VAL_RESCORE)
 
 def load(name: str) -> tuple[pd.DataFrame, dict] | None:
     """The committed store of rescore ``name`` and its record (None: not computed)."""
-    known = {s.name: s for s in STUDIES}
-    if name not in known:
-        raise ValueError(f"Unknown rescore {name!r}; choose one of: {', '.join(known)}.")
-    return committed(known[name].store_path())
+    return committed(named(STUDIES, name, "rescore").store_path())
 
 
 def large_val(study: Study) -> bool:
@@ -188,32 +185,21 @@ def r2_committed_regrets() -> pd.DataFrame:
     return P.entry_regrets(rules[rules["dataset"].isin(datasets)], scores[declared])
 
 
-def _r2_study_tasks() -> list[Task]:
-    r1 = load(R1_RESCORE.name)
-    if r1 is None:
-        raise ValueError(
-            "R1's rescore is not committed: run `playerfl study run r1_rescore` first (this "
-            "rescore reads its runs)."
-        )
-    return r2_tasks(r2_committed_regrets(), runs_in(r1))
-
-
-def _val_study_tasks() -> list[Task]:
+def study_tasks(study: Study) -> list[Task]:
+    """Every run ``study`` retrains (which runs is what tells the three rescores apart)."""
+    if study.name == R1_RESCORE.name:
+        return tasks(r1_committed_regrets())
+    if study.name == R2_RESCORE.name:
+        r1 = load(R1_RESCORE.name)
+        if r1 is None:
+            raise ValueError(
+                "R1's rescore is not committed: run `playerfl study run r1_rescore` first (this "
+                "rescore reads its runs)."
+            )
+        return r2_tasks(r2_committed_regrets(), runs_in(r1))
     scores, _ = O.committed_scores(PROFILE)
     wanted = seeds(r1_committed_regrets(), r2_committed_regrets())
     return split_tasks(wanted, scores, seeds_in(rungs.load(rungs.EVAL_RUNG)))
-
-
-_STUDY_TASKS = {
-    R1_RESCORE.name: lambda: tasks(r1_committed_regrets()),
-    R2_RESCORE.name: _r2_study_tasks,
-    VAL_RESCORE.name: _val_study_tasks,
-}
-
-
-def study_tasks(study: Study) -> list[Task]:
-    """Every run ``study`` retrains (which runs is what tells the three rescores apart)."""
-    return _STUDY_TASKS[study.name]()
 
 
 # -- one run --------------------------------------------------------------------------------------
@@ -334,10 +320,8 @@ def _committed_run(archive: Path, dataset: str, algorithm: str, lr: float, seed:
     return table[table["run_id"] == found[0]["run_id"]], found[0]
 
 
-@functools.cache
-def _archive(path: Path):
-    """The archive, read once per process."""
-    return load_archive(path)
+_archive = functools.cache(load_archive)
+"""The archive, read once per process."""
 
 
 # -- for the runner -------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from playerfl_core.stats.results import COLUMNS
 from playerfl_core.study import split_scores as S
 from playerfl_core.study.declaration import EVERY_SPLIT, Study, federation, n_splits
 from playerfl_core.study.machine import one_thread
-from playerfl_core.study.runner import committed, cpu_seconds, write_store
+from playerfl_core.study.runner import committed, cpu_seconds, named, write_store
 
 DATASETS = preregistered.LADDER
 EVAL_PER_CLIENT = 2000
@@ -96,11 +96,7 @@ def first_epoch_only(study: Study) -> bool:
 
 def load(study: Study | str) -> tuple[pd.DataFrame, dict] | None:
     """The committed store of ``study`` (or of the rung so named) and its record, or None."""
-    if isinstance(study, str):
-        known = {s.name: s for s in STUDIES}
-        if study not in known:
-            raise ValueError(f"Unknown rung {study!r}; choose one of: {', '.join(known)}.")
-        study = known[study]
+    study = named(STUDIES, study, "rung") if isinstance(study, str) else study
     return committed(study.store_path())
 
 

@@ -60,6 +60,14 @@ def command(study: Study | str) -> str:
     return f"playerfl study run {study if isinstance(study, str) else study.name}"
 
 
+def named(studies, name: str, what: str = "study") -> Study:
+    """The one of ``studies`` called ``name``; raises naming the valid ones."""
+    known = {s.name: s for s in studies}
+    if name not in known:
+        raise ValueError(f"Unknown {what} {name!r}; choose one of: {', '.join(known)}.")
+    return known[name]
+
+
 def computes(study: Study):
     """The module that computes one of the study's runs."""
     return import_module(study.computes)
@@ -295,9 +303,6 @@ def store_state(study: Study) -> dict:
     Keys: path, committed, sha256_matches, cpu_seconds, device_seconds, runs."""
     path = store_file(study)
     record = store_record(path)
-    if record is None:
-        return {"path": path, "committed": False, "sha256_matches": None, "cpu_seconds": None,
-                "device_seconds": None, "runs": None}  # fmt: skip
-    return {"path": path, "committed": True, "sha256_matches": sha256_matches(path, record),
-            "cpu_seconds": record.get("cpu_seconds"),
-            "device_seconds": record.get("device_seconds"), "runs": record.get("runs")}  # fmt: skip
+    matches = None if record is None else sha256_matches(path, record)
+    costs = {k: (record or {}).get(k) for k in ("cpu_seconds", "device_seconds", "runs")}
+    return {"path": path, "committed": record is not None, "sha256_matches": matches, **costs}

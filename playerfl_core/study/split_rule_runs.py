@@ -174,12 +174,11 @@ def compute_table(study: Study, options, say=print) -> tuple[pd.DataFrame, dict]
     entries = [e for e in read_manifest(archive)["runs"] if e["status"] == "ok"
                and (e["dataset"], float(e["lr"]), e["seed"]) in keys
                and e["algorithm"].startswith(SPLIT_PREFIX)]  # fmt: skip
-    cost = round(sum(e.get("cpu_seconds") or 0.0 for e in entries), 1)
     extra = {
         "sweeps": _shown(archive),
         "replay_same": [int(replay["same"].sum()), len(replay)],
         "runs": int((table["rule"] == PROBE).sum()),
-        "cpu_seconds": cost,
+        "cpu_seconds": runner.cpu_seconds(entries),
     }
     return table, extra
 

@@ -237,20 +237,15 @@ def sweeps(
     seeds: Iterable[int],
     profile: str = "quick",
     stored: pd.DataFrame | None = None,
-    progress: bool = True,
     **run_options,
 ) -> pd.DataFrame:
     """The sweeps of ``datasets`` from ``stored`` where it has them, the others computed."""
-    parts, missing = [], []
-    for ds in datasets:
-        have = None
-        if stored is not None:
-            rows = stored[stored["dataset"] == ds]
-            have = rows[rows["algorithm"].map(parse_prefix_name).notna()]
-        if have is not None and len(have):
-            parts.append(have)
-        else:
-            missing.append(ds)
+    datasets = list(datasets)
+    if stored is not None:
+        stored = stored[stored["algorithm"].map(parse_prefix_name).notna()]
+    held = set() if stored is None else set(stored["dataset"])
+    parts = [stored[stored["dataset"] == ds] for ds in datasets if ds in held]
+    missing = [ds for ds in datasets if ds not in held]
     if missing:
-        parts.append(run_sweeps(missing, seeds, profile, progress=progress, **run_options))
+        parts.append(run_sweeps(missing, seeds, profile, **run_options))
     return pd.concat(parts, ignore_index=True)

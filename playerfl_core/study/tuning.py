@@ -79,16 +79,15 @@ def tuning_scores(tune_specs: list[RunSpec], records: dict, tables: list) -> pd.
         by_lr.setdefault(sp.lr, []).append(sp)
     for lr, specs in by_lr.items():
         sp0 = specs[0]
-        if any(records[sp]["status"] != OK for sp in specs) or per_run is None:
-            score = float("inf")
-        else:
+        n_ok = sum(records[sp]["status"] == OK for sp in specs)
+        score = float("inf")
+        if n_ok == len(specs) and per_run is not None:
             sel = per_run[
                 (per_run["lr"] == lr)
                 & per_run["seed"].isin([s.seed for s in specs])
                 & (per_run["algorithm"] == sp0.algorithm)
             ]
             score = float(sel["value"].mean())
-        n_ok = sum(records[sp]["status"] == OK for sp in specs)
         rows.append(
             {
                 "dataset": sp0.dataset,
