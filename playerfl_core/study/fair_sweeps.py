@@ -125,8 +125,9 @@ def compute_table(study, options, say=print) -> tuple[pd.DataFrame, dict]:
         used |= set(result.status["run_id"])
     store = Store(store_path(options))
     table, runs, machines = packed(store, [r for r in store.scan()[0] if r["run_id"] in used])
-    return table, {"profile": PROFILE, "runs": len(runs), "cpu_seconds": runner.cpu_seconds(runs),
-                   "entries": runs, "machines": machines}  # fmt: skip
+    cost = runner.cpu_seconds(runs)
+    extra = {"profile": PROFILE, "runs": len(runs), "cpu_seconds": cost, "entries": runs}
+    return table, {**extra, "machines": machines}
 
 
 def dry_run(study, options) -> str:
