@@ -367,6 +367,9 @@ def test_the_validation_rescores_reading_gives_the_rungs_regrets_on_its_seeds(mo
     assert np.array_equal(mine["regret"], mine["regret_rung"])
     kept = large[~large["rescored"]].drop(columns="rescored").reset_index(drop=True)
     assert kept.equals(book[~large["rescored"].to_numpy()].reset_index(drop=True))
+    both = mine.merge(book, on=keys, suffixes=("", "_book"))
+    moved = int((both["p_oracle"] != both["p_oracle_book"]).sum())
+    assert len(both) == 20 and 0 < moved < 20  # the large validation sets move some oracles
 
     rules_table = runner.load_store(stores_dir() / "rules" / f"{R.PROFILE}.parquet")[0]
     r2 = R.large_val_r2_regrets(R.r2_committed_regrets(), sweep, rules_table)
